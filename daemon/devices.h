@@ -1,0 +1,100 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The device table: refcounted device objects keyed by a stable identity
+ * (sysfs_device.id), not by name.  Event sources feed it scans; it decides
+ * what changed, bumps the generation and tells one listener.  It owns no
+ * file descriptors and does no I/O, so it is tested on its own.
+ *
+ * References a device has: being present, each client hold, and internal
+ * ones (the daemon's own open verbs context).  A device that is unplugged
+ * while held stays listed with state REMOVED and its holders; when the
+ * last reference goes it is dropped with a RELEASED event.
+ */
+#ifndef RDMAD_DEVICES_H
+#define RDMAD_DEVICES_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "sysfs.h"
+
+struct devices;
+struct device;
+
+enum device_state {
+	DEVICE_STATE_PRESENT,
+	DEVICE_STATE_REMOVED,
+};
+
+enum devices_event {
+	DEVICES_EVENT_ADDED,
+	DEVICES_EVENT_REMOVED,
+	DEVICES_EVENT_CHANGED,
+	DEVICES_EVENT_RENAMED,
+	DEVICES_EVENT_RELEASED,
+};
+
+struct holder {
+	const void *owner;  /* the client connection; identity of the hold */
+	pid_t pid;
+	uid_t uid;
+	char comm[16];
+};
+
+/*
+ * Called after each visible change, with the generation already bumped.
+ * @old_name is set for RENAMED.  For REMOVED of an unheld device and for
+ * RELEASED, @dev is freed right after the call returns.
+ */
+typedef void (*devices_listener_fn)(void *userdata, enum devices_event event,
+				    const struct device *dev,
+				    const char *old_name);
+
+/* @generation: the last generation published; the next change is +1. */
+struct devices *devices_new(uint64_t generation);
+void devices_free(struct devices *table);
+void devices_set_listener(struct devices *table, devices_listener_fn fn,
+			  void *userdata);
+
+/* Apply a full scan (ownership of each entry's ports moves to the table;
+ * the array itself stays the caller's).  Adds, changes, renames and
+ * removes as needed.  Returns the number of events, or -errno. */
+int devices_apply_scan(struct devices *table, struct sysfs_device *scan,
+		       size_t n);
+/* Apply one device's rescan: @info NULL means @name is gone. */
+int devices_apply_one(struct devices *table, const char *name,
+		      struct sysfs_device *info);
+/* A netdev went up/down (rtnetlink): updates every port it backs. */
+int devices_set_netdev_state(struct devices *table, const char *ifname,
+			     bool up);
+
+/* -ENODEV unknown or removed name, -EALREADY if @h->owner holds it. */
+int devices_hold(struct devices *table, const char *name,
+		 const struct holder *h);
+/* -ENODEV unknown name, -ENOENT not held by @owner. */
+int devices_release(struct devices *table, const char *name,
+		    const void *owner);
+/* A client went away: drop every hold it had. */
+void devices_release_owner(struct devices *table, const void *owner);
+/* Internal references (not listed as holders). */
+struct device *device_ref(struct device *dev);
+void device_unref(struct devices *table, struct device *dev);
+
+uint64_t devices_generation(const struct devices *table);
+size_t devices_count(const struct devices *table);
+/* Iterate in a stable order (name); NULL at the end. */
+const struct device *devices_first(const struct devices *table);
+const struct device *devices_next(const struct devices *table,
+				  const struct device *dev);
+const struct device *devices_find(const struct devices *table,
+				  const char *name);
+
+const struct sysfs_device *device_info(const struct device *dev);
+enum device_state device_state(const struct device *dev);
+uint64_t device_generation(const struct device *dev);
+size_t device_holder_count(const struct device *dev);
+const struct holder *device_holder(const struct device *dev, size_t index);
+
+#endif

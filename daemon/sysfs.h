@@ -1,0 +1,69 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * sysfs scanner: reads /sys/class/infiniband_verbs and
+ * /sys/class/infiniband/<dev> into plain structs.  Owns no file
+ * descriptors between calls and never logs: a device that vanishes or
+ * holds garbage mid-scan is reported through the return value and left
+ * out, never half filled in.
+ */
+#ifndef RDMAD_SYSFS_H
+#define RDMAD_SYSFS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define SYSFS_NAME_MAX 64
+
+struct sysfs_port {
+	uint32_t port;
+	char state[16];       /* "ACTIVE" (the "4: " prefix stripped) */
+	char phys_state[24];  /* "LinkUp" */
+	char link_layer[16];  /* "InfiniBand", "Ethernet" */
+	char rate[48];        /* "100 Gb/sec (4X EDR)" */
+	char netdev[16];      /* IFNAMSIZ; from gid_attrs/ndevs/0 */
+	uint32_t lid;
+	int netdev_up;        /* -1 unknown; filled by the device table */
+};
+
+struct sysfs_device {
+	char name[SYSFS_NAME_MAX];  /* ib device name, "mlx5_0" */
+	char uverbs[16];            /* "uverbs0", empty if none */
+	char id[160];               /* stable identity, see sysfs.c */
+	char node_guid[20];
+	char sys_image_guid[20];
+	char node_type[16];         /* "CA", "RNIC", "switch", "router" ... */
+	char fw_ver[64];
+	char pci_address[32];       /* empty when not a PCI device */
+	char driver[32];            /* driver of the parent device */
+	int numa_node;              /* -1 unknown */
+	unsigned int nports;
+	struct sysfs_port *ports;   /* malloc'd, nports entries */
+};
+
+/*
+ * Scan every device under @sysroot (normally "/sys").  Returns 0 and a
+ * malloc'd array (free with sysfs_devices_free()), or -errno when the
+ * class directory cannot be read at all.  Devices that vanish or are
+ * unreadable mid-scan are skipped; *ret_skipped (may be NULL) counts them.
+ */
+int sysfs_scan_all(const char *sysroot, struct sysfs_device **ret_devices,
+		   size_t *ret_n, size_t *ret_skipped);
+
+/* Scan one ib device by name.  -ENOENT if it is gone, -EBADMSG if what is
+ * there is unusable (half-created, garbage); @ret is left zeroed then. */
+int sysfs_scan_device(const char *sysroot, const char *name,
+		      struct sysfs_device *ret);
+
+/* Find the ib device name behind a uverbs name ("uverbs3" -> "mlx5_1"). */
+int sysfs_ibdev_of_uverbs(const char *sysroot, const char *uverbs,
+			  char ret_name[SYSFS_NAME_MAX]);
+
+void sysfs_device_clear(struct sysfs_device *dev);
+void sysfs_devices_free(struct sysfs_device *devices, size_t n);
+/* Deep copy; -ENOMEM. */
+int sysfs_device_copy(struct sysfs_device *dst, const struct sysfs_device *src);
+/* True when two scans of a device differ in anything a client sees. */
+int sysfs_device_equal(const struct sysfs_device *a,
+		       const struct sysfs_device *b);
+
+#endif

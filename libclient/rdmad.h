@@ -1,0 +1,228 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * librdmad: a live view of the node's RDMA devices, served by rdmad, and
+ * fork-safe memory registration for the calling process.
+ *
+ * This is the library's only public header.  Every handle is opaque and
+ * reference counted; every function returns 0 or a negative errno (or a
+ * handle, NULL on failure with errno set) and never aborts on bad
+ * arguments.  The library never logs or prints.  See librdmad(3).
+ *
+ * Threads: a client handle may be used from several threads at once.
+ * Callbacks run only inside rdmad_client_process(), on the thread that
+ * called it.  Snapshots are immutable and may be passed between threads.
+ */
+#ifndef RDMAD_H
+#define RDMAD_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+struct ibv_device;
+struct ibv_context;
+struct ibv_pd;
+struct ibv_mr;
+
+/* ---- Client: connection, events, holds --------------------------------- */
+
+struct rdmad_client;
+struct rdmad_snapshot;
+struct rdmad_device;
+struct rdmad_port;
+
+enum rdmad_event_type {
+	RDMAD_EVENT_ADDED = 0,
+	RDMAD_EVENT_REMOVED = 1,
+	RDMAD_EVENT_CHANGED = 2,
+	RDMAD_EVENT_RENAMED = 3,
+	RDMAD_EVENT_RELEASED = 4,
+	/* The connection was (re)established and the full list re-read;
+	 * the device argument is NULL.  Compare snapshots to find out what
+	 * changed while the daemon was out of reach. */
+	RDMAD_EVENT_RESYNC = 5,
+};
+
+enum rdmad_device_state {
+	RDMAD_DEVICE_PRESENT = 0,
+	RDMAD_DEVICE_REMOVED = 1,
+};
+
+/*
+ * Called from rdmad_client_process() for each change, in order.  @device is
+ * valid only during the call (take a snapshot to keep it); for RENAMED,
+ * rdmad_device_get_old_name() gives the previous name.
+ */
+typedef void (*rdmad_event_cb)(struct rdmad_client *client,
+			       enum rdmad_event_type type,
+			       const struct rdmad_device *device,
+			       uint64_t generation, void *userdata);
+
+/*
+ * Create a client for the daemon at @socket_path; NULL resolves it as
+ * $RDMAD_SOCKET, else /run/rdmad/rdmad.sock.  Does not connect: the first
+ * call that needs the daemon does, and a lost connection is retried with
+ * backoff, re-announcing every hold.  Returns NULL with errno on failure.
+ */
+struct rdmad_client *rdmad_client_new(const char *socket_path);
+struct rdmad_client *rdmad_client_ref(struct rdmad_client *client);
+/* Drop a reference; the last one closes the connection (releasing this
+ * client's holds in the daemon).  Returns NULL. */
+struct rdmad_client *rdmad_client_unref(struct rdmad_client *client);
+
+/* Connect now if not connected.  0, or -ENOENT/-ECONNREFUSED/-EACCES/
+ * -EPROTO (daemon speaks another protocol version) etc. */
+int rdmad_client_connect(struct rdmad_client *client);
+
+/* The socket path this client uses (resolved). */
+const char *rdmad_client_get_socket_path(const struct rdmad_client *client);
+
+/*
+ * A file descriptor that polls readable when rdmad_client_process() has
+ * work.  It may change across reconnects: call this again after every
+ * rdmad_client_process() and re-arm your poller if the value changed.
+ * Returns -ENOTCONN while no connection is up (poll with a timeout of
+ * rdmad_client_get_timeout() then call rdmad_client_process()).
+ */
+int rdmad_client_get_fd(struct rdmad_client *client);
+/* Milliseconds until the next reconnect attempt is due, -1 if none. */
+int rdmad_client_get_timeout(struct rdmad_client *client);
+
+/* Read and apply everything pending without blocking, running the
+ * callback for each change.  Returns the number of events applied (>= 0)
+ * or -errno. */
+int rdmad_client_process(struct rdmad_client *client);
+
+/* Register the callback (one per client; NULL removes it). */
+int rdmad_client_set_callback(struct rdmad_client *client, rdmad_event_cb cb,
+			      void *userdata);
+
+/* The newest generation the daemon has published.  Costs no syscall once
+ * connected (a page shared read-only by the daemon).  0 if unknown. */
+uint64_t rdmad_client_get_generation(struct rdmad_client *client);
+
+/*
+ * The current device list as an immutable snapshot (unref when done).
+ * When nothing changed since the last call this returns the cached
+ * snapshot without any syscall; otherwise it applies pending messages
+ * first (which may run callbacks).  NULL with errno on failure.
+ */
+struct rdmad_snapshot *rdmad_client_get_snapshot(struct rdmad_client *client);
+
+/* Hold a device by name: the daemon lists this process as a holder and
+ * keeps the device listed (as removed) after an unplug until released.
+ * -ENODEV for an unknown name, -EPERM if refused.  Holds are re-announced
+ * after a reconnect. */
+int rdmad_client_hold(struct rdmad_client *client, const char *name);
+int rdmad_client_release(struct rdmad_client *client, const char *name);
+
+/* Open a device through libibverbs and hold it in one step; the context
+ * is closed and the hold released by rdmad_client_close_device(). */
+struct ibv_context *rdmad_client_open_device(struct rdmad_client *client,
+					     const char *name);
+int rdmad_client_close_device(struct rdmad_client *client,
+			      struct ibv_context *context);
+
+/* ---- Snapshots ----------------------------------------------------------- */
+
+struct rdmad_snapshot *rdmad_snapshot_ref(struct rdmad_snapshot *snapshot);
+struct rdmad_snapshot *rdmad_snapshot_unref(struct rdmad_snapshot *snapshot);
+uint64_t rdmad_snapshot_get_generation(const struct rdmad_snapshot *snapshot);
+size_t rdmad_snapshot_get_count(const struct rdmad_snapshot *snapshot);
+/* Devices are owned by the snapshot; NULL when out of range. */
+const struct rdmad_device *
+rdmad_snapshot_get_device(const struct rdmad_snapshot *snapshot, size_t index);
+const struct rdmad_device *
+rdmad_snapshot_find_device(const struct rdmad_snapshot *snapshot,
+			   const char *name);
+
+const char *rdmad_device_get_name(const struct rdmad_device *device);
+const char *rdmad_device_get_old_name(const struct rdmad_device *device);
+const char *rdmad_device_get_id(const struct rdmad_device *device);
+const char *rdmad_device_get_uverbs(const struct rdmad_device *device);
+const char *rdmad_device_get_node_guid(const struct rdmad_device *device);
+const char *rdmad_device_get_sys_image_guid(const struct rdmad_device *device);
+const char *rdmad_device_get_node_type(const struct rdmad_device *device);
+const char *rdmad_device_get_fw_ver(const struct rdmad_device *device);
+const char *rdmad_device_get_pci_address(const struct rdmad_device *device);
+const char *rdmad_device_get_driver(const struct rdmad_device *device);
+int rdmad_device_get_numa_node(const struct rdmad_device *device);
+enum rdmad_device_state
+rdmad_device_get_state(const struct rdmad_device *device);
+uint64_t rdmad_device_get_generation(const struct rdmad_device *device);
+
+unsigned int rdmad_device_get_port_count(const struct rdmad_device *device);
+const struct rdmad_port *rdmad_device_get_port(const struct rdmad_device *device,
+					       unsigned int index);
+unsigned int rdmad_port_get_number(const struct rdmad_port *port);
+const char *rdmad_port_get_state(const struct rdmad_port *port);
+const char *rdmad_port_get_phys_state(const struct rdmad_port *port);
+const char *rdmad_port_get_link_layer(const struct rdmad_port *port);
+const char *rdmad_port_get_rate(const struct rdmad_port *port);
+const char *rdmad_port_get_netdev(const struct rdmad_port *port);
+int rdmad_port_get_netdev_up(const struct rdmad_port *port);
+unsigned int rdmad_port_get_lid(const struct rdmad_port *port);
+
+unsigned int rdmad_device_get_holder_count(const struct rdmad_device *device);
+/* Holder @index: pid and uid through ret_ pointers (either may be NULL);
+ * returns the command name, NULL when out of range. */
+const char *rdmad_device_get_holder(const struct rdmad_device *device,
+				    unsigned int index, pid_t *ret_pid,
+				    uid_t *ret_uid);
+
+/*
+ * The RFC's call: a fresh NULL-terminated list from the real libibverbs,
+ * freed with ibv_free_device_list(), that reflects every change rdmad had
+ * announced when it was called: no device the daemon lists as removed,
+ * every present one whose char device is reachable.  Uses a process-wide
+ * client on the default socket; works like ibv_get_device_list() when no
+ * daemon runs.  See librdmad(3) for how it relates to the generation.
+ */
+struct ibv_device **ibv_refresh_device_list(int *num_devices);
+
+/* ---- Fork-safe memory registration ------------------------------------- */
+
+enum rdmad_fork_status {
+	RDMAD_FORK_DISABLED = 0,
+	RDMAD_FORK_ENABLED = 1,
+	RDMAD_FORK_UNNEEDED = 2, /* the kernel copies pinned pages at fork */
+};
+
+/* As ibv_fork_init(3): 0, -EINVAL if a range was marked before it,
+ * -ENOMEM, -ENOSYS if madvise(MADV_DONTFORK) is unsupported. */
+int rdmad_fork_init(void);
+enum rdmad_fork_status rdmad_is_fork_initialized(void);
+/* As ibv_dontfork_range()/ibv_dofork_range(), returning -errno. */
+int rdmad_dontfork_range(void *base, size_t size);
+int rdmad_dofork_range(void *base, size_t size);
+
+/* ibv_reg_mr()/ibv_dereg_mr() with the range tracked by this library. */
+struct ibv_mr *rdmad_reg_mr(struct ibv_pd *pd, void *addr, size_t length,
+			    int access);
+struct ibv_mr *rdmad_reg_mr_iova(struct ibv_pd *pd, void *addr, size_t length,
+				 uint64_t iova, int access);
+int rdmad_dereg_mr(struct ibv_mr *mr);
+
+/* Counters of the tracker, for monitoring and benchmarks. */
+struct rdmad_fork_stats {
+	uint64_t ranges;          /* live registered ranges */
+	uint64_t pages_marked;    /* pages now MADV_DONTFORK */
+	uint64_t madvise_calls;   /* madvise syscalls made */
+	uint64_t madvise_saved;   /* madvise syscalls avoided (deferral, merge) */
+	uint64_t deferred_ranges; /* released ranges awaiting a fork */
+	uint64_t unaligned_bytes; /* bytes outside any registration marked */
+	uint64_t reserved[10];
+};
+/* Fill @ret_stats (of @size bytes, sizeof(struct rdmad_fork_stats) or an
+ * older smaller size) */
+int rdmad_fork_get_stats(struct rdmad_fork_stats *ret_stats, size_t size);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* RDMAD_H */

@@ -1,0 +1,69 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Framing of the rdmad protocol: one protobuf-c encoded Frame per
+ * SOCK_SEQPACKET datagram (see PROTOCOL.md).  Shared by the daemon, the
+ * client library, rdmactl and the tests.  No logging; -errno returns.
+ */
+#ifndef RDMAD_WIRE_H
+#define RDMAD_WIRE_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "rdmad.pb-c.h"
+
+#define WIRE_VERSION 1
+/* Largest datagram either side sends; a snapshot is split to fit. */
+#define WIRE_MAX_FRAME (64 * 1024)
+/* Largest request the daemon accepts from a client. */
+#define WIRE_MAX_REQUEST 4096
+/* Longest device name accepted in a request (IB_DEVICE_NAME_MAX is 64). */
+#define WIRE_MAX_NAME 64
+
+/* Encode @frame into a new malloc'd buffer.  -EMSGSIZE if it is larger
+ * than @max, -ENOMEM. */
+int wire_encode(const Rdmad__Frame *frame, size_t max, uint8_t **ret_buf,
+		size_t *ret_len);
+
+/*
+ * Decode one datagram after checking its size against @max.  Returns
+ * -EMSGSIZE (too large or empty), -EBADMSG (not a Frame, or a body whose
+ * required parts are missing), -EPROTONOSUPPORT (version is not
+ * WIRE_VERSION; *ret_frame is still set so the caller may answer with the
+ * seq).  Free with wire_free().
+ */
+int wire_decode(const uint8_t *buf, size_t len, size_t max,
+		Rdmad__Frame **ret_frame);
+void wire_free(Rdmad__Frame *frame);
+
+/* Send one datagram, optionally passing @pass_fd (-1 for none) with
+ * SCM_RIGHTS; MSG_NOSIGNAL|MSG_DONTWAIT.  -EAGAIN when the socket is full. */
+int wire_send(int fd, const void *buf, size_t len, int pass_fd);
+/* Receive one datagram into @buf; a passed fd lands in *ret_fd (else -1),
+ * opened O_CLOEXEC.  Returns its length, 0 on orderly close, -EMSGSIZE if
+ * truncated, or -errno. */
+ssize_t wire_recv(int fd, void *buf, size_t cap, int *ret_fd);
+
+/* The one mapping between -errno and a wire status, and back. */
+Rdmad__Status wire_status_from_errno(int err);
+int wire_errno_from_status(Rdmad__Status status);
+const char *wire_status_name(Rdmad__Status status);
+
+/*
+ * Split @n devices into snapshot parts that each encode to at most
+ * WIRE_MAX_FRAME bytes as a full Frame.  Calls @emit once per part, in
+ * order, with a Frame whose version, seq, status and snapshot
+ * (generation, part, parts, devices) are filled in; @emit's return, if
+ * non-zero, stops the split and is returned.  -EMSGSIZE if one device
+ * alone does not fit.
+ */
+typedef int (*wire_emit_fn)(const Rdmad__Frame *frame, void *userdata);
+int wire_split_snapshot(Rdmad__Device *const *devices, size_t n,
+			uint64_t generation, uint64_t seq, wire_emit_fn emit,
+			void *userdata);
+
+/* Fill @frame as a reply/request skeleton (protobuf-c init + version). */
+void wire_frame_init(Rdmad__Frame *frame, uint64_t seq);
+
+#endif

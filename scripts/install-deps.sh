@@ -1,0 +1,27 @@
+#!/bin/sh
+# SPDX-License-Identifier: MIT
+# Install everything rdmad needs to build, run and test on Debian 12, from
+# Debian's own archive.  Safe to run again; does nothing when all is present.
+set -eu
+
+PKGS="build-essential meson ninja-build pkg-config clang llvm libclang-rt-14-dev
+ libibverbs-dev ibverbs-utils ibverbs-providers
+ libudev-dev libnl-3-dev libnl-route-3-dev libevent-dev libsystemd-dev
+ libprotobuf-c-dev protobuf-c-compiler libinih-dev
+ umockdev libumockdev-dev gir1.2-umockdev-1.0 python3 python3-gi
+ iproute2 jq systemd udev util-linux procps valgrind"
+
+missing=""
+for p in $PKGS; do
+	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing="$missing $p"
+done
+[ -z "$missing" ] && exit 0
+
+if [ "$(id -u)" -ne 0 ]; then
+	echo "install-deps: missing packages:$missing; run this script as root" >&2
+	exit 1
+fi
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -q
+# shellcheck disable=SC2086
+apt-get install -y -q --no-install-recommends $missing
