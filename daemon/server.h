@@ -1,0 +1,42 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The socket server: accepts clients on the AF_UNIX SOCK_SEQPACKET socket
+ * (socket-activated or bound here), speaks proto/PROTOCOL.md, keeps a
+ * bounded output queue per client and fans device events out to
+ * subscribers.  Client identity comes from SO_PEERCRED only.
+ */
+#ifndef RDMAD_SERVER_H
+#define RDMAD_SERVER_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+struct event_base;
+struct devices;
+struct device;
+struct scan;
+enum devices_event;
+
+struct server_options {
+	const char *socket_path;
+	mode_t socket_mode;            /* e.g. 0666 */
+	gid_t socket_group;            /* (gid_t)-1: leave as is */
+	gid_t admin_group;             /* may send admin requests; root always */
+	unsigned int max_clients;      /* e.g. 4096 */
+	unsigned int max_holds;        /* per client, e.g. 1024 */
+	unsigned int max_queue;        /* frames queued per client, e.g. 256 */
+	int listen_fd;                 /* from sd_listen_fds, or -1 to bind */
+	int generation_fd;             /* memfd with the generation, or -1 */
+};
+
+struct server;
+struct server *server_new(struct event_base *base, struct devices *table,
+			  struct scan *scan, const struct server_options *opts);
+void server_free(struct server *srv);
+/* A table event: push it to every subscriber. */
+void server_device_event(struct server *srv, enum devices_event event,
+			 const struct device *dev, const char *old_name);
+unsigned int server_client_count(const struct server *srv);
+
+#endif
