@@ -1,1 +1,372 @@
-/* SPDX-License-Identifier: MIT */ /* placeholder: not written yet */
+/* SPDX-License-Identifier: MIT */
+/*
+ * Framing of the rdmad protocol (PROTOCOL.md): one protobuf-c Frame per
+ * SOCK_SEQPACKET datagram.  This file checks sizes before decoding and
+ * the shape of each body after it, passes file descriptors with
+ * SCM_RIGHTS, maps -errno to wire statuses and back, and splits large
+ * snapshots into frames that fit WIRE_MAX_FRAME.  It never logs: every
+ * failure is a -errno for the caller to handle.
+ */
+#include <errno.h>
+#include <limits.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "wire.h"
+
+/*
+ * Worst case of everything in a snapshot Frame except its devices:
+ * version (1 + 5), seq (1 + 10), status (1 + 5), the body tag (2) and
+ * length (3, as a body is below 2 MiB), generation (1 + 10), part and
+ * parts (1 + 5 each).  Rounded up so the split never has to retry.
+ */
+#define SNAPSHOT_OVERHEAD 64
+
+void wire_frame_init(Rdmad__Frame *frame, uint64_t seq)
+{
+	*frame = (Rdmad__Frame)RDMAD__FRAME__INIT;
+	frame->version = WIRE_VERSION;
+	frame->seq = seq;
+}
+
+int wire_encode(const Rdmad__Frame *frame, size_t max, uint8_t **ret_buf,
+		size_t *ret_len)
+{
+	size_t len = protobuf_c_message_get_packed_size(&frame->base);
+	uint8_t *buf;
+
+	if (len > max)
+		return -EMSGSIZE;
+	/* A Frame always has version set, but stay safe for len 0. */
+	buf = malloc(len ? len : 1);
+	if (!buf)
+		return -ENOMEM;
+	protobuf_c_message_pack(&frame->base, buf);
+	*ret_buf = buf;
+	*ret_len = len;
+	return 0;
+}
+
+/* A device name from a client ends up in sysfs paths and logs. */
+static bool name_ok(const char *name)
+{
+	size_t len = strlen(name);
+
+	return len > 0 && len < WIRE_MAX_NAME && !strchr(name, '/');
+}
+
+static bool device_ok(const Rdmad__Device *dev)
+{
+	return dev && dev->name[0] != '\0';
+}
+
+/* The parts of a body that protobuf's optional fields cannot enforce. */
+static bool body_ok(const Rdmad__Frame *frame)
+{
+	switch (frame->body_case) {
+	case RDMAD__FRAME__BODY__NOT_SET:
+		/* Only a reply may carry a status and nothing else. */
+		return frame->seq != 0;
+	case RDMAD__FRAME__BODY_HELLO:
+	case RDMAD__FRAME__BODY_SUBSCRIBE:
+	case RDMAD__FRAME__BODY_GET_STATUS:
+	case RDMAD__FRAME__BODY_RESCAN:
+	case RDMAD__FRAME__BODY_WELCOME:
+		return frame->seq != 0;
+	case RDMAD__FRAME__BODY_HOLD:
+		return frame->seq != 0 && name_ok(frame->hold->name);
+	case RDMAD__FRAME__BODY_RELEASE:
+		return frame->seq != 0 && name_ok(frame->release->name);
+	case RDMAD__FRAME__BODY_SNAPSHOT:
+		return frame->snapshot->parts >= 1 &&
+		       frame->snapshot->part < frame->snapshot->parts;
+	case RDMAD__FRAME__BODY_EVENT:
+		return device_ok(frame->event->device);
+	case _RDMAD__FRAME__BODY__CASE_IS_INT_SIZE:
+		break;
+	}
+	return false;
+}
+
+int wire_decode(const uint8_t *buf, size_t len, size_t max,
+		Rdmad__Frame **ret_frame)
+{
+	Rdmad__Frame *frame;
+
+	*ret_frame = NULL;
+	if (len == 0 || len > max)
+		return -EMSGSIZE;
+	frame = rdmad__frame__unpack(NULL, len, buf);
+	if (!frame)
+		return -EBADMSG;
+	/* The version comes first so a newer peer learns ours. */
+	if (frame->version != WIRE_VERSION) {
+		*ret_frame = frame;
+		return -EPROTONOSUPPORT;
+	}
+	if (!body_ok(frame)) {
+		wire_free(frame);
+		return -EBADMSG;
+	}
+	*ret_frame = frame;
+	return 0;
+}
+
+void wire_free(Rdmad__Frame *frame)
+{
+	if (frame)
+		rdmad__frame__free_unpacked(frame, NULL);
+}
+
+int wire_send(int fd, const void *buf, size_t len, int pass_fd)
+{
+	union {
+		char buf[CMSG_SPACE(sizeof(int))];
+		struct cmsghdr align;
+	} control;
+	struct iovec iov = { .iov_base = (void *)buf, .iov_len = len };
+	struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1 };
+	struct cmsghdr *cmsg;
+	ssize_t n;
+
+	if (pass_fd >= 0) {
+		memset(&control, 0, sizeof(control));
+		msg.msg_control = control.buf;
+		msg.msg_controllen = sizeof(control.buf);
+		cmsg = CMSG_FIRSTHDR(&msg);
+		cmsg->cmsg_level = SOL_SOCKET;
+		cmsg->cmsg_type = SCM_RIGHTS;
+		cmsg->cmsg_len = CMSG_LEN(sizeof(int));
+		memcpy(CMSG_DATA(cmsg), &pass_fd, sizeof(int));
+	}
+	n = sendmsg(fd, &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
+	if (n < 0)
+		return -errno;
+	/* SEQPACKET sends all or nothing; anything else is a kernel oddity. */
+	return (size_t)n == len ? 0 : -EIO;
+}
+
+/*
+ * Take the first passed fd into *ret_fd and close any others a peer may
+ * have sent, so a hostile peer cannot make us leak descriptors.
+ */
+static void collect_fds(struct msghdr *msg, int *ret_fd)
+{
+	struct cmsghdr *cmsg;
+	size_t i, nfds;
+	int fd;
+
+	for (cmsg = CMSG_FIRSTHDR(msg); cmsg; cmsg = CMSG_NXTHDR(msg, cmsg)) {
+		if (cmsg->cmsg_level != SOL_SOCKET ||
+		    cmsg->cmsg_type != SCM_RIGHTS)
+			continue;
+		nfds = (cmsg->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+		for (i = 0; i < nfds; i++) {
+			memcpy(&fd, CMSG_DATA(cmsg) + i * sizeof(int),
+			       sizeof(int));
+			if (ret_fd && *ret_fd < 0)
+				*ret_fd = fd;
+			else
+				close(fd);
+		}
+	}
+}
+
+ssize_t wire_recv(int fd, void *buf, size_t cap, int *ret_fd)
+{
+	union {
+		/* Room for a few fds so extra ones arrive and get closed
+		 * rather than being cut off with MSG_CTRUNC. */
+		char buf[CMSG_SPACE(4 * sizeof(int))];
+		struct cmsghdr align;
+	} control;
+	struct iovec iov = { .iov_base = buf, .iov_len = cap };
+	struct msghdr msg = {
+		.msg_iov = &iov,
+		.msg_iovlen = 1,
+		.msg_control = control.buf,
+		.msg_controllen = sizeof(control.buf),
+	};
+	ssize_t n;
+
+	if (ret_fd)
+		*ret_fd = -1;
+	n = recvmsg(fd, &msg, MSG_CMSG_CLOEXEC | MSG_DONTWAIT);
+	if (n < 0)
+		return -errno;
+	collect_fds(&msg, ret_fd);
+	if (msg.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) {
+		if (ret_fd && *ret_fd >= 0) {
+			close(*ret_fd);
+			*ret_fd = -1;
+		}
+		return -EMSGSIZE;
+	}
+	return n;
+}
+
+/* Indexed by Rdmad__Status; the reverse direction of the mapping. */
+static const struct {
+	const char *name;
+	int err;
+} statuses[] = {
+	[RDMAD__STATUS__STATUS_OK] = { "OK", 0 },
+	[RDMAD__STATUS__STATUS_BAD_REQUEST] = { "BAD_REQUEST", -EBADMSG },
+	[RDMAD__STATUS__STATUS_UNSUPPORTED_VERSION] = { "UNSUPPORTED_VERSION",
+							-EPROTONOSUPPORT },
+	[RDMAD__STATUS__STATUS_NO_SUCH_DEVICE] = { "NO_SUCH_DEVICE", -ENODEV },
+	[RDMAD__STATUS__STATUS_PERMISSION_DENIED] = { "PERMISSION_DENIED",
+						      -EPERM },
+	[RDMAD__STATUS__STATUS_LIMIT] = { "LIMIT", -ENOSPC },
+	[RDMAD__STATUS__STATUS_NOT_HELD] = { "NOT_HELD", -ENOENT },
+	[RDMAD__STATUS__STATUS_INTERNAL] = { "INTERNAL", -EIO },
+};
+
+static bool status_known(Rdmad__Status status)
+{
+	return (unsigned int)status < sizeof(statuses) / sizeof(statuses[0]);
+}
+
+Rdmad__Status wire_status_from_errno(int err)
+{
+	switch (err < 0 ? -err : err) {
+	case 0:
+		return RDMAD__STATUS__STATUS_OK;
+	case EBADMSG:
+	case EINVAL:
+	case EPROTO:
+	case EMSGSIZE:
+	case ENAMETOOLONG:
+	case EALREADY:
+	case EOPNOTSUPP:
+		return RDMAD__STATUS__STATUS_BAD_REQUEST;
+	case EPROTONOSUPPORT:
+		return RDMAD__STATUS__STATUS_UNSUPPORTED_VERSION;
+	case ENODEV:
+		return RDMAD__STATUS__STATUS_NO_SUCH_DEVICE;
+	case EPERM:
+	case EACCES:
+		return RDMAD__STATUS__STATUS_PERMISSION_DENIED;
+	case ENOSPC:
+	case EMFILE:
+	case ENFILE:
+	case ENOBUFS:
+	case EUSERS:
+	case EDQUOT:
+		return RDMAD__STATUS__STATUS_LIMIT;
+	case ENOENT:
+		return RDMAD__STATUS__STATUS_NOT_HELD;
+	}
+	return RDMAD__STATUS__STATUS_INTERNAL;
+}
+
+int wire_errno_from_status(Rdmad__Status status)
+{
+	/* A status newer than this build: the peer answered but we cannot
+	 * tell what it meant. */
+	return status_known(status) ? statuses[status].err : -EPROTO;
+}
+
+const char *wire_status_name(Rdmad__Status status)
+{
+	return status_known(status) ? statuses[status].name : "UNKNOWN";
+}
+
+/* Bytes a device adds to a Snapshot: tag, length varint, body. */
+static size_t device_cost(const Rdmad__Device *dev)
+{
+	size_t len = protobuf_c_message_get_packed_size(&dev->base);
+	size_t cost = 1 + 1 + len;
+	size_t v;
+
+	for (v = len; v >= 0x80; v >>= 7)
+		cost++;
+	return cost;
+}
+
+/*
+ * Greedy packing, shared by the counting pass and the emitting pass so
+ * both cut at the same places: the number of devices from @start that
+ * fit in one part.
+ */
+static size_t part_length(const size_t *costs, size_t start, size_t n)
+{
+	size_t budget = WIRE_MAX_FRAME - SNAPSHOT_OVERHEAD;
+	size_t used = 0, i;
+
+	for (i = start; i < n && used + costs[i] <= budget; i++)
+		used += costs[i];
+	return i - start;
+}
+
+static int count_parts(const size_t *costs, size_t n, uint32_t *ret_parts)
+{
+	size_t start = 0, len;
+	uint32_t parts = 0;
+
+	do {
+		len = part_length(costs, start, n);
+		if (len == 0 && start < n)
+			return -EMSGSIZE;
+		start += len;
+		parts++;
+	} while (start < n);
+	*ret_parts = parts;
+	return 0;
+}
+
+static int emit_parts(Rdmad__Device *const *devices, const size_t *costs,
+		      size_t n, Rdmad__Frame *frame, wire_emit_fn emit,
+		      void *userdata)
+{
+	Rdmad__Snapshot *snap = frame->snapshot;
+	size_t start = 0;
+	int r;
+
+	do {
+		snap->n_devices = part_length(costs, start, n);
+		snap->devices = (Rdmad__Device **)devices + start;
+		/* Our own arithmetic bug, not bad input: fail loudly. */
+		if (protobuf_c_message_get_packed_size(&frame->base) >
+		    WIRE_MAX_FRAME)
+			return -EMSGSIZE;
+		r = emit(frame, userdata);
+		if (r)
+			return r;
+		start += snap->n_devices;
+		snap->part++;
+	} while (start < n);
+	return 0;
+}
+
+int wire_split_snapshot(Rdmad__Device *const *devices, size_t n,
+			uint64_t generation, uint64_t seq, wire_emit_fn emit,
+			void *userdata)
+{
+	Rdmad__Snapshot snap = RDMAD__SNAPSHOT__INIT;
+	Rdmad__Frame frame;
+	size_t *costs, i;
+	uint32_t parts;
+	int r;
+
+	costs = calloc(n ? n : 1, sizeof(*costs));
+	if (!costs)
+		return -ENOMEM;
+	for (i = 0; i < n; i++)
+		costs[i] = device_cost(devices[i]);
+	r = count_parts(costs, n, &parts);
+	if (r)
+		goto out;
+	wire_frame_init(&frame, seq);
+	frame.body_case = RDMAD__FRAME__BODY_SNAPSHOT;
+	frame.snapshot = &snap;
+	snap.generation = generation;
+	snap.parts = parts;
+	r = emit_parts(devices, costs, n, &frame, emit, userdata);
+out:
+	free(costs);
+	return r;
+}

@@ -7,7 +7,7 @@ set -eu
 PKGS="build-essential meson ninja-build pkg-config clang llvm libclang-rt-14-dev
  libibverbs-dev ibverbs-utils ibverbs-providers
  libudev-dev libnl-3-dev libnl-route-3-dev libevent-dev libsystemd-dev
- libprotobuf-c-dev protobuf-c-compiler libinih-dev
+ libprotobuf-c-dev protobuf-c-compiler libinih-dev libjson-c-dev
  umockdev libumockdev-dev gir1.2-umockdev-1.0 python3 python3-gi
  iproute2 jq systemd udev util-linux procps valgrind"
 
