@@ -1,0 +1,429 @@
+# SPDX-License-Identifier: MIT
+"""rdmad integration harness: fake RDMA devices under umockdev, the real daemon.
+
+Run a test file under ``umockdev-wrapper /usr/bin/python3 test_x.py``.  The
+``Testbed`` here fakes PCI functions with RDMA devices on them the way the
+kernel lays them out in sysfs (a PCI parent whose modalias matches an
+rdma-core provider, an ``infiniband`` class device with ports, an
+``infiniband_verbs`` char device with a /dev node), so that both rdmad and
+the real libibverbs (``ibv_devices``) see them.  ``Daemon`` runs the real
+``rdmad --foreground`` on a temporary socket and waits for its sd_notify
+READY=1; ``rdmactl()`` and ``Monitor`` drive the real ``rdmactl``.
+
+Two traps of Debian's umockdev 0.17 shape this code: adding a device whose
+sysfs path already exists aborts, so unplug removes the PCI parent too (as a
+real hot-unplug does); and re-creating a /dev node name that was removed
+earlier asserts, so every plug takes a fresh uverbsN number.
+"""
+
+import json
+import os
+import queue
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import unittest
+
+import gi
+
+gi.require_version("UMockdev", "1.0")
+from gi.repository import UMockdev  # noqa: E402
+
+BUILD = os.environ.get("RDMAD_BUILD_DIR",
+                       os.path.join(os.path.dirname(__file__), "../../build"))
+RDMAD = os.path.join(BUILD, "daemon", "rdmad")
+RDMACTL = os.path.join(BUILD, "rdmactl", "rdmactl")
+
+# PCI identities that rdma-core providers match (their verbs_match_ent
+# tables), so libibverbs lists the fake devices like real ones.
+KINDS = {
+    "mlx5-ib": dict(vendor=0x15B3, device=0x1017, driver="mlx5_core",
+                    node_type="1: CA", link_layer="InfiniBand",
+                    rate="100 Gb/sec (4X EDR)", netdev=False,
+                    fw="16.35.2000", hca="MT4119"),
+    "mlx5-roce": dict(vendor=0x15B3, device=0x1017, driver="mlx5_core",
+                      node_type="1: CA", link_layer="Ethernet",
+                      rate="25 Gb/sec (1X EDR)", netdev=True,
+                      fw="16.35.2000", hca="MT4119"),
+    "bnxt_re": dict(vendor=0x14E4, device=0x1614, driver="bnxt_en",
+                    node_type="1: CA", link_layer="Ethernet",
+                    rate="100 Gb/sec (4X EDR)", netdev=True,
+                    fw="224.0.110.0", hca="bnxt_re"),
+    "irdma": dict(vendor=0x8086, device=0x1592, driver="ice",
+                  node_type="4: RNIC", link_layer="Ethernet",
+                  rate="100 Gb/sec (4X EDR)", netdev=True,
+                  fw="1.57", hca="IRDMA"),
+    "efa": dict(vendor=0x1D0F, device=0xEFA0, driver="efa",
+                node_type="7: unspecified", link_layer="Unspecified",
+                rate="100 Gb/sec (4X EDR)", netdev=False,
+                fw="0.0.0.0", hca="efa"),
+}
+
+
+class FakeDevice:
+    def __init__(self, name, kind, uverbs, pci, guid, ports, netdev):
+        self.name, self.kind, self.uverbs = name, kind, uverbs
+        self.pci, self.guid, self.ports, self.netdev = pci, guid, ports, netdev
+
+    @property
+    def pci_path(self):
+        return "/sys/devices/pci0000:00/" + self.pci
+
+    @property
+    def ib_path(self):
+        return self.pci_path + "/infiniband/" + self.name
+
+    @property
+    def uverbs_path(self):
+        return self.pci_path + "/infiniband_verbs/" + self.uverbs
+
+
+class Testbed:
+    """Fake sysfs, /dev nodes and uevents for RDMA devices."""
+
+    def __init__(self):
+        self.tb = UMockdev.Testbed.new()
+        self.sys = self.tb.get_sys_dir()
+        self.devices = {}
+        self.next_uverbs = 0
+        self.next_pci = 1
+        # The testbed sets UMOCKDEV_DIR with g_setenv(); mirror it into
+        # os.environ so every child we start with an explicit env sees it.
+        os.environ["UMOCKDEV_DIR"] = self.tb.get_root_dir()
+        # libibverbs reads the class-level ABI version before anything else.
+        os.makedirs(os.path.join(self.sys, "class/infiniband_verbs"),
+                    exist_ok=True)
+        with open(os.path.join(self.sys, "class/infiniband_verbs/abi_version"),
+                  "w") as f:
+            f.write("6\n")
+
+    def plug(self, name, kind="mlx5-ib", ports=1, netdev=None,
+             port_state="4: ACTIVE"):
+        k = KINDS[kind]
+        pci = "0000:%02x:00.%d" % (self.next_pci // 8 + 1, self.next_pci % 8)
+        self.next_pci += 1
+        uverbs = "uverbs%d" % self.next_uverbs
+        self.next_uverbs += 1
+        guid = "0002:c903:%04x:%04x" % (self.next_pci >> 16,
+                                        self.next_pci & 0xFFFF)
+        if k["netdev"] and netdev is None:
+            netdev = "eth%d" % self.next_pci
+        dev = FakeDevice(name, kind, uverbs, pci, guid, ports, netdev)
+        self._add_pci(dev, k)
+        self._add_ib(dev, k, port_state)
+        self._add_uverbs(dev)
+        self.devices[name] = dev
+        return dev
+
+    def _add_pci(self, dev, k):
+        modalias = "pci:v%08Xd%08Xsv%08Xsd%08Xbc02sc00i00" % (
+            k["vendor"], k["device"], k["vendor"], 8)
+        self.tb.add_from_string(
+            "P: /devices/pci0000:00/%s\n"
+            "E: SUBSYSTEM=pci\nE: DRIVER=%s\nE: MODALIAS=%s\n"
+            "A: vendor=0x%04x\nA: device=0x%04x\nA: modalias=%s\n"
+            "A: numa_node=0\nL: driver=../../../bus/pci/drivers/%s\n"
+            % (dev.pci, k["driver"], modalias, k["vendor"], k["device"],
+               modalias, k["driver"]))
+
+    def _ib_string(self, dev, k, port_state, extra=""):
+        lines = ["P: /devices/pci0000:00/%s/infiniband/%s" % (dev.pci,
+                                                             dev.name),
+                 "E: SUBSYSTEM=infiniband", "E: NAME=%s" % dev.name,
+                 "A: node_guid=%s" % dev.guid,
+                 "A: sys_image_guid=%s" % dev.guid,
+                 "A: node_type=%s" % k["node_type"],
+                 "A: fw_ver=%s" % k["fw"], "A: hca_type=%s" % k["hca"]]
+        for p in range(1, dev.ports + 1):
+            lines += ["A: ports/%d/state=%s" % (p, port_state),
+                      "A: ports/%d/phys_state=5: LinkUp" % p,
+                      "A: ports/%d/link_layer=%s" % (p, k["link_layer"]),
+                      "A: ports/%d/rate=%s" % (p, k["rate"]),
+                      "A: ports/%d/lid=0x%x" % (p, p)]
+            if dev.netdev:
+                lines.append("A: ports/%d/gid_attrs/ndevs/0=%s"
+                             % (p, dev.netdev))
+        lines.append("L: device=../../../%s" % dev.pci)
+        return "\n".join(lines) + "\n" + extra
+
+    def _add_ib(self, dev, k, port_state, extra=""):
+        self.tb.add_from_string(self._ib_string(dev, k, port_state, extra))
+
+    def _add_uverbs(self, dev):
+        n = int(dev.uverbs[6:])
+        self.tb.add_from_string(
+            "P: /devices/pci0000:00/%s/infiniband_verbs/%s\n"
+            "N: infiniband/%s\nE: SUBSYSTEM=infiniband_verbs\n"
+            "E: MAJOR=231\nE: MINOR=%d\nE: DEVNAME=/dev/infiniband/%s\n"
+            "A: ibdev=%s\nA: abi_version=1\nA: dev=231:%d\n"
+            "L: device=../../../%s\n"
+            % (dev.pci, dev.uverbs, dev.uverbs, 192 + n, dev.uverbs,
+               dev.name, 192 + n, dev.pci))
+
+    def unplug(self, name):
+        """Hot-unplug: remove uevents for the class devices, then the PCI
+        function with everything below it."""
+        dev = self.devices.pop(name)
+        self.tb.uevent(dev.uverbs_path, "remove")
+        self.tb.uevent(dev.ib_path, "remove")
+        self.tb.remove_device(dev.uverbs_path)
+        self.tb.remove_device(dev.ib_path)
+        self.tb.remove_device(dev.pci_path)
+
+    def rename(self, old, new):
+        """`rdma dev set OLD name NEW`: the class device moves, a move
+        uevent carries DEVPATH_OLD, the uverbs ibdev file follows."""
+        dev = self.devices.pop(old)
+        old_path = dev.ib_path
+        k = KINDS[dev.kind]
+        self.tb.remove_device(old_path)
+        dev.name = new
+        self._add_ib(dev, k, "4: ACTIVE",
+                     "E: DEVPATH_OLD=%s\n" % old_path[len("/sys"):])
+        self.tb.set_attribute(dev.uverbs_path, "ibdev", new)
+        self.tb.uevent(dev.ib_path, "move")
+        self.devices[new] = dev
+        return dev
+
+    def set_port(self, name, port, state=None, phys_state=None):
+        """Change a port attribute and emit a change uevent, standing in
+        for the kernel's port event."""
+        dev = self.devices[name]
+        if state:
+            self.tb.set_attribute(dev.ib_path, "ports/%d/state" % port, state)
+        if phys_state:
+            self.tb.set_attribute(dev.ib_path, "ports/%d/phys_state" % port,
+                                  phys_state)
+        self.tb.uevent(dev.ib_path, "change")
+
+    def change(self, name):
+        self.tb.uevent(self.devices[name].ib_path, "change")
+
+    def write_garbage(self, name, attr, value):
+        self.tb.set_attribute(self.devices[name].ib_path, attr, value)
+
+
+class Daemon:
+    """The real rdmad in the foreground, on a temporary socket and state
+    directory, READY=1 awaited over a private NOTIFY_SOCKET."""
+
+    def __init__(self, workdir, config=None, args=()):
+        self.workdir = workdir
+        self.socket = os.path.join(workdir, "rdmad.sock")
+        self.state_dir = os.path.join(workdir, "state")
+        self.config = config
+        self.args = list(args)
+        self.proc = None
+        self.log_path = os.path.join(workdir, "rdmad.log")
+        self.status = []
+
+    def start(self, timeout=10):
+        notify_path = os.path.join(self.workdir, "notify-%d" % time.monotonic_ns())
+        ns = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+        ns.bind(notify_path)
+        env = dict(os.environ, NOTIFY_SOCKET=notify_path)
+        cmd = [RDMAD, "--foreground", "--socket", self.socket,
+               "--state-dir", self.state_dir] + self.args
+        if self.config:
+            cmd += ["--config", self.config]
+        self.log = open(self.log_path, "a")
+        self.proc = subprocess.Popen(cmd, env=env, stdout=self.log,
+                                     stderr=subprocess.STDOUT)
+        try:
+            self._await_ready(ns, timeout)
+        finally:
+            ns.close()
+            os.unlink(notify_path)
+        return self
+
+    def _await_ready(self, ns, timeout):
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise AssertionError("rdmad exited with %d:\n%s"
+                                     % (self.proc.returncode, self.logtext()))
+            ns.settimeout(0.2)
+            try:
+                msg = ns.recv(4096).decode()
+            except socket.timeout:
+                continue
+            self.status += [l for l in msg.split("\n") if l.startswith("STATUS=")]
+            if "READY=1" in msg.split("\n"):
+                return
+        raise AssertionError("rdmad sent no READY=1 within %ss:\n%s"
+                             % (timeout, self.logtext()))
+
+    def logtext(self):
+        try:
+            with open(self.log_path) as f:
+                return f.read()
+        except OSError:
+            return ""
+
+    def stop(self, timeout=10):
+        if self.proc and self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+                raise AssertionError("rdmad ignored SIGTERM for %ss" % timeout)
+        return self.proc.returncode if self.proc else None
+
+    def kill9(self):
+        self.proc.kill()
+        self.proc.wait()
+
+    def alive(self):
+        return self.proc is not None and self.proc.poll() is None
+
+
+def rdmactl(sock, *args, check=True, timeout=10):
+    """Run the real rdmactl; parse JSON when --json is among the args."""
+    cmd = [RDMACTL, "--socket", sock] + list(args)
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+    if check and r.returncode != 0:
+        raise AssertionError("%s: exit %d: %s" % (" ".join(cmd), r.returncode,
+                                                  r.stderr))
+    if "--json" in args and r.returncode == 0:
+        return json.loads(r.stdout)
+    return r
+
+
+def status(sock):
+    return rdmactl(sock, "status", "--json")
+
+
+def present_names(st):
+    return sorted(d["name"] for d in st["devices"] if d["state"] == "present")
+
+
+def find(st, name, state=None):
+    for d in st["devices"]:
+        if d["name"] == name and (state is None or d["state"] == state):
+            return d
+    return None
+
+
+def ibv_devices():
+    """Names the real libibverbs lists right now (in this testbed)."""
+    r = subprocess.run(["ibv_devices"], capture_output=True, text=True,
+                       timeout=10)
+    names = []
+    for line in r.stdout.splitlines()[2:]:
+        if line.strip():
+            names.append(line.split()[0])
+    return sorted(names)
+
+
+class Monitor:
+    """`rdmactl monitor --json` in the background; lines into a queue."""
+
+    def __init__(self, sock):
+        self.proc = subprocess.Popen([RDMACTL, "--socket", sock, "monitor",
+                                      "--json"], stdout=subprocess.PIPE,
+                                     stderr=subprocess.PIPE, text=True)
+        self.lines = queue.Queue()
+        self.seen = []
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self):
+        for line in self.proc.stdout:
+            self.lines.put(line)
+
+    def next(self, timeout=5):
+        try:
+            line = self.lines.get(timeout=timeout)
+        except queue.Empty:
+            raise AssertionError("rdmactl monitor printed nothing in %ss; "
+                                 "seen so far: %s" % (timeout, self.seen))
+        obj = json.loads(line)
+        self.seen.append(obj)
+        return obj
+
+    def expect(self, event, name, timeout=5):
+        """Read lines until one has @event for device @name; return it."""
+        deadline = time.monotonic() + timeout
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise AssertionError("no %s event for %s; seen %s"
+                                     % (event, name, self.seen))
+            obj = self.next(left)
+            if obj.get("event") == event and obj["device"]["name"] == name:
+                return obj
+
+    def drain(self, quiet=0.5):
+        out = []
+        while True:
+            try:
+                out.append(self.next(quiet))
+            except AssertionError:
+                return out
+
+    def close(self):
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(5)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+        return self.proc.returncode
+
+
+def wait_until(fn, timeout=5, interval=0.05, what="condition"):
+    deadline = time.monotonic() + timeout
+    last = None
+    while time.monotonic() < deadline:
+        last = fn()
+        if last:
+            return last
+        time.sleep(interval)
+    raise AssertionError("%s not reached within %ss (last: %r)"
+                         % (what, timeout, last))
+
+
+class DaemonTest(unittest.TestCase):
+    """A testbed and a started daemon per test; both torn down after."""
+
+    daemon_args = ()
+
+    def setUp(self):
+        if "umockdev" not in os.environ.get("LD_PRELOAD", ""):
+            self.skipTest("not running under umockdev-wrapper")
+        self.tmp = tempfile.TemporaryDirectory(prefix="rdmad-test-")
+        self.work = self.tmp.name
+        self.tb = Testbed()
+
+    def start_daemon(self, **kw):
+        self.d = Daemon(self.work, args=self.daemon_args, **kw).start()
+        self.sock = self.d.socket
+        return self.d
+
+    def tearDown(self):
+        d = getattr(self, "d", None)
+        if d and d.alive():
+            rc = d.stop()
+            if rc != 0:
+                print(d.logtext(), file=sys.stderr)
+            self.assertEqual(rc, 0, "rdmad did not exit 0 on SIGTERM")
+        self.tmp.cleanup()
+
+
+def main():
+    """unittest main that exits 77 (meson: skipped) when every test
+    skipped, so a machine that cannot run them never passes silently."""
+    prog = unittest.main(exit=False, verbosity=2)
+    res = prog.result
+    if not res.wasSuccessful():
+        sys.exit(1)
+    if res.testsRun and len(res.skipped) == res.testsRun:
+        for _, why in res.skipped:
+            print("SKIP:", why)
+        sys.exit(77)
+    sys.exit(0)
