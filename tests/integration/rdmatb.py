@@ -398,6 +398,8 @@ class DaemonTest(unittest.TestCase):
             self.skipTest("not running under umockdev-wrapper")
         self.tmp = tempfile.TemporaryDirectory(prefix="rdmad-test-")
         self.work = self.tmp.name
+        # Tests switch to an unprivileged uid to check refusals; let it in.
+        os.chmod(self.work, 0o755)
         self.tb = Testbed()
 
     def start_daemon(self, **kw):

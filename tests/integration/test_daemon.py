@@ -1,0 +1,266 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: MIT
+"""The real rdmad under umockdev, driven by the real rdmactl.
+
+What a user of the node would check: the devices of several vendors and
+kinds are listed as libibverbs lists them, hotplug and rename show up in
+`rdmactl status` and `rdmactl monitor`, event storms coalesce, a kill -9
+loses nothing, and garbage on the socket or in sysfs harms nobody.
+"""
+import os
+import socket
+import struct
+import subprocess
+import time
+
+import rdmatb
+from rdmatb import DaemonTest, Monitor, find, present_names, rdmactl, status, wait_until
+
+CONTRACT_DEVICE_KEYS = {"name", "uverbs", "node_guid", "node_type", "state",
+                        "ports", "holders"}
+CONTRACT_PORT_KEYS = {"port", "state", "link_layer", "netdev"}
+
+
+class TestDevices(DaemonTest):
+    def plug_zoo(self):
+        self.tb.plug("mlx5_0", "mlx5-ib", ports=2)
+        self.tb.plug("mlx5_1", "mlx5-roce", netdev="ens1f0")
+        self.tb.plug("irdma0", "irdma", netdev="ens2f0")
+        self.tb.plug("bnxt_re0", "bnxt_re", netdev="ens3f0")
+        self.tb.plug("efa0", "efa")
+
+    def test_status_lists_every_kind_like_libibverbs(self):
+        self.plug_zoo()
+        self.start_daemon()
+        st = status(self.sock)
+        self.assertEqual(present_names(st), rdmatb.ibv_devices())
+        self.assertEqual(len(st["devices"]), 5)
+        for dev in st["devices"]:
+            self.assertTrue(CONTRACT_DEVICE_KEYS <= set(dev), dev)
+            self.assertEqual(dev["state"], "present")
+            self.assertEqual(dev["holders"], [])
+            for port in dev["ports"]:
+                self.assertTrue(CONTRACT_PORT_KEYS <= set(port), port)
+        ib = find(st, "mlx5_0")
+        self.assertEqual(ib["node_type"], "CA")
+        self.assertEqual(ib["node_guid"], self.tb.devices["mlx5_0"].guid)
+        self.assertEqual(ib["uverbs"], self.tb.devices["mlx5_0"].uverbs)
+        self.assertEqual([p["port"] for p in ib["ports"]], [1, 2])
+        self.assertEqual(ib["ports"][0]["link_layer"], "InfiniBand")
+        self.assertEqual(ib["ports"][0]["state"], "ACTIVE")
+        roce = find(st, "mlx5_1")
+        self.assertEqual(roce["ports"][0]["link_layer"], "Ethernet")
+        self.assertEqual(roce["ports"][0]["netdev"], "ens1f0")
+        self.assertEqual(find(st, "irdma0")["node_type"], "RNIC")
+        self.assertEqual(find(st, "irdma0")["ports"][0]["netdev"], "ens2f0")
+        self.assertGreaterEqual(st["generation"], 1)
+
+    def test_human_status_and_list(self):
+        self.plug_zoo()
+        self.start_daemon()
+        out = rdmactl(self.sock, "status").stdout
+        for name in ("mlx5_0", "mlx5_1", "irdma0", "bnxt_re0", "efa0"):
+            self.assertIn(name, out)
+        self.assertIn("ACTIVE", out)
+        names = rdmactl(self.sock, "list").stdout.split()
+        self.assertEqual(sorted(names), rdmatb.ibv_devices())
+
+    def test_hotplug_unplug_and_monitor(self):
+        self.tb.plug("mlx5_0", "mlx5-ib")
+        self.start_daemon()
+        gen0 = status(self.sock)["generation"]
+        mon = Monitor(self.sock)
+        try:
+            time.sleep(0.3)
+            self.tb.plug("irdma0", "irdma")
+            added = mon.expect("added", "irdma0")
+            self.assertGreater(added["generation"], gen0)
+            self.assertEqual(added["device"]["node_type"], "RNIC")
+            self.tb.unplug("mlx5_0")
+            removed = mon.expect("removed", "mlx5_0")
+            self.assertGreater(removed["generation"], added["generation"])
+        finally:
+            mon.close()
+        st = status(self.sock)
+        self.assertEqual(present_names(st), ["irdma0"])
+        self.assertIsNone(find(st, "mlx5_0"), "an unheld unplugged device must go")
+        self.assertEqual(present_names(st), rdmatb.ibv_devices())
+        self.assertGreaterEqual(st["generation"], removed["generation"])
+
+    def test_monitor_generations_strictly_increase(self):
+        self.start_daemon()
+        mon = Monitor(self.sock)
+        try:
+            time.sleep(0.3)
+            for i in range(4):
+                self.tb.plug("mlx5_%d" % i, "mlx5-ib")
+                mon.expect("added", "mlx5_%d" % i)
+            for i in range(4):
+                self.tb.unplug("mlx5_%d" % i)
+                mon.expect("removed", "mlx5_%d" % i)
+            gens = [e["generation"] for e in mon.seen]
+            self.assertEqual(gens, sorted(set(gens)), "generations must increase")
+        finally:
+            mon.close()
+
+    def test_rename_keeps_identity(self):
+        self.tb.plug("mlx5_0", "mlx5-ib")
+        self.tb.plug("mlx5_1", "mlx5-ib")
+        self.start_daemon()
+        before = find(status(self.sock), "mlx5_0")
+        mon = Monitor(self.sock)
+        try:
+            time.sleep(0.3)
+            self.tb.rename("mlx5_0", "ib_left")
+            ev = mon.expect("renamed", "ib_left")
+            self.assertEqual(ev["device"].get("old_name"), "mlx5_0")
+            self.assertEqual(ev["device"]["node_guid"], before["node_guid"])
+            self.assertEqual(ev["device"]["uverbs"], before["uverbs"])
+            # A rename is not a removal plus an addition.
+            kinds = [e["event"] for e in mon.drain()]
+            self.assertNotIn("removed", kinds)
+        finally:
+            mon.close()
+        st = status(self.sock)
+        self.assertEqual(present_names(st), ["ib_left", "mlx5_1"])
+        self.assertEqual(present_names(st), rdmatb.ibv_devices())
+
+    def test_port_change(self):
+        self.tb.plug("mlx5_0", "mlx5-ib")
+        self.start_daemon()
+        mon = Monitor(self.sock)
+        try:
+            time.sleep(0.3)
+            self.tb.set_port("mlx5_0", 1, state="1: DOWN", phys_state="3: Disabled")
+            ev = mon.expect("changed", "mlx5_0")
+            self.assertEqual(ev["device"]["ports"][0]["state"], "DOWN")
+        finally:
+            mon.close()
+        self.assertEqual(find(status(self.sock), "mlx5_0")["ports"][0]["state"], "DOWN")
+
+    def test_event_storm_coalesces(self):
+        self.tb.plug("mlx5_0", "mlx5-ib")
+        self.start_daemon()
+        gen0 = status(self.sock)["generation"]
+        for _ in range(500):
+            self.tb.change("mlx5_0")
+        for i in range(1, 33):
+            self.tb.plug("mlx5_%d" % i, "mlx5-ib")
+        st = wait_until(lambda: (lambda s: s if len(s["devices"]) == 33 else None)(status(self.sock)),
+                        timeout=15, what="33 devices listed")
+        self.assertEqual(present_names(st), rdmatb.ibv_devices())
+        # 500 change uevents that changed nothing visible bump nothing: only
+        # the 32 additions are changes.
+        self.assertLessEqual(st["generation"] - gen0, 32 + 2)
+        self.assertTrue(self.d.alive())
+
+    def test_garbage_in_sysfs_is_skipped_then_recovered(self):
+        self.tb.plug("mlx5_0", "mlx5-ib")
+        self.tb.plug("mlx5_1", "mlx5-ib")
+        self.tb.write_garbage("mlx5_1", "node_type", "\xff\xfe garbage")
+        self.tb.write_garbage("mlx5_1", "ports/1/rate", "x" * 3000)
+        self.start_daemon()
+        st = status(self.sock)
+        self.assertIn("mlx5_0", present_names(st))
+        self.tb.write_garbage("mlx5_1", "node_type", "1: CA")
+        self.tb.write_garbage("mlx5_1", "ports/1/rate", "100 Gb/sec (4X EDR)")
+        self.tb.change("mlx5_1")
+        wait_until(lambda: "mlx5_1" in present_names(status(self.sock)),
+                   what="mlx5_1 listed once its sysfs is sane")
+        self.assertTrue(self.d.alive())
+
+
+class TestRestart(DaemonTest):
+    def test_kill9_restart_same_list_generation_not_lower(self):
+        self.tb.plug("mlx5_0", "mlx5-ib")
+        self.tb.plug("irdma0", "irdma")
+        self.start_daemon()
+        self.tb.plug("efa0", "efa")
+        wait_until(lambda: "efa0" in present_names(status(self.sock)))
+        before = status(self.sock)
+        self.d.kill9()
+        r = rdmactl(self.sock, "status", "--json", check=False)
+        self.assertEqual(r.returncode, 3)
+        self.assertIn(self.sock, r.stderr)
+        self.assertEqual(len(r.stderr.strip().splitlines()), 1, r.stderr)
+        self.start_daemon()
+        after = status(self.sock)
+        self.assertEqual(present_names(after), present_names(before))
+        self.assertGreaterEqual(after["generation"], before["generation"])
+
+    def test_sigterm_exits_zero_and_sighup_reloads(self):
+        conf = os.path.join(self.work, "rdmad.conf")
+        with open(conf, "w") as f:
+            f.write("[daemon]\nlog_level = info\n")
+        self.tb.plug("mlx5_0", "mlx5-ib")
+        self.start_daemon(config=conf)
+        with open(conf, "w") as f:
+            f.write("[daemon]\nlog_level = loud\n[bogus\n")
+        self.d.proc.send_signal(1)
+        time.sleep(0.5)
+        self.assertTrue(self.d.alive(), "a bad config on reload must not stop rdmad")
+        self.assertIn("rdmad.conf:", self.d.logtext())
+        self.assertEqual(present_names(status(self.sock)), ["mlx5_0"])
+        self.assertEqual(self.d.stop(), 0)
+
+    def test_unreachable_daemon_exit_3(self):
+        sock = os.path.join(self.work, "nobody.sock")
+        for verb in ("status", "list", "monitor"):
+            r = rdmactl(sock, verb, "--json", check=False)
+            self.assertEqual(r.returncode, 3, verb)
+            self.assertIn(sock, r.stderr)
+
+
+class TestBadInput(DaemonTest):
+    def raw(self):
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        s.settimeout(3)
+        s.connect(self.sock)
+        return s
+
+    def test_garbage_datagrams_harm_nobody(self):
+        self.tb.plug("mlx5_0", "mlx5-ib")
+        self.start_daemon()
+        mon = Monitor(self.sock)
+        try:
+            time.sleep(0.3)
+            payloads = [b"", b"\x00", b"\xff" * 64, os.urandom(4000),
+                        b"\x08\x63\x10\x01",            # version 99, seq 1
+                        b"\x0a\xff\xff\xff\xff\x0f",    # truncated length
+                        os.urandom(200000)]
+            for p in payloads:
+                try:
+                    s = self.raw()
+                    s.send(p)
+                    try:
+                        s.recv(65536)
+                    except OSError:
+                        pass
+                    s.close()
+                except OSError:
+                    pass
+            # Many connections that never say anything nor read.
+            idle = [self.raw() for _ in range(50)]
+            self.tb.plug("irdma0", "irdma")
+            mon.expect("added", "irdma0")
+            for s in idle:
+                s.close()
+        finally:
+            mon.close()
+        self.assertTrue(self.d.alive())
+        self.assertEqual(present_names(status(self.sock)), ["irdma0", "mlx5_0"])
+
+    def test_rescan_refused_for_unprivileged_uid(self):
+        self.start_daemon()
+        r = subprocess.run(["setpriv", "--reuid=65534", "--regid=65534",
+                            "--clear-groups", rdmatb.RDMACTL, "--socket",
+                            self.sock, "rescan"], capture_output=True,
+                           text=True, timeout=10)
+        self.assertNotEqual(r.returncode, 0)
+        self.assertNotEqual(r.returncode, 3, r.stderr)
+        self.assertRegex(r.stderr.lower(), "permission|denied|not allowed")
+        self.assertEqual(rdmactl(self.sock, "rescan").returncode, 0)
+
+
+if __name__ == "__main__":
+    rdmatb.main()

@@ -1,0 +1,66 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: MIT
+"""rtnetlink in a private network namespace: the netdev behind a RoCE port
+going down and up is reflected in `rdmactl status` and `rdmactl monitor`.
+
+meson runs this under `unshare --net`, so the veth pair is real and lives
+only in this test's namespace."""
+import subprocess
+
+import rdmatb
+from rdmatb import DaemonTest, Monitor, find, status, wait_until
+
+
+def ip(*args):
+    subprocess.run(["ip"] + list(args), check=True, timeout=10)
+
+
+def port_up(sock, name):
+    return find(status(sock), name)["ports"][0].get("netdev_up")
+
+
+class TestNetlink(DaemonTest):
+    def setUp(self):
+        super().setUp()
+        r = subprocess.run(["ip", "link", "add", "rdmatest0", "type", "veth",
+                            "peer", "name", "rdmatest1"], capture_output=True)
+        if r.returncode != 0:
+            self.skipTest("cannot create a veth pair here: %s" % r.stderr.decode().strip())
+
+    def tearDown(self):
+        subprocess.run(["ip", "link", "del", "rdmatest0"], capture_output=True)
+        super().tearDown()
+
+    def test_netdev_down_up_reflected(self):
+        self.tb.plug("mlx5_0", "mlx5-roce", netdev="rdmatest0")
+        ip("link", "set", "rdmatest0", "up")
+        self.start_daemon()
+        wait_until(lambda: port_up(self.sock, "mlx5_0") is True,
+                   what="netdev_up true at start")
+        mon = Monitor(self.sock)
+        try:
+            ip("link", "set", "rdmatest0", "down")
+            ev = mon.expect("changed", "mlx5_0")
+            self.assertFalse(ev["device"]["ports"][0]["netdev_up"])
+            self.assertEqual(ev["device"]["ports"][0]["netdev"], "rdmatest0")
+            self.assertIs(port_up(self.sock, "mlx5_0"), False)
+            ip("link", "set", "rdmatest0", "up")
+            ev = mon.expect("changed", "mlx5_0")
+            self.assertTrue(ev["device"]["ports"][0]["netdev_up"])
+        finally:
+            mon.close()
+        self.assertIs(port_up(self.sock, "mlx5_0"), True)
+
+    def test_unrelated_netdev_changes_nothing(self):
+        self.tb.plug("mlx5_0", "mlx5-roce", netdev="rdmatest0")
+        self.start_daemon()
+        gen = status(self.sock)["generation"]
+        ip("link", "set", "rdmatest1", "up")
+        ip("link", "set", "rdmatest1", "down")
+        ip("link", "add", "dummy9", "type", "dummy")
+        ip("link", "del", "dummy9")
+        self.assertEqual(status(self.sock)["generation"], gen)
+
+
+if __name__ == "__main__":
+    rdmatb.main()
