@@ -1,0 +1,337 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The handlers of rdmactl's verbs.  Each opens its own session, does one
+ * exchange, prints, and returns the exit status rdmactl(8) documents:
+ * 3 when the daemon cannot be reached, does not answer in time or goes
+ * away; 1 when it refuses (the status text is printed); 0 otherwise.
+ */
+#include <errno.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <string.h>
+
+#include "rdmad-config.h"
+
+#include "commands.h"
+#include "output.h"
+#include "session.h"
+
+/* Whether an error means the daemon is out of reach rather than
+ * refusing: timeouts and closed connections count as unreachable. */
+static bool unreachable(const struct session *s, int err)
+{
+	return !session_connected(s) || err == -ETIMEDOUT ||
+	       err == -ECONNRESET || err == -EPIPE;
+}
+
+static int report(const struct rdmactl_ctx *ctx, const char *verb,
+		  struct session *s, int err)
+{
+	const char *why = s ? session_error(s) : strerror(-err);
+
+	if (!s || !session_connected(s)) {
+		fprintf(ctx->err, "rdmactl: cannot connect to rdmad at %s: %s\n",
+			ctx->socket_path, why);
+		return RDMACTL_EXIT_UNREACHABLE;
+	}
+	if (unreachable(s, err)) {
+		fprintf(ctx->err, "rdmactl: rdmad at %s: %s\n",
+			ctx->socket_path, why);
+		return RDMACTL_EXIT_UNREACHABLE;
+	}
+	fprintf(ctx->err, "rdmactl: %s: %s\n", verb, why);
+	return RDMACTL_EXIT_FAILURE;
+}
+
+static int open_session(const struct rdmactl_ctx *ctx, const char *verb,
+			struct session **ret_session)
+{
+	int r = session_open(ctx->socket_path, ctx->timeout_ms, ret_session);
+
+	if (r < 0) {
+		r = report(ctx, verb, *ret_session, r);
+		session_free(*ret_session);
+		*ret_session = NULL;
+		return r;
+	}
+	return RDMACTL_EXIT_OK;
+}
+
+/* Shared by status and list: one GetStatus, then print it. */
+static int with_snapshot(const struct rdmactl_ctx *ctx, const char *verb,
+			 int (*print)(const struct rdmactl_ctx *ctx,
+				      const struct session_snapshot *snap))
+{
+	struct session_snapshot snap;
+	struct session *s;
+	int r;
+
+	r = open_session(ctx, verb, &s);
+	if (r != RDMACTL_EXIT_OK)
+		return r;
+	r = session_get_snapshot(s, RDMAD__FRAME__BODY_GET_STATUS, &snap);
+	if (r < 0) {
+		r = report(ctx, verb, s, r);
+		session_free(s);
+		return r;
+	}
+	r = print(ctx, &snap);
+	session_snapshot_clear(&snap);
+	session_free(s);
+	return r;
+}
+
+static int print_status(const struct rdmactl_ctx *ctx,
+			const struct session_snapshot *snap)
+{
+	if (ctx->json) {
+		if (output_json_print(ctx->out,
+				      output_status_json(snap->generation,
+							 snap->devices,
+							 snap->n_devices),
+				      1) < 0)
+			return RDMACTL_EXIT_FAILURE;
+		return RDMACTL_EXIT_OK;
+	}
+	output_status_text(ctx->out, snap->generation, snap->devices,
+			   snap->n_devices);
+	return RDMACTL_EXIT_OK;
+}
+
+static int print_list(const struct rdmactl_ctx *ctx,
+		      const struct session_snapshot *snap)
+{
+	if (ctx->json) {
+		if (output_json_print(ctx->out,
+				      output_devices_json(snap->devices,
+							  snap->n_devices),
+				      1) < 0)
+			return RDMACTL_EXIT_FAILURE;
+		return RDMACTL_EXIT_OK;
+	}
+	output_list_text(ctx->out, snap->devices, snap->n_devices);
+	return RDMACTL_EXIT_OK;
+}
+
+int commands_status(const struct rdmactl_ctx *ctx)
+{
+	return with_snapshot(ctx, "status", print_status);
+}
+
+int commands_list(const struct rdmactl_ctx *ctx)
+{
+	return with_snapshot(ctx, "list", print_list);
+}
+
+int commands_rescan(const struct rdmactl_ctx *ctx)
+{
+	Rdmad__Rescan body = RDMAD__RESCAN__INIT;
+	Rdmad__Frame frame;
+	struct session *s;
+	int r;
+
+	r = open_session(ctx, "rescan", &s);
+	if (r != RDMACTL_EXIT_OK)
+		return r;
+	wire_frame_init(&frame, 0);
+	frame.body_case = RDMAD__FRAME__BODY_RESCAN;
+	frame.rescan = &body;
+	r = session_simple_request(s, &frame);
+	if (r < 0)
+		r = report(ctx, "rescan", s, r);
+	session_free(s);
+	return r;
+}
+
+int commands_help(const struct rdmactl_ctx *ctx)
+{
+	parser_usage(ctx->out);
+	return RDMACTL_EXIT_OK;
+}
+
+int commands_version(const struct rdmactl_ctx *ctx)
+{
+	fprintf(ctx->out, "rdmactl %s (protocol %d)\n", RDMAD_VERSION,
+		WIRE_VERSION);
+	return RDMACTL_EXIT_OK;
+}
+
+/* ---- monitor ------------------------------------------------------------ */
+
+struct monitor {
+	const struct rdmactl_ctx *ctx;
+	struct session *s;
+	uint64_t last;  /* generation of the newest state printed */
+};
+
+static volatile sig_atomic_t monitor_stop;
+
+static void on_stop_signal(int sig)
+{
+	monitor_stop = 1;
+}
+
+static int print_resync(struct monitor *m, const struct session_snapshot *snap)
+{
+	const struct rdmactl_ctx *ctx = m->ctx;
+
+	m->last = snap->generation;
+	if (!ctx->json) {
+		fprintf(ctx->out, "generation %llu: resync, %zu device%s\n",
+			(unsigned long long)snap->generation, snap->n_devices,
+			snap->n_devices == 1 ? "" : "s");
+		return fflush(ctx->out) == 0 ? 0 : -EIO;
+	}
+	return output_json_print(ctx->out,
+				 output_resync_json(snap->generation,
+						    snap->devices,
+						    snap->n_devices),
+				 0) < 0 ? -EIO : 0;
+}
+
+/* A gap: ask for the whole state again (PROTOCOL.md, "Gaps"). */
+static int resubscribe(struct monitor *m)
+{
+	struct session_snapshot snap;
+	int r;
+
+	r = session_get_snapshot(m->s, RDMAD__FRAME__BODY_SUBSCRIBE, &snap);
+	if (r < 0)
+		return r;
+	r = print_resync(m, &snap);
+	session_snapshot_clear(&snap);
+	return r;
+}
+
+/* The daemon dropped our queued events and sent the state instead. */
+static int unsolicited_snapshot(struct monitor *m, Rdmad__Frame *frame)
+{
+	struct session_snapshot snap;
+	int r;
+
+	r = session_collect(m->s, 0, frame, &snap);
+	if (r < 0)
+		return r;
+	r = print_resync(m, &snap);
+	session_snapshot_clear(&snap);
+	return r;
+}
+
+static int on_event(struct monitor *m, const Rdmad__Event *event)
+{
+	/* Already part of the snapshot we printed last. */
+	if (event->generation <= m->last)
+		return 0;
+	if (event->generation != m->last + 1)
+		return resubscribe(m);
+	m->last = event->generation;
+	if (!m->ctx->json) {
+		output_event_text(m->ctx->out, event);
+		return 0;
+	}
+	return output_json_print(m->ctx->out, output_event_json(event), 0) < 0
+		       ? -EIO
+		       : 0;
+}
+
+static int on_frame(struct monitor *m, Rdmad__Frame *frame)
+{
+	int r = 0;
+
+	if (frame->seq == 0 && frame->body_case == RDMAD__FRAME__BODY_EVENT)
+		r = on_event(m, frame->event);
+	else if (frame->seq == 0 &&
+		 frame->body_case == RDMAD__FRAME__BODY_SNAPSHOT)
+		return unsolicited_snapshot(m, frame);
+	/* Anything else (a late reply) carries nothing for us. */
+	wire_free(frame);
+	return r;
+}
+
+static int monitor_loop(struct monitor *m, const sigset_t *waitmask)
+{
+	struct pollfd pfd = { .fd = session_fd(m->s), .events = POLLIN };
+	Rdmad__Frame *frame;
+	int r;
+
+	while (!monitor_stop) {
+		/* ppoll unblocks the stop signals only while it waits, so
+		 * none is lost between the check above and the wait. */
+		r = ppoll(&pfd, 1, NULL, waitmask);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0)
+			return -errno;
+		r = session_recv(m->s, 0, &frame);
+		if (r == -ETIMEDOUT)
+			continue;
+		if (r < 0)
+			return r;
+		r = on_frame(m, frame);
+		if (r < 0)
+			return r;
+	}
+	return 0;
+}
+
+static int monitor_start(struct monitor *m)
+{
+	struct session_snapshot snap;
+	int r;
+
+	r = session_get_snapshot(m->s, RDMAD__FRAME__BODY_SUBSCRIBE, &snap);
+	if (r < 0)
+		return r;
+	m->last = snap.generation;
+	/* JSON prints changes only; people get a line saying it started. */
+	if (!m->ctx->json) {
+		fprintf(m->ctx->out,
+			"monitoring rdmad at %s: generation %llu, %zu device%s\n",
+			m->ctx->socket_path, (unsigned long long)snap.generation,
+			snap.n_devices, snap.n_devices == 1 ? "" : "s");
+		fflush(m->ctx->out);
+	}
+	session_snapshot_clear(&snap);
+	return 0;
+}
+
+static int monitor_run(struct monitor *m)
+{
+	struct sigaction sa = { .sa_handler = on_stop_signal };
+	struct sigaction old_int, old_term;
+	sigset_t block, oldmask;
+	int r;
+
+	monitor_stop = 0;
+	sigemptyset(&block);
+	sigaddset(&block, SIGINT);
+	sigaddset(&block, SIGTERM);
+	pthread_sigmask(SIG_BLOCK, &block, &oldmask);
+	sigaction(SIGINT, &sa, &old_int);
+	sigaction(SIGTERM, &sa, &old_term);
+	r = monitor_start(m);
+	if (r == 0)
+		r = monitor_loop(m, &oldmask);
+	sigaction(SIGINT, &old_int, NULL);
+	sigaction(SIGTERM, &old_term, NULL);
+	pthread_sigmask(SIG_SETMASK, &oldmask, NULL);
+	return r;
+}
+
+int commands_monitor(const struct rdmactl_ctx *ctx)
+{
+	struct monitor m = { .ctx = ctx };
+	int r;
+
+	r = open_session(ctx, "monitor", &m.s);
+	if (r != RDMACTL_EXIT_OK)
+		return r;
+	r = monitor_run(&m);
+	if (r == -EIO)
+		r = RDMACTL_EXIT_FAILURE;
+	else if (r < 0)
+		r = report(ctx, "monitor", m.s, r);
+	session_free(m.s);
+	return r;
+}

@@ -1,0 +1,265 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * rdmactl's output.  JSON goes through json-c so escaping is never ours
+ * to get wrong; the key names are the contract in rdmactl(8) and the
+ * product brief, so add keys but never rename one.  The human forms read
+ * like ibv_devinfo: a block per device, then its ports and holders.
+ */
+#include <string.h>
+
+#include "output.h"
+
+const char *output_event_name(Rdmad__EventType type)
+{
+	switch (type) {
+	case RDMAD__EVENT_TYPE__EVENT_TYPE_ADDED:
+		return "added";
+	case RDMAD__EVENT_TYPE__EVENT_TYPE_REMOVED:
+		return "removed";
+	case RDMAD__EVENT_TYPE__EVENT_TYPE_CHANGED:
+		return "changed";
+	case RDMAD__EVENT_TYPE__EVENT_TYPE_RENAMED:
+		return "renamed";
+	case RDMAD__EVENT_TYPE__EVENT_TYPE_RELEASED:
+		return "released";
+	case _RDMAD__EVENT_TYPE_IS_INT_SIZE:
+		break;
+	}
+	/* A newer daemon's event: show it rather than drop it. */
+	return "unknown";
+}
+
+const char *output_state_name(Rdmad__DeviceState state)
+{
+	switch (state) {
+	case RDMAD__DEVICE_STATE__DEVICE_STATE_PRESENT:
+		return "present";
+	case RDMAD__DEVICE_STATE__DEVICE_STATE_REMOVED:
+		return "removed";
+	case _RDMAD__DEVICE_STATE_IS_INT_SIZE:
+		break;
+	}
+	return "unknown";
+}
+
+static void add_string(struct json_object *obj, const char *key,
+		       const char *value)
+{
+	json_object_object_add(obj, key, json_object_new_string(value));
+}
+
+static void add_int(struct json_object *obj, const char *key, int64_t value)
+{
+	json_object_object_add(obj, key, json_object_new_int64(value));
+}
+
+static void add_uint(struct json_object *obj, const char *key,
+		     uint64_t value)
+{
+	json_object_object_add(obj, key, json_object_new_uint64(value));
+}
+
+static struct json_object *port_json(const Rdmad__Port *port)
+{
+	struct json_object *obj = json_object_new_object();
+
+	add_uint(obj, "port", port->port);
+	add_string(obj, "state", port->state);
+	add_string(obj, "phys_state", port->phys_state);
+	add_string(obj, "link_layer", port->link_layer);
+	add_string(obj, "rate", port->rate);
+	add_string(obj, "netdev", port->netdev);
+	json_object_object_add(obj, "netdev_up",
+			       json_object_new_boolean(port->netdev_up));
+	add_uint(obj, "lid", port->lid);
+	return obj;
+}
+
+static struct json_object *holder_json(const Rdmad__Holder *holder)
+{
+	struct json_object *obj = json_object_new_object();
+
+	add_uint(obj, "pid", holder->pid);
+	add_uint(obj, "uid", holder->uid);
+	add_string(obj, "comm", holder->comm);
+	return obj;
+}
+
+static struct json_object *ports_json(const Rdmad__Device *dev)
+{
+	struct json_object *arr = json_object_new_array();
+	size_t i;
+
+	for (i = 0; i < dev->n_ports; i++)
+		json_object_array_add(arr, port_json(dev->ports[i]));
+	return arr;
+}
+
+static struct json_object *holders_json(const Rdmad__Device *dev)
+{
+	struct json_object *arr = json_object_new_array();
+	size_t i;
+
+	for (i = 0; i < dev->n_holders; i++)
+		json_object_array_add(arr, holder_json(dev->holders[i]));
+	return arr;
+}
+
+struct json_object *output_device_json(const Rdmad__Device *dev)
+{
+	struct json_object *obj = json_object_new_object();
+
+	add_string(obj, "name", dev->name);
+	add_string(obj, "id", dev->id);
+	add_string(obj, "uverbs", dev->uverbs);
+	add_string(obj, "node_guid", dev->node_guid);
+	add_string(obj, "sys_image_guid", dev->sys_image_guid);
+	add_string(obj, "node_type", dev->node_type);
+	add_string(obj, "fw_ver", dev->fw_ver);
+	add_string(obj, "pci_address", dev->pci_address);
+	add_int(obj, "numa_node", dev->numa_node);
+	add_string(obj, "driver", dev->driver);
+	add_string(obj, "state", output_state_name(dev->state));
+	add_uint(obj, "generation", dev->generation);
+	json_object_object_add(obj, "ports", ports_json(dev));
+	json_object_object_add(obj, "holders", holders_json(dev));
+	return obj;
+}
+
+struct json_object *output_devices_json(Rdmad__Device *const *devices,
+					size_t n)
+{
+	struct json_object *arr = json_object_new_array();
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		json_object_array_add(arr, output_device_json(devices[i]));
+	return arr;
+}
+
+struct json_object *output_status_json(uint64_t generation,
+				       Rdmad__Device *const *devices, size_t n)
+{
+	struct json_object *obj = json_object_new_object();
+
+	add_uint(obj, "generation", generation);
+	json_object_object_add(obj, "devices", output_devices_json(devices, n));
+	return obj;
+}
+
+struct json_object *output_event_json(const Rdmad__Event *event)
+{
+	struct json_object *obj = json_object_new_object();
+
+	add_uint(obj, "generation", event->generation);
+	add_string(obj, "event", output_event_name(event->type));
+	if (event->type == RDMAD__EVENT_TYPE__EVENT_TYPE_RENAMED)
+		add_string(obj, "old_name", event->device->old_name);
+	json_object_object_add(obj, "device",
+			       output_device_json(event->device));
+	return obj;
+}
+
+struct json_object *output_resync_json(uint64_t generation,
+				       Rdmad__Device *const *devices, size_t n)
+{
+	struct json_object *obj = output_status_json(generation, devices, n);
+
+	add_string(obj, "event", "resync");
+	return obj;
+}
+
+int output_json_print(FILE *f, struct json_object *obj, int pretty)
+{
+	int flags = JSON_C_TO_STRING_NOSLASHESCAPE;
+	int r;
+
+	flags |= pretty ? JSON_C_TO_STRING_PRETTY : JSON_C_TO_STRING_PLAIN;
+	r = fprintf(f, "%s\n", json_object_to_json_string_ext(obj, flags));
+	json_object_put(obj);
+	/* A monitor's reader must see each line as it happens. */
+	if (fflush(f) != 0 || r < 0)
+		return -1;
+	return 0;
+}
+
+/* sysfs leaves some values empty (a virtual device has no PCI address). */
+static const char *or_dash(const char *s)
+{
+	return s && *s ? s : "-";
+}
+
+static void port_text(FILE *f, const Rdmad__Port *port)
+{
+	fprintf(f, "\tport:\t%u\n", port->port);
+	fprintf(f, "\t\tstate:\t\t%s\n", or_dash(port->state));
+	fprintf(f, "\t\tphys_state:\t%s\n", or_dash(port->phys_state));
+	fprintf(f, "\t\tlink_layer:\t%s\n", or_dash(port->link_layer));
+	fprintf(f, "\t\trate:\t\t%s\n", or_dash(port->rate));
+	if (port->netdev[0])
+		fprintf(f, "\t\tnetdev:\t\t%s (%s)\n", port->netdev,
+			port->netdev_up ? "up" : "down");
+	if (port->lid)
+		fprintf(f, "\t\tlid:\t\t%u\n", port->lid);
+}
+
+static void device_text(FILE *f, const Rdmad__Device *dev)
+{
+	size_t i;
+
+	fprintf(f, "hca_id:\t%s\n", dev->name);
+	fprintf(f, "\tstate:\t\t\t%s\n", output_state_name(dev->state));
+	fprintf(f, "\tuverbs:\t\t\t%s\n", or_dash(dev->uverbs));
+	fprintf(f, "\tnode_type:\t\t%s\n", or_dash(dev->node_type));
+	fprintf(f, "\tnode_guid:\t\t%s\n", or_dash(dev->node_guid));
+	fprintf(f, "\tsys_image_guid:\t\t%s\n", or_dash(dev->sys_image_guid));
+	fprintf(f, "\tfw_ver:\t\t\t%s\n", or_dash(dev->fw_ver));
+	fprintf(f, "\tpci_address:\t\t%s\n", or_dash(dev->pci_address));
+	if (dev->numa_node >= 0)
+		fprintf(f, "\tnuma_node:\t\t%d\n", dev->numa_node);
+	else
+		fprintf(f, "\tnuma_node:\t\t-\n");
+	fprintf(f, "\tdriver:\t\t\t%s\n", or_dash(dev->driver));
+	for (i = 0; i < dev->n_ports; i++)
+		port_text(f, dev->ports[i]);
+	for (i = 0; i < dev->n_holders; i++)
+		fprintf(f, "\tholder:\tpid %u uid %u comm %s\n",
+			dev->holders[i]->pid, dev->holders[i]->uid,
+			or_dash(dev->holders[i]->comm));
+}
+
+void output_status_text(FILE *f, uint64_t generation,
+			Rdmad__Device *const *devices, size_t n)
+{
+	size_t i;
+
+	fprintf(f, "generation %llu, %zu device%s\n",
+		(unsigned long long)generation, n, n == 1 ? "" : "s");
+	for (i = 0; i < n; i++) {
+		fputc('\n', f);
+		device_text(f, devices[i]);
+	}
+}
+
+void output_list_text(FILE *f, Rdmad__Device *const *devices, size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		fprintf(f, "%s\n", devices[i]->name);
+}
+
+void output_event_text(FILE *f, const Rdmad__Event *event)
+{
+	const Rdmad__Device *dev = event->device;
+
+	fprintf(f, "generation %llu: %s %s", (unsigned long long)event->generation,
+		output_event_name(event->type), dev->name);
+	if (event->type == RDMAD__EVENT_TYPE__EVENT_TYPE_RENAMED)
+		fprintf(f, " (was %s)", or_dash(dev->old_name));
+	fprintf(f, " [%s, %s, %zu port%s, %zu holder%s]\n",
+		output_state_name(dev->state), or_dash(dev->uverbs),
+		dev->n_ports, dev->n_ports == 1 ? "" : "s", dev->n_holders,
+		dev->n_holders == 1 ? "" : "s");
+	fflush(f);
+}

@@ -1,0 +1,372 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * rdmactl's connection to rdmad (proto/PROTOCOL.md): connect, Hello and
+ * Welcome, requests whose replies must come within a timeout so rdmactl
+ * never hangs on a daemon that does not answer, and reassembly of a
+ * snapshot from its parts.  Nothing here prints: errors are -errno and a
+ * sentence in s->error for the caller to show.
+ */
+#include <errno.h>
+#include <poll.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "session.h"
+
+struct session {
+	int fd;
+	bool connected;
+	uint64_t next_seq;
+	int timeout_ms;
+	uint8_t *buf;
+	char error[256];
+};
+
+static int fail(struct session *s, int err, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+static int fail(struct session *s, int err, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(s->error, sizeof(s->error), fmt, ap);
+	va_end(ap);
+	return err;
+}
+
+const char *session_error(const struct session *s)
+{
+	return s->error;
+}
+
+bool session_connected(const struct session *s)
+{
+	return s->connected;
+}
+
+int session_fd(const struct session *s)
+{
+	return s->fd;
+}
+
+void session_free(struct session *s)
+{
+	if (!s)
+		return;
+	if (s->fd >= 0)
+		close(s->fd);
+	free(s->buf);
+	free(s);
+}
+
+static int do_connect(struct session *s, const char *path)
+{
+	struct sockaddr_un sun = { .sun_family = AF_UNIX };
+
+	if (strlen(path) >= sizeof(sun.sun_path))
+		return fail(s, -ENAMETOOLONG, "%s", strerror(ENAMETOOLONG));
+	strcpy(sun.sun_path, path);
+	s->fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+	if (s->fd < 0)
+		return fail(s, -errno, "%s", strerror(errno));
+	if (connect(s->fd, (struct sockaddr *)&sun, sizeof(sun)) < 0)
+		return fail(s, -errno, "%s", strerror(errno));
+	s->connected = true;
+	return 0;
+}
+
+int session_send(struct session *s, Rdmad__Frame *frame, uint64_t *ret_seq)
+{
+	uint8_t *buf;
+	size_t len;
+	int r;
+
+	frame->version = WIRE_VERSION;
+	frame->seq = s->next_seq++;
+	r = wire_encode(frame, WIRE_MAX_REQUEST, &buf, &len);
+	if (r < 0)
+		return fail(s, r, "cannot encode request: %s", strerror(-r));
+	r = wire_send(s->fd, buf, len, -1);
+	free(buf);
+	if (r < 0)
+		return fail(s, r, "cannot send request: %s", strerror(-r));
+	if (ret_seq)
+		*ret_seq = frame->seq;
+	return 0;
+}
+
+static int64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Wait for input until @deadline (ms, monotonic; -1 forever). */
+static int wait_readable(struct session *s, int64_t deadline)
+{
+	struct pollfd pfd = { .fd = s->fd, .events = POLLIN };
+	int64_t left = deadline - now_ms();
+	int r;
+
+	r = poll(&pfd, 1, deadline < 0 ? -1 : left > 0 ? (int)left : 0);
+	if (r > 0)
+		return 0;
+	if (r == 0)
+		return fail(s, -ETIMEDOUT, "no reply within %d ms",
+			    s->timeout_ms);
+	/* EINTR: a signal the caller handles ends the wait. */
+	if (errno == EINTR)
+		return -EINTR;
+	return fail(s, -errno, "poll: %s", strerror(errno));
+}
+
+static int decode(struct session *s, ssize_t n, Rdmad__Frame **ret_frame)
+{
+	int r = wire_decode(s->buf, (size_t)n, WIRE_MAX_FRAME, ret_frame);
+
+	if (r == -EPROTONOSUPPORT) {
+		r = fail(s, r, "rdmad speaks protocol version %u, rdmactl %u",
+			 (*ret_frame)->version, WIRE_VERSION);
+		wire_free(*ret_frame);
+		*ret_frame = NULL;
+		return r;
+	}
+	if (r < 0)
+		return fail(s, -EPROTO, "undecodable frame from rdmad: %s",
+			    strerror(-r));
+	return 0;
+}
+
+int session_recv(struct session *s, int timeout_ms, Rdmad__Frame **ret_frame)
+{
+	int64_t deadline = timeout_ms < 0 ? -1 : now_ms() + timeout_ms;
+	ssize_t n;
+	int fd, r;
+
+	for (;;) {
+		r = wait_readable(s, deadline);
+		if (r < 0)
+			return r;
+		n = wire_recv(s->fd, s->buf, WIRE_MAX_FRAME, &fd);
+		if (fd >= 0)
+			close(fd);
+		if (n == -EAGAIN || n == -EINTR)
+			continue;
+		if (n == 0 || n == -ECONNRESET)
+			return fail(s, -ECONNRESET,
+				    "rdmad closed the connection");
+		if (n < 0)
+			return fail(s, (int)n, "receive: %s", strerror(-n));
+		return decode(s, n, ret_frame);
+	}
+}
+
+/* The reply to @seq, skipping pushed frames that may come before it. */
+static int recv_reply(struct session *s, uint64_t seq,
+		      Rdmad__Frame **ret_frame)
+{
+	Rdmad__Frame *frame;
+	int r;
+
+	for (;;) {
+		r = session_recv(s, s->timeout_ms, &frame);
+		if (r < 0)
+			return r;
+		if (frame->seq == seq)
+			break;
+		wire_free(frame);
+	}
+	if (frame->status != RDMAD__STATUS__STATUS_OK) {
+		r = fail(s, wire_errno_from_status(frame->status), "%s%s%s",
+			 wire_status_name(frame->status),
+			 frame->error[0] ? ": " : "", frame->error);
+		wire_free(frame);
+		return r;
+	}
+	*ret_frame = frame;
+	return 0;
+}
+
+int session_simple_request(struct session *s, Rdmad__Frame *frame)
+{
+	Rdmad__Frame *reply;
+	uint64_t seq;
+	int r;
+
+	r = session_send(s, frame, &seq);
+	if (r < 0)
+		return r;
+	r = recv_reply(s, seq, &reply);
+	if (r < 0)
+		return r;
+	wire_free(reply);
+	return 0;
+}
+
+static int hello(struct session *s)
+{
+	Rdmad__Hello body = RDMAD__HELLO__INIT;
+	Rdmad__Frame frame;
+	Rdmad__Frame *reply;
+	uint64_t seq;
+	int r;
+
+	wire_frame_init(&frame, 0);
+	body.client_name = "rdmactl";
+	frame.body_case = RDMAD__FRAME__BODY_HELLO;
+	frame.hello = &body;
+	r = session_send(s, &frame, &seq);
+	if (r < 0)
+		return r;
+	r = recv_reply(s, seq, &reply);
+	if (r < 0)
+		return r;
+	/* The generation page that came with it was closed on receipt:
+	 * a one-shot tool has no use for it. */
+	if (reply->body_case != RDMAD__FRAME__BODY_WELCOME)
+		r = fail(s, -EPROTO, "rdmad answered Hello without Welcome");
+	wire_free(reply);
+	return r;
+}
+
+int session_open(const char *path, int timeout_ms,
+		 struct session **ret_session)
+{
+	struct session *s = calloc(1, sizeof(*s));
+	int r;
+
+	*ret_session = s;
+	if (!s)
+		return -ENOMEM;
+	s->fd = -1;
+	s->next_seq = 1;
+	s->timeout_ms = timeout_ms;
+	s->buf = malloc(WIRE_MAX_FRAME);
+	if (!s->buf)
+		return fail(s, -ENOMEM, "%s", strerror(ENOMEM));
+	r = do_connect(s, path);
+	if (r < 0)
+		return r;
+	return hello(s);
+}
+
+void session_snapshot_clear(struct session_snapshot *snap)
+{
+	size_t i;
+
+	for (i = 0; i < snap->n_frames; i++)
+		wire_free(snap->frames[i]);
+	free(snap->frames);
+	free(snap->devices);
+	memset(snap, 0, sizeof(*snap));
+}
+
+/* Append one part; parts must come in order with one generation. */
+static int add_part(struct session *s, struct session_snapshot *snap,
+		    Rdmad__Frame *frame)
+{
+	Rdmad__Snapshot *part = frame->snapshot;
+	Rdmad__Device **devices;
+	Rdmad__Frame **frames;
+
+	if (part->part != snap->n_frames ||
+	    (snap->n_frames && part->generation != snap->generation))
+		return fail(s, -EPROTO, "snapshot part %u of %u out of order",
+			    part->part, part->parts);
+	frames = reallocarray(snap->frames, snap->n_frames + 1,
+			      sizeof(*frames));
+	if (!frames)
+		return fail(s, -ENOMEM, "%s", strerror(ENOMEM));
+	snap->frames = frames;
+	devices = reallocarray(snap->devices,
+			       snap->n_devices + part->n_devices + 1,
+			       sizeof(*devices));
+	if (!devices)
+		return fail(s, -ENOMEM, "%s", strerror(ENOMEM));
+	snap->devices = devices;
+	memcpy(devices + snap->n_devices, part->devices,
+	       part->n_devices * sizeof(*devices));
+	snap->n_devices += part->n_devices;
+	snap->frames[snap->n_frames++] = frame;
+	snap->generation = part->generation;
+	return 0;
+}
+
+static bool is_part_of(const Rdmad__Frame *frame, uint64_t seq)
+{
+	return frame->seq == seq &&
+	       frame->body_case == RDMAD__FRAME__BODY_SNAPSHOT;
+}
+
+int session_collect(struct session *s, uint64_t seq, Rdmad__Frame *first,
+		    struct session_snapshot *ret_snap)
+{
+	Rdmad__Frame *frame = first;
+	uint32_t parts;
+	int r;
+
+	memset(ret_snap, 0, sizeof(*ret_snap));
+	do {
+		while (!frame) {
+			r = session_recv(s, s->timeout_ms, &frame);
+			if (r < 0)
+				goto fail;
+			if (is_part_of(frame, seq))
+				break;
+			/* Events from before this snapshot are in it. */
+			wire_free(frame);
+			frame = NULL;
+		}
+		parts = frame->snapshot->parts;
+		r = add_part(s, ret_snap, frame);
+		if (r < 0) {
+			wire_free(frame);
+			goto fail;
+		}
+		frame = NULL;
+	} while (ret_snap->n_frames < parts);
+	return 0;
+fail:
+	session_snapshot_clear(ret_snap);
+	return r;
+}
+
+int session_get_snapshot(struct session *s, Rdmad__Frame__BodyCase body,
+			 struct session_snapshot *ret_snap)
+{
+	Rdmad__GetStatus get = RDMAD__GET_STATUS__INIT;
+	Rdmad__Subscribe sub = RDMAD__SUBSCRIBE__INIT;
+	Rdmad__Frame frame;
+	Rdmad__Frame *reply;
+	uint64_t seq;
+	int r;
+
+	wire_frame_init(&frame, 0);
+	frame.body_case = body;
+	if (body == RDMAD__FRAME__BODY_SUBSCRIBE)
+		frame.subscribe = &sub;
+	else
+		frame.get_status = &get;
+	r = session_send(s, &frame, &seq);
+	if (r < 0)
+		return r;
+	/* The first reply carries the status; an error has no snapshot. */
+	r = recv_reply(s, seq, &reply);
+	if (r < 0)
+		return r;
+	if (reply->body_case != RDMAD__FRAME__BODY_SNAPSHOT) {
+		wire_free(reply);
+		return fail(s, -EPROTO, "rdmad answered without a snapshot");
+	}
+	return session_collect(s, seq, reply, ret_snap);
+}
