@@ -1,1 +1,750 @@
-/* SPDX-License-Identifier: MIT */ /* placeholder: not written yet */
+/* SPDX-License-Identifier: MIT */
+/*
+ * The device table.  Each listed device is one struct device, found three
+ * ways: by id (a hash of present devices only: a removed device and its
+ * re-plugged successor share an id), by name (a hash of every listed
+ * device: names collide while an old removed device is still held), and
+ * in name order (a sorted array of pointers, for iteration and snapshots).
+ * A full rescan is O(n) hash work plus O(n log n) for the order; a
+ * one-device change is a hash lookup and, on add, remove or rename, one
+ * memmove of pointers.
+ *
+ * Every event bumps the generation by one before the listener hears it,
+ * so a listener can publish the generation it is told about.  Listeners
+ * must not modify the table from inside the callback.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "devices.h"
+
+#define INITIAL_BUCKETS 64
+
+struct device {
+	struct sysfs_device info;
+	enum device_state state;
+	uint64_t generation;
+	uint64_t serial;   /* creation order: the last key of the sort */
+	unsigned int refs; /* internal references */
+	unsigned int seen; /* scan epoch that found this id */
+	unsigned int applied;
+	struct holder *holders;
+	size_t nholders;
+	struct device *id_next;   /* chain in by_id (present only) */
+	struct device *name_next; /* chain in by_name (every listed one) */
+};
+
+/* Up/down of a netdev, as rtnetlink last said; consulted by each scan. */
+struct netdev_state {
+	struct netdev_state *next;
+	char name[sizeof(((struct sysfs_port *)0)->netdev)];
+	bool up;
+};
+
+struct devices {
+	uint64_t generation;
+	uint64_t next_serial;
+	unsigned int epoch;
+	devices_listener_fn fn;
+	void *userdata;
+	struct device **by_id;
+	struct device **by_name;
+	size_t nbuckets; /* a power of two, for both hashes */
+	struct device **order;
+	size_t n, cap;
+	struct netdev_state **netdevs;
+	size_t nnetdev_buckets, nnetdevs;
+};
+
+static size_t hash_str(const char *s)
+{
+	uint64_t h = 0xcbf29ce484222325ULL; /* FNV-1a */
+
+	while (*s)
+		h = (h ^ (unsigned char)*s++) * 0x100000001b3ULL;
+	return h;
+}
+
+static struct device **id_slot(const struct devices *t, const char *id)
+{
+	return &t->by_id[hash_str(id) & (t->nbuckets - 1)];
+}
+
+static struct device **name_slot(const struct devices *t, const char *name)
+{
+	return &t->by_name[hash_str(name) & (t->nbuckets - 1)];
+}
+
+static void id_insert(struct devices *t, struct device *d)
+{
+	struct device **slot = id_slot(t, d->info.id);
+
+	d->id_next = *slot;
+	*slot = d;
+}
+
+static void name_insert(struct devices *t, struct device *d)
+{
+	struct device **slot = name_slot(t, d->info.name);
+
+	d->name_next = *slot;
+	*slot = d;
+}
+
+static void id_remove(struct devices *t, struct device *d)
+{
+	struct device **p = id_slot(t, d->info.id);
+
+	while (*p && *p != d)
+		p = &(*p)->id_next;
+	if (*p)
+		*p = d->id_next;
+}
+
+static void name_remove(struct devices *t, struct device *d)
+{
+	struct device **p = name_slot(t, d->info.name);
+
+	while (*p && *p != d)
+		p = &(*p)->name_next;
+	if (*p)
+		*p = d->name_next;
+}
+
+static struct device *find_present_id(const struct devices *t,
+				      const char *id)
+{
+	for (struct device *d = *id_slot(t, id); d; d = d->id_next)
+		if (!strcmp(d->info.id, id))
+			return d;
+	return NULL;
+}
+
+static struct device *find_present_name(const struct devices *t,
+					const char *name)
+{
+	for (struct device *d = *name_slot(t, name); d; d = d->name_next)
+		if (d->state == DEVICE_STATE_PRESENT &&
+		    !strcmp(d->info.name, name))
+			return d;
+	return NULL;
+}
+
+/* Grow both hashes (and the order array) so one more device fits. */
+static int reserve_one(struct devices *t)
+{
+	struct device **by_id, **by_name, **order;
+	size_t nb = t->nbuckets * 2;
+
+	if (t->n == t->cap) {
+		order = realloc(t->order, (t->cap * 2) * sizeof(*order));
+		if (!order)
+			return -ENOMEM;
+		t->order = order;
+		t->cap *= 2;
+	}
+	if (t->n < t->nbuckets)
+		return 0;
+	by_id = calloc(nb, sizeof(*by_id));
+	by_name = calloc(nb, sizeof(*by_name));
+	if (!by_id || !by_name) {
+		free(by_id);
+		free(by_name);
+		return -ENOMEM;
+	}
+	free(t->by_id);
+	free(t->by_name);
+	t->by_id = by_id;
+	t->by_name = by_name;
+	t->nbuckets = nb;
+	for (size_t i = 0; i < t->n; i++) {
+		name_insert(t, t->order[i]);
+		if (t->order[i]->state == DEVICE_STATE_PRESENT)
+			id_insert(t, t->order[i]);
+	}
+	return 0;
+}
+
+static int compare_device(const struct device *a, const struct device *b)
+{
+	int r = strcmp(a->info.name, b->info.name);
+
+	if (!r)
+		r = strcmp(a->info.id, b->info.id);
+	if (!r)
+		r = (a->serial > b->serial) - (a->serial < b->serial);
+	return r;
+}
+
+/* First index whose device does not sort before @d. */
+static size_t order_bound(const struct devices *t, const struct device *d)
+{
+	size_t lo = 0, hi = t->n;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (compare_device(t->order[mid], d) < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+static void order_insert(struct devices *t, struct device *d)
+{
+	size_t i = order_bound(t, d);
+
+	memmove(&t->order[i + 1], &t->order[i],
+		(t->n - i) * sizeof(*t->order));
+	t->order[i] = d;
+	t->n++;
+}
+
+static void order_remove(struct devices *t, struct device *d)
+{
+	size_t i = order_bound(t, d);
+
+	if (i == t->n || t->order[i] != d)
+		return;
+	memmove(&t->order[i], &t->order[i + 1],
+		(t->n - i - 1) * sizeof(*t->order));
+	t->n--;
+}
+
+static void emit(struct devices *t, enum devices_event event,
+		 struct device *d, const char *old_name)
+{
+	d->generation = ++t->generation;
+	if (t->fn)
+		t->fn(t->userdata, event, d, old_name);
+}
+
+/* Take @info's contents; its ports now belong to @d. */
+static void take_info(struct device *d, struct sysfs_device *info)
+{
+	free(d->info.ports);
+	d->info = *info;
+	info->ports = NULL;
+	info->nports = 0;
+}
+
+static void drop_info(struct sysfs_device *info)
+{
+	free(info->ports);
+	info->ports = NULL;
+	info->nports = 0;
+}
+
+static void free_device(struct device *d)
+{
+	free(d->info.ports);
+	free(d->holders);
+	free(d);
+}
+
+/* Unlink a device from every index; the caller emits and frees. */
+static void unlink_device(struct devices *t, struct device *d)
+{
+	if (d->state == DEVICE_STATE_PRESENT)
+		id_remove(t, d);
+	name_remove(t, d);
+	order_remove(t, d);
+}
+
+static void drop_device(struct devices *t, struct device *d,
+			enum devices_event event)
+{
+	unlink_device(t, d);
+	emit(t, event, d, NULL);
+	free_device(d);
+}
+
+/* A removed device nobody references any more goes, with RELEASED. */
+static bool maybe_release(struct devices *t, struct device *d)
+{
+	if (d->state != DEVICE_STATE_REMOVED || d->nholders || d->refs)
+		return false;
+	drop_device(t, d, DEVICES_EVENT_RELEASED);
+	return true;
+}
+
+/* Returns true when @d was freed. */
+static bool remove_device(struct devices *t, struct device *d)
+{
+	if (!d->nholders && !d->refs) {
+		drop_device(t, d, DEVICES_EVENT_REMOVED);
+		return true;
+	}
+	id_remove(t, d);
+	d->state = DEVICE_STATE_REMOVED;
+	emit(t, DEVICES_EVENT_REMOVED, d, NULL);
+	return false;
+}
+
+static bool netdev_up(const struct devices *t, const char *name, bool *ret)
+{
+	struct netdev_state *s;
+
+	if (!t->nnetdevs)
+		return false;
+	s = t->netdevs[hash_str(name) & (t->nnetdev_buckets - 1)];
+	for (; s; s = s->next) {
+		if (!strcmp(s->name, name)) {
+			*ret = s->up;
+			return true;
+		}
+	}
+	return false;
+}
+
+/* A scan does not know link state: fill it in from rtnetlink's. */
+static void fill_netdev_up(const struct devices *t, struct sysfs_device *info)
+{
+	bool up;
+
+	for (unsigned int i = 0; i < info->nports; i++) {
+		struct sysfs_port *p = &info->ports[i];
+
+		p->netdev_up = -1;
+		if (p->netdev[0] && netdev_up(t, p->netdev, &up))
+			p->netdev_up = up;
+	}
+}
+
+static int add_device(struct devices *t, struct sysfs_device *info)
+{
+	struct device *d;
+
+	d = reserve_one(t) < 0 ? NULL : calloc(1, sizeof(*d));
+	if (!d) {
+		drop_info(info);
+		return -ENOMEM;
+	}
+	take_info(d, info);
+	d->state = DEVICE_STATE_PRESENT;
+	d->serial = t->next_serial++;
+	d->seen = d->applied = t->epoch;
+	id_insert(t, d);
+	name_insert(t, d);
+	order_insert(t, d);
+	emit(t, DEVICES_EVENT_ADDED, d, NULL);
+	return 1;
+}
+
+static void rename_device(struct devices *t, struct device *d,
+			  struct sysfs_device *info)
+{
+	char old[SYSFS_NAME_MAX];
+
+	strcpy(old, d->info.name);
+	name_remove(t, d);
+	order_remove(t, d);
+	take_info(d, info);
+	name_insert(t, d);
+	order_insert(t, d);
+	emit(t, DEVICES_EVENT_RENAMED, d, old);
+}
+
+/* A new scan of a present device: RENAMED, CHANGED or nothing. */
+static int update_device(struct devices *t, struct device *d,
+			 struct sysfs_device *info)
+{
+	d->applied = t->epoch;
+	if (strcmp(d->info.name, info->name)) {
+		rename_device(t, d, info);
+		return 1;
+	}
+	if (sysfs_device_equal(&d->info, info)) {
+		drop_info(info);
+		return 0;
+	}
+	take_info(d, info);
+	emit(t, DEVICES_EVENT_CHANGED, d, NULL);
+	return 1;
+}
+
+static int apply_entry(struct devices *t, struct sysfs_device *info)
+{
+	struct device *d;
+
+	if (!info->id[0] || !info->name[0]) {
+		drop_info(info);
+		return 0;
+	}
+	fill_netdev_up(t, info);
+	d = find_present_id(t, info->id);
+	if (!d)
+		return add_device(t, info);
+	if (d->applied == t->epoch) {
+		drop_info(info); /* the same id twice in one scan */
+		return 0;
+	}
+	return update_device(t, d, info);
+}
+
+/* Present devices whose id the scan lacks are gone. */
+static int remove_unseen(struct devices *t)
+{
+	int events = 0;
+
+	for (size_t i = 0; i < t->n;) {
+		struct device *d = t->order[i];
+
+		if (d->state == DEVICE_STATE_PRESENT && d->seen != t->epoch) {
+			events++;
+			if (remove_device(t, d))
+				continue;
+		}
+		i++;
+	}
+	return events;
+}
+
+/*
+ * Removals go first so that a name freed by a vanished device is free
+ * before a new device takes it; then adds, renames and changes in the
+ * scan's order.
+ */
+int devices_apply_scan(struct devices *table, struct sysfs_device *scan,
+		       size_t n)
+{
+	int events, r = 0;
+	struct device *d;
+
+	table->epoch++;
+	for (size_t i = 0; i < n; i++) {
+		d = find_present_id(table, scan[i].id);
+		if (d)
+			d->seen = table->epoch;
+	}
+	events = remove_unseen(table);
+	for (size_t i = 0; i < n; i++) {
+		if (r < 0) {
+			drop_info(&scan[i]);
+			continue;
+		}
+		r = apply_entry(table, &scan[i]);
+		if (r > 0)
+			events += r;
+	}
+	return r < 0 ? r : events;
+}
+
+/*
+ * One device's rescan.  A present device that still carries @info's name
+ * under another id has been replaced (the name was reused): it goes.  If
+ * that was a swap of names rather than a replacement, the other device's
+ * own rescan adds it back.
+ */
+int devices_apply_one(struct devices *table, const char *name,
+		      struct sysfs_device *info)
+{
+	struct device *old;
+	int events = 0, r;
+
+	if (!info) {
+		old = find_present_name(table, name);
+		if (!old)
+			return 0;
+		remove_device(table, old);
+		return 1;
+	}
+	if (!info->id[0] || !info->name[0]) {
+		drop_info(info);
+		return -EINVAL;
+	}
+	table->epoch++;
+	old = find_present_name(table, info->name);
+	if (old && strcmp(old->info.id, info->id)) {
+		remove_device(table, old);
+		events++;
+	}
+	r = apply_entry(table, info);
+	return r < 0 ? r : events + r;
+}
+
+static struct netdev_state *netdev_get(struct devices *t, const char *name)
+{
+	struct netdev_state *s, **slot, **buckets;
+	size_t nb;
+
+	if (t->nnetdevs >= t->nnetdev_buckets) {
+		nb = t->nnetdev_buckets ? t->nnetdev_buckets * 2 : 64;
+		buckets = calloc(nb, sizeof(*buckets));
+		if (!buckets)
+			return NULL;
+		for (size_t i = 0; i < t->nnetdev_buckets; i++) {
+			while ((s = t->netdevs[i])) {
+				t->netdevs[i] = s->next;
+				slot = &buckets[hash_str(s->name) & (nb - 1)];
+				s->next = *slot;
+				*slot = s;
+			}
+		}
+		free(t->netdevs);
+		t->netdevs = buckets;
+		t->nnetdev_buckets = nb;
+	}
+	slot = &t->netdevs[hash_str(name) & (t->nnetdev_buckets - 1)];
+	for (s = *slot; s; s = s->next)
+		if (!strcmp(s->name, name))
+			return s;
+	s = calloc(1, sizeof(*s));
+	if (!s)
+		return NULL;
+	strcpy(s->name, name);
+	s->next = *slot;
+	*slot = s;
+	t->nnetdevs++;
+	return s;
+}
+
+static bool set_ports_up(struct device *d, const char *ifname, bool up)
+{
+	bool changed = false;
+
+	for (unsigned int i = 0; i < d->info.nports; i++) {
+		struct sysfs_port *p = &d->info.ports[i];
+
+		if (!strcmp(p->netdev, ifname) && p->netdev_up != up) {
+			p->netdev_up = up;
+			changed = true;
+		}
+	}
+	return changed;
+}
+
+int devices_set_netdev_state(struct devices *table, const char *ifname,
+			     bool up)
+{
+	struct netdev_state *s;
+	int events = 0;
+
+	if (!ifname[0] || strlen(ifname) >= sizeof(s->name))
+		return -EINVAL;
+	s = netdev_get(table, ifname);
+	if (!s)
+		return -ENOMEM;
+	s->up = up;
+	for (size_t i = 0; i < table->n; i++) {
+		struct device *d = table->order[i];
+
+		if (d->state == DEVICE_STATE_PRESENT &&
+		    set_ports_up(d, ifname, up)) {
+			emit(table, DEVICES_EVENT_CHANGED, d, NULL);
+			events++;
+		}
+	}
+	return events;
+}
+
+static ssize_t holder_index(const struct device *d, const void *owner)
+{
+	for (size_t i = 0; i < d->nholders; i++)
+		if (d->holders[i].owner == owner)
+			return i;
+	return -1;
+}
+
+int devices_hold(struct devices *table, const char *name,
+		 const struct holder *h)
+{
+	struct device *d = find_present_name(table, name);
+	struct holder *grown;
+
+	if (!d)
+		return -ENODEV;
+	if (holder_index(d, h->owner) >= 0)
+		return -EALREADY;
+	grown = realloc(d->holders, (d->nholders + 1) * sizeof(*grown));
+	if (!grown)
+		return -ENOMEM;
+	d->holders = grown;
+	d->holders[d->nholders++] = *h;
+	emit(table, DEVICES_EVENT_CHANGED, d, NULL);
+	return 0;
+}
+
+/* Drop hold @index of @d: CHANGED, or RELEASED if that was the last
+ * reference of a removed device. */
+static void unhold(struct devices *t, struct device *d, size_t index)
+{
+	memmove(&d->holders[index], &d->holders[index + 1],
+		(d->nholders - index - 1) * sizeof(*d->holders));
+	d->nholders--;
+	if (!maybe_release(t, d))
+		emit(t, DEVICES_EVENT_CHANGED, d, NULL);
+}
+
+/*
+ * The owner may hold both a removed device and its re-plugged successor
+ * under one name; the removed one is released first, since that is the
+ * hold keeping a stale entry listed.
+ */
+int devices_release(struct devices *table, const char *name,
+		    const void *owner)
+{
+	struct device *found = NULL, *d;
+	bool known = false;
+	ssize_t i;
+
+	for (d = *name_slot(table, name); d; d = d->name_next) {
+		if (strcmp(d->info.name, name))
+			continue;
+		known = true;
+		if (holder_index(d, owner) >= 0 &&
+		    (!found || d->state == DEVICE_STATE_REMOVED))
+			found = d;
+	}
+	if (!found)
+		return known ? -ENOENT : -ENODEV;
+	i = holder_index(found, owner);
+	unhold(table, found, i);
+	return 0;
+}
+
+void devices_release_owner(struct devices *table, const void *owner)
+{
+	for (size_t i = 0; i < table->n;) {
+		struct device *d = table->order[i];
+		ssize_t h = holder_index(d, owner);
+
+		if (h < 0) {
+			i++;
+			continue;
+		}
+		/* unhold() may free d and close the gap at i. */
+		if (d->state == DEVICE_STATE_PRESENT || d->nholders > 1 ||
+		    d->refs)
+			i++;
+		unhold(table, d, h);
+	}
+}
+
+struct device *device_ref(struct device *dev)
+{
+	dev->refs++;
+	return dev;
+}
+
+void device_unref(struct devices *table, struct device *dev)
+{
+	if (!dev || !dev->refs)
+		return;
+	dev->refs--;
+	maybe_release(table, dev);
+}
+
+struct devices *devices_new(uint64_t generation)
+{
+	struct devices *t = calloc(1, sizeof(*t));
+
+	if (!t)
+		return NULL;
+	t->generation = generation;
+	t->nbuckets = INITIAL_BUCKETS;
+	t->cap = INITIAL_BUCKETS;
+	t->by_id = calloc(t->nbuckets, sizeof(*t->by_id));
+	t->by_name = calloc(t->nbuckets, sizeof(*t->by_name));
+	t->order = calloc(t->cap, sizeof(*t->order));
+	if (!t->by_id || !t->by_name || !t->order) {
+		devices_free(t);
+		return NULL;
+	}
+	return t;
+}
+
+void devices_free(struct devices *table)
+{
+	struct netdev_state *s;
+
+	if (!table)
+		return;
+	for (size_t i = 0; i < table->n; i++)
+		free_device(table->order[i]);
+	for (size_t i = 0; i < table->nnetdev_buckets; i++) {
+		while ((s = table->netdevs[i])) {
+			table->netdevs[i] = s->next;
+			free(s);
+		}
+	}
+	free(table->netdevs);
+	free(table->by_id);
+	free(table->by_name);
+	free(table->order);
+	free(table);
+}
+
+void devices_set_listener(struct devices *table, devices_listener_fn fn,
+			  void *userdata)
+{
+	table->fn = fn;
+	table->userdata = userdata;
+}
+
+uint64_t devices_generation(const struct devices *table)
+{
+	return table->generation;
+}
+
+size_t devices_count(const struct devices *table)
+{
+	return table->n;
+}
+
+const struct device *devices_first(const struct devices *table)
+{
+	return table->n ? table->order[0] : NULL;
+}
+
+const struct device *devices_next(const struct devices *table,
+				  const struct device *dev)
+{
+	size_t i = order_bound(table, dev);
+
+	return i + 1 < table->n ? table->order[i + 1] : NULL;
+}
+
+/* The present device of that name, else a removed one still listed. */
+const struct device *devices_find(const struct devices *table,
+				  const char *name)
+{
+	const struct device *removed = NULL;
+
+	for (struct device *d = *name_slot(table, name); d; d = d->name_next) {
+		if (strcmp(d->info.name, name))
+			continue;
+		if (d->state == DEVICE_STATE_PRESENT)
+			return d;
+		removed = d;
+	}
+	return removed;
+}
+
+const struct sysfs_device *device_info(const struct device *dev)
+{
+	return &dev->info;
+}
+
+enum device_state device_state(const struct device *dev)
+{
+	return dev->state;
+}
+
+uint64_t device_generation(const struct device *dev)
+{
+	return dev->generation;
+}
+
+size_t device_holder_count(const struct device *dev)
+{
+	return dev->nholders;
+}
+
+const struct holder *device_holder(const struct device *dev, size_t index)
+{
+	return index < dev->nholders ? &dev->holders[index] : NULL;
+}

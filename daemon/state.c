@@ -1,1 +1,149 @@
-/* SPDX-License-Identifier: MIT */ /* placeholder: not written yet */
+/* SPDX-License-Identifier: MIT */
+/*
+ * Generation persistence.  <dir>/generation holds, in decimal, a ceiling:
+ * no generation above it has been published.  At start the daemon
+ * resumes from the old ceiling and reserves the next block of
+ * GENSTORE_BLOCK; publishing a generation at or past the ceiling reserves
+ * another block first.  So a crash at any point (kill -9) loses at most
+ * the unused rest of a block, never goes back, and costs one write per
+ * block.  The file is replaced by rename(), so it is either the old or
+ * the new ceiling, never a torn write.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "state.h"
+
+#define GENSTORE_BLOCK 1024
+#define GENSTORE_FILE "generation"
+#define GENSTORE_TMP "generation.tmp"
+
+struct genstore {
+	int dirfd;
+	uint64_t ceiling;
+};
+
+/* The stored ceiling; 0 if missing or not a clean decimal number. */
+static uint64_t read_ceiling(int dirfd)
+{
+	char buf[32], *end;
+	unsigned long long v;
+	ssize_t n;
+	int fd;
+
+	fd = openat(dirfd, GENSTORE_FILE, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+	if (fd < 0)
+		return 0;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return 0;
+	buf[n] = '\0';
+	if (buf[0] < '0' || buf[0] > '9')
+		return 0;
+	errno = 0;
+	v = strtoull(buf, &end, 10);
+	if (errno || (*end && strcmp(end, "\n")))
+		return 0;
+	return v;
+}
+
+static int write_all(int fd, const char *buf, size_t len)
+{
+	while (len) {
+		ssize_t n = write(fd, buf, len);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return -errno;
+		buf += n;
+		len -= n;
+	}
+	return 0;
+}
+
+/* Write the ceiling to a temp file, sync it, and rename it into place. */
+static int write_ceiling(int dirfd, uint64_t ceiling)
+{
+	char buf[32];
+	int fd, r;
+
+	fd = openat(dirfd, GENSTORE_TMP,
+		    O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (fd < 0)
+		return -errno;
+	r = write_all(fd, buf, snprintf(buf, sizeof(buf), "%llu\n",
+					 (unsigned long long)ceiling));
+	if (r == 0 && fsync(fd) < 0)
+		r = -errno;
+	if (close(fd) < 0 && r == 0)
+		r = -errno;
+	if (r == 0 && renameat(dirfd, GENSTORE_TMP, dirfd, GENSTORE_FILE) < 0)
+		r = -errno;
+	if (r < 0)
+		unlinkat(dirfd, GENSTORE_TMP, 0);
+	else
+		fsync(dirfd); /* the rename itself; best effort */
+	return r;
+}
+
+static int reserve(struct genstore *store, uint64_t from)
+{
+	uint64_t ceiling = from > UINT64_MAX - GENSTORE_BLOCK ?
+				   UINT64_MAX : from + GENSTORE_BLOCK;
+	int r = write_ceiling(store->dirfd, ceiling);
+
+	if (r == 0)
+		store->ceiling = ceiling;
+	return r;
+}
+
+int genstore_open(const char *dir, struct genstore **ret_store,
+		  uint64_t *ret_start)
+{
+	struct genstore *store;
+	uint64_t start;
+	int r;
+
+	if (mkdir(dir, 0755) < 0 && errno != EEXIST)
+		return -errno;
+	store = calloc(1, sizeof(*store));
+	if (!store)
+		return -ENOMEM;
+	store->dirfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (store->dirfd < 0) {
+		r = -errno;
+		free(store);
+		return r;
+	}
+	start = read_ceiling(store->dirfd);
+	r = reserve(store, start);
+	if (r < 0) {
+		genstore_close(store);
+		return r;
+	}
+	*ret_store = store;
+	*ret_start = start;
+	return 0;
+}
+
+int genstore_note(struct genstore *store, uint64_t generation)
+{
+	if (generation < store->ceiling)
+		return 0;
+	return reserve(store, generation);
+}
+
+void genstore_close(struct genstore *store)
+{
+	if (!store)
+		return;
+	close(store->dirfd);
+	free(store);
+}

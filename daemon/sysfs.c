@@ -1,1 +1,746 @@
-/* SPDX-License-Identifier: MIT */ /* placeholder: not written yet */
+/* SPDX-License-Identifier: MIT */
+/*
+ * sysfs scanner.  Reads /sys/class/infiniband/<dev> (guids, node type,
+ * firmware, ports) and /sys/class/infiniband_verbs/uverbsN (the char
+ * device behind each ib device) into struct sysfs_device.
+ *
+ * Everything here is outside input: files vanish mid-scan, hold garbage or
+ * are half written while a device is being created.  Every file is read
+ * with one bounded read(); values must be printable ASCII and fit their
+ * field.  A device whose node_guid or node_type is unusable is left out
+ * (-EBADMSG, counted as skipped) so that a later rescan picks it up whole;
+ * any other unusable value becomes empty (numbers -1 or 0).
+ *
+ * Identity (sysfs_device.id).  Names are reused and renamed, so the id is
+ * built from what survives a rename:
+ *   - a device with a parent (its "device" link): "<bus>:<parent name>",
+ *     e.g. "pci:0000:03:00.0".  The bus is the basename of the parent's
+ *     "subsystem" link, guessed from the name's shape when that is absent.
+ *     If the parent carries more than one ib device (its "infiniband"
+ *     directory lists several), "/guid:<node_guid>" is appended; this is
+ *     read from the parent so a one-device scan agrees with a full scan.
+ *   - a virtual device (rxe, siw; no parent): "guid:<node_guid>".
+ *   - a virtual device with a zero node_guid: "name:<name>".
+ */
+#include <ctype.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "sysfs.h"
+
+/* Bounds on what one scan reads: a sysfs attribute we keep is short. */
+#define ATTR_READ_MAX 128
+#define SYSFS_MAX_PORTS 256
+#define SYSFS_MAX_DEVICES 8192
+#define ZERO_GUID "0000:0000:0000:0000"
+
+struct uverbs_map_entry {
+	char ibdev[SYSFS_NAME_MAX];
+	char uverbs[16];
+};
+
+struct uverbs_map {
+	struct uverbs_map_entry *entries;
+	size_t n;
+};
+
+static bool printable(const char *s, size_t len)
+{
+	for (size_t i = 0; i < len; i++)
+		if (s[i] < 0x20 || s[i] > 0x7e)
+			return false;
+	return true;
+}
+
+/* A name we accept for an ib device, uverbs device or port directory. */
+static bool valid_name(const char *name, size_t max)
+{
+	size_t len = strlen(name);
+
+	return len > 0 && len < max && name[0] != '.' && printable(name, len);
+}
+
+/*
+ * Read one attribute into @buf (size @size) with a single bounded read.
+ * The trailing newline and spaces are stripped.  -ENODATA if empty,
+ * -EBADMSG if not printable ASCII, -EOVERFLOW if it does not fit.
+ */
+static int read_attr(int dirfd, const char *path, char *buf, size_t size)
+{
+	char tmp[ATTR_READ_MAX];
+	ssize_t n;
+	int fd;
+
+	buf[0] = '\0';
+	fd = openat(dirfd, path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+	if (fd < 0)
+		return -errno;
+	n = read(fd, tmp, sizeof(tmp));
+	if (n < 0)
+		n = -errno;
+	close(fd);
+	if (n < 0)
+		return n;
+	if ((size_t)n == sizeof(tmp))
+		return -EOVERFLOW;
+	while (n > 0 && isspace((unsigned char)tmp[n - 1]))
+		n--;
+	if (n == 0)
+		return -ENODATA;
+	if (!printable(tmp, n))
+		return -EBADMSG;
+	if ((size_t)n >= size)
+		return -EOVERFLOW;
+	memcpy(buf, tmp, n);
+	buf[n] = '\0';
+	return 0;
+}
+
+/* Basename of a symlink's target, e.g. "device" -> "0000:03:00.0". */
+static int read_link_base(int dirfd, const char *path, char *buf,
+			  size_t size)
+{
+	char target[PATH_MAX];
+	const char *base;
+	ssize_t n;
+
+	buf[0] = '\0';
+	n = readlinkat(dirfd, path, target, sizeof(target) - 1);
+	if (n < 0)
+		return -errno;
+	target[n] = '\0';
+	base = strrchr(target, '/');
+	base = base ? base + 1 : target;
+	if (!valid_name(base, size))
+		return -EBADMSG;
+	strcpy(buf, base);
+	return 0;
+}
+
+/* Parse "<number>: <text>" (node_type, port state, phys_state). */
+static int parse_numbered(const char *s, char *ret_text, size_t size)
+{
+	const char *p = s;
+
+	while (isdigit((unsigned char)*p))
+		p++;
+	if (p == s || p - s > 4 || p[0] != ':' || p[1] != ' ' || !p[2])
+		return -EBADMSG;
+	p += 2;
+	if (strlen(p) >= size)
+		return -EOVERFLOW;
+	strcpy(ret_text, p);
+	return 0;
+}
+
+static bool valid_guid(const char *s)
+{
+	if (strlen(s) != 19)
+		return false;
+	for (int i = 0; i < 19; i++) {
+		if (i % 5 == 4 ? s[i] != ':' : !isxdigit((unsigned char)s[i]))
+			return false;
+	}
+	return true;
+}
+
+static int parse_uint(const char *s, int base, unsigned long max,
+		      unsigned long *ret)
+{
+	unsigned long v;
+	char *end;
+
+	if (!isdigit((unsigned char)s[0]))
+		return -EINVAL;
+	errno = 0;
+	v = strtoul(s, &end, base);
+	if (errno || *end || v > max)
+		return -EINVAL;
+	*ret = v;
+	return 0;
+}
+
+/* An optional numbered attribute: its text, or empty. */
+static void read_numbered(int dirfd, const char *path, char *buf,
+			  size_t size)
+{
+	char raw[ATTR_READ_MAX];
+
+	buf[0] = '\0';
+	if (read_attr(dirfd, path, raw, sizeof(raw)) < 0)
+		return;
+	if (parse_numbered(raw, buf, size) < 0)
+		buf[0] = '\0';
+}
+
+static void read_port(int portfd, struct sysfs_port *port)
+{
+	char lid[ATTR_READ_MAX];
+	unsigned long v;
+
+	read_numbered(portfd, "state", port->state, sizeof(port->state));
+	read_numbered(portfd, "phys_state", port->phys_state,
+		      sizeof(port->phys_state));
+	read_attr(portfd, "link_layer", port->link_layer,
+		  sizeof(port->link_layer));
+	read_attr(portfd, "rate", port->rate, sizeof(port->rate));
+	/* The netdev of GID 0: RoCE and iWARP only; EINVAL elsewhere. */
+	if (read_attr(portfd, "gid_attrs/ndevs/0", port->netdev,
+		      sizeof(port->netdev)) < 0 ||
+	    strchr(port->netdev, ' '))
+		port->netdev[0] = '\0';
+	port->lid = 0;
+	if (read_attr(portfd, "lid", lid, sizeof(lid)) == 0 &&
+	    strncmp(lid, "0x", 2) == 0 &&
+	    parse_uint(lid + 2, 16, UINT32_MAX, &v) == 0)
+		port->lid = v;
+	port->netdev_up = -1;
+}
+
+static int compare_ports(const void *a, const void *b)
+{
+	const struct sysfs_port *pa = a, *pb = b;
+
+	return (pa->port > pb->port) - (pa->port < pb->port);
+}
+
+/* Port numbers from the directory names of ports/, at most the cap. */
+static size_t list_ports(DIR *dir, uint32_t *numbers)
+{
+	struct dirent *de;
+	unsigned long v;
+	size_t n = 0;
+
+	while (n < SYSFS_MAX_PORTS && (de = readdir(dir))) {
+		if (parse_uint(de->d_name, 10, UINT16_MAX, &v) < 0)
+			continue;
+		if (de->d_name[0] == '0' && de->d_name[1])
+			continue; /* "01": not a name the kernel makes */
+		numbers[n++] = v;
+	}
+	return n;
+}
+
+/* Read ports/<n>/ of an ib device.  A missing ports dir is no ports. */
+static int read_ports(int devfd, struct sysfs_device *dev)
+{
+	uint32_t numbers[SYSFS_MAX_PORTS];
+	char name[16];
+	size_t n;
+	DIR *dir;
+	int fd;
+
+	fd = openat(devfd, "ports", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return errno == ENOMEM ? -ENOMEM : 0;
+	dir = fdopendir(fd);
+	if (!dir) {
+		close(fd);
+		return -ENOMEM;
+	}
+	n = list_ports(dir, numbers);
+	dev->ports = n ? calloc(n, sizeof(*dev->ports)) : NULL;
+	if (n && !dev->ports) {
+		closedir(dir);
+		return -ENOMEM;
+	}
+	for (size_t i = 0; i < n; i++) {
+		snprintf(name, sizeof(name), "%u", numbers[i]);
+		fd = openat(dirfd(dir), name, O_RDONLY | O_DIRECTORY |
+						      O_CLOEXEC);
+		if (fd < 0)
+			continue; /* vanished since readdir */
+		dev->ports[dev->nports].port = numbers[i];
+		read_port(fd, &dev->ports[dev->nports++]);
+		close(fd);
+	}
+	closedir(dir);
+	qsort(dev->ports, dev->nports, sizeof(*dev->ports), compare_ports);
+	return 0;
+}
+
+/* node_guid and node_type: without them the device is not usable yet. */
+static int read_essentials(int devfd, struct sysfs_device *dev)
+{
+	char raw[ATTR_READ_MAX];
+	int r;
+
+	r = read_attr(devfd, "node_guid", dev->node_guid,
+		      sizeof(dev->node_guid));
+	if (r == -ENOENT)
+		return r;
+	if (r < 0 || !valid_guid(dev->node_guid))
+		return -EBADMSG;
+	r = read_attr(devfd, "node_type", raw, sizeof(raw));
+	if (r == -ENOENT)
+		return r;
+	if (r < 0 || parse_numbered(raw, dev->node_type,
+				    sizeof(dev->node_type)) < 0)
+		return -EBADMSG;
+	return 0;
+}
+
+static void read_optionals(int devfd, struct sysfs_device *dev)
+{
+	if (read_attr(devfd, "sys_image_guid", dev->sys_image_guid,
+		      sizeof(dev->sys_image_guid)) < 0 ||
+	    !valid_guid(dev->sys_image_guid))
+		dev->sys_image_guid[0] = '\0';
+	read_attr(devfd, "fw_ver", dev->fw_ver, sizeof(dev->fw_ver));
+}
+
+/* "0000:03:00.0": the shape of a PCI address, for a parent whose
+ * subsystem link is missing. */
+static bool looks_like_pci(const char *s)
+{
+	unsigned int d, b, s2, f;
+	char end;
+
+	return sscanf(s, "%4x:%2x:%2x.%1x%c", &d, &b, &s2, &f, &end) == 4 &&
+	       strlen(s) == 12;
+}
+
+/* How many ib devices the parent carries (its infiniband/ dir). */
+static size_t count_siblings(int parentfd)
+{
+	struct dirent *de;
+	size_t n = 0;
+	DIR *dir;
+	int fd;
+
+	fd = openat(parentfd, "infiniband", O_RDONLY | O_DIRECTORY |
+						    O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	dir = fdopendir(fd);
+	if (!dir) {
+		close(fd);
+		return 0;
+	}
+	while ((de = readdir(dir)))
+		if (de->d_name[0] != '.')
+			n++;
+	closedir(dir);
+	return n;
+}
+
+static void read_parent_attrs(int parentfd, struct sysfs_device *dev)
+{
+	char raw[ATTR_READ_MAX];
+	int node;
+
+	dev->numa_node = -1;
+	if (read_attr(parentfd, "numa_node", raw, sizeof(raw)) == 0 &&
+	    sscanf(raw, "%d", &node) == 1 && node >= -1)
+		dev->numa_node = node;
+	read_link_base(parentfd, "driver", dev->driver, sizeof(dev->driver));
+}
+
+static void build_parent_id(int parentfd, const char *parent,
+			    struct sysfs_device *dev)
+{
+	char bus[32];
+	size_t len;
+
+	if (read_link_base(parentfd, "subsystem", bus, sizeof(bus)) < 0)
+		strcpy(bus, looks_like_pci(parent) ? "pci" : "dev");
+	if (strcmp(bus, "pci") == 0 && strlen(parent) < sizeof(dev->pci_address))
+		strcpy(dev->pci_address, parent);
+	len = snprintf(dev->id, sizeof(dev->id), "%s:%s", bus, parent);
+	if (len < sizeof(dev->id) && count_siblings(parentfd) > 1)
+		len += snprintf(dev->id + len, sizeof(dev->id) - len,
+				"/guid:%s", dev->node_guid);
+	/* A parent name too long to keep whole: the guid says more than a
+	 * truncated path would. */
+	if (len >= sizeof(dev->id))
+		snprintf(dev->id, sizeof(dev->id), "guid:%s", dev->node_guid);
+}
+
+/* The parent device: id, PCI address, driver, NUMA node.  Returns the
+ * parent's fd (caller closes) or -1 for a virtual device. */
+static int read_parent(int devfd, struct sysfs_device *dev)
+{
+	char parent[SYSFS_NAME_MAX * 2];
+	int fd;
+
+	dev->numa_node = -1;
+	if (read_link_base(devfd, "device", parent, sizeof(parent)) < 0) {
+		if (strcmp(dev->node_guid, ZERO_GUID) == 0)
+			snprintf(dev->id, sizeof(dev->id), "name:%s",
+				 dev->name);
+		else
+			snprintf(dev->id, sizeof(dev->id), "guid:%s",
+				 dev->node_guid);
+		return -1;
+	}
+	fd = openat(devfd, "device", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	build_parent_id(fd, parent, dev);
+	if (fd >= 0)
+		read_parent_attrs(fd, dev);
+	return fd;
+}
+
+/* uverbsN of @name among the entries of directory @fd (consumed). */
+static int find_uverbs_in(int fd, const char *name, char *ret, size_t size)
+{
+	char ibdev[SYSFS_NAME_MAX], path[300];
+	struct dirent *de;
+	DIR *dir;
+	int r = -ENOENT;
+
+	dir = fdopendir(fd);
+	if (!dir) {
+		close(fd);
+		return -ENOMEM;
+	}
+	while (r < 0 && (de = readdir(dir))) {
+		if (strncmp(de->d_name, "uverbs", 6) != 0 ||
+		    !valid_name(de->d_name, size))
+			continue;
+		snprintf(path, sizeof(path), "%s/ibdev", de->d_name);
+		if (read_attr(dirfd(dir), path, ibdev, sizeof(ibdev)) == 0 &&
+		    strcmp(ibdev, name) == 0) {
+			strcpy(ret, de->d_name);
+			r = 0;
+		}
+	}
+	closedir(dir);
+	return r;
+}
+
+static int open_class(const char *sysroot, const char *class)
+{
+	char path[PATH_MAX];
+	int fd;
+
+	if (snprintf(path, sizeof(path), "%s/class/%s", sysroot, class) >=
+	    (int)sizeof(path))
+		return -ENAMETOOLONG;
+	fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	return fd < 0 ? -errno : fd;
+}
+
+/*
+ * The uverbs device of one ib device: first among the parent's
+ * infiniband_verbs/ (where the kernel puts it, a short list), then the
+ * whole class directory (virtual devices).
+ */
+static void find_uverbs(const char *sysroot, int parentfd,
+			struct sysfs_device *dev)
+{
+	int fd;
+
+	if (parentfd >= 0) {
+		fd = openat(parentfd, "infiniband_verbs",
+			    O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		if (fd >= 0 && find_uverbs_in(fd, dev->name, dev->uverbs,
+					      sizeof(dev->uverbs)) == 0)
+			return;
+	}
+	fd = open_class(sysroot, "infiniband_verbs");
+	if (fd >= 0)
+		find_uverbs_in(fd, dev->name, dev->uverbs,
+			       sizeof(dev->uverbs));
+}
+
+/* Everything but the uverbs name.  Returns the parent fd via @ret_parent
+ * (-1 if none) so the caller can look the uverbs device up there. */
+static int scan_one(int classfd, const char *name, struct sysfs_device *ret,
+		    int *ret_parent)
+{
+	int devfd, r;
+
+	*ret_parent = -1;
+	if (!valid_name(name, sizeof(ret->name)))
+		return -EBADMSG;
+	devfd = openat(classfd, name, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (devfd < 0)
+		return errno == ENOTDIR ? -EBADMSG : -errno;
+	strcpy(ret->name, name);
+	r = read_essentials(devfd, ret);
+	/* A file missing from a directory that is still there is a device
+	 * being created or torn down: unusable now, maybe fine later. */
+	if (r == -ENOENT && faccessat(classfd, name, F_OK, 0) == 0)
+		r = -EBADMSG;
+	if (r == 0) {
+		read_optionals(devfd, ret);
+		*ret_parent = read_parent(devfd, ret);
+		r = read_ports(devfd, ret);
+	}
+	close(devfd);
+	if (r < 0) {
+		if (*ret_parent >= 0)
+			close(*ret_parent);
+		*ret_parent = -1;
+		sysfs_device_clear(ret);
+	}
+	return r;
+}
+
+int sysfs_scan_device(const char *sysroot, const char *name,
+		      struct sysfs_device *ret)
+{
+	int classfd, parentfd, r;
+
+	memset(ret, 0, sizeof(*ret));
+	ret->numa_node = -1;
+	classfd = open_class(sysroot, "infiniband");
+	if (classfd < 0)
+		return classfd;
+	r = scan_one(classfd, name, ret, &parentfd);
+	close(classfd);
+	if (r < 0)
+		return r;
+	find_uverbs(sysroot, parentfd, ret);
+	if (parentfd >= 0)
+		close(parentfd);
+	return 0;
+}
+
+int sysfs_ibdev_of_uverbs(const char *sysroot, const char *uverbs,
+			  char ret_name[SYSFS_NAME_MAX])
+{
+	char path[64];
+	int classfd, r;
+
+	ret_name[0] = '\0';
+	if (!valid_name(uverbs, 32) || strchr(uverbs, '/'))
+		return -EINVAL;
+	classfd = open_class(sysroot, "infiniband_verbs");
+	if (classfd < 0)
+		return classfd;
+	snprintf(path, sizeof(path), "%s/ibdev", uverbs);
+	r = read_attr(classfd, path, ret_name, SYSFS_NAME_MAX);
+	close(classfd);
+	if (r < 0 && r != -ENOENT) {
+		ret_name[0] = '\0';
+		return -EBADMSG;
+	}
+	return r;
+}
+
+static int compare_uverbs(const void *a, const void *b)
+{
+	const struct uverbs_map_entry *ea = a, *eb = b;
+
+	return strcmp(ea->ibdev, eb->ibdev);
+}
+
+/* ibdev -> uverbsN for every uverbs device, sorted for bsearch. */
+static int load_uverbs_map(const char *sysroot, struct uverbs_map *map)
+{
+	struct uverbs_map_entry *e, *grown;
+	struct dirent *de;
+	size_t cap = 0;
+	char path[300];
+	DIR *dir;
+	int fd;
+
+	fd = open_class(sysroot, "infiniband_verbs");
+	if (fd < 0)
+		return fd == -ENOENT ? 0 : fd;
+	dir = fdopendir(fd);
+	if (!dir) {
+		close(fd);
+		return -ENOMEM;
+	}
+	while ((de = readdir(dir)) && map->n < SYSFS_MAX_DEVICES) {
+		if (strncmp(de->d_name, "uverbs", 6) != 0 ||
+		    !valid_name(de->d_name, sizeof(e->uverbs)))
+			continue;
+		if (map->n == cap) {
+			cap = cap ? cap * 2 : 64;
+			grown = realloc(map->entries, cap * sizeof(*e));
+			if (!grown)
+				break;
+			map->entries = grown;
+		}
+		e = &map->entries[map->n];
+		snprintf(path, sizeof(path), "%s/ibdev", de->d_name);
+		if (read_attr(dirfd(dir), path, e->ibdev,
+			      sizeof(e->ibdev)) < 0)
+			continue;
+		strcpy(e->uverbs, de->d_name);
+		map->n++;
+	}
+	closedir(dir);
+	qsort(map->entries, map->n, sizeof(*map->entries), compare_uverbs);
+	return 0;
+}
+
+static void lookup_uverbs(const struct uverbs_map *map,
+			  struct sysfs_device *dev)
+{
+	struct uverbs_map_entry key, *e;
+
+	if (!map->n)
+		return;
+	strcpy(key.ibdev, dev->name);
+	e = bsearch(&key, map->entries, map->n, sizeof(key), compare_uverbs);
+	if (e)
+		strcpy(dev->uverbs, e->uverbs);
+}
+
+static int compare_devices(const void *a, const void *b)
+{
+	const struct sysfs_device *da = a, *db = b;
+
+	return strcmp(da->name, db->name);
+}
+
+/* Append one device scan to the growing array; skips what is unusable. */
+static int scan_entry(int classfd, const char *name,
+		      const struct uverbs_map *map,
+		      struct sysfs_device *ret)
+{
+	int parentfd, r;
+
+	memset(ret, 0, sizeof(*ret));
+	r = scan_one(classfd, name, ret, &parentfd);
+	if (r < 0)
+		return r;
+	if (parentfd >= 0)
+		close(parentfd);
+	lookup_uverbs(map, ret);
+	return 0;
+}
+
+static int scan_class(int classfd, const struct uverbs_map *map,
+		      struct sysfs_device **ret_devices, size_t *ret_n,
+		      size_t *ret_skipped)
+{
+	struct sysfs_device *devs = NULL, *grown;
+	size_t n = 0, cap = 0, skipped = 0;
+	struct dirent *de;
+	DIR *dir;
+	int r = 0;
+
+	dir = fdopendir(classfd);
+	if (!dir)
+		return -ENOMEM;
+	while ((de = readdir(dir))) {
+		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+			continue;
+		if (n == SYSFS_MAX_DEVICES) {
+			skipped++;
+			continue;
+		}
+		if (n == cap) {
+			cap = cap ? cap * 2 : 16;
+			grown = realloc(devs, cap * sizeof(*devs));
+			if (!grown) {
+				r = -ENOMEM;
+				break;
+			}
+			devs = grown;
+		}
+		r = scan_entry(dirfd(dir), de->d_name, map, &devs[n]);
+		if (r == -ENOMEM)
+			break;
+		if (r < 0)
+			skipped++;
+		else
+			n++;
+		r = 0;
+	}
+	closedir(dir);
+	if (r < 0) {
+		sysfs_devices_free(devs, n);
+		return r;
+	}
+	qsort(devs, n, sizeof(*devs), compare_devices);
+	*ret_devices = devs;
+	*ret_n = n;
+	if (ret_skipped)
+		*ret_skipped = skipped;
+	return 0;
+}
+
+/* A missing class directory is a machine without RDMA: no devices. */
+int sysfs_scan_all(const char *sysroot, struct sysfs_device **ret_devices,
+		   size_t *ret_n, size_t *ret_skipped)
+{
+	struct uverbs_map map = {0};
+	int classfd, r;
+
+	*ret_devices = NULL;
+	*ret_n = 0;
+	if (ret_skipped)
+		*ret_skipped = 0;
+	classfd = open_class(sysroot, "infiniband");
+	if (classfd == -ENOENT)
+		return 0;
+	if (classfd < 0)
+		return classfd;
+	r = load_uverbs_map(sysroot, &map);
+	if (r == 0)
+		r = scan_class(classfd, &map, ret_devices, ret_n, ret_skipped);
+	else
+		close(classfd);
+	free(map.entries);
+	return r;
+}
+
+void sysfs_device_clear(struct sysfs_device *dev)
+{
+	free(dev->ports);
+	memset(dev, 0, sizeof(*dev));
+	dev->numa_node = -1;
+}
+
+void sysfs_devices_free(struct sysfs_device *devices, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		free(devices[i].ports);
+	free(devices);
+}
+
+int sysfs_device_copy(struct sysfs_device *dst, const struct sysfs_device *src)
+{
+	struct sysfs_port *ports = NULL;
+
+	if (src->nports) {
+		ports = malloc(src->nports * sizeof(*ports));
+		if (!ports)
+			return -ENOMEM;
+		memcpy(ports, src->ports, src->nports * sizeof(*ports));
+	}
+	*dst = *src;
+	dst->ports = ports;
+	return 0;
+}
+
+static bool ports_equal(const struct sysfs_port *a, const struct sysfs_port *b)
+{
+	return a->port == b->port && a->lid == b->lid &&
+	       a->netdev_up == b->netdev_up &&
+	       !strcmp(a->state, b->state) &&
+	       !strcmp(a->phys_state, b->phys_state) &&
+	       !strcmp(a->link_layer, b->link_layer) &&
+	       !strcmp(a->rate, b->rate) && !strcmp(a->netdev, b->netdev);
+}
+
+int sysfs_device_equal(const struct sysfs_device *a,
+		       const struct sysfs_device *b)
+{
+	if (strcmp(a->name, b->name) || strcmp(a->uverbs, b->uverbs) ||
+	    strcmp(a->id, b->id) || strcmp(a->node_guid, b->node_guid) ||
+	    strcmp(a->sys_image_guid, b->sys_image_guid) ||
+	    strcmp(a->node_type, b->node_type) ||
+	    strcmp(a->fw_ver, b->fw_ver) ||
+	    strcmp(a->pci_address, b->pci_address) ||
+	    strcmp(a->driver, b->driver) || a->numa_node != b->numa_node ||
+	    a->nports != b->nports)
+		return 0;
+	for (unsigned int i = 0; i < a->nports; i++)
+		if (!ports_equal(&a->ports[i], &b->ports[i]))
+			return 0;
+	return 1;
+}
