@@ -1,1 +1,275 @@
-/* SPDX-License-Identifier: MIT */ /* placeholder: not written yet */
+/* SPDX-License-Identifier: MIT */
+/*
+ * Verbs async events.  Each present device is opened through libibverbs
+ * so the daemon hears what sysfs and udev do not announce: port state,
+ * LID, P_Key and GID changes, and DEVICE_FATAL.  Every such event becomes
+ * a rescan request for the device; a fatal one also closes the context.
+ *
+ * Devices are tracked by their stable identity, so a rename keeps the
+ * context.  No reference on the table's device is taken: the context is
+ * closed when the table reports the device removed, and a context kept
+ * open would not keep a vanished device alive anyway (the kernel
+ * disassociates it).  Where a device cannot be opened (no kernel behind
+ * it, no permission) this says so once at debug level and leaves it be.
+ *
+ * libibverbs' device list is only fetched when an added device is not in
+ * the cached one (or a removal made it stale): each ibv_get_device_list()
+ * rescans sysfs, and a storm of 512 VFs added must not cost 512 rescans.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <event2/event.h>
+#include <infiniband/verbs.h>
+
+#include "devices.h"
+#include "log.h"
+#include "sources.h"
+
+struct async_dev {
+	struct async_source *src;
+	char id[sizeof(((struct sysfs_device *)0)->id)];
+	char name[SYSFS_NAME_MAX];
+	struct ibv_context *ctx;
+	struct event *ev;
+	struct async_dev *next;
+};
+
+struct async_source {
+	struct event_base *base;
+	struct devices *table;
+	struct scan *scan;
+	struct async_dev *devs;
+	struct ibv_device **list;  /* cached; refreshed on ADDED */
+	int nlist;
+	bool list_stale;           /* a device went or was renamed */
+	unsigned int open_count;
+};
+
+static void dev_close(struct async_dev *d)
+{
+	if (d->ev) {
+		event_free(d->ev);
+		d->ev = NULL;
+	}
+	if (d->ctx) {
+		ibv_close_device(d->ctx);
+		d->ctx = NULL;
+		d->src->open_count--;
+	}
+}
+
+/* Events that change what a port looks like.  QP, CQ, SRQ and WQ events
+ * cannot come: the daemon creates none of those. */
+static bool is_port_event(enum ibv_event_type type)
+{
+	static const enum ibv_event_type port_events[] = {
+		IBV_EVENT_PORT_ACTIVE,  IBV_EVENT_PORT_ERR,
+		IBV_EVENT_LID_CHANGE,   IBV_EVENT_PKEY_CHANGE,
+		IBV_EVENT_GID_CHANGE,   IBV_EVENT_SM_CHANGE,
+		IBV_EVENT_CLIENT_REREGISTER,
+	};
+	size_t i;
+
+	for (i = 0; i < sizeof(port_events) / sizeof(port_events[0]); i++) {
+		if (type == port_events[i])
+			return true;
+	}
+	return false;
+}
+
+static void on_async(evutil_socket_t fd, short what, void *arg)
+{
+	struct async_dev *d = arg;
+	struct ibv_async_event event;
+	bool fatal = false;
+
+	while (d->ctx && ibv_get_async_event(d->ctx, &event) == 0) {
+		log_debug("async: %s: %s", d->name,
+			  ibv_event_type_str(event.event_type));
+		if (event.event_type == IBV_EVENT_DEVICE_FATAL)
+			fatal = true;
+		if (fatal || is_port_event(event.event_type))
+			scan_request(d->src->scan, d->name);
+		ibv_ack_async_event(&event);
+		if (fatal)
+			break;
+	}
+	if (fatal) {
+		log_warnx("async: %s: device fatal error", d->name);
+		dev_close(d);
+	}
+}
+
+static struct ibv_device *find_ibv(struct async_source *src, const char *name)
+{
+	int i;
+
+	for (i = 0; i < src->nlist; i++) {
+		if (strcmp(ibv_get_device_name(src->list[i]), name) == 0)
+			return src->list[i];
+	}
+	return NULL;
+}
+
+static void refresh_list(struct async_source *src)
+{
+	/* Contexts stay valid across ibv_free_device_list(). */
+	if (src->list)
+		ibv_free_device_list(src->list);
+	src->nlist = 0;
+	src->list = ibv_get_device_list(&src->nlist);
+	src->list_stale = false;
+}
+
+static int dev_open(struct async_dev *d)
+{
+	struct ibv_device *ibv;
+	int flags;
+
+	ibv = find_ibv(d->src, d->name);
+	if (!ibv)
+		return -ENODEV;
+	d->ctx = ibv_open_device(ibv);
+	if (!d->ctx)
+		return errno ? -errno : -ENODEV;
+	d->src->open_count++;
+	flags = fcntl(d->ctx->async_fd, F_GETFL);
+	if (flags < 0 ||
+	    fcntl(d->ctx->async_fd, F_SETFL, flags | O_NONBLOCK) < 0)
+		return -errno;
+	d->ev = event_new(d->src->base, d->ctx->async_fd,
+			  EV_READ | EV_PERSIST, on_async, d);
+	if (!d->ev || event_add(d->ev, NULL) < 0)
+		return -ENOMEM;
+	return 0;
+}
+
+static struct async_dev *find_dev(struct async_source *src, const char *id)
+{
+	struct async_dev *d;
+
+	for (d = src->devs; d; d = d->next) {
+		if (strcmp(d->id, id) == 0)
+			return d;
+	}
+	return NULL;
+}
+
+static void add_device(struct async_source *src, const struct device *dev)
+{
+	const struct sysfs_device *info = device_info(dev);
+	struct async_dev *d;
+	int r;
+
+	if (device_state(dev) != DEVICE_STATE_PRESENT ||
+	    find_dev(src, info->id))
+		return;
+	d = calloc(1, sizeof(*d));
+	if (!d)
+		return;
+	d->src = src;
+	snprintf(d->id, sizeof(d->id), "%s", info->id);
+	snprintf(d->name, sizeof(d->name), "%s", info->name);
+	d->next = src->devs;
+	src->devs = d;
+	/* A failed device stays listed, closed, so it is not retried on
+	 * every event; it is forgotten when it goes away. */
+	r = dev_open(d);
+	if (r < 0) {
+		log_debug("async: %s: no verbs async events: %s", d->name,
+			  strerror(-r));
+		dev_close(d);
+	}
+}
+
+static void remove_device(struct async_source *src, const char *id)
+{
+	struct async_dev **pp, *d;
+
+	for (pp = &src->devs; *pp; pp = &(*pp)->next) {
+		if (strcmp((*pp)->id, id) != 0)
+			continue;
+		d = *pp;
+		*pp = d->next;
+		dev_close(d);
+		free(d);
+		return;
+	}
+}
+
+static void rename_device(struct async_source *src, const struct device *dev)
+{
+	struct async_dev *d = find_dev(src, device_info(dev)->id);
+
+	if (d)
+		snprintf(d->name, sizeof(d->name), "%s", device_info(dev)->name);
+}
+
+struct async_source *async_source_new(struct event_base *base,
+				      struct devices *table,
+				      struct scan *scan)
+{
+	struct async_source *src;
+	const struct device *dev;
+
+	src = calloc(1, sizeof(*src));
+	if (!src)
+		return NULL;
+	src->base = base;
+	src->table = table;
+	src->scan = scan;
+	if (devices_count(table) > 0)
+		refresh_list(src);
+	for (dev = devices_first(table); dev; dev = devices_next(table, dev))
+		add_device(src, dev);
+	return src;
+}
+
+void async_source_free(struct async_source *src)
+{
+	struct async_dev *d;
+
+	if (!src)
+		return;
+	while ((d = src->devs)) {
+		src->devs = d->next;
+		dev_close(d);
+		free(d);
+	}
+	if (src->list)
+		ibv_free_device_list(src->list);
+	free(src);
+}
+
+void async_source_device_event(struct async_source *src,
+			       enum devices_event event,
+			       const struct device *dev)
+{
+	switch (event) {
+	case DEVICES_EVENT_ADDED:
+		if (src->list_stale || !find_ibv(src, device_info(dev)->name))
+			refresh_list(src);
+		add_device(src, dev);
+		break;
+	case DEVICES_EVENT_RENAMED:
+		src->list_stale = true;
+		rename_device(src, dev);
+		break;
+	case DEVICES_EVENT_REMOVED:
+	case DEVICES_EVENT_RELEASED:
+		src->list_stale = true;
+		remove_device(src, device_info(dev)->id);
+		break;
+	case DEVICES_EVENT_CHANGED:
+		break;
+	}
+}
+
+unsigned int async_source_open_count(const struct async_source *src)
+{
+	return src->open_count;
+}

@@ -1,1 +1,244 @@
-/* SPDX-License-Identifier: MIT */ /* placeholder: not written yet */
+/* SPDX-License-Identifier: MIT */
+/*
+ * Rescans on request.  Event sources ask for a device (or everything) to
+ * be read again; the requests collect in a coalescing set for a short
+ * debounce window, then one pass reads sysfs and applies the result to
+ * the device table.  A storm of thousands of uevents thus costs one pass.
+ *
+ * A device caught half-created (sysfs_scan_device() says -EBADMSG) is
+ * tried once more after a short delay, then given up on with one warning;
+ * garbage is logged once per episode, not once per event.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <event2/event.h>
+
+#include "coalesce.h"
+#include "devices.h"
+#include "log.h"
+#include "sources.h"
+#include "sysfs.h"
+
+/* How long a half-created device gets to finish before its second try. */
+#define SCAN_RETRY_MS 200
+
+struct scan {
+	struct devices *table;
+	char *sysroot;
+	unsigned int debounce_ms;
+	struct coalesce *pending;   /* requests in the debounce window */
+	struct coalesce *retry;     /* half-created devices, second try */
+	struct event *timer;
+	struct event *retry_timer;
+	bool lost_request;          /* a request failed (ENOMEM): scan all */
+	bool garbage_logged;        /* rate limit for garbage warnings */
+};
+
+static void arm(struct event *timer, unsigned int ms)
+{
+	struct timeval tv = {
+		.tv_sec = ms / 1000,
+		.tv_usec = (ms % 1000) * 1000,
+	};
+
+	/* Never re-arm a pending timer: a steady storm must not starve. */
+	if (!evtimer_pending(timer, NULL))
+		evtimer_add(timer, &tv);
+}
+
+static void log_garbage(struct scan *scan, const char *what)
+{
+	if (scan->garbage_logged) {
+		log_debug("scan: %s", what);
+		return;
+	}
+	scan->garbage_logged = true;
+	log_warnx("scan: %s (further ones logged at debug level)", what);
+}
+
+static int scan_all(struct scan *scan)
+{
+	struct sysfs_device *devs = NULL;
+	size_t n = 0, skipped = 0;
+	int r;
+
+	r = sysfs_scan_all(scan->sysroot, &devs, &n, &skipped);
+	/* No class directory means no RDMA device (or no RDMA in the kernel
+	 * at all): an empty scan, which removes whatever was there. */
+	if (r == -ENOENT)
+		r = 0;
+	if (r < 0) {
+		log_warnx("scan: cannot read %s/class/infiniband: %s",
+			  scan->sysroot, strerror(-r));
+		return r;
+	}
+	if (skipped > 0)
+		log_garbage(scan, "full rescan skipped unreadable devices");
+	else
+		scan->garbage_logged = false;
+	r = devices_apply_scan(scan->table, devs, n);
+	if (r < 0)
+		log_warnx("scan: applying a full rescan: %s", strerror(-r));
+	/* The entries' ports now belong to the table; free the array only. */
+	free(devs);
+	return r < 0 ? r : 0;
+}
+
+/* Rescan one device.  @last_try: a half-created device is given up on
+ * instead of being queued for a retry. */
+static void scan_one(struct scan *scan, const char *name, bool last_try)
+{
+	struct sysfs_device info;
+	int r;
+
+	memset(&info, 0, sizeof(info));
+	r = sysfs_scan_device(scan->sysroot, name, &info);
+	if (r == -ENOENT) {
+		r = devices_apply_one(scan->table, name, NULL);
+	} else if (r == -EBADMSG && !last_try) {
+		if (coalesce_add(scan->retry, name) < 0)
+			scan->lost_request = true;
+		arm(scan->retry_timer, SCAN_RETRY_MS);
+		return;
+	} else if (r < 0) {
+		log_garbage(scan, "a device's sysfs entries are unusable");
+		log_debug("scan: %s: %s", name, strerror(-r));
+		return;
+	} else {
+		/* On success the table takes the ports; on failure we
+		 * still own them. */
+		r = devices_apply_one(scan->table, name, &info);
+		if (r < 0)
+			sysfs_device_clear(&info);
+	}
+	if (r < 0)
+		log_warnx("scan: applying %s: %s", name, strerror(-r));
+}
+
+/* Drain @set: one full pass, or one pass per pending name. */
+static void drain(struct scan *scan, struct coalesce *set, bool last_try)
+{
+	char **names = NULL;
+	size_t n = 0, i;
+	bool full = false;
+
+	if (coalesce_take(set, &full, &names, &n) < 0 || scan->lost_request)
+		full = true;
+	scan->lost_request = false;
+	if (full) {
+		scan_all(scan);
+	} else {
+		for (i = 0; i < n; i++)
+			scan_one(scan, names[i], last_try);
+	}
+	coalesce_names_free(names, n);
+}
+
+static void on_timer(evutil_socket_t fd, short what, void *arg)
+{
+	struct scan *scan = arg;
+
+	drain(scan, scan->pending, false);
+}
+
+static void on_retry_timer(evutil_socket_t fd, short what, void *arg)
+{
+	struct scan *scan = arg;
+
+	drain(scan, scan->retry, true);
+}
+
+struct scan *scan_new(struct event_base *base, struct devices *table,
+		      const struct scan_options *opts)
+{
+	struct scan *scan;
+
+	scan = calloc(1, sizeof(*scan));
+	if (!scan)
+		return NULL;
+	scan->table = table;
+	scan->debounce_ms = opts->debounce_ms;
+	scan->sysroot = strdup(opts->sysroot ? opts->sysroot : "/sys");
+	scan->pending = coalesce_new(opts->storm_threshold);
+	scan->retry = coalesce_new(opts->storm_threshold);
+	scan->timer = evtimer_new(base, on_timer, scan);
+	scan->retry_timer = evtimer_new(base, on_retry_timer, scan);
+	if (!scan->sysroot || !scan->pending || !scan->retry || !scan->timer ||
+	    !scan->retry_timer) {
+		scan_free(scan);
+		errno = ENOMEM;
+		return NULL;
+	}
+	return scan;
+}
+
+void scan_free(struct scan *scan)
+{
+	if (!scan)
+		return;
+	if (scan->retry_timer)
+		event_free(scan->retry_timer);
+	if (scan->timer)
+		event_free(scan->timer);
+	coalesce_free(scan->retry);
+	coalesce_free(scan->pending);
+	free(scan->sysroot);
+	free(scan);
+}
+
+int scan_full_now(struct scan *scan)
+{
+	bool full;
+	char **names = NULL;
+	size_t n = 0;
+
+	/* This pass covers whatever was pending. */
+	if (coalesce_take(scan->pending, &full, &names, &n) == 0)
+		coalesce_names_free(names, n);
+	evtimer_del(scan->timer);
+	scan->lost_request = false;
+	return scan_all(scan);
+}
+
+void scan_request(struct scan *scan, const char *ibdev)
+{
+	if (coalesce_add(scan->pending, ibdev) < 0)
+		scan->lost_request = true;
+	arm(scan->timer, scan->debounce_ms);
+}
+
+unsigned int scan_request_netdev(struct scan *scan, const char *ifname)
+{
+	const struct device *dev;
+	const struct sysfs_device *info;
+	unsigned int n = 0, i;
+
+	for (dev = devices_first(scan->table); dev;
+	     dev = devices_next(scan->table, dev)) {
+		info = device_info(dev);
+		for (i = 0; i < info->nports; i++) {
+			if (strcmp(info->ports[i].netdev, ifname) != 0)
+				continue;
+			scan_request(scan, info->name);
+			n++;
+			break;
+		}
+	}
+	return n;
+}
+
+void scan_request_uverbs(struct scan *scan, const char *uverbs)
+{
+	const struct device *dev;
+
+	for (dev = devices_first(scan->table); dev;
+	     dev = devices_next(scan->table, dev)) {
+		if (strcmp(device_info(dev)->uverbs, uverbs) == 0) {
+			scan_request(scan, device_info(dev)->name);
+			return;
+		}
+	}
+	scan_request(scan, NULL);
+}
