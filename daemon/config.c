@@ -1,1 +1,496 @@
-/* SPDX-License-Identifier: MIT */ /* placeholder: not written yet */
+/* SPDX-License-Identifier: MIT */
+/*
+ * rdmad.conf parser.  inih does the INI syntax; one table below lists
+ * every key with its section, type, range and place in struct config, so
+ * the parser, the restart check and the documentation cannot drift apart
+ * silently (rdmad.conf(5) and etc/rdmad.conf mirror this table).
+ *
+ * Debian builds inih without INI_HANDLER_LINENO, so line numbers come
+ * from our own reader, which feeds inih one line at a time and also
+ * catches unknown [sections] (inih reports sections only through keys).
+ */
+#include <ctype.h>
+#include <errno.h>
+#include <grp.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <syslog.h>
+
+#include <ini.h>
+
+#include "config.h"
+#include "rdmad-config.h"
+
+enum config_type {
+	CONFIG_TYPE_UINT,
+	CONFIG_TYPE_PATH,
+	CONFIG_TYPE_MODE,
+	CONFIG_TYPE_GROUP,
+	CONFIG_TYPE_LOG_LEVEL,
+	CONFIG_TYPE_LISTEN,
+};
+
+struct config_key {
+	const char *section;
+	const char *name;
+	enum config_type type;
+	size_t offset;
+	size_t size;              /* strings: buffer size */
+	unsigned long min, max;   /* numbers */
+	bool restart;             /* a change needs a restart */
+};
+
+#define KEY_UINT(sec, key, field, lo, hi, rst)                          \
+	{ sec, key, CONFIG_TYPE_UINT, offsetof(struct config, field),    \
+	  sizeof(unsigned int), lo, hi, rst }
+#define KEY_STR(sec, key, type, field, rst)                             \
+	{ sec, key, type, offsetof(struct config, field),                \
+	  sizeof(((struct config *)0)->field), 0, 0, rst }
+
+static const struct config_key keys[] = {
+	KEY_STR("daemon", "log_level", CONFIG_TYPE_LOG_LEVEL, log_level,
+		false),
+	KEY_STR("daemon", "state_dir", CONFIG_TYPE_PATH, state_dir, true),
+	KEY_STR("daemon", "sysfs_root", CONFIG_TYPE_PATH, sysfs_root, true),
+	KEY_STR("socket", "path", CONFIG_TYPE_PATH, socket_path, true),
+	KEY_STR("socket", "mode", CONFIG_TYPE_MODE, socket_mode, true),
+	KEY_STR("socket", "group", CONFIG_TYPE_GROUP, socket_group, true),
+	KEY_STR("socket", "admin_group", CONFIG_TYPE_GROUP, admin_group,
+		false),
+	KEY_UINT("socket", "max_clients", max_clients, 1, 65536, false),
+	KEY_UINT("socket", "max_holds_per_client", max_holds, 1, 65536,
+		 false),
+	KEY_UINT("socket", "max_queue", max_queue, 4, 65536, false),
+	KEY_UINT("scan", "debounce_ms", debounce_ms, 0, 10000, true),
+	KEY_UINT("scan", "storm_threshold", storm_threshold, 1, 1000000,
+		 true),
+	KEY_STR("metrics", "listen", CONFIG_TYPE_LISTEN, metrics_listen,
+		false),
+};
+
+#define N_KEYS (sizeof(keys) / sizeof(keys[0]))
+
+static const char *const sections[] = { "daemon", "socket", "scan",
+					"metrics" };
+
+/* What the reader and the handler share while one file is parsed. */
+struct parse {
+	const char *name;
+	const char *text;         /* string input, or NULL */
+	FILE *file;               /* file input, or NULL */
+	unsigned int line;
+	bool at_line_start;
+	struct config *cfg;
+	char *error;
+	unsigned int first_error_line;
+	unsigned int nerrors;
+};
+
+void config_defaults(struct config *cfg)
+{
+	memset(cfg, 0, sizeof(*cfg));
+	cfg->log_level = LOG_INFO;
+	snprintf(cfg->state_dir, sizeof(cfg->state_dir), "%s",
+		 RDMAD_DEFAULT_STATE_DIR);
+	snprintf(cfg->sysfs_root, sizeof(cfg->sysfs_root), "/sys");
+	cfg->socket_mode = 0666;
+	cfg->socket_group = (gid_t)-1;
+	cfg->admin_group = (gid_t)-1;
+	cfg->max_clients = 4096;
+	cfg->max_holds = 1024;
+	cfg->max_queue = 256;
+	cfg->debounce_ms = 10;
+	cfg->storm_threshold = 64;
+}
+
+static void __attribute__((format(printf, 2, 3)))
+parse_error(struct parse *p, const char *fmt, ...)
+{
+	char msg[CONFIG_ERROR_MAX];
+	va_list ap;
+
+	p->nerrors++;
+	if (p->first_error_line)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	snprintf(p->error, CONFIG_ERROR_MAX, "%s:%u: %.400s", p->name,
+		 p->line, msg);
+	p->first_error_line = p->line;
+}
+
+int config_parse_log_level(const char *text, int *ret_level)
+{
+	static const struct {
+		const char *name;
+		int level;
+	} levels[] = {
+		{ "err", LOG_ERR },	    { "error", LOG_ERR },
+		{ "warning", LOG_WARNING }, { "warn", LOG_WARNING },
+		{ "notice", LOG_NOTICE },   { "info", LOG_INFO },
+		{ "debug", LOG_DEBUG },
+	};
+
+	for (size_t i = 0; i < sizeof(levels) / sizeof(levels[0]); i++) {
+		if (strcasecmp(text, levels[i].name) == 0) {
+			*ret_level = levels[i].level;
+			return 0;
+		}
+	}
+	return -EINVAL;
+}
+
+/* Strict unsigned decimal: digits only, no sign, no overflow. */
+static int parse_ulong(const char *text, int base, unsigned long *ret)
+{
+	char *end;
+
+	if (!isdigit((unsigned char)text[0]))
+		return -EINVAL;
+	errno = 0;
+	*ret = strtoul(text, &end, base);
+	if (errno == ERANGE)
+		return -ERANGE;
+	if (*end != '\0')
+		return -EINVAL;
+	return 0;
+}
+
+int config_parse_listen(const char *text, char *ret_host, size_t host_len,
+			unsigned int *ret_port)
+{
+	const char *colon = strrchr(text, ':');
+	const char *host = text;
+	size_t len;
+	unsigned long port;
+
+	if (!colon || parse_ulong(colon + 1, 10, &port) < 0 || port == 0 ||
+	    port > 65535)
+		return -EINVAL;
+	len = colon - text;
+	if (len >= 2 && host[0] == '[' && host[len - 1] == ']') {
+		host++;
+		len -= 2;
+	} else if (memchr(host, ':', len)) {
+		return -EINVAL;  /* an IPv6 address needs brackets */
+	}
+	if (len == 0 || len >= host_len || memchr(host, ' ', len))
+		return -EINVAL;
+	memcpy(ret_host, host, len);
+	ret_host[len] = '\0';
+	*ret_port = port;
+	return 0;
+}
+
+static int parse_group(const char *text, gid_t *ret_gid)
+{
+	unsigned long gid;
+	struct group *gr;
+
+	if (parse_ulong(text, 10, &gid) == 0) {
+		if (gid >= (gid_t)-1)
+			return -ERANGE;
+		*ret_gid = gid;
+		return 0;
+	}
+	errno = 0;
+	gr = getgrnam(text);
+	if (!gr)
+		return errno ? -errno : -ENOENT;
+	*ret_gid = gr->gr_gid;
+	return 0;
+}
+
+static void set_uint(struct parse *p, const struct config_key *k,
+		     const char *value, void *field)
+{
+	unsigned long v;
+	int r = parse_ulong(value, 10, &v);
+
+	if (r == -EINVAL) {
+		parse_error(p, "%s: '%s' is not a number", k->name, value);
+		return;
+	}
+	if (r < 0 || v < k->min || v > k->max) {
+		parse_error(p, "%s: %s is out of range (%lu..%lu)", k->name,
+			    value, k->min, k->max);
+		return;
+	}
+	*(unsigned int *)field = v;
+}
+
+static void set_path(struct parse *p, const struct config_key *k,
+		     const char *value, void *field)
+{
+	if (value[0] != '/') {
+		parse_error(p, "%s: '%s' is not an absolute path", k->name,
+			    value);
+		return;
+	}
+	if (strlen(value) >= k->size) {
+		parse_error(p, "%s: path longer than %zu bytes", k->name,
+			    k->size - 1);
+		return;
+	}
+	snprintf(field, k->size, "%s", value);
+}
+
+static void set_mode(struct parse *p, const struct config_key *k,
+		     const char *value, void *field)
+{
+	unsigned long mode;
+
+	if (parse_ulong(value, 8, &mode) < 0 || mode > 0777) {
+		parse_error(p, "%s: '%s' is not an octal mode (0..0777)",
+			    k->name, value);
+		return;
+	}
+	*(mode_t *)field = mode;
+}
+
+static void set_group(struct parse *p, const struct config_key *k,
+		      const char *value, void *field)
+{
+	if (value[0] == '\0') {
+		*(gid_t *)field = (gid_t)-1;
+		return;
+	}
+	if (parse_group(value, field) < 0)
+		parse_error(p, "%s: unknown group '%s'", k->name, value);
+}
+
+static void set_log_level(struct parse *p, const struct config_key *k,
+			  const char *value, void *field)
+{
+	if (config_parse_log_level(value, field) < 0)
+		parse_error(p,
+			    "%s: '%s' is not one of err, warning, notice, "
+			    "info, debug",
+			    k->name, value);
+}
+
+static void set_listen(struct parse *p, const struct config_key *k,
+		       const char *value, void *field)
+{
+	char host[64];
+	unsigned int port;
+
+	if (value[0] == '\0' || strcmp(value, "off") == 0) {
+		((char *)field)[0] = '\0';
+		return;
+	}
+	if (strlen(value) >= k->size ||
+	    config_parse_listen(value, host, sizeof(host), &port) < 0) {
+		parse_error(p, "%s: '%s' is not HOST:PORT, [IPV6]:PORT or off",
+			    k->name, value);
+		return;
+	}
+	snprintf(field, k->size, "%s", value);
+}
+
+static void set_value(struct parse *p, const struct config_key *k,
+		      const char *value)
+{
+	void *field = (char *)p->cfg + k->offset;
+
+	switch (k->type) {
+	case CONFIG_TYPE_UINT:
+		set_uint(p, k, value, field);
+		break;
+	case CONFIG_TYPE_PATH:
+		set_path(p, k, value, field);
+		break;
+	case CONFIG_TYPE_MODE:
+		set_mode(p, k, value, field);
+		break;
+	case CONFIG_TYPE_GROUP:
+		set_group(p, k, value, field);
+		break;
+	case CONFIG_TYPE_LOG_LEVEL:
+		set_log_level(p, k, value, field);
+		break;
+	case CONFIG_TYPE_LISTEN:
+		set_listen(p, k, value, field);
+		break;
+	}
+}
+
+static bool known_section(const char *name)
+{
+	for (size_t i = 0; i < sizeof(sections) / sizeof(sections[0]); i++)
+		if (strcmp(name, sections[i]) == 0)
+			return true;
+	return false;
+}
+
+/* inih's callback; always returns 1 since we count errors ourselves. */
+static int on_key(void *user, const char *section, const char *name,
+		  const char *value)
+{
+	struct parse *p = user;
+
+	if (section[0] == '\0') {
+		parse_error(p, "'%s' is outside any [section]", name);
+		return 1;
+	}
+	if (!known_section(section))
+		return 1;  /* reported once, at its header, by the reader */
+	for (size_t i = 0; i < N_KEYS; i++) {
+		if (strcmp(keys[i].section, section) == 0 &&
+		    strcmp(keys[i].name, name) == 0) {
+			set_value(p, &keys[i], value);
+			return 1;
+		}
+	}
+	parse_error(p, "unknown key '%s' in [%s]", name, section);
+	return 1;
+}
+
+/* Report "[name]" headers we do not know, as inih would not. */
+static void check_section_header(struct parse *p, const char *line)
+{
+	const char *start, *end;
+	char name[64];
+
+	while (isspace((unsigned char)*line))
+		line++;
+	if (*line != '[')
+		return;
+	start = line + 1;
+	end = strchr(start, ']');
+	if (!end)
+		return;  /* inih reports the syntax error */
+	snprintf(name, sizeof(name), "%.*s", (int)(end - start), start);
+	if (!known_section(name))
+		parse_error(p, "unknown section [%s]", name);
+}
+
+/* Read one line (fgets semantics) from the string or the file. */
+static char *read_chunk(struct parse *p, char *buf, int size)
+{
+	size_t n = 0;
+
+	if (p->file)
+		return fgets(buf, size, p->file);
+	if (*p->text == '\0')
+		return NULL;
+	while (p->text[n] && p->text[n] != '\n' && n + 2 < (size_t)size)
+		n++;
+	if (p->text[n] == '\n')
+		n++;
+	memcpy(buf, p->text, n);
+	buf[n] = '\0';
+	p->text += n;
+	return buf;
+}
+
+static char *reader(char *buf, int size, void *stream)
+{
+	struct parse *p = stream;
+	size_t len;
+
+	if (!read_chunk(p, buf, size))
+		return NULL;
+	if (p->at_line_start) {
+		p->line++;
+		check_section_header(p, buf);
+	}
+	len = strlen(buf);
+	p->at_line_start = len > 0 && buf[len - 1] == '\n';
+	return buf;
+}
+
+static int run_parse(struct parse *p, struct config *ret_cfg, char *ret_error,
+		     unsigned int *ret_nerrors)
+{
+	int line;
+
+	config_defaults(ret_cfg);
+	p->cfg = ret_cfg;
+	p->error = ret_error;
+	p->at_line_start = true;
+	ret_error[0] = '\0';
+	line = ini_parse_stream(reader, p, on_key, p);
+	if (line > 0 && (!p->first_error_line ||
+			 (unsigned int)line < p->first_error_line)) {
+		/* A syntax error inih found before any of ours. */
+		p->first_error_line = 0;
+		p->line = line;
+		parse_error(p, "syntax error (expected [section] or "
+			       "key = value)");
+	} else if (line < 0) {
+		p->line = 0;
+		snprintf(ret_error, CONFIG_ERROR_MAX, "%s: out of memory",
+			 p->name);
+		return -ENOMEM;
+	}
+	if (ret_nerrors)
+		*ret_nerrors = p->nerrors;
+	return p->nerrors ? -EINVAL : 0;
+}
+
+int config_load_string(const char *name, const char *text,
+		       struct config *ret_cfg,
+		       char ret_error[CONFIG_ERROR_MAX],
+		       unsigned int *ret_nerrors)
+{
+	struct parse p = { .name = name, .text = text };
+
+	return run_parse(&p, ret_cfg, ret_error, ret_nerrors);
+}
+
+int config_load(const char *path, struct config *ret_cfg,
+		char ret_error[CONFIG_ERROR_MAX], unsigned int *ret_nerrors)
+{
+	struct parse p = { .name = path };
+	int r;
+
+	p.file = fopen(path, "re");
+	if (!p.file) {
+		r = -errno;
+		snprintf(ret_error, CONFIG_ERROR_MAX, "%s: %s", path,
+			 strerror(-r));
+		if (ret_nerrors)
+			*ret_nerrors = 1;
+		return r;
+	}
+	r = run_parse(&p, ret_cfg, ret_error, ret_nerrors);
+	fclose(p.file);
+	return r;
+}
+
+static bool key_equal(const struct config_key *k, const struct config *a,
+		      const struct config *b)
+{
+	const char *fa = (const char *)a + k->offset;
+	const char *fb = (const char *)b + k->offset;
+
+	switch (k->type) {
+	case CONFIG_TYPE_PATH:
+	case CONFIG_TYPE_LISTEN:
+		return strcmp(fa, fb) == 0;
+	case CONFIG_TYPE_UINT:
+	case CONFIG_TYPE_MODE:
+	case CONFIG_TYPE_GROUP:
+	case CONFIG_TYPE_LOG_LEVEL:
+		return memcmp(fa, fb, k->size) == 0;
+	}
+	return false;
+}
+
+void config_each_restart_change(const struct config *old,
+				const struct config *new_cfg,
+				void (*fn)(const char *section,
+					   const char *key, void *userdata),
+				void *userdata)
+{
+	for (size_t i = 0; i < N_KEYS; i++) {
+		if (keys[i].restart && !key_equal(&keys[i], old, new_cfg))
+			fn(keys[i].section, keys[i].name, userdata);
+	}
+}

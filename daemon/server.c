@@ -1,1 +1,1064 @@
-/* SPDX-License-Identifier: MIT */ /* placeholder: not written yet */
+/* SPDX-License-Identifier: MIT */
+/*
+ * The socket server (proto/PROTOCOL.md).  One SOCK_SEQPACKET listener,
+ * one small struct per client, one event loop.
+ *
+ * Output: every frame goes out through client_push(), which sends at once
+ * when the client's queue is empty and queues only on EAGAIN, so the
+ * common fan-out costs one sendmsg() per subscriber and no allocation.  A
+ * broadcast event is encoded once into a refcounted outbuf that every
+ * queue shares.  A queue holds at most max_queue frames of events; a
+ * subscriber that lets it fill loses its queued events and, once it reads
+ * again, gets a fresh unsolicited snapshot (seq 0) instead: it can fall
+ * behind but never make the daemon hold unbounded memory or stall others.
+ *
+ * Input: one datagram of at most WIRE_MAX_REQUEST bytes is one request.
+ * Requests are classed read-only, mutating or admin and checked against
+ * SO_PEERCRED (never against what the message says).  While a client's
+ * queue is full we stop reading from it, so replies cannot pile up either.
+ * Malformed input is logged at debug level only.
+ *
+ * The generation page: a 4 KiB memfd that the daemon maps read-write and
+ * every client maps read-only, through an O_RDONLY re-open of it passed
+ * with Welcome; clients can check for news without a syscall.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <event2/event.h>
+
+#include "devices.h"
+#include "export.h"
+#include "log.h"
+#include "rdmad-config.h"
+#include "server.h"
+#include "sources.h"
+#include "wire.h"
+
+#define GENPAGE_SIZE 4096
+#define GENPAGE_MAGIC 0x52444d47u /* "RDMG" */
+#define GENPAGE_LAYOUT 1
+/* Bad requests a client may send before we hang up on it. */
+#define MAX_BAD_REQUESTS 3
+/* Datagrams read from one client per wake-up, for fairness. */
+#define READ_BURST 16
+#define ACCEPT_BURST 64
+#define ACCEPT_BACKOFF_SEC 1
+
+struct genpage {
+	uint32_t magic;
+	uint32_t layout;
+	_Atomic uint64_t generation;
+};
+
+/* One encoded frame, shared by every queue it sits in. */
+struct outbuf {
+	unsigned int refs;
+	bool event;    /* droppable on overflow (replies never are) */
+	int pass_fd;   /* sent with SCM_RIGHTS, or -1 */
+	size_t len;
+	uint8_t *data;
+};
+
+struct client {
+	struct client *prev, *next;
+	struct server *srv;
+	struct event *ev_read;
+	struct event *ev_write;
+	int fd;
+	pid_t pid;
+	uid_t uid;
+	gid_t gid;
+	char comm[16];
+	bool hello;
+	bool subscribed;
+	bool resync;        /* overflowed: owes a seq-0 snapshot */
+	bool dead;          /* to be closed from its write callback */
+	bool read_paused;
+	uint8_t bad_requests;
+	unsigned int nholds;
+	/* Ring of queued frames; grows by doubling, starts empty. */
+	struct outbuf **ring;
+	unsigned int head, count, cap;
+};
+
+struct server {
+	struct event_base *base;
+	struct devices *table;
+	struct scan *scan;
+	struct server_options opts;
+	char *socket_path;   /* set when we bound it, to unlink at exit */
+	int listen_fd;
+	struct event *ev_accept;
+	struct event *ev_backoff;
+	bool logged_emfile;
+	bool logged_full;
+	struct client *clients;
+	unsigned int nclients;
+	int gen_fd;          /* read-write, ours */
+	int gen_ro_fd;       /* what clients get */
+	struct genpage *page;
+	uint8_t rxbuf[WIRE_MAX_REQUEST];
+};
+
+enum request_class {
+	REQUEST_CLASS_READONLY,
+	REQUEST_CLASS_MUTATING,
+	REQUEST_CLASS_ADMIN,
+	REQUEST_CLASS_INVALID,
+};
+
+static void client_close(struct client *c);
+static int send_snapshot(struct client *c, uint64_t seq);
+
+/* ---- outbufs ---- */
+
+static struct outbuf *outbuf_encode(const Rdmad__Frame *frame, bool event,
+				    int pass_fd)
+{
+	struct outbuf *ob = malloc(sizeof(*ob));
+
+	if (!ob)
+		return NULL;
+	if (wire_encode(frame, WIRE_MAX_FRAME, &ob->data, &ob->len) < 0) {
+		free(ob);
+		return NULL;
+	}
+	ob->refs = 1;
+	ob->event = event;
+	ob->pass_fd = pass_fd;
+	return ob;
+}
+
+static void outbuf_unref(struct outbuf *ob)
+{
+	if (--ob->refs)
+		return;
+	free(ob->data);
+	free(ob);
+}
+
+/* ---- per-client output queue ---- */
+
+static void client_kill(struct client *c)
+{
+	/* Closing here could re-enter the fan-out loop through
+	 * devices_release_owner(); let the write callback do it. */
+	c->dead = true;
+	event_active(c->ev_write, EV_WRITE, 0);
+}
+
+static int queue_grow(struct client *c)
+{
+	unsigned int cap = c->cap ? c->cap * 2 : 4;
+	struct outbuf **ring = malloc(cap * sizeof(*ring));
+
+	if (!ring)
+		return -ENOMEM;
+	for (unsigned int i = 0; i < c->count; i++)
+		ring[i] = c->ring[(c->head + i) % c->cap];
+	free(c->ring);
+	c->ring = ring;
+	c->cap = cap;
+	c->head = 0;
+	return 0;
+}
+
+static int queue_append(struct client *c, struct outbuf *ob)
+{
+	if (c->count == c->cap && queue_grow(c) < 0)
+		return -ENOMEM;
+	ob->refs++;
+	c->ring[(c->head + c->count) % c->cap] = ob;
+	if (c->count++ == 0)
+		event_add(c->ev_write, NULL);
+	return 0;
+}
+
+static void queue_pop(struct client *c)
+{
+	outbuf_unref(c->ring[c->head]);
+	c->head = (c->head + 1) % c->cap;
+	c->count--;
+}
+
+/* Overflow: drop queued events (replies stay) and owe a snapshot. */
+static void queue_drop_events(struct client *c)
+{
+	unsigned int kept = 0;
+
+	for (unsigned int i = 0; i < c->count; i++) {
+		struct outbuf *ob = c->ring[(c->head + i) % c->cap];
+
+		if (ob->event)
+			outbuf_unref(ob);
+		else
+			c->ring[(c->head + kept++) % c->cap] = ob;
+	}
+	c->count = kept;
+	if (!c->resync)
+		log_debug("client pid %d (%s): queue overflow, resync", c->pid,
+			  c->comm);
+	c->resync = true;
+	event_add(c->ev_write, NULL);
+}
+
+static void queue_clear(struct client *c)
+{
+	while (c->count)
+		queue_pop(c);
+	free(c->ring);
+	c->ring = NULL;
+	c->cap = 0;
+}
+
+/* Send now if nothing is queued ahead, else queue. */
+static int client_push(struct client *c, struct outbuf *ob)
+{
+	int r;
+
+	if (c->dead)
+		return -EPIPE;
+	if (c->count == 0) {
+		r = wire_send(c->fd, ob->data, ob->len, ob->pass_fd);
+		if (r != -EAGAIN) {
+			if (r < 0)
+				client_kill(c);
+			return r;
+		}
+	}
+	r = queue_append(c, ob);
+	if (r < 0)
+		client_kill(c);
+	return r;
+}
+
+static void push_event(struct client *c, struct outbuf *ob)
+{
+	if (c->count >= c->srv->opts.max_queue) {
+		queue_drop_events(c);
+		return;
+	}
+	client_push(c, ob);
+}
+
+/* Flush the queue; then, if owed, the resync snapshot. */
+static void client_flush(struct client *c)
+{
+	struct outbuf *ob;
+	int r;
+
+	while (c->count) {
+		ob = c->ring[c->head];
+		r = wire_send(c->fd, ob->data, ob->len, ob->pass_fd);
+		if (r == -EAGAIN)
+			return;
+		if (r < 0) {
+			client_close(c);
+			return;
+		}
+		queue_pop(c);
+	}
+	event_del(c->ev_write);
+	if (c->resync) {
+		c->resync = false;
+		if (send_snapshot(c, 0) < 0) {
+			client_close(c);
+			return;
+		}
+	}
+	if (c->read_paused && c->count < c->srv->opts.max_queue) {
+		c->read_paused = false;
+		event_add(c->ev_read, NULL);
+	}
+}
+
+static void on_client_write(evutil_socket_t fd, short what, void *arg)
+{
+	struct client *c = arg;
+
+	if (c->dead) {
+		client_close(c);
+		return;
+	}
+	client_flush(c);
+}
+
+/* ---- replies ---- */
+
+static int reply_frame(struct client *c, const Rdmad__Frame *frame,
+		       int pass_fd)
+{
+	struct outbuf *ob = outbuf_encode(frame, false, pass_fd);
+	int r;
+
+	if (!ob) {
+		client_kill(c);
+		return -ENOMEM;
+	}
+	r = client_push(c, ob);
+	outbuf_unref(ob);
+	return r;
+}
+
+/* A status-only reply; @err is 0 or -errno, mapped by wire.c. */
+static int reply_status(struct client *c, uint64_t seq, int err,
+			const char *text)
+{
+	Rdmad__Frame frame;
+
+	wire_frame_init(&frame, seq);
+	frame.status = wire_status_from_errno(err);
+	if (err && text)
+		frame.error = (char *)text;
+	return reply_frame(c, &frame, -1);
+}
+
+static int emit_part(const Rdmad__Frame *frame, void *userdata)
+{
+	return reply_frame(userdata, frame, -1);
+}
+
+static int send_snapshot(struct client *c, uint64_t seq)
+{
+	struct server *srv = c->srv;
+	Rdmad__Device **msgs;
+	size_t n;
+	int r;
+
+	r = export_table(srv->table, &msgs, &n);
+	if (r < 0)
+		return r;
+	r = wire_split_snapshot(msgs, n, devices_generation(srv->table), seq,
+				emit_part, c);
+	export_table_free(msgs, n);
+	return r;
+}
+
+/* ---- request handlers ---- */
+
+static int handle_hello(struct client *c, const Rdmad__Frame *req)
+{
+	struct server *srv = c->srv;
+	Rdmad__Welcome welcome = RDMAD__WELCOME__INIT;
+	Rdmad__Frame frame;
+
+	if (!c->hello)
+		log_debug("client pid %d uid %d (%s) says hello as '%.32s'",
+			  c->pid, c->uid, c->comm, req->hello->client_name);
+	c->hello = true;
+	wire_frame_init(&frame, req->seq);
+	frame.body_case = RDMAD__FRAME__BODY_WELCOME;
+	frame.welcome = &welcome;
+	welcome.version = WIRE_VERSION;
+	welcome.generation = devices_generation(srv->table);
+	welcome.daemon_version = (char *)RDMAD_VERSION;
+	welcome.generation_page = srv->gen_ro_fd >= 0;
+	return reply_frame(c, &frame, srv->gen_ro_fd);
+}
+
+static int handle_get_status(struct client *c, const Rdmad__Frame *req)
+{
+	int r = send_snapshot(c, req->seq);
+
+	return r < 0 ? reply_status(c, req->seq, r, "snapshot failed") : 0;
+}
+
+static int handle_subscribe(struct client *c, const Rdmad__Frame *req)
+{
+	int r = send_snapshot(c, req->seq);
+
+	if (r < 0)
+		return reply_status(c, req->seq, r, "snapshot failed");
+	/* The snapshot is out or queued; events follow it in order. */
+	c->subscribed = true;
+	c->resync = false;
+	return 0;
+}
+
+static int handle_hold(struct client *c, const Rdmad__Frame *req)
+{
+	struct holder h = { .owner = c, .pid = c->pid, .uid = c->uid };
+	int r;
+
+	if (c->nholds >= c->srv->opts.max_holds)
+		return reply_status(c, req->seq, -EDQUOT,
+				    "too many holds on this connection");
+	memcpy(h.comm, c->comm, sizeof(h.comm));
+	r = devices_hold(c->srv->table, req->hold->name, &h);
+	if (r == 0)
+		c->nholds++;
+	return reply_status(c, req->seq, r, strerror(-r));
+}
+
+static int handle_release(struct client *c, const Rdmad__Frame *req)
+{
+	int r = devices_release(c->srv->table, req->release->name, c);
+
+	if (r == 0 && c->nholds)
+		c->nholds--;
+	return reply_status(c, req->seq, r, strerror(-r));
+}
+
+static int handle_rescan(struct client *c, const Rdmad__Frame *req)
+{
+	int r = 0;
+
+	log_info("rescan requested by pid %d uid %d (%s)", c->pid, c->uid,
+		 c->comm);
+	if (c->srv->scan)
+		r = scan_full_now(c->srv->scan);
+	return reply_status(c, req->seq, r, strerror(-r));
+}
+
+static enum request_class request_class(Rdmad__Frame__BodyCase body)
+{
+	switch (body) {
+	case RDMAD__FRAME__BODY_HELLO:
+	case RDMAD__FRAME__BODY_SUBSCRIBE:
+	case RDMAD__FRAME__BODY_GET_STATUS:
+		return REQUEST_CLASS_READONLY;
+	case RDMAD__FRAME__BODY_HOLD:
+	case RDMAD__FRAME__BODY_RELEASE:
+		return REQUEST_CLASS_MUTATING;
+	case RDMAD__FRAME__BODY_RESCAN:
+		return REQUEST_CLASS_ADMIN;
+	case RDMAD__FRAME__BODY__NOT_SET:
+	case RDMAD__FRAME__BODY_WELCOME:
+	case RDMAD__FRAME__BODY_SNAPSHOT:
+	case RDMAD__FRAME__BODY_EVENT:
+	case _RDMAD__FRAME__BODY__CASE_IS_INT_SIZE:
+		break;
+	}
+	return REQUEST_CLASS_INVALID;
+}
+
+static bool gid_listed(const gid_t *groups, size_t n, gid_t group)
+{
+	for (size_t i = 0; i < n; i++)
+		if (groups[i] == group)
+			return true;
+	return false;
+}
+
+/* Supplementary groups as of connect(), from the kernel. */
+static bool in_group(int fd, gid_t primary, gid_t group)
+{
+	gid_t small[64], *groups = small;
+	socklen_t len = sizeof(small);
+	bool found = false;
+
+	if (group == (gid_t)-1)
+		return false;
+	if (primary == group)
+		return true;
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERGROUPS, groups, &len) < 0) {
+		if (errno != ERANGE || !(groups = malloc(len)))
+			return false;
+		if (getsockopt(fd, SOL_SOCKET, SO_PEERGROUPS, groups, &len) < 0)
+			len = 0;
+	}
+	found = gid_listed(groups, len / sizeof(gid_t), group);
+	if (groups != small)
+		free(groups);
+	return found;
+}
+
+static bool client_is_admin(const struct client *c)
+{
+	return c->uid == 0 ||
+	       in_group(c->fd, c->gid, c->srv->opts.admin_group);
+}
+
+/* Malformed input: debug log only, and a bounded number of chances. */
+static int bad_request(struct client *c, uint64_t seq, const char *why)
+{
+	log_debug("client pid %d (%s): bad request: %s", c->pid, c->comm,
+		  why);
+	if (seq)
+		reply_status(c, seq, -EBADMSG, why);
+	return ++c->bad_requests >= MAX_BAD_REQUESTS ? -EPROTO : 0;
+}
+
+static int dispatch(struct client *c, const Rdmad__Frame *req)
+{
+	switch (req->body_case) {
+	case RDMAD__FRAME__BODY_HELLO:
+		return handle_hello(c, req);
+	case RDMAD__FRAME__BODY_SUBSCRIBE:
+		return handle_subscribe(c, req);
+	case RDMAD__FRAME__BODY_GET_STATUS:
+		return handle_get_status(c, req);
+	case RDMAD__FRAME__BODY_HOLD:
+		return handle_hold(c, req);
+	case RDMAD__FRAME__BODY_RELEASE:
+		return handle_release(c, req);
+	case RDMAD__FRAME__BODY_RESCAN:
+		return handle_rescan(c, req);
+	case RDMAD__FRAME__BODY__NOT_SET:
+	case RDMAD__FRAME__BODY_WELCOME:
+	case RDMAD__FRAME__BODY_SNAPSHOT:
+	case RDMAD__FRAME__BODY_EVENT:
+	case _RDMAD__FRAME__BODY__CASE_IS_INT_SIZE:
+		break;
+	}
+	return bad_request(c, req->seq, "not a request");
+}
+
+static int handle_request(struct client *c, const Rdmad__Frame *req)
+{
+	switch (request_class(req->body_case)) {
+	case REQUEST_CLASS_INVALID:
+		return bad_request(c, req->seq, "not a request");
+	case REQUEST_CLASS_READONLY:
+		break;
+	case REQUEST_CLASS_MUTATING:
+		/* Anyone who may connect may hold: holds are per
+		 * connection, capped, and released with it. */
+		break;
+	case REQUEST_CLASS_ADMIN:
+		if (c->hello && !client_is_admin(c)) {
+			log_debug("client pid %d uid %d: admin request refused",
+				  c->pid, c->uid);
+			return reply_status(c, req->seq, -EPERM,
+					    "needs root or the admin group");
+		}
+		break;
+	}
+	if (!c->hello && req->body_case != RDMAD__FRAME__BODY_HELLO)
+		return bad_request(c, req->seq, "the first request must be "
+						"Hello");
+	return dispatch(c, req);
+}
+
+/* Undecodable: if protobuf can still read a seq, answer it once. */
+static int handle_undecodable(struct client *c, size_t len, int err)
+{
+	Rdmad__Frame *frame = NULL;
+	uint64_t seq = 0;
+
+	if (err == -EBADMSG)
+		frame = rdmad__frame__unpack(NULL, len, c->srv->rxbuf);
+	if (frame) {
+		seq = frame->seq;
+		rdmad__frame__free_unpacked(frame, NULL);
+		return bad_request(c, seq, "malformed request");
+	}
+	bad_request(c, 0, err == -EMSGSIZE ? "oversized datagram" :
+					    "undecodable datagram");
+	return -EPROTO;
+}
+
+static int handle_datagram(struct client *c, size_t len)
+{
+	Rdmad__Frame *req;
+	int r;
+
+	r = wire_decode(c->srv->rxbuf, len, WIRE_MAX_REQUEST, &req);
+	if (r == -EPROTONOSUPPORT) {
+		log_debug("client pid %d (%s): protocol version %u",
+			  c->pid, c->comm, req->version);
+		reply_status(c, req->seq, r, "protocol version 1 only");
+		wire_free(req);
+		return -EPROTONOSUPPORT;
+	}
+	if (r < 0)
+		return handle_undecodable(c, len, r);
+	r = handle_request(c, req);
+	wire_free(req);
+	return r;
+}
+
+/* Read a burst of requests; returns -errno when the client must go. */
+static int client_read(struct client *c)
+{
+	ssize_t n;
+	int passed_fd, r;
+
+	for (int i = 0; i < READ_BURST && !c->dead; i++) {
+		n = wire_recv(c->fd, c->srv->rxbuf, sizeof(c->srv->rxbuf),
+			      &passed_fd);
+		if (passed_fd >= 0)
+			close(passed_fd);  /* we never take fds */
+		if (n == -EAGAIN)
+			return 0;
+		if (n == -EMSGSIZE)
+			return handle_undecodable(c, 0, -EMSGSIZE);
+		if (n <= 0)
+			return n < 0 ? (int)n : -ECONNRESET;
+		r = handle_datagram(c, n);
+		if (r < 0)
+			return r;
+		if (c->count >= c->srv->opts.max_queue) {
+			/* Backpressure: no more requests until it reads. */
+			c->read_paused = true;
+			event_del(c->ev_read);
+			return 0;
+		}
+	}
+	return 0;
+}
+
+static void on_client_read(evutil_socket_t fd, short what, void *arg)
+{
+	struct client *c = arg;
+	int r = client_read(c);
+
+	if (r < 0 || c->dead)
+		client_close(c);
+}
+
+/* ---- clients ---- */
+
+static void read_comm(pid_t pid, char comm[16])
+{
+	char path[64];
+	ssize_t n;
+	int fd;
+
+	snprintf(comm, 16, "?");
+	snprintf(path, sizeof(path), "/proc/%d/comm", (int)pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return;
+	n = read(fd, comm, 15);
+	close(fd);
+	if (n <= 0) {
+		snprintf(comm, 16, "?");
+		return;
+	}
+	comm[n] = '\0';
+	comm[strcspn(comm, "\n")] = '\0';
+}
+
+static struct client *client_new(struct server *srv, int fd)
+{
+	struct client *c = calloc(1, sizeof(*c));
+	struct ucred cred;
+	socklen_t len = sizeof(cred);
+
+	if (!c)
+		return NULL;
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0)
+		goto fail;
+	c->srv = srv;
+	c->fd = fd;
+	c->pid = cred.pid;
+	c->uid = cred.uid;
+	c->gid = cred.gid;
+	read_comm(cred.pid, c->comm);
+	c->ev_read = event_new(srv->base, fd, EV_READ | EV_PERSIST,
+			       on_client_read, c);
+	c->ev_write = event_new(srv->base, fd, EV_WRITE | EV_PERSIST,
+				on_client_write, c);
+	if (!c->ev_read || !c->ev_write || event_add(c->ev_read, NULL) < 0)
+		goto fail;
+	return c;
+fail:
+	if (c->ev_read)
+		event_free(c->ev_read);
+	if (c->ev_write)
+		event_free(c->ev_write);
+	free(c);
+	return NULL;
+}
+
+static void client_link(struct server *srv, struct client *c)
+{
+	c->next = srv->clients;
+	if (srv->clients)
+		srv->clients->prev = c;
+	srv->clients = c;
+	srv->nclients++;
+}
+
+static void client_unlink(struct server *srv, struct client *c)
+{
+	if (c->prev)
+		c->prev->next = c->next;
+	else
+		srv->clients = c->next;
+	if (c->next)
+		c->next->prev = c->prev;
+	srv->nclients--;
+	if (srv->nclients < srv->opts.max_clients)
+		srv->logged_full = false;
+}
+
+static void client_close(struct client *c)
+{
+	struct server *srv = c->srv;
+
+	log_debug("client pid %d (%s) gone", c->pid, c->comm);
+	client_unlink(srv, c);
+	event_free(c->ev_read);
+	event_free(c->ev_write);
+	close(c->fd);
+	queue_clear(c);
+	/* Unlinked first: the events this causes go to the others only. */
+	if (c->nholds)
+		devices_release_owner(srv->table, c);
+	free(c);
+}
+
+/* ---- accepting ---- */
+
+static void on_backoff(evutil_socket_t fd, short what, void *arg)
+{
+	struct server *srv = arg;
+
+	event_add(srv->ev_accept, NULL);
+}
+
+/* Out of descriptors: stop accepting for a while instead of spinning. */
+static void accept_backoff(struct server *srv)
+{
+	struct timeval tv = { .tv_sec = ACCEPT_BACKOFF_SEC };
+
+	if (!srv->logged_emfile)
+		log_warn("accept: pausing for %d s", ACCEPT_BACKOFF_SEC);
+	srv->logged_emfile = true;
+	event_del(srv->ev_accept);
+	evtimer_add(srv->ev_backoff, &tv);
+}
+
+/* Returns false when accept() has nothing more for now. */
+static bool accept_one(struct server *srv)
+{
+	struct client *c;
+	int fd;
+
+	fd = accept4(srv->listen_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+	if (fd < 0) {
+		if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS ||
+		    errno == ENOMEM)
+			accept_backoff(srv);
+		else if (errno != EAGAIN && errno != EINTR &&
+			 errno != ECONNABORTED)
+			log_warn("accept");
+		return errno == EINTR || errno == ECONNABORTED;
+	}
+	srv->logged_emfile = false;
+	if (srv->nclients >= srv->opts.max_clients) {
+		if (!srv->logged_full)
+			log_warnx("%u clients: refusing more", srv->nclients);
+		srv->logged_full = true;
+		close(fd);
+		return true;
+	}
+	c = client_new(srv, fd);
+	if (!c) {
+		close(fd);
+		return true;
+	}
+	client_link(srv, c);
+	log_debug("client pid %d uid %d (%s) connected", c->pid, c->uid,
+		  c->comm);
+	return true;
+}
+
+static void on_accept(evutil_socket_t fd, short what, void *arg)
+{
+	struct server *srv = arg;
+
+	for (int i = 0; i < ACCEPT_BURST; i++)
+		if (!accept_one(srv))
+			break;
+}
+
+/* ---- the listening socket ---- */
+
+/* Unlink @path only if it is a socket nobody answers on any more. */
+static int remove_stale_socket(const char *path)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	struct stat st;
+	int fd, r;
+
+	if (lstat(path, &st) < 0)
+		return errno == ENOENT ? 0 : -errno;
+	if (!S_ISSOCK(st.st_mode))
+		return -EEXIST;
+	fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -errno;
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", path);
+	r = connect(fd, (struct sockaddr *)&sa, sizeof(sa));
+	close(fd);
+	if (r == 0)
+		return -EADDRINUSE;
+	if (errno != ECONNREFUSED)
+		return -errno;
+	return unlink(path) < 0 ? -errno : 0;
+}
+
+static int make_parent_dir(const char *path)
+{
+	char dir[sizeof(((struct sockaddr_un *)0)->sun_path)];
+	char *slash;
+
+	snprintf(dir, sizeof(dir), "%s", path);
+	slash = strrchr(dir, '/');
+	if (!slash || slash == dir)
+		return 0;
+	*slash = '\0';
+	if (mkdir(dir, 0755) < 0 && errno != EEXIST)
+		return -errno;
+	return 0;
+}
+
+static int set_socket_access(const struct server_options *opts)
+{
+	if (chmod(opts->socket_path, opts->socket_mode) < 0)
+		return -errno;
+	if (opts->socket_group != (gid_t)-1 &&
+	    chown(opts->socket_path, (uid_t)-1, opts->socket_group) < 0)
+		return -errno;
+	return 0;
+}
+
+static int bind_socket(struct server *srv)
+{
+	const struct server_options *opts = &srv->opts;
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	int fd, r;
+
+	if (strlen(opts->socket_path) >= sizeof(sa.sun_path))
+		return -ENAMETOOLONG;
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", opts->socket_path);
+	r = make_parent_dir(opts->socket_path);
+	if (r == 0)
+		r = remove_stale_socket(opts->socket_path);
+	if (r < 0)
+		return r;
+	fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -errno;
+	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0)
+		goto fail;
+	srv->socket_path = strdup(opts->socket_path);
+	if (!srv->socket_path || set_socket_access(opts) < 0 ||
+	    listen(fd, SOMAXCONN) < 0)
+		goto fail;
+	srv->listen_fd = fd;
+	return 0;
+fail:
+	r = errno ? -errno : -ENOMEM;
+	close(fd);
+	return r;
+}
+
+static int adopt_socket(struct server *srv, int fd)
+{
+	int flags = fcntl(fd, F_GETFL);
+
+	if (flags < 0 || fcntl(fd, F_SETFL, flags | O_NONBLOCK) < 0)
+		return -errno;
+	srv->listen_fd = fd;
+	return 0;
+}
+
+/* ---- the generation page ---- */
+
+static int genpage_create(struct server *srv)
+{
+	int fd = memfd_create("rdmad-generation",
+			      MFD_CLOEXEC | MFD_ALLOW_SEALING);
+
+	if (fd < 0)
+		return -errno;
+	if (ftruncate(fd, GENPAGE_SIZE) < 0 ||
+	    fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW) < 0) {
+		close(fd);
+		return -errno;
+	}
+	srv->gen_fd = fd;
+	return 0;
+}
+
+static int genpage_open(struct server *srv, int fd)
+{
+	char path[64];
+	void *p;
+	int r;
+
+	if (fd < 0) {
+		r = genpage_create(srv);
+		if (r < 0)
+			return r;
+	} else {
+		srv->gen_fd = fd;
+	}
+	p = mmap(NULL, GENPAGE_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED,
+		 srv->gen_fd, 0);
+	if (p == MAP_FAILED)
+		return -errno;
+	srv->page = p;
+	srv->page->magic = GENPAGE_MAGIC;
+	srv->page->layout = GENPAGE_LAYOUT;
+	atomic_store_explicit(&srv->page->generation,
+			      devices_generation(srv->table),
+			      memory_order_release);
+	/* From here on nobody may write it but through our mapping, and
+	 * the fd clients get is read-only besides. */
+	fcntl(srv->gen_fd, F_ADD_SEALS, F_SEAL_FUTURE_WRITE);
+	snprintf(path, sizeof(path), "/proc/self/fd/%d", srv->gen_fd);
+	srv->gen_ro_fd = open(path, O_RDONLY | O_CLOEXEC);
+	return srv->gen_ro_fd < 0 ? -errno : 0;
+}
+
+/* ---- public ---- */
+
+static int server_listen(struct server *srv)
+{
+	int r;
+
+	if (srv->opts.listen_fd >= 0)
+		r = adopt_socket(srv, srv->opts.listen_fd);
+	else
+		r = bind_socket(srv);
+	if (r < 0) {
+		errno = -r;
+		log_warn("socket %s", srv->opts.socket_path);
+		return r;
+	}
+	srv->ev_accept = event_new(srv->base, srv->listen_fd,
+				   EV_READ | EV_PERSIST, on_accept, srv);
+	srv->ev_backoff = evtimer_new(srv->base, on_backoff, srv);
+	if (!srv->ev_accept || !srv->ev_backoff ||
+	    event_add(srv->ev_accept, NULL) < 0)
+		return -ENOMEM;
+	return 0;
+}
+
+struct server *server_new(struct event_base *base, struct devices *table,
+			  struct scan *scan, const struct server_options *opts)
+{
+	struct server *srv = calloc(1, sizeof(*srv));
+	int r;
+
+	if (!srv)
+		return NULL;
+	srv->base = base;
+	srv->table = table;
+	srv->scan = scan;
+	srv->opts = *opts;
+	srv->listen_fd = -1;
+	srv->gen_fd = -1;
+	srv->gen_ro_fd = -1;
+	r = genpage_open(srv, opts->generation_fd);
+	if (r < 0) {
+		errno = -r;
+		log_warn("generation page");
+	} else {
+		r = server_listen(srv);
+	}
+	if (r < 0) {
+		server_free(srv);
+		errno = -r;
+		return NULL;
+	}
+	srv->opts.socket_path = srv->socket_path;
+	return srv;
+}
+
+void server_free(struct server *srv)
+{
+	if (!srv)
+		return;
+	while (srv->clients)
+		client_close(srv->clients);
+	if (srv->ev_accept)
+		event_free(srv->ev_accept);
+	if (srv->ev_backoff)
+		event_free(srv->ev_backoff);
+	if (srv->listen_fd >= 0)
+		close(srv->listen_fd);
+	if (srv->socket_path) {
+		unlink(srv->socket_path);
+		free(srv->socket_path);
+	}
+	if (srv->page)
+		munmap(srv->page, GENPAGE_SIZE);
+	if (srv->gen_ro_fd >= 0)
+		close(srv->gen_ro_fd);
+	if (srv->gen_fd >= 0)
+		close(srv->gen_fd);
+	free(srv);
+}
+
+void server_set_limits(struct server *srv, const struct server_options *opts)
+{
+	srv->opts.max_clients = opts->max_clients;
+	srv->opts.max_holds = opts->max_holds;
+	srv->opts.max_queue = opts->max_queue;
+	srv->opts.admin_group = opts->admin_group;
+}
+
+static struct outbuf *encode_event(struct server *srv, enum devices_event event,
+				   const struct device *dev,
+				   const char *old_name)
+{
+	Rdmad__Event ev = RDMAD__EVENT__INIT;
+	Rdmad__Frame frame;
+	struct outbuf *ob;
+
+	if (export_device(dev, old_name, &ev.device) < 0)
+		return NULL;
+	wire_frame_init(&frame, 0);
+	frame.body_case = RDMAD__FRAME__BODY_EVENT;
+	frame.event = &ev;
+	ev.generation = devices_generation(srv->table);
+	ev.type = export_event_type(event);
+	ob = outbuf_encode(&frame, true, -1);
+	export_device_free(ev.device);
+	return ob;
+}
+
+/* Could not encode: nobody gets this event, so everyone resyncs. */
+static void resync_all(struct server *srv)
+{
+	log_warnx("cannot encode an event: subscribers will resync");
+	for (struct client *c = srv->clients; c; c = c->next)
+		if (c->subscribed && !c->dead)
+			queue_drop_events(c);
+}
+
+void server_device_event(struct server *srv, enum devices_event event,
+			 const struct device *dev, const char *old_name)
+{
+	struct outbuf *ob = NULL;
+	struct client *c;
+
+	atomic_store_explicit(&srv->page->generation,
+			      devices_generation(srv->table),
+			      memory_order_release);
+	for (c = srv->clients; c; c = c->next) {
+		if (!c->subscribed || c->dead || c->resync)
+			continue;
+		if (!ob)
+			ob = encode_event(srv, event, dev, old_name);
+		if (!ob) {
+			resync_all(srv);
+			return;
+		}
+		push_event(c, ob);
+	}
+	if (ob)
+		outbuf_unref(ob);
+}
+
+unsigned int server_client_count(const struct server *srv)
+{
+	return srv->nclients;
+}

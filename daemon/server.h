@@ -27,7 +27,8 @@ struct server_options {
 	unsigned int max_holds;        /* per client, e.g. 1024 */
 	unsigned int max_queue;        /* frames queued per client, e.g. 256 */
 	int listen_fd;                 /* from sd_listen_fds, or -1 to bind */
-	int generation_fd;             /* memfd with the generation, or -1 */
+	int generation_fd;             /* memfd with the generation, or -1;
+					* the server takes it over */
 };
 
 struct server;
@@ -38,5 +39,8 @@ void server_free(struct server *srv);
 void server_device_event(struct server *srv, enum devices_event event,
 			 const struct device *dev, const char *old_name);
 unsigned int server_client_count(const struct server *srv);
+/* SIGHUP: take max_clients, max_holds, max_queue and admin_group from
+ * @opts (the rest needs a restart). */
+void server_set_limits(struct server *srv, const struct server_options *opts);
 
 #endif
