@@ -1,0 +1,13 @@
+/* SPDX-License-Identifier: MIT */
+/* A device table that records netdev state changes (for netlink.c). */
+#include <stdbool.h>
+
+#include "devices.h"
+#include "fake-c2.h"
+
+int devices_set_netdev_state(struct devices *table, const char *ifname,
+			     bool up)
+{
+	fake_calls_add("state:%s=%s", ifname, up ? "up" : "down");
+	return 0;
+}

@@ -1,0 +1,28 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * A scan module that records the rescan requests event sources make, so
+ * their tests check which device a uevent or link event asked for.
+ */
+#include <stddef.h>
+
+#include "fake-c2.h"
+#include "sources.h"
+
+void scan_request(struct scan *scan, const char *ibdev)
+{
+	if (ibdev)
+		fake_calls_add("dev:%s", ibdev);
+	else
+		fake_calls_add("all");
+}
+
+unsigned int scan_request_netdev(struct scan *scan, const char *ifname)
+{
+	fake_calls_add("netdev:%s", ifname);
+	return 0;
+}
+
+void scan_request_uverbs(struct scan *scan, const char *uverbs)
+{
+	fake_calls_add("uverbs:%s", uverbs);
+}

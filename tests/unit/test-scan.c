@@ -1,0 +1,324 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Unit test of daemon/scan.c: a real event_base, the real sysfs reader
+ * and device table, and a fixture sysfs tree in a temporary directory.
+ * sysfs_scan_all() and sysfs_scan_device() are wrapped at link time
+ * (-Wl,--wrap) to count the passes a burst of requests costs.
+ */
+#include <assert.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <event2/event.h>
+
+#include "devices.h"
+#include "fake-c2.h"
+#include "sources.h"
+#include "sysfs.h"
+
+#define DEBOUNCE_MS 10
+#define STORM 64
+
+static char root[64];
+static unsigned int nscan_all, nscan_device;
+static char last_scanned[SYSFS_NAME_MAX];
+static struct event_base *base;
+static struct devices *table;
+static struct scan *scan;
+static unsigned int failures;
+
+int __real_sysfs_scan_all(const char *sysroot, struct sysfs_device **ret,
+			  size_t *ret_n, size_t *ret_skipped);
+int __wrap_sysfs_scan_all(const char *sysroot, struct sysfs_device **ret,
+			  size_t *ret_n, size_t *ret_skipped);
+int __real_sysfs_scan_device(const char *sysroot, const char *name,
+			     struct sysfs_device *ret);
+int __wrap_sysfs_scan_device(const char *sysroot, const char *name,
+			     struct sysfs_device *ret);
+
+int __wrap_sysfs_scan_all(const char *sysroot, struct sysfs_device **ret,
+			  size_t *ret_n, size_t *ret_skipped)
+{
+	nscan_all++;
+	return __real_sysfs_scan_all(sysroot, ret, ret_n, ret_skipped);
+}
+
+int __wrap_sysfs_scan_device(const char *sysroot, const char *name,
+			     struct sysfs_device *ret)
+{
+	nscan_device++;
+	snprintf(last_scanned, sizeof(last_scanned), "%s", name);
+	return __real_sysfs_scan_device(sysroot, name, ret);
+}
+
+#define CHECK(cond, ...)                                                  \
+	do {                                                              \
+		if (!(cond)) {                                            \
+			fprintf(stderr, "FAIL %s:%d: %s: ", __func__,     \
+				__LINE__, #cond);                         \
+			fprintf(stderr, __VA_ARGS__);                     \
+			fputc('\n', stderr);                              \
+			failures++;                                       \
+		}                                                         \
+	} while (0)
+
+/* ---- fixture sysfs ---- */
+
+static void put(const char *rel, const char *content)
+{
+	char path[512], *slash;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/%s", root, rel);
+	for (slash = strchr(path + strlen(root) + 1, '/'); slash;
+	     slash = strchr(slash + 1, '/')) {
+		*slash = '\0';
+		mkdir(path, 0755);
+		*slash = '/';
+	}
+	f = fopen(path, "w");
+	assert(f);
+	fputs(content, f);
+	fclose(f);
+}
+
+static void put_dev(const char *name, const char *guid, const char *state,
+		    const char *netdev)
+{
+	char rel[256];
+
+	snprintf(rel, sizeof(rel), "class/infiniband/%s/node_guid", name);
+	put(rel, guid);
+	snprintf(rel, sizeof(rel), "class/infiniband/%s/node_type", name);
+	put(rel, "1: CA\n");
+	snprintf(rel, sizeof(rel), "class/infiniband/%s/ports/1/state", name);
+	put(rel, state);
+	snprintf(rel, sizeof(rel), "class/infiniband/%s/ports/1/link_layer",
+		 name);
+	put(rel, "Ethernet\n");
+	snprintf(rel, sizeof(rel),
+		 "class/infiniband/%s/ports/1/gid_attrs/ndevs/0", name);
+	put(rel, netdev);
+}
+
+static void remove_tree(const char *rel)
+{
+	char cmd[600];
+
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s/%s'", root, rel);
+	assert(system(cmd) == 0);
+}
+
+/* ---- table listener ---- */
+
+static void on_event(void *userdata, enum devices_event event,
+		     const struct device *dev, const char *old_name)
+{
+	static const char *const names[] = {
+		[DEVICES_EVENT_ADDED] = "added",
+		[DEVICES_EVENT_REMOVED] = "removed",
+		[DEVICES_EVENT_CHANGED] = "changed",
+		[DEVICES_EVENT_RENAMED] = "renamed",
+		[DEVICES_EVENT_RELEASED] = "released",
+	};
+
+	fake_calls_add("%s:%s", names[event], device_info(dev)->name);
+}
+
+static void run_for(unsigned int ms)
+{
+	struct timeval tv = { .tv_sec = 0, .tv_usec = ms * 1000 };
+
+	event_base_loopexit(base, &tv);
+	event_base_dispatch(base);
+}
+
+static void reset_counts(void)
+{
+	nscan_all = nscan_device = 0;
+	fake_log_warnings = 0;
+	fake_calls_reset();
+}
+
+static void setup(void)
+{
+	struct scan_options opts = {
+		.sysroot = root,
+		.debounce_ms = DEBOUNCE_MS,
+		.storm_threshold = STORM,
+	};
+
+	put_dev("dev0", "0002:c903:0000:0000\n", "4: ACTIVE\n", "eth0\n");
+	put_dev("dev1", "0002:c903:0000:0001\n", "4: ACTIVE\n", "eth1\n");
+	put_dev("dev2", "0002:c903:0000:0002\n", "4: ACTIVE\n", "eth2\n");
+	base = event_base_new();
+	table = devices_new(0);
+	assert(base && table);
+	devices_set_listener(table, on_event, NULL);
+	scan = scan_new(base, table, &opts);
+	assert(scan);
+}
+
+/* ---- cases ---- */
+
+static void test_full_now(void)
+{
+	reset_counts();
+	CHECK(scan_full_now(scan) == 0, "full scan failed");
+	CHECK(devices_count(table) == 3, "%zu devices", devices_count(table));
+	CHECK(fake_calls_count("added:dev0") == 1, "%s", fake_calls_dump());
+	CHECK(nscan_all == 1, "%u full passes", nscan_all);
+}
+
+/* Thousands of requests inside one window: one pass.  Requests for one
+ * device rescan that device; more distinct names than the threshold
+ * become one full pass. */
+static void test_storms(void)
+{
+	static const struct {
+		const char *what;
+		unsigned int requests, distinct;
+		unsigned int want_all, want_device;
+	} cases[] = {
+		{ "one device, 5000 times", 5000, 1, 0, 1 },
+		{ "three devices, 3000 times", 3000, 3, 0, 3 },
+		{ "200 names", 200, 200, 1, 0 },
+		{ "everything, 5000 times", 5000, 0, 1, 0 },
+	};
+	char name[32];
+	size_t i;
+	unsigned int j;
+
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		reset_counts();
+		for (j = 0; j < cases[i].requests; j++) {
+			if (cases[i].distinct == 0) {
+				scan_request(scan, NULL);
+				continue;
+			}
+			snprintf(name, sizeof(name), "dev%u",
+				 j % cases[i].distinct);
+			scan_request(scan, name);
+		}
+		CHECK(nscan_all + nscan_device == 0, "%s: scanned before "
+		      "the window closed", cases[i].what);
+		run_for(5 * DEBOUNCE_MS);
+		CHECK(nscan_all == cases[i].want_all &&
+		      nscan_device == cases[i].want_device,
+		      "%s: %u full, %u device passes", cases[i].what,
+		      nscan_all, nscan_device);
+		/* Nothing changed on disk: nothing to tell anyone. */
+		CHECK(fake_calls_total() == 0, "%s: %s", cases[i].what,
+		      fake_calls_dump());
+	}
+}
+
+static void test_one_device_changes(void)
+{
+	reset_counts();
+	put("class/infiniband/dev1/ports/1/state", "1: DOWN\n");
+	scan_request(scan, "dev1");
+	run_for(5 * DEBOUNCE_MS);
+	CHECK(nscan_device == 1 && nscan_all == 0 &&
+	      strcmp(last_scanned, "dev1") == 0,
+	      "%u device passes of %s", nscan_device, last_scanned);
+	CHECK(fake_calls_count("changed:dev1") == 1 &&
+	      fake_calls_total() == 1, "%s", fake_calls_dump());
+	CHECK(strcmp(device_info(devices_find(table, "dev1"))->ports[0].state,
+		     "DOWN") == 0, "state not updated");
+}
+
+static void test_removed_before_scan(void)
+{
+	reset_counts();
+	scan_request(scan, "dev2");
+	remove_tree("class/infiniband/dev2");
+	run_for(5 * DEBOUNCE_MS);
+	CHECK(fake_calls_count("removed:dev2") == 1, "%s", fake_calls_dump());
+	CHECK(devices_find(table, "dev2") == NULL ||
+	      device_state(devices_find(table, "dev2")) ==
+		      DEVICE_STATE_REMOVED, "dev2 still present");
+}
+
+/* A device with a garbage node_guid is tried twice, then left alone with
+ * a single warning however often it is asked for. */
+static void test_half_created(void)
+{
+	unsigned int round;
+
+	reset_counts();
+	put_dev("dev3", "garbage\n", "4: ACTIVE\n", "eth3\n");
+	for (round = 0; round < 3; round++) {
+		scan_request(scan, "dev3");
+		run_for(5 * DEBOUNCE_MS);
+		CHECK(nscan_device == 2 * round + 1, "round %u: %u passes",
+		      round, nscan_device);
+		run_for(300);
+		CHECK(nscan_device == 2 * round + 2, "round %u: %u passes",
+		      round, nscan_device);
+	}
+	CHECK(fake_log_warnings == 1, "%u warnings", fake_log_warnings);
+	CHECK(fake_calls_total() == 0, "%s", fake_calls_dump());
+
+	/* Finished between the first try and the retry: added then. */
+	reset_counts();
+	put_dev("dev4", "garbage\n", "4: ACTIVE\n", "eth4\n");
+	scan_request(scan, "dev4");
+	run_for(5 * DEBOUNCE_MS);
+	put("class/infiniband/dev4/node_guid", "0002:c903:0000:0004\n");
+	run_for(300);
+	CHECK(fake_calls_count("added:dev4") == 1, "%s", fake_calls_dump());
+}
+
+static void test_netdev_and_uverbs(void)
+{
+	reset_counts();
+	CHECK(scan_request_netdev(scan, "eth0") == 1, "eth0 not found");
+	CHECK(scan_request_netdev(scan, "nosuch0") == 0, "nosuch0 found");
+	run_for(5 * DEBOUNCE_MS);
+	CHECK(nscan_device == 1 && strcmp(last_scanned, "dev0") == 0,
+	      "%u passes, last %s", nscan_device, last_scanned);
+
+	/* No device has that uverbs: everything is rescanned. */
+	reset_counts();
+	scan_request_uverbs(scan, "uverbs9");
+	run_for(5 * DEBOUNCE_MS);
+	CHECK(nscan_all == 1, "%u full passes", nscan_all);
+}
+
+static void test_no_class_dir(void)
+{
+	reset_counts();
+	remove_tree("class");
+	CHECK(scan_full_now(scan) == 0, "a kernel without RDMA is an error");
+	CHECK(fake_calls_count("removed:dev0") == 1, "%s", fake_calls_dump());
+}
+
+int main(void)
+{
+	snprintf(root, sizeof(root), "/tmp/test-scan-XXXXXX");
+	if (!mkdtemp(root)) {
+		perror("mkdtemp");
+		return 1;
+	}
+	setup();
+	test_full_now();
+	test_storms();
+	test_one_device_changes();
+	test_removed_before_scan();
+	test_half_created();
+	test_netdev_and_uverbs();
+	test_no_class_dir();
+
+	scan_free(scan);
+	devices_free(table);
+	event_base_free(base);
+	remove_tree("");
+	if (failures)
+		fprintf(stderr, "%u failures\n", failures);
+	return failures ? 1 : 0;
+}
