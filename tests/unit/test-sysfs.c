@@ -1,0 +1,521 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Unit test of the sysfs scanner on fake sysfs trees: the devices of the
+ * common drivers (mlx5 IB and RoCE, irdma iWARP, EFA, rxe) read as a
+ * client would expect, and garbage of every kind listed in the brief
+ * either leaves the device out or empties one value, never more.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "fixture-sysfs.h"
+#include "sysfs.h"
+
+static int failures;
+
+#define CHECK(cond, ...)                                                    \
+	do {                                                                \
+		if (!(cond)) {                                              \
+			failures++;                                         \
+			fprintf(stderr, "%s:%d: FAIL %s: ", __FILE__,       \
+				__LINE__, #cond);                           \
+			fprintf(stderr, __VA_ARGS__);                       \
+			fputc('\n', stderr);                                \
+		}                                                           \
+	} while (0)
+
+/* One field of a scan as text, so tables can name what they expect. */
+static void field(const struct sysfs_device *d, const char *key, char *buf,
+		  size_t size)
+{
+	const struct sysfs_port *p = d->nports ? &d->ports[0] : NULL;
+
+	buf[0] = '\0';
+	if (!strcmp(key, "name")) snprintf(buf, size, "%s", d->name);
+	else if (!strcmp(key, "uverbs")) snprintf(buf, size, "%s", d->uverbs);
+	else if (!strcmp(key, "id")) snprintf(buf, size, "%s", d->id);
+	else if (!strcmp(key, "node_guid")) snprintf(buf, size, "%s", d->node_guid);
+	else if (!strcmp(key, "sys_image_guid")) snprintf(buf, size, "%s", d->sys_image_guid);
+	else if (!strcmp(key, "node_type")) snprintf(buf, size, "%s", d->node_type);
+	else if (!strcmp(key, "fw_ver")) snprintf(buf, size, "%s", d->fw_ver);
+	else if (!strcmp(key, "pci")) snprintf(buf, size, "%s", d->pci_address);
+	else if (!strcmp(key, "driver")) snprintf(buf, size, "%s", d->driver);
+	else if (!strcmp(key, "numa")) snprintf(buf, size, "%d", d->numa_node);
+	else if (!strcmp(key, "nports")) snprintf(buf, size, "%u", d->nports);
+	else if (!p) snprintf(buf, size, "<no port>");
+	else if (!strcmp(key, "port")) snprintf(buf, size, "%u", p->port);
+	else if (!strcmp(key, "state")) snprintf(buf, size, "%s", p->state);
+	else if (!strcmp(key, "phys_state")) snprintf(buf, size, "%s", p->phys_state);
+	else if (!strcmp(key, "link_layer")) snprintf(buf, size, "%s", p->link_layer);
+	else if (!strcmp(key, "rate")) snprintf(buf, size, "%s", p->rate);
+	else if (!strcmp(key, "netdev")) snprintf(buf, size, "%s", p->netdev);
+	else if (!strcmp(key, "lid")) snprintf(buf, size, "%u", p->lid);
+	else if (!strcmp(key, "netdev_up")) snprintf(buf, size, "%d", p->netdev_up);
+	else if (!strcmp(key, "port2")) snprintf(buf, size, "%u", d->nports > 1 ? d->ports[1].port : 0);
+	else snprintf(buf, size, "<bad key %s>", key);
+}
+
+struct expect {
+	const char *key;
+	const char *value;
+};
+
+static void check_fields(const char *what, const struct sysfs_device *d,
+			 const struct expect *want)
+{
+	char got[256];
+
+	for (; want->key; want++) {
+		field(d, want->key, got, sizeof(got));
+		CHECK(!strcmp(got, want->value), "%s: %s is \"%s\", want \"%s\"",
+		      what, want->key, got, want->value);
+	}
+}
+
+static const struct fixture_port ib_port = {
+	"4: ACTIVE", "5: LinkUp", "InfiniBand", "100 Gb/sec (4X EDR)", "0x5",
+	NULL,
+};
+static const struct fixture_port ib_port_down = {
+	"1: DOWN", "3: Disabled", "InfiniBand", "10 Gb/sec (4X SDR)", "0x0",
+	NULL,
+};
+static const struct fixture_port roce_port = {
+	"4: ACTIVE", "5: LinkUp", "Ethernet", "25 Gb/sec (1X EDR)", "0x0",
+	"eth0",
+};
+
+/* The good devices, one of each kind the brief names. */
+static const struct {
+	struct fixture_device dev;
+	struct expect want[24];
+} devices[] = {
+	{ { .name = "mlx5_0", .uverbs = 0, .parent = "0000:03:00.0",
+	    .driver = "mlx5_core", .numa_node = "0",
+	    .node_guid = "0002:c903:0000:1234",
+	    .sys_image_guid = "0002:c903:0000:1234", .node_type = "1: CA",
+	    .fw_ver = "16.35.2000", .nports = 2,
+	    .ports = { ib_port, ib_port_down } },
+	  { { "name", "mlx5_0" }, { "uverbs", "uverbs0" },
+	    { "id", "pci:0000:03:00.0" }, { "node_guid", "0002:c903:0000:1234" },
+	    { "sys_image_guid", "0002:c903:0000:1234" }, { "node_type", "CA" },
+	    { "fw_ver", "16.35.2000" }, { "pci", "0000:03:00.0" },
+	    { "driver", "mlx5_core" }, { "numa", "0" }, { "nports", "2" },
+	    { "port", "1" }, { "port2", "2" }, { "state", "ACTIVE" },
+	    { "phys_state", "LinkUp" }, { "link_layer", "InfiniBand" },
+	    { "rate", "100 Gb/sec (4X EDR)" }, { "lid", "5" },
+	    { "netdev", "" }, { "netdev_up", "-1" }, { NULL, NULL } } },
+	{ { .name = "mlx5_1", .uverbs = 1, .parent = "0000:03:00.1",
+	    .driver = "mlx5_core", .numa_node = "-1",
+	    .node_guid = "0002:c903:0000:1235", .node_type = "1: CA",
+	    .fw_ver = "16.35.2000", .nports = 1, .ports = { roce_port } },
+	  { { "id", "pci:0000:03:00.1" }, { "uverbs", "uverbs1" },
+	    { "numa", "-1" }, { "sys_image_guid", "" },
+	    { "link_layer", "Ethernet" }, { "netdev", "eth0" }, { "lid", "0" },
+	    { NULL, NULL } } },
+	{ { .name = "irdma0", .uverbs = 2, .parent = "0000:5e:00.0",
+	    .driver = "ice", .numa_node = "1",
+	    .node_guid = "b496:91ff:fe12:0001", .node_type = "4: RNIC",
+	    .fw_ver = "1.61", .nports = 1,
+	    .ports = { { "4: ACTIVE", "5: LinkUp", "Ethernet",
+			 "100 Gb/sec (4X EDR)", "0x1", "ens1f0" } } },
+	  { { "id", "pci:0000:5e:00.0" }, { "node_type", "RNIC" },
+	    { "driver", "ice" }, { "numa", "1" }, { "netdev", "ens1f0" },
+	    { NULL, NULL } } },
+	{ { .name = "efa_0", .uverbs = 3, .parent = "0000:00:1d.0",
+	    .driver = "efa", .numa_node = "0",
+	    .node_guid = "0000:0000:0000:0000", .node_type = "7: unspecified",
+	    .nports = 1,
+	    .ports = { { "4: ACTIVE", "5: LinkUp", "Unspecified",
+			 "100 Gb/sec (4X EDR)", "0x0", NULL } } },
+	  { { "id", "pci:0000:00:1d.0" }, { "node_type", "unspecified" },
+	    { "driver", "efa" }, { "fw_ver", "" },
+	    { "link_layer", "Unspecified" }, { NULL, NULL } } },
+	{ { .name = "rxe0", .uverbs = 4, .node_guid = "5054:00ff:fe12:3456",
+	    .node_type = "1: CA", .nports = 1,
+	    .ports = { { "4: ACTIVE", "5: LinkUp", "Ethernet",
+			 "2.5 Gb/sec (1X SDR)", "0x0", "enp0s3" } } },
+	  { { "id", "guid:5054:00ff:fe12:3456" }, { "uverbs", "uverbs4" },
+	    { "pci", "" }, { "driver", "" }, { "numa", "-1" },
+	    { "netdev", "enp0s3" }, { NULL, NULL } } },
+	{ { .name = "siw0", .uverbs = -1, .node_guid = "0000:0000:0000:0000",
+	    .node_type = "4: RNIC", .nports = 1,
+	    .ports = { { "4: ACTIVE", "5: LinkUp", "Ethernet", NULL, NULL,
+			 "lo" } } },
+	  { { "id", "name:siw0" }, { "uverbs", "" }, { "rate", "" },
+	    { NULL, NULL } } },
+};
+
+#define N_DEVICES (sizeof(devices) / sizeof(devices[0]))
+
+static void test_good_devices(void)
+{
+	struct fixture *fx = fixture_new();
+	struct sysfs_device *all, one;
+	size_t n, skipped;
+	int r;
+
+	for (size_t i = 0; i < N_DEVICES; i++)
+		fixture_add_device(fx, &devices[i].dev);
+	r = sysfs_scan_all(fixture_root(fx), &all, &n, &skipped);
+	CHECK(r == 0 && n == N_DEVICES && skipped == 0,
+	      "scan_all r=%d n=%zu skipped=%zu", r, n, skipped);
+	for (size_t i = 0; i + 1 < n; i++)
+		CHECK(strcmp(all[i].name, all[i + 1].name) < 0,
+		      "order %s before %s", all[i].name, all[i + 1].name);
+	for (size_t i = 0; i < N_DEVICES; i++) {
+		const char *name = devices[i].dev.name;
+
+		r = sysfs_scan_device(fixture_root(fx), name, &one);
+		CHECK(r == 0, "scan_device %s: %d", name, r);
+		check_fields(name, &one, devices[i].want);
+		for (size_t j = 0; j < n; j++) {
+			if (strcmp(all[j].name, name))
+				continue;
+			CHECK(sysfs_device_equal(&all[j], &one),
+			      "%s: full and single scans differ", name);
+			check_fields(name, &all[j], devices[i].want);
+		}
+		sysfs_device_clear(&one);
+	}
+	sysfs_devices_free(all, n);
+	fixture_free(fx);
+}
+
+static char overlong[4096];
+
+static void set_attr(struct fixture *fx, const char *rel, const char *s)
+{
+	char path[256];
+
+	snprintf(path, sizeof(path), "class/infiniband/mlx5_0/%s", rel);
+	fixture_write_str(fx, path, s);
+}
+
+static void rm_attr(struct fixture *fx, const char *rel)
+{
+	char path[256];
+
+	snprintf(path, sizeof(path), "class/infiniband/mlx5_0/%s", rel);
+	fixture_rm(fx, path);
+}
+
+static void g_guid_missing(struct fixture *fx) { rm_attr(fx, "node_guid"); }
+static void g_guid_empty(struct fixture *fx) { set_attr(fx, "node_guid", ""); }
+static void g_guid_truncated(struct fixture *fx) { set_attr(fx, "node_guid", "0002:c903"); }
+static void g_guid_binary(struct fixture *fx) { set_attr(fx, "node_guid", "0002:c903:\xff\xfe:1234\n"); }
+static void g_guid_overlong(struct fixture *fx) { set_attr(fx, "node_guid", overlong); }
+static void g_type_no_number(struct fixture *fx) { set_attr(fx, "node_type", "CA\n"); }
+static void g_type_missing(struct fixture *fx) { rm_attr(fx, "node_type"); }
+static void g_type_bare_number(struct fixture *fx) { set_attr(fx, "node_type", "1\n"); }
+static void g_ports_missing(struct fixture *fx) { rm_attr(fx, "ports"); }
+static void g_state_no_number(struct fixture *fx) { set_attr(fx, "ports/1/state", "ACTIVE\n"); }
+static void g_state_missing(struct fixture *fx) { rm_attr(fx, "ports/1/state"); }
+static void g_rate_binary(struct fixture *fx) { set_attr(fx, "ports/1/rate", "100 \xc3\x28 Gb\n"); }
+static void g_fw_overlong(struct fixture *fx) { set_attr(fx, "fw_ver", overlong + sizeof(overlong) - 101); }
+static void g_fw_huge(struct fixture *fx) { set_attr(fx, "fw_ver", overlong); }
+static void g_lid_garbage(struct fixture *fx) { set_attr(fx, "ports/1/lid", "five\n"); }
+static void g_lid_no_prefix(struct fixture *fx) { set_attr(fx, "ports/1/lid", "5\n"); }
+static void g_netdev_dir(struct fixture *fx) { fixture_mkdir(fx, "class/infiniband/mlx5_0/ports/1/gid_attrs/ndevs/0"); }
+static void g_netdev_spaces(struct fixture *fx) { set_attr(fx, "ports/1/gid_attrs/ndevs/0", "eth 0\n"); }
+static void g_numa_garbage(struct fixture *fx) { fixture_write_str(fx, "devices/pci0000:00/0000:03:00.0/numa_node", "zero\n"); }
+static void g_driver_missing(struct fixture *fx) { fixture_rm(fx, "devices/pci0000:00/0000:03:00.0/driver"); }
+static void g_subsystem_missing(struct fixture *fx) { fixture_rm(fx, "devices/pci0000:00/0000:03:00.0/subsystem"); }
+static void g_guid_no_newline(struct fixture *fx) { set_attr(fx, "node_guid", "0002:c903:0000:1234"); }
+
+static void g_fifo(struct fixture *fx)
+{
+	char path[512];
+
+	rm_attr(fx, "fw_ver");
+	snprintf(path, sizeof(path), "%s/class/infiniband/mlx5_0/fw_ver",
+		 fixture_root(fx));
+	if (mkfifo(path, 0644) < 0)
+		perror("mkfifo");
+}
+
+static void g_odd_port_dirs(struct fixture *fx)
+{
+	set_attr(fx, "ports/abc/state", "4: ACTIVE\n");
+	set_attr(fx, "ports/01/state", "4: ACTIVE\n");
+	set_attr(fx, "ports/2 /state", "4: ACTIVE\n");
+	set_attr(fx, "ports/-1/state", "4: ACTIVE\n");
+	set_attr(fx, "ports/99999999999/state", "4: ACTIVE\n");
+	set_attr(fx, "ports/7/state", "4: ACTIVE\n");
+}
+
+static void g_many_ports(struct fixture *fx)
+{
+	char rel[64];
+
+	for (int i = 2; i <= 300; i++) {
+		snprintf(rel, sizeof(rel), "ports/%d/state", i);
+		set_attr(fx, rel, "1: DOWN\n");
+	}
+}
+
+static const struct {
+	const char *what;
+	void (*setup)(struct fixture *fx);
+	int want_r;           /* of sysfs_scan_device("mlx5_0") */
+	const char *key;      /* then this field ... */
+	const char *value;    /* ... reads this */
+} garbage[] = {
+	{ "node_guid missing", g_guid_missing, -EBADMSG, NULL, NULL },
+	{ "node_guid empty", g_guid_empty, -EBADMSG, NULL, NULL },
+	{ "node_guid truncated", g_guid_truncated, -EBADMSG, NULL, NULL },
+	{ "node_guid not UTF-8", g_guid_binary, -EBADMSG, NULL, NULL },
+	{ "node_guid 4 KiB", g_guid_overlong, -EBADMSG, NULL, NULL },
+	{ "node_guid without newline", g_guid_no_newline, 0, "node_guid",
+	  "0002:c903:0000:1234" },
+	{ "node_type without number", g_type_no_number, -EBADMSG, NULL, NULL },
+	{ "node_type missing", g_type_missing, -EBADMSG, NULL, NULL },
+	{ "node_type bare number", g_type_bare_number, -EBADMSG, NULL, NULL },
+	{ "ports dir missing", g_ports_missing, 0, "nports", "0" },
+	{ "port state without number", g_state_no_number, 0, "state", "" },
+	{ "port state missing", g_state_missing, 0, "state", "" },
+	{ "rate not UTF-8", g_rate_binary, 0, "rate", "" },
+	{ "fw_ver too long for its field", g_fw_overlong, 0, "fw_ver", "" },
+	{ "fw_ver 4 KiB", g_fw_huge, 0, "fw_ver", "" },
+	{ "fw_ver a FIFO", g_fifo, 0, "fw_ver", "" },
+	{ "lid garbage", g_lid_garbage, 0, "lid", "0" },
+	{ "lid without 0x", g_lid_no_prefix, 0, "lid", "0" },
+	{ "netdev a directory", g_netdev_dir, 0, "netdev", "" },
+	{ "netdev with a space", g_netdev_spaces, 0, "netdev", "" },
+	{ "numa_node garbage", g_numa_garbage, 0, "numa", "-1" },
+	{ "driver link missing", g_driver_missing, 0, "driver", "" },
+	{ "subsystem link missing", g_subsystem_missing, 0, "id",
+	  "pci:0000:03:00.0" },
+	{ "odd port dir names", g_odd_port_dirs, 0, "nports", "2" },
+	{ "odd port dir names, order", g_odd_port_dirs, 0, "port2", "7" },
+	{ "300 ports", g_many_ports, 0, "nports", "256" },
+};
+
+#define N_GARBAGE (sizeof(garbage) / sizeof(garbage[0]))
+
+/* Each garbage case: mlx5_0 broken one way, mlx5_1 untouched beside it. */
+static void test_garbage(void)
+{
+	for (size_t i = 0; i < N_GARBAGE; i++) {
+		struct fixture_device d0 = fixture_mlx5("mlx5_0", 0,
+							"0000:03:00.0", 1);
+		struct fixture_device d1 = fixture_mlx5("mlx5_1", 1,
+							"0000:03:00.1", 1);
+		struct fixture *fx = fixture_new();
+		struct sysfs_device *all, one;
+		size_t n, skipped;
+		char got[256];
+		int r;
+
+		fixture_add_device(fx, &d0);
+		fixture_add_device(fx, &d1);
+		garbage[i].setup(fx);
+		r = sysfs_scan_device(fixture_root(fx), "mlx5_0", &one);
+		CHECK(r == garbage[i].want_r, "%s: scan_device %d, want %d",
+		      garbage[i].what, r, garbage[i].want_r);
+		if (r < 0)
+			CHECK(one.name[0] == '\0' && !one.ports,
+			      "%s: not left zeroed", garbage[i].what);
+		if (r == 0 && garbage[i].key) {
+			field(&one, garbage[i].key, got, sizeof(got));
+			CHECK(!strcmp(got, garbage[i].value),
+			      "%s: %s is \"%s\", want \"%s\"", garbage[i].what,
+			      garbage[i].key, got, garbage[i].value);
+		}
+		sysfs_device_clear(&one);
+		r = sysfs_scan_all(fixture_root(fx), &all, &n, &skipped);
+		CHECK(r == 0 && n == (garbage[i].want_r ? 1u : 2u) &&
+			      skipped == (garbage[i].want_r ? 1u : 0u),
+		      "%s: scan_all r=%d n=%zu skipped=%zu", garbage[i].what,
+		      r, n, skipped);
+		CHECK(n > 0 && !strcmp(all[n - 1].name, "mlx5_1"),
+		      "%s: the healthy device is missing", garbage[i].what);
+		sysfs_devices_free(all, n);
+		fixture_free(fx);
+	}
+}
+
+/* Odd names in the class directory itself. */
+static void test_odd_names(void)
+{
+	char longname[80];
+	struct fixture_device d = fixture_mlx5("my dev", 0, "0000:03:00.0", 1);
+	struct fixture_device l;
+	struct fixture *fx = fixture_new();
+	struct sysfs_device *all, one;
+	size_t n, skipped;
+	int r;
+
+	memset(longname, 'x', 70);
+	longname[70] = '\0';
+	l = fixture_mlx5(longname, 1, "0000:03:00.1", 1);
+	fixture_add_device(fx, &d);
+	fixture_add_device(fx, &l);
+	fixture_write_str(fx, "class/infiniband/plainfile", "1\n");
+	fixture_symlink(fx, "../../nowhere", "class/infiniband/dangling");
+	r = sysfs_scan_all(fixture_root(fx), &all, &n, &skipped);
+	CHECK(r == 0 && n == 1 && skipped == 3,
+	      "odd names: r=%d n=%zu skipped=%zu", r, n, skipped);
+	CHECK(n == 1 && !strcmp(all[0].name, "my dev"), "name with a space");
+	sysfs_devices_free(all, n);
+	r = sysfs_scan_device(fixture_root(fx), longname, &one);
+	CHECK(r == -EBADMSG, "name longer than 63: %d", r);
+	r = sysfs_scan_device(fixture_root(fx), "gone", &one);
+	CHECK(r == -ENOENT, "missing device: %d", r);
+	r = sysfs_scan_device(fixture_root(fx), "dangling", &one);
+	CHECK(r == -ENOENT, "dangling link: %d", r);
+	fixture_free(fx);
+}
+
+/* No class directory: a machine without RDMA has no devices. */
+static void test_no_class_dir(void)
+{
+	struct fixture *fx = fixture_new();
+	struct sysfs_device *all, one;
+	size_t n = 9, skipped = 9;
+	int r;
+
+	fixture_rm(fx, "class/infiniband");
+	r = sysfs_scan_all(fixture_root(fx), &all, &n, &skipped);
+	CHECK(r == 0 && n == 0 && skipped == 0 && !all,
+	      "no class dir: r=%d n=%zu", r, n);
+	r = sysfs_scan_device(fixture_root(fx), "mlx5_0", &one);
+	CHECK(r == -ENOENT, "no class dir, one device: %d", r);
+	fixture_free(fx);
+}
+
+/* Two ib devices under one parent get distinct, stable ids. */
+static void test_shared_parent(void)
+{
+	struct fixture_device a = fixture_mlx5("mlx4_0", 0, "0000:04:00.0", 1);
+	struct fixture_device b = fixture_mlx5("mlx4_1", 1, "0000:04:00.0", 1);
+	struct fixture *fx = fixture_new();
+	struct sysfs_device *all, one;
+	size_t n;
+	int r;
+
+	b.node_guid = "0002:c903:0000:9999";
+	fixture_add_device(fx, &a);
+	fixture_add_device(fx, &b);
+	r = sysfs_scan_all(fixture_root(fx), &all, &n, NULL);
+	CHECK(r == 0 && n == 2, "shared parent: r=%d n=%zu", r, n);
+	CHECK(n == 2 && !strcmp(all[0].id,
+				"pci:0000:04:00.0/guid:0002:c903:0000:1234"),
+	      "id %s", n ? all[0].id : "");
+	CHECK(n == 2 && strcmp(all[0].id, all[1].id), "ids collide");
+	r = sysfs_scan_device(fixture_root(fx), "mlx4_1", &one);
+	CHECK(r == 0 && n == 2 && !strcmp(one.id, all[1].id),
+	      "single scan id %s differs from %s", one.id,
+	      n == 2 ? all[1].id : "");
+	CHECK(!strcmp(one.uverbs, "uverbs1"), "uverbs %s", one.uverbs);
+	sysfs_device_clear(&one);
+	sysfs_devices_free(all, n);
+	fixture_free(fx);
+}
+
+/* A rename keeps the id; an unplug and re-plug of the same PCI function
+ * gives the same id under a new name. */
+static void test_identity_survives_rename(void)
+{
+	struct fixture_device a = fixture_mlx5("mlx5_0", 0, "0000:03:00.0", 1);
+	struct fixture_device b = fixture_mlx5("ib_new", 7, "0000:03:00.0", 1);
+	struct fixture *fx = fixture_new();
+	struct sysfs_device before, after;
+
+	fixture_add_device(fx, &a);
+	CHECK(sysfs_scan_device(fixture_root(fx), "mlx5_0", &before) == 0,
+	      "scan before");
+	fixture_remove_device(fx, "mlx5_0");
+	CHECK(sysfs_scan_device(fixture_root(fx), "mlx5_0", &after) ==
+		      -ENOENT,
+	      "unplugged device still scans");
+	fixture_add_device(fx, &b);
+	CHECK(sysfs_scan_device(fixture_root(fx), "ib_new", &after) == 0,
+	      "scan after");
+	CHECK(!strcmp(before.id, after.id), "id %s became %s", before.id,
+	      after.id);
+	CHECK(!strcmp(after.uverbs, "uverbs7"), "uverbs %s", after.uverbs);
+	sysfs_device_clear(&before);
+	sysfs_device_clear(&after);
+	fixture_free(fx);
+}
+
+static void test_uverbs_lookup(void)
+{
+	struct fixture_device a = fixture_mlx5("mlx5_0", 3, "0000:03:00.0", 1);
+	struct fixture *fx = fixture_new();
+	static const struct {
+		const char *uverbs;
+		int want_r;
+		const char *want;
+	} cases[] = {
+		{ "uverbs3", 0, "mlx5_0" },
+		{ "uverbs9", -ENOENT, "" },
+		{ "../uverbs3", -EINVAL, "" },
+		{ "", -EINVAL, "" },
+	};
+	char name[SYSFS_NAME_MAX];
+
+	fixture_add_device(fx, &a);
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		int r = sysfs_ibdev_of_uverbs(fixture_root(fx),
+					      cases[i].uverbs, name);
+
+		CHECK(r == cases[i].want_r && !strcmp(name, cases[i].want),
+		      "ibdev of %s: %d \"%s\"", cases[i].uverbs, r, name);
+	}
+	fixture_write_str(fx, "class/infiniband_verbs/uverbs3/ibdev",
+			  "\x80\x81\n");
+	CHECK(sysfs_ibdev_of_uverbs(fixture_root(fx), "uverbs3", name) ==
+		      -EBADMSG,
+	      "garbage ibdev accepted");
+	fixture_free(fx);
+}
+
+static void test_copy_equal(void)
+{
+	struct fixture_device a = fixture_mlx5("mlx5_0", 0, "0000:03:00.0", 2);
+	struct fixture *fx = fixture_new();
+	struct sysfs_device one, copy;
+
+	fixture_add_device(fx, &a);
+	CHECK(sysfs_scan_device(fixture_root(fx), "mlx5_0", &one) == 0,
+	      "scan");
+	CHECK(sysfs_device_copy(&copy, &one) == 0, "copy");
+	CHECK(copy.ports != one.ports, "copy shares ports");
+	CHECK(sysfs_device_equal(&one, &copy), "copy differs");
+	strcpy(copy.ports[1].state, "DOWN");
+	CHECK(!sysfs_device_equal(&one, &copy), "port state ignored");
+	strcpy(copy.ports[1].state, one.ports[1].state);
+	copy.ports[1].netdev_up = 1;
+	CHECK(!sysfs_device_equal(&one, &copy), "netdev_up ignored");
+	copy.ports[1].netdev_up = one.ports[1].netdev_up;
+	strcpy(copy.fw_ver, "1.0");
+	CHECK(!sysfs_device_equal(&one, &copy), "fw_ver ignored");
+	sysfs_device_clear(&copy);
+	sysfs_device_clear(&one);
+	CHECK(one.ports == NULL && one.nports == 0 && one.numa_node == -1,
+	      "clear");
+	fixture_free(fx);
+}
+
+int main(void)
+{
+	memset(overlong, 'a', sizeof(overlong) - 1);
+	test_good_devices();
+	test_garbage();
+	test_odd_names();
+	test_no_class_dir();
+	test_shared_parent();
+	test_identity_survives_rename();
+	test_uverbs_lookup();
+	test_copy_equal();
+	if (failures)
+		fprintf(stderr, "%d failure(s)\n", failures);
+	else
+		printf("test-sysfs: all passed\n");
+	return failures ? 1 : 0;
+}
