@@ -86,6 +86,8 @@ struct parse {
 	bool at_line_start;
 	struct config *cfg;
 	char *error;
+	void (*on_error)(const char *msg, void *userdata);
+	void *userdata;
 	unsigned int first_error_line;
 	unsigned int nerrors;
 };
@@ -113,14 +115,18 @@ parse_error(struct parse *p, const char *fmt, ...)
 	char msg[CONFIG_ERROR_MAX];
 	va_list ap;
 
+	char line[CONFIG_ERROR_MAX];
+
 	p->nerrors++;
-	if (p->first_error_line)
-		return;
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
-	snprintf(p->error, CONFIG_ERROR_MAX, "%s:%u: %.400s", p->name,
-		 p->line, msg);
+	snprintf(line, sizeof(line), "%s:%u: %.400s", p->name, p->line, msg);
+	if (p->on_error)
+		p->on_error(line, p->userdata);
+	if (p->first_error_line)
+		return;
+	memcpy(p->error, line, sizeof(line));
 	p->first_error_line = p->line;
 }
 
@@ -416,10 +422,11 @@ static int run_parse(struct parse *p, struct config *ret_cfg, char *ret_error,
 	p->at_line_start = true;
 	ret_error[0] = '\0';
 	line = ini_parse_stream(reader, p, on_key, p);
-	if (line > 0 && (!p->first_error_line ||
-			 (unsigned int)line < p->first_error_line)) {
-		/* A syntax error inih found before any of ours. */
-		p->first_error_line = 0;
+	if (line > 0) {
+		/* inih tells only its first syntax error; it leads if it
+		 * comes before the first of ours. */
+		if ((unsigned int)line < p->first_error_line)
+			p->first_error_line = 0;
 		p->line = line;
 		parse_error(p, "syntax error (expected [section] or "
 			       "key = value)");
@@ -447,7 +454,16 @@ int config_load_string(const char *name, const char *text,
 int config_load(const char *path, struct config *ret_cfg,
 		char ret_error[CONFIG_ERROR_MAX], unsigned int *ret_nerrors)
 {
-	struct parse p = { .name = path };
+	return config_check(path, ret_cfg, ret_error, ret_nerrors, NULL, NULL);
+}
+
+int config_check(const char *path, struct config *ret_cfg,
+		 char ret_error[CONFIG_ERROR_MAX], unsigned int *ret_nerrors,
+		 void (*on_error)(const char *msg, void *userdata),
+		 void *userdata)
+{
+	struct parse p = { .name = path, .on_error = on_error,
+			   .userdata = userdata };
 	int r;
 
 	p.file = fopen(path, "re");

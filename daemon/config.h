@@ -51,6 +51,12 @@ void config_defaults(struct config *cfg);
 int config_load(const char *path, struct config *ret_cfg,
 		char ret_error[CONFIG_ERROR_MAX], unsigned int *ret_nerrors);
 
+/* config_load() that also calls @on_error with every error message. */
+int config_check(const char *path, struct config *ret_cfg,
+		 char ret_error[CONFIG_ERROR_MAX], unsigned int *ret_nerrors,
+		 void (*on_error)(const char *msg, void *userdata),
+		 void *userdata);
+
 /* Like config_load() on an in-memory text (tests, fuzzing); @name stands
  * in for the file name in messages. */
 int config_load_string(const char *name, const char *text,

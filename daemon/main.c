@@ -1,3 +1,562 @@
 /* SPDX-License-Identifier: MIT */
-/* placeholder: not written yet */
-int main(void) { return 1; }
+/*
+ * rdmad start-up and tear-down, nothing else.  The order matters: the
+ * generation store before the table (so generations never go back), the
+ * udev monitor before the first full scan (so no uevent slips between),
+ * the first scan before the socket listens (so the first client sees the
+ * real list), and READY=1 last.  Tear-down runs the same list backwards
+ * through the goto labels at the end of rdmad_run().
+ *
+ * rdmad does not fork: under systemd (Type=notify) it runs in the
+ * foreground, and started by hand without --foreground it only switches
+ * its log to syslog.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <syslog.h>
+#include <unistd.h>
+
+#include <event2/event.h>
+#include <systemd/sd-daemon.h>
+
+#include "config.h"
+#include "devices.h"
+#include "log.h"
+#include "metrics.h"
+#include "notify.h"
+#include "rdmad-config.h"
+#include "server.h"
+#include "sources.h"
+#include "state.h"
+
+/* Past this, a stuck tear-down is cut short by SIGALRM's default action. */
+#define SHUTDOWN_TIMEOUT_SEC 10
+/* STATUS= is refreshed at most this often during event bursts. */
+#define STATUS_DELAY_MSEC 200
+
+/* What the command line says; it overrides the config file. */
+struct cmdline {
+	bool foreground;
+	bool debug;
+	bool check_config;
+	const char *socket_path;
+	const char *config_path;
+	bool config_explicit;
+	const char *sysfs_root;
+	const char *state_dir;
+};
+
+struct rdmad {
+	struct cmdline cmd;
+	struct config cfg;
+	const char *socket_path;
+	struct event_base *base;
+	struct notify *notify;
+	struct genstore *genstore;
+	struct devices *table;
+	struct scan *scan;
+	struct udev_source *udev;
+	struct netlink_source *netlink;
+	struct async_source *async;
+	struct server *server;
+	struct metrics *metrics;
+	struct event *ev_term, *ev_int, *ev_hup, *ev_status;
+	bool genstore_failed;
+};
+
+enum {
+	OPT_SOCKET = 256,
+	OPT_CONFIG,
+	OPT_CHECK_CONFIG,
+	OPT_SYSFS,
+	OPT_STATE_DIR,
+	OPT_VERSION,
+};
+
+static const struct option long_options[] = {
+	{ "foreground", no_argument, NULL, 'f' },
+	{ "debug", no_argument, NULL, 'd' },
+	{ "socket", required_argument, NULL, OPT_SOCKET },
+	{ "config", required_argument, NULL, OPT_CONFIG },
+	{ "check-config", no_argument, NULL, OPT_CHECK_CONFIG },
+	{ "sysfs", required_argument, NULL, OPT_SYSFS },
+	{ "state-dir", required_argument, NULL, OPT_STATE_DIR },
+	{ "version", no_argument, NULL, OPT_VERSION },
+	{ "help", no_argument, NULL, 'h' },
+	{ NULL, 0, NULL, 0 },
+};
+
+static void usage(FILE *out)
+{
+	fprintf(out,
+		"usage: rdmad [--foreground] [--debug] [--socket PATH] "
+		"[--config FILE]\n"
+		"             [--sysfs ROOT] [--state-dir DIR]\n"
+		"       rdmad --check-config [--config FILE]\n"
+		"       rdmad --version | --help\n"
+		"\n"
+		"  -f, --foreground   log to stderr (the norm under systemd)\n"
+		"  -d, --debug        log at debug level\n"
+		"      --socket PATH  listen here (else $RDMAD_SOCKET, else "
+		"%s)\n"
+		"      --config FILE  configuration file (default %s)\n"
+		"      --check-config parse the configuration and exit\n"
+		"      --sysfs ROOT   sysfs mount point (default /sys)\n"
+		"      --state-dir DIR  where the generation is kept "
+		"(default %s)\n",
+		RDMAD_DEFAULT_SOCKET, RDMAD_DEFAULT_CONFIG,
+		RDMAD_DEFAULT_STATE_DIR);
+}
+
+/* Returns -1 to go on, else the exit status. */
+static int parse_args(int argc, char **argv, struct cmdline *cmd)
+{
+	int opt;
+
+	cmd->config_path = RDMAD_DEFAULT_CONFIG;
+	while ((opt = getopt_long(argc, argv, "fdh", long_options, NULL)) !=
+	       -1) {
+		switch (opt) {
+		case 'f':
+			cmd->foreground = true;
+			break;
+		case 'd':
+			cmd->debug = true;
+			break;
+		case OPT_SOCKET:
+			cmd->socket_path = optarg;
+			break;
+		case OPT_CONFIG:
+			cmd->config_path = optarg;
+			cmd->config_explicit = true;
+			break;
+		case OPT_CHECK_CONFIG:
+			cmd->check_config = true;
+			break;
+		case OPT_SYSFS:
+			cmd->sysfs_root = optarg;
+			break;
+		case OPT_STATE_DIR:
+			cmd->state_dir = optarg;
+			break;
+		case OPT_VERSION:
+			printf("rdmad %s\n", RDMAD_VERSION);
+			return 0;
+		case 'h':
+			usage(stdout);
+			return 0;
+		default:
+			usage(stderr);
+			return 2;
+		}
+	}
+	if (optind < argc) {
+		fprintf(stderr, "rdmad: unexpected argument '%s'\n",
+			argv[optind]);
+		return 2;
+	}
+	return -1;
+}
+
+/* ---- configuration ---- */
+
+static void apply_cmdline(const struct cmdline *cmd, struct config *cfg)
+{
+	if (cmd->debug)
+		cfg->log_level = LOG_DEBUG;
+	if (cmd->sysfs_root)
+		snprintf(cfg->sysfs_root, sizeof(cfg->sysfs_root), "%s",
+			 cmd->sysfs_root);
+	if (cmd->state_dir)
+		snprintf(cfg->state_dir, sizeof(cfg->state_dir), "%s",
+			 cmd->state_dir);
+}
+
+/* A missing default file means built-in defaults; a missing explicit
+ * one is an error. */
+static int load_config(const struct cmdline *cmd, struct config *ret_cfg,
+		       char err[CONFIG_ERROR_MAX])
+{
+	int r = config_load(cmd->config_path, ret_cfg, err, NULL);
+
+	if (r == -ENOENT && !cmd->config_explicit) {
+		config_defaults(ret_cfg);
+		r = 0;
+	}
+	if (r == 0)
+		apply_cmdline(cmd, ret_cfg);
+	return r;
+}
+
+static void print_error(const char *msg, void *userdata)
+{
+	fprintf(stderr, "%s\n", msg);
+}
+
+static int check_config(const struct cmdline *cmd)
+{
+	char err[CONFIG_ERROR_MAX];
+	struct config cfg;
+	unsigned int n;
+	int r;
+
+	r = config_check(cmd->config_path, &cfg, err, &n, print_error, NULL);
+	if (r == -ENOENT && !cmd->config_explicit) {
+		printf("%s: not found; built-in defaults apply\n",
+		       cmd->config_path);
+		return 0;
+	}
+	if (r == 0) {
+		printf("%s: OK\n", cmd->config_path);
+		return 0;
+	}
+	if (r != -EINVAL)
+		fprintf(stderr, "%s\n", err);
+	return 1;
+}
+
+static const char *socket_path(const struct rdmad *d)
+{
+	const char *env = getenv("RDMAD_SOCKET");
+
+	if (d->cmd.socket_path)
+		return d->cmd.socket_path;
+	if (env && env[0])
+		return env;
+	if (d->cfg.socket_path[0])
+		return d->cfg.socket_path;
+	return RDMAD_DEFAULT_SOCKET;
+}
+
+/* ---- status and the table listener ---- */
+
+static void format_status(const struct rdmad *d, char *buf, size_t size)
+{
+	snprintf(buf, size, "%zu devices, generation %llu, %u clients",
+		 devices_count(d->table),
+		 (unsigned long long)devices_generation(d->table),
+		 d->server ? server_client_count(d->server) : 0);
+}
+
+static void on_status_timer(evutil_socket_t fd, short what, void *arg)
+{
+	struct rdmad *d = arg;
+	char status[128];
+
+	format_status(d, status, sizeof(status));
+	notify_status(d->notify, "%s", status);
+}
+
+static void schedule_status(struct rdmad *d)
+{
+	struct timeval tv = { .tv_usec = STATUS_DELAY_MSEC * 1000 };
+
+	if (d->ev_status && !evtimer_pending(d->ev_status, NULL))
+		evtimer_add(d->ev_status, &tv);
+}
+
+/* The glue: every table change goes to the store, the verbs source and
+ * the clients, in that order. */
+static void on_table_event(void *userdata, enum devices_event event,
+			   const struct device *dev, const char *old_name)
+{
+	struct rdmad *d = userdata;
+	int r;
+
+	r = genstore_note(d->genstore, devices_generation(d->table));
+	if (r < 0 && !d->genstore_failed) {
+		errno = -r;
+		log_warn("cannot persist the generation under %s",
+			 d->cfg.state_dir);
+	}
+	d->genstore_failed = r < 0;
+	if (d->async)
+		async_source_device_event(d->async, event, dev);
+	if (d->server)
+		server_device_event(d->server, event, dev, old_name);
+	metrics_note_event(d->metrics, event);
+	schedule_status(d);
+}
+
+/* ---- signals ---- */
+
+static void on_stop(evutil_socket_t sig, short what, void *arg)
+{
+	struct rdmad *d = arg;
+
+	log_info("signal %d: stopping", (int)sig);
+	notify_stopping(d->notify);
+	alarm(SHUTDOWN_TIMEOUT_SEC);
+	event_base_loopbreak(d->base);
+}
+
+static void log_restart_key(const char *section, const char *key, void *arg)
+{
+	log_warnx("reload: [%s] %s changed; it takes effect on restart",
+		  section, key);
+}
+
+static struct server_options server_options(const struct rdmad *d,
+					    const struct config *cfg)
+{
+	struct server_options o = {
+		.socket_path = d->socket_path,
+		.socket_mode = cfg->socket_mode,
+		.socket_group = cfg->socket_group,
+		.admin_group = cfg->admin_group,
+		.max_clients = cfg->max_clients,
+		.max_holds = cfg->max_holds,
+		.max_queue = cfg->max_queue,
+		.listen_fd = -1,
+		.generation_fd = -1,
+	};
+
+	return o;
+}
+
+static int start_metrics(struct rdmad *d, const char *listen)
+{
+	if (!listen[0])
+		return 0;
+	d->metrics = metrics_new(d->base, listen, d->table, d->server);
+	if (!d->metrics) {
+		log_warn("metrics on %s", listen);
+		return -errno;
+	}
+	log_info("metrics on http://%s/metrics", listen);
+	return 0;
+}
+
+static void apply_reload(struct rdmad *d, const struct config *cfg)
+{
+	struct server_options o = server_options(d, cfg);
+
+	config_each_restart_change(&d->cfg, cfg, log_restart_key, NULL);
+	log_set_level(cfg->log_level);
+	server_set_limits(d->server, &o);
+	if (strcmp(cfg->metrics_listen, d->cfg.metrics_listen) != 0) {
+		metrics_free(d->metrics);
+		d->metrics = NULL;
+		start_metrics(d, cfg->metrics_listen);
+	}
+	d->cfg = *cfg;
+}
+
+static void on_reload(evutil_socket_t sig, short what, void *arg)
+{
+	struct rdmad *d = arg;
+	char err[CONFIG_ERROR_MAX], status[128];
+	struct config cfg;
+	int r;
+
+	notify_reloading(d->notify);
+	r = load_config(&d->cmd, &cfg, err);
+	if (r < 0)
+		log_warnx("reload: %s; keeping the old configuration", err);
+	else
+		apply_reload(d, &cfg);
+	if (r == 0)
+		log_info("reload: configuration %s applied",
+			 d->cmd.config_path);
+	r = scan_full_now(d->scan);
+	if (r < 0) {
+		errno = -r;
+		log_warn("reload: rescan");
+	}
+	format_status(d, status, sizeof(status));
+	notify_ready(d->notify, status);
+}
+
+static int setup_signals(struct rdmad *d)
+{
+	d->ev_term = evsignal_new(d->base, SIGTERM, on_stop, d);
+	d->ev_int = evsignal_new(d->base, SIGINT, on_stop, d);
+	d->ev_hup = evsignal_new(d->base, SIGHUP, on_reload, d);
+	d->ev_status = evtimer_new(d->base, on_status_timer, d);
+	if (!d->ev_term || !d->ev_int || !d->ev_hup || !d->ev_status ||
+	    evsignal_add(d->ev_term, NULL) < 0 ||
+	    evsignal_add(d->ev_int, NULL) < 0 ||
+	    evsignal_add(d->ev_hup, NULL) < 0)
+		return -ENOMEM;
+	signal(SIGPIPE, SIG_IGN);
+	return 0;
+}
+
+static void free_signals(struct rdmad *d)
+{
+	if (d->ev_term)
+		event_free(d->ev_term);
+	if (d->ev_int)
+		event_free(d->ev_int);
+	if (d->ev_hup)
+		event_free(d->ev_hup);
+	if (d->ev_status)
+		event_free(d->ev_status);
+}
+
+/* ---- start-up ---- */
+
+/* The socket systemd passed us, if any (rdmad.socket). */
+static int activated_socket(void)
+{
+	int n = sd_listen_fds(1);
+
+	if (n <= 0)
+		return -1;
+	if (n > 1)
+		log_warnx("%d sockets passed; using the first", n);
+	if (sd_is_socket_unix(SD_LISTEN_FDS_START, SOCK_SEQPACKET, 1, NULL,
+			      0) <= 0) {
+		log_warnx("the passed socket is not a listening "
+			  "SOCK_SEQPACKET AF_UNIX socket; binding instead");
+		return -1;
+	}
+	return SD_LISTEN_FDS_START;
+}
+
+static int start_server(struct rdmad *d)
+{
+	struct server_options o = server_options(d, &d->cfg);
+
+	o.listen_fd = activated_socket();
+	d->server = server_new(d->base, d->table, d->scan, &o);
+	if (!d->server)
+		return -errno;
+	if (o.listen_fd >= 0)
+		log_info("listening on the socket passed by systemd");
+	else
+		log_info("listening on %s", d->socket_path);
+	return 0;
+}
+
+static int start_table(struct rdmad *d)
+{
+	uint64_t start;
+	int r;
+
+	r = genstore_open(d->cfg.state_dir, &d->genstore, &start);
+	if (r < 0) {
+		errno = -r;
+		log_warn("state directory %s", d->cfg.state_dir);
+		return r;
+	}
+	d->table = devices_new(start);
+	if (!d->table)
+		return -ENOMEM;
+	devices_set_listener(d->table, on_table_event, d);
+	log_debug("generation starts after %llu", (unsigned long long)start);
+	return 0;
+}
+
+static int start_sources(struct rdmad *d)
+{
+	struct scan_options so = {
+		.sysroot = d->cfg.sysfs_root,
+		.debounce_ms = d->cfg.debounce_ms,
+		.storm_threshold = d->cfg.storm_threshold,
+	};
+	int r;
+
+	d->scan = scan_new(d->base, d->table, &so);
+	if (!d->scan)
+		return -errno;
+	d->udev = udev_source_new(d->base, d->scan);
+	if (!d->udev) {
+		log_warn("udev monitor");
+		return -errno;
+	}
+	r = scan_full_now(d->scan);
+	if (r < 0) {
+		errno = -r;
+		log_warn("first scan of %s", d->cfg.sysfs_root);
+	}
+	d->netlink = netlink_source_new(d->base, d->table, d->scan);
+	if (!d->netlink)
+		log_warn("netlink: link state changes come from sysfs only");
+	d->async = async_source_new(d->base, d->table, d->scan);
+	if (!d->async)
+		log_warn("verbs async events are off");
+	return 0;
+}
+
+static void stop_sources(struct rdmad *d)
+{
+	async_source_free(d->async);
+	netlink_source_free(d->netlink);
+	udev_source_free(d->udev);
+	scan_free(d->scan);
+}
+
+static int rdmad_run(struct rdmad *d)
+{
+	char status[128];
+	int r = -ENOMEM;
+
+	d->base = event_base_new();
+	if (!d->base)
+		goto out;
+	d->notify = notify_new(d->base);
+	if (!d->notify || setup_signals(d) < 0)
+		goto out_base;
+	r = start_table(d);
+	if (r < 0)
+		goto out_table;
+	r = start_sources(d);
+	if (r < 0)
+		goto out_sources;
+	r = start_server(d);
+	if (r < 0)
+		goto out_sources;
+	start_metrics(d, d->cfg.metrics_listen);
+	format_status(d, status, sizeof(status));
+	notify_ready(d->notify, status);
+	log_info("rdmad %s ready: %s", RDMAD_VERSION, status);
+	r = event_base_dispatch(d->base) < 0 ? -EIO : 0;
+
+	metrics_free(d->metrics);
+	server_free(d->server);
+out_sources:
+	stop_sources(d);
+out_table:
+	devices_free(d->table);
+	genstore_close(d->genstore);
+out_base:
+	free_signals(d);
+	notify_free(d->notify);
+	event_base_free(d->base);
+out:
+	return r;
+}
+
+int main(int argc, char **argv)
+{
+	struct rdmad d = { 0 };
+	char err[CONFIG_ERROR_MAX];
+	int r;
+
+	r = parse_args(argc, argv, &d.cmd);
+	if (r >= 0)
+		return r;
+	if (d.cmd.check_config)
+		return check_config(&d.cmd);
+	log_init(d.cmd.foreground, d.cmd.debug ? LOG_DEBUG : LOG_INFO);
+	if (load_config(&d.cmd, &d.cfg, err) < 0) {
+		log_warnx("%s", err);
+		return 1;
+	}
+	log_set_level(d.cfg.log_level);
+	d.socket_path = socket_path(&d);
+	r = rdmad_run(&d);
+	if (r < 0) {
+		errno = -r;
+		log_warn("start-up failed");
+		return 1;
+	}
+	log_info("stopped");
+	return 0;
+}
