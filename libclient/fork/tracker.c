@@ -1,1 +1,517 @@
-/* SPDX-License-Identifier: MIT */ /* placeholder */
+/* SPDX-License-Identifier: MIT */
+/*
+ * The fork tracker's state: which pages are marked MADV_DONTFORK and how
+ * many registrations hold each, with libibverbs' semantics (DONTFORK on a
+ * 0 -> 1 transition, un-mark on 1 -> 0) but three differences:
+ *
+ * - Released ranges stay marked ("deferred") until a fork is about to
+ *   happen: the pthread_atfork prepare handler un-marks them all.  A range
+ *   registered again meanwhile costs no DOFORK/DONTFORK pair, only one
+ *   MADV_DONTFORK re-issued on an already marked mapping (cheap, no VMA
+ *   split), which also marks a new mapping that replaced the old one.
+ * - The address space is cut into 4 MiB granules hashed onto shards, each
+ *   with its own lock and range map, so threads registering in different
+ *   places do not wait for one another.  A range spanning granules takes
+ *   the global lock for writing (so does fork); others take it for reading.
+ * - Work is planned first (which runs need marking, how many nodes), then
+ *   madvise is called, then the map is changed: a failed madvise leaves the
+ *   map as it was and un-marks what this call had marked.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "fork.h"
+
+#define SHARD_COUNT 64
+#define GRANULE_SHIFT 22
+
+struct shard {
+	pthread_mutex_t lock;
+	struct rangemap map;
+	int64_t ranges; /* registrations counted where they start */
+	uint64_t pages_marked;
+	uint64_t madvise_calls;
+	uint64_t madvise_saved;
+	uint64_t deferred;
+	uint64_t unaligned_bytes;
+} __attribute__((aligned(64)));
+
+static struct shard shards[SHARD_COUNT];
+static pthread_rwlock_t big_lock;
+static struct policy policy;
+static size_t page_size;
+static bool initialised;
+static bool any_ranges;
+
+static unsigned int shard_index(uintptr_t addr)
+{
+	uintptr_t g = addr >> GRANULE_SHIFT;
+
+	return (unsigned int)((g ^ (g >> 6) ^ (g >> 12)) % SHARD_COUNT);
+}
+
+static uintptr_t granule_end(uintptr_t addr)
+{
+	return ((addr >> GRANULE_SHIFT) + 1) << GRANULE_SHIFT;
+}
+
+static uintptr_t min_addr(uintptr_t a, uintptr_t b)
+{
+	return a < b ? a : b;
+}
+
+static uintptr_t max_addr(uintptr_t a, uintptr_t b)
+{
+	return a > b ? a : b;
+}
+
+/* ---- locking ------------------------------------------------------------- */
+
+static bool single_granule(uintptr_t start, uintptr_t end)
+{
+	return (start >> GRANULE_SHIFT) == ((end - 1) >> GRANULE_SHIFT);
+}
+
+static void lock_range(uintptr_t start, uintptr_t end)
+{
+	if (single_granule(start, end)) {
+		pthread_rwlock_rdlock(&big_lock);
+		pthread_mutex_lock(&shards[shard_index(start)].lock);
+	} else {
+		pthread_rwlock_wrlock(&big_lock);
+	}
+}
+
+static void unlock_range(uintptr_t start, uintptr_t end)
+{
+	if (single_granule(start, end))
+		pthread_mutex_unlock(&shards[shard_index(start)].lock);
+	pthread_rwlock_unlock(&big_lock);
+}
+
+/* ---- node pool: allocated before anything changes ------------------------ */
+
+static int pool_fill(struct rangemap_node **pool, size_t n)
+{
+	while (n--) {
+		struct rangemap_node *node = rangemap_node_new();
+
+		if (!node)
+			return -ENOMEM;
+		node->pool_next = *pool;
+		*pool = node;
+	}
+	return 0;
+}
+
+static struct rangemap_node *pool_take(struct rangemap_node **pool)
+{
+	struct rangemap_node *node = *pool;
+
+	*pool = node->pool_next;
+	return node;
+}
+
+static void pool_free(struct rangemap_node *pool)
+{
+	while (pool) {
+		struct rangemap_node *next = pool->pool_next;
+
+		free(pool);
+		pool = next;
+	}
+}
+
+/* ---- map edits ------------------------------------------------------------ */
+
+static bool splits_at(const struct rangemap *map, uintptr_t addr)
+{
+	struct rangemap_node *n = rangemap_lookup(map, addr);
+
+	return n && n->start < addr && n->end > addr;
+}
+
+static void split_at(struct shard *sh, uintptr_t addr,
+		     struct rangemap_node **pool)
+{
+	struct rangemap_node *n = rangemap_lookup(&sh->map, addr), *tail;
+
+	if (!n || n->start >= addr || n->end <= addr)
+		return;
+	tail = pool_take(pool);
+	tail->start = addr;
+	tail->end = n->end;
+	tail->refcnt = n->refcnt;
+	n->end = addr;
+	rangemap_insert(&sh->map, tail);
+	if (!tail->refcnt)
+		sh->deferred++;
+}
+
+/* Merge neighbours with equal counts around [start, end]: fewer nodes, and
+ * deferred neighbours are un-marked in one call. */
+static void merge_around(struct shard *sh, uintptr_t start, uintptr_t end)
+{
+	struct rangemap_node *n, *next;
+
+	n = rangemap_ending_at(&sh->map, start);
+	if (!n)
+		n = rangemap_lookup(&sh->map, start);
+	while (n && n->start <= end) {
+		next = rangemap_next(n);
+		if (!next || next->start != n->end || next->refcnt != n->refcnt) {
+			n = next;
+			continue;
+		}
+		n->end = next->end;
+		if (!next->refcnt)
+			sh->deferred--;
+		rangemap_remove(&sh->map, next);
+	}
+}
+
+/* ---- marking ---------------------------------------------------------------- */
+
+/* Runs of [start, end) to mark, and how many nodes applying will need. */
+static int plan_mark(const struct rangemap *map, uintptr_t start,
+		     uintptr_t end, struct madv_runs *runs, size_t *nodes)
+{
+	struct rangemap_node *n = rangemap_lookup(map, start);
+	uintptr_t at = start;
+	int r = 0;
+
+	*nodes += splits_at(map, start) + splits_at(map, end);
+	for (; n && n->start < end && !r; n = rangemap_next(n)) {
+		if (n->start > at) {
+			r = madv_runs_add(runs, at, n->start, MADV_KIND_FRESH);
+			(*nodes)++;
+		}
+		if (!r && !n->refcnt)
+			r = madv_runs_add(runs, max_addr(at, n->start),
+					  min_addr(end, n->end),
+					  MADV_KIND_REMARK);
+		at = n->end;
+	}
+	if (!r && at < end) {
+		r = madv_runs_add(runs, at, end, MADV_KIND_FRESH);
+		(*nodes)++;
+	}
+	return r;
+}
+
+static void apply_mark(struct shard *sh, uintptr_t start, uintptr_t end,
+		       struct rangemap_node **pool)
+{
+	struct rangemap_node *n, *gap;
+	uintptr_t at = start;
+
+	split_at(sh, start, pool);
+	split_at(sh, end, pool);
+	n = rangemap_lookup(&sh->map, start);
+	while (at < end) {
+		if (!n || n->start > at) {
+			gap = pool_take(pool);
+			gap->start = at;
+			gap->end = n ? min_addr(n->start, end) : end;
+			gap->refcnt = 1;
+			rangemap_insert(&sh->map, gap);
+			sh->pages_marked += (gap->end - gap->start) / page_size;
+			at = gap->end;
+			continue;
+		}
+		if (!n->refcnt++)
+			sh->deferred--;
+		at = n->end;
+		n = rangemap_next(n);
+	}
+	merge_around(sh, start, end);
+}
+
+/* Visit the granule-sized pieces of [start, end). */
+#define for_each_piece(s, e, start, end)                                     \
+	for (s = (start), e = min_addr(granule_end(start), (end)); s < (end); \
+	     s = e, e = min_addr(granule_end(s), (end)))
+
+static int plan_all(uintptr_t start, uintptr_t end, struct madv_runs *runs,
+		    struct rangemap_node **pool)
+{
+	size_t nodes = 0;
+	uintptr_t s, e;
+	int r;
+
+	for_each_piece(s, e, start, end) {
+		r = plan_mark(&shards[shard_index(s)].map, s, e, runs, &nodes);
+		if (r < 0)
+			return r;
+	}
+	return pool_fill(pool, nodes);
+}
+
+/* Bytes of the rounded range outside the registration, on edge pages this
+ * call marked: memory that a child will miss though nobody registered it. */
+static uint64_t unaligned_marked(const struct madv_runs *runs, uintptr_t start,
+				 uintptr_t end, uintptr_t base, size_t size)
+{
+	uint64_t bytes = 0;
+
+	if (!runs->n)
+		return 0;
+	if (runs->v[0].start == start)
+		bytes += base - start;
+	if (runs->v[runs->n - 1].end == end)
+		bytes += end - (base + size);
+	return bytes;
+}
+
+/* Round [base, base + size) to whole pages of its mapping, or refuse. */
+static int round_range(void *base, size_t size, uintptr_t *ret_start,
+		       uintptr_t *ret_end)
+{
+	uintptr_t b = (uintptr_t)base;
+	size_t ps = page_size;
+
+	if (b + size < b)
+		return -EINVAL;
+	if (policy.hugepages_safe)
+		ps = hugepage_size(b);
+	if (policy.unaligned == POLICY_UNALIGNED_STRICT &&
+	    ((b | size) & (ps - 1)))
+		return -EINVAL;
+	*ret_start = b & ~(uintptr_t)(ps - 1);
+	*ret_end = (b + size + ps - 1) & ~(uintptr_t)(ps - 1);
+	return 0;
+}
+
+static int mark_locked(struct shard *first, uintptr_t start, uintptr_t end,
+		       void *base, size_t size)
+{
+	struct rangemap_node *pool = NULL;
+	struct madv_runs runs;
+	uintptr_t s, e;
+	int r;
+
+	madv_runs_init(&runs);
+	r = plan_all(start, end, &runs, &pool);
+	if (!r)
+		r = madv_mark_all(&runs, &first->madvise_calls);
+	if (r == -EINVAL && policy.hugepages_safe)
+		hugepage_invalidate();
+	if (!r) {
+		for_each_piece(s, e, start, end)
+			apply_mark(&shards[shard_index(s)], s, e, &pool);
+		first->ranges++;
+		first->unaligned_bytes += unaligned_marked(
+			&runs, start, end, (uintptr_t)base, size);
+	}
+	pool_free(pool);
+	madv_runs_free(&runs);
+	return r;
+}
+
+int tracker_mark(void *base, size_t size)
+{
+	uintptr_t start, end;
+	int r;
+
+	if (!base || !size)
+		return 0;
+	r = round_range(base, size, &start, &end);
+	if (r < 0)
+		return r;
+	lock_range(start, end);
+	__atomic_store_n(&any_ranges, true, __ATOMIC_RELAXED);
+	r = mark_locked(&shards[shard_index(start)], start, end, base, size);
+	unlock_range(start, end);
+	return r;
+}
+
+/* ---- releasing ------------------------------------------------------------- */
+
+/* Drop one reference from [start, end) of one shard; pages reaching zero
+ * stay marked (deferred) or, without deferral, are un-marked now. */
+static void apply_release(struct shard *sh, uintptr_t start, uintptr_t end,
+			  struct rangemap_node **pool)
+{
+	struct rangemap_node *n, *next;
+
+	split_at(sh, start, pool);
+	split_at(sh, end, pool);
+	for (n = rangemap_lookup(&sh->map, start); n && n->start < end;
+	     n = next) {
+		next = rangemap_next(n);
+		if (!n->refcnt || --n->refcnt)
+			continue;
+		if (policy.defer) {
+			sh->deferred++;
+			sh->madvise_saved++;
+			continue;
+		}
+		madv_unmark(n->start, n->end, page_size, &sh->madvise_calls);
+		sh->pages_marked -= (n->end - n->start) / page_size;
+		rangemap_remove(&sh->map, n);
+	}
+	merge_around(sh, start, end);
+}
+
+static int release_locked(struct shard *first, uintptr_t start, uintptr_t end)
+{
+	struct rangemap_node *pool = NULL;
+	size_t nodes = 0;
+	uintptr_t s, e;
+	int r;
+
+	for_each_piece(s, e, start, end) {
+		const struct rangemap *map = &shards[shard_index(s)].map;
+
+		nodes += splits_at(map, s) + splits_at(map, e);
+	}
+	r = pool_fill(&pool, nodes);
+	if (!r) {
+		for_each_piece(s, e, start, end)
+			apply_release(&shards[shard_index(s)], s, e, &pool);
+		first->ranges--;
+	}
+	pool_free(pool);
+	return r;
+}
+
+int tracker_release(void *base, size_t size)
+{
+	uintptr_t start, end;
+	int r;
+
+	if (!base || !size)
+		return 0;
+	r = round_range(base, size, &start, &end);
+	if (r < 0)
+		return r;
+	lock_range(start, end);
+	r = release_locked(&shards[shard_index(start)], start, end);
+	unlock_range(start, end);
+	return r;
+}
+
+/* ---- fork ------------------------------------------------------------------ */
+
+static void flush_shard(struct shard *sh)
+{
+	struct rangemap_node *n, *next;
+
+	for (n = rangemap_next(sh->map.head); n && sh->deferred; n = next) {
+		next = rangemap_next(n);
+		if (n->refcnt)
+			continue;
+		madv_unmark(n->start, n->end, page_size, &sh->madvise_calls);
+		sh->pages_marked -= (n->end - n->start) / page_size;
+		sh->deferred--;
+		rangemap_remove(&sh->map, n);
+	}
+}
+
+void tracker_flush(void)
+{
+	for (unsigned int i = 0; i < SHARD_COUNT; i++)
+		flush_shard(&shards[i]);
+}
+
+/* Held from prepare until the fork returned, so that no thread releases
+ * (defers) a range between the flush and the fork. */
+static void atfork_prepare(void)
+{
+	pthread_rwlock_wrlock(&big_lock);
+	if (__atomic_load_n(&any_ranges, __ATOMIC_RELAXED))
+		tracker_flush();
+}
+
+static void atfork_parent(void)
+{
+	pthread_rwlock_unlock(&big_lock);
+}
+
+static void atfork_child(void)
+{
+	pthread_rwlock_unlock(&big_lock);
+	hugepage_child();
+}
+
+static int init_locks(void)
+{
+	pthread_rwlockattr_t attr;
+	int r;
+
+	/* Writer-preferring: a fork must not wait behind a stream of
+	 * registering threads. */
+	pthread_rwlockattr_init(&attr);
+	pthread_rwlockattr_setkind_np(
+		&attr, PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP);
+	r = pthread_rwlock_init(&big_lock, &attr);
+	pthread_rwlockattr_destroy(&attr);
+	if (r)
+		return -r;
+	for (unsigned int i = 0; i < SHARD_COUNT; i++)
+		pthread_mutex_init(&shards[i].lock, NULL);
+	return 0;
+}
+
+int tracker_init(const struct policy *p)
+{
+	int r;
+
+	if (initialised)
+		return 0;
+	page_size = (size_t)sysconf(_SC_PAGESIZE);
+	policy = *p;
+	r = madv_probe(page_size);
+	if (r < 0)
+		return r;
+	for (unsigned int i = 0; i < SHARD_COUNT; i++) {
+		r = rangemap_init(&shards[i].map);
+		if (r < 0)
+			return r;
+	}
+	r = init_locks();
+	if (r < 0)
+		return r;
+	r = pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
+	if (r)
+		return -r;
+	initialised = true;
+	return 0;
+}
+
+void tracker_set_policy(const struct policy *p)
+{
+	pthread_rwlock_wrlock(&big_lock);
+	policy.hugepages_safe = p->hugepages_safe;
+	pthread_rwlock_unlock(&big_lock);
+}
+
+bool tracker_has_ranges(void)
+{
+	return __atomic_load_n(&any_ranges, __ATOMIC_RELAXED);
+}
+
+void tracker_get_stats(struct tracker_stats *ret_stats)
+{
+	int64_t ranges = 0;
+
+	*ret_stats = (struct tracker_stats){ 0 };
+	if (!initialised)
+		return;
+	pthread_rwlock_wrlock(&big_lock);
+	for (unsigned int i = 0; i < SHARD_COUNT; i++) {
+		const struct shard *sh = &shards[i];
+
+		ranges += sh->ranges;
+		ret_stats->pages_marked += sh->pages_marked;
+		ret_stats->madvise_calls += sh->madvise_calls;
+		ret_stats->madvise_saved += sh->madvise_saved;
+		ret_stats->deferred_ranges += sh->deferred;
+		ret_stats->unaligned_bytes += sh->unaligned_bytes;
+	}
+	pthread_rwlock_unlock(&big_lock);
+	ret_stats->ranges = ranges > 0 ? (uint64_t)ranges : 0;
+}

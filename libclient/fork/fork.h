@@ -1,0 +1,156 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Internal interfaces of the fork tracker, shared by its modules:
+ * rangemap.c (a skip list of page ranges with refcounts), madv.c (the
+ * madvise calls and their rollback), hugepage.c (page size of a mapping),
+ * policy.c (environment variables), cof.c (does the kernel copy pinned
+ * pages at fork), tracker.c (sharded state, mark/release/flush), api.c
+ * (the public rdmad_ calls) and shim.c (libibverbs' names for them).
+ */
+#ifndef RDMAD_FORK_H
+#define RDMAD_FORK_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define FORK_EXPORT __attribute__((visibility("default")))
+
+/* ---- rangemap.c: ordered map of [start, end) page ranges ---------------- */
+
+#define RANGEMAP_MAX_LEVEL 14
+
+struct rangemap_node {
+	uintptr_t start;     /* first byte, page aligned */
+	uintptr_t end;       /* one past the last byte, page aligned */
+	unsigned int refcnt; /* 0: released but still marked (deferred) */
+	unsigned int level;
+	struct rangemap_node *pool_next; /* free list while unused */
+	struct rangemap_node *next[];
+};
+
+struct rangemap {
+	struct rangemap_node *head; /* sentinel with RANGEMAP_MAX_LEVEL links */
+	size_t count;
+};
+
+int rangemap_init(struct rangemap *map);
+struct rangemap_node *rangemap_node_new(void);
+/* First node whose end is above @addr: the one holding it, or the next. */
+struct rangemap_node *rangemap_lookup(const struct rangemap *map,
+				      uintptr_t addr);
+/* Node ending exactly at @addr, if any. */
+struct rangemap_node *rangemap_ending_at(const struct rangemap *map,
+					 uintptr_t addr);
+void rangemap_insert(struct rangemap *map, struct rangemap_node *node);
+void rangemap_remove(struct rangemap *map, struct rangemap_node *node);
+static inline struct rangemap_node *rangemap_next(struct rangemap_node *node)
+{
+	return node->next[0];
+}
+
+/* ---- madv.c: runs of pages to madvise ---------------------------------- */
+
+enum madv_kind {
+	MADV_KIND_FRESH,  /* not marked before: undo on failure */
+	MADV_KIND_REMARK, /* deferred, re-marked in case it was remapped */
+};
+
+struct madv_run {
+	uintptr_t start;
+	uintptr_t end;
+	enum madv_kind kind;
+};
+
+struct madv_runs {
+	struct madv_run *v;
+	size_t n;
+	size_t cap;
+	struct madv_run inline_runs[4];
+};
+
+void madv_runs_init(struct madv_runs *runs);
+void madv_runs_free(struct madv_runs *runs);
+/* Append, merging with the last run when adjacent and of the same kind. */
+int madv_runs_add(struct madv_runs *runs, uintptr_t start, uintptr_t end,
+		  enum madv_kind kind);
+/* MADV_DONTFORK every run; on failure un-mark the fresh ones already done
+ * and return -errno.  Adds the syscalls made to @calls. */
+int madv_mark_all(const struct madv_runs *runs, uint64_t *calls);
+/* MADV_DOFORK, tolerating failure as libibverbs does (page by page). */
+void madv_unmark(uintptr_t start, uintptr_t end, size_t page_size,
+		 uint64_t *calls);
+/* ibv_fork_init's probe: -ENOSYS when madvise cannot mark. */
+int madv_probe(size_t page_size);
+
+/* ---- hugepage.c ---------------------------------------------------------- */
+
+/* Page size backing @addr (the base page size when unmapped or unknown). */
+size_t hugepage_size(uintptr_t addr);
+/* Forget cached mappings, after a madvise failed on what they said. */
+void hugepage_invalidate(void);
+/* In a fork child: the parent's /proc/self/maps is not ours. */
+void hugepage_child(void);
+
+/* ---- policy.c: environment ----------------------------------------------- */
+
+enum policy_unaligned {
+	POLICY_UNALIGNED_ROUND,
+	POLICY_UNALIGNED_STRICT,
+};
+
+struct policy {
+	bool fork_safe;       /* RDMAV_FORK_SAFE or IBV_FORK_SAFE */
+	bool hugepages_safe;  /* RDMAV_HUGEPAGES_SAFE */
+	bool defer;           /* RDMAD_FORK_DEFER, default on */
+	enum policy_unaligned unaligned; /* RDMAD_FORK_UNALIGNED */
+	int copy_on_fork;     /* RDMAD_FORK_COPY_ON_FORK: -1 ask the kernel */
+};
+
+void policy_read(struct policy *ret_policy);
+
+/* ---- cof.c ---------------------------------------------------------------- */
+
+/* Whether the kernel copies pinned pages at fork, asked once through RDMA
+ * netlink (false when the kernel has no RDMA netlink). */
+bool cof_kernel_copies(void);
+
+/* ---- tracker.c ------------------------------------------------------------ */
+
+struct tracker_stats {
+	uint64_t ranges;
+	uint64_t pages_marked;
+	uint64_t madvise_calls;
+	uint64_t madvise_saved;
+	uint64_t deferred_ranges;
+	uint64_t unaligned_bytes;
+};
+
+int tracker_init(const struct policy *policy);
+void tracker_set_policy(const struct policy *policy);
+bool tracker_has_ranges(void);
+int tracker_mark(void *base, size_t size);
+int tracker_release(void *base, size_t size);
+/* Un-mark every deferred range now. */
+void tracker_flush(void);
+void tracker_get_stats(struct tracker_stats *ret_stats);
+
+/* ---- api.c ---------------------------------------------------------------- */
+
+struct fork_api_ops {
+	int (*init)(void);
+	int (*status)(void);
+	int (*dontfork)(void *base, size_t size);
+	int (*dofork)(void *base, size_t size);
+	void (*stats)(struct tracker_stats *ret_stats);
+};
+
+/* This copy's tracker; the shim exports a pointer to its own. */
+extern const struct fork_api_ops fork_api_self;
+
+int fork_api_init(void);
+int fork_api_status(void);
+int fork_api_dontfork(void *base, size_t size);
+int fork_api_dofork(void *base, size_t size);
+
+#endif /* RDMAD_FORK_H */
