@@ -1,0 +1,33 @@
+#!/bin/sh
+# SPDX-License-Identifier: MIT
+# systemd-analyze verify on rdmad.service and rdmad.socket.  verify wants
+# ExecStart= to exist, so it checks a copy that points at the rdmad of this
+# build.  It only warns about unknown keys and exits 0, so any output at
+# all counts as a failure here.
+# usage: verify-units.sh BUILT_SERVICE SOCKET_UNIT RDMAD_BINARY
+set -eu
+service=$1 socket=$2 rdmad=$3
+
+if ! command -v systemd-analyze >/dev/null 2>&1; then
+	echo "SKIP: systemd-analyze not installed"
+	exit 77
+fi
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+sed "s|^ExecStart=[^ ]*|ExecStart=$rdmad|" "$service" >"$tmp/rdmad.service"
+cp "$socket" "$tmp/rdmad.socket"
+grep -q "^ExecStart=$rdmad --foreground" "$tmp/rdmad.service"
+
+cd "$tmp"
+if ! systemd-analyze verify --man=no ./rdmad.socket ./rdmad.service \
+	>"$tmp/out" 2>&1; then
+	cat "$tmp/out"
+	echo "FAIL: systemd-analyze verify exited non-zero"
+	exit 1
+fi
+if [ -s "$tmp/out" ]; then
+	cat "$tmp/out"
+	echo "FAIL: systemd-analyze verify warned"
+	exit 1
+fi
+echo "OK: rdmad.service and rdmad.socket verify cleanly"
