@@ -31,6 +31,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "sysfs.h"
@@ -307,28 +308,20 @@ static bool looks_like_pci(const char *s)
 	       strlen(s) == 12;
 }
 
-/* How many ib devices the parent carries (its infiniband/ dir). */
+/*
+ * How many ib devices the parent carries: the subdirectories of its
+ * infiniband/ dir.  sysfs (kernfs) keeps a directory's link count at two
+ * plus its subdirectories, as ordinary filesystems do, so one fstatat()
+ * answers without listing the directory.
+ */
 static size_t count_siblings(int parentfd)
 {
-	struct dirent *de;
-	size_t n = 0;
-	DIR *dir;
-	int fd;
+	struct stat st;
 
-	fd = openat(parentfd, "infiniband", O_RDONLY | O_DIRECTORY |
-						    O_CLOEXEC);
-	if (fd < 0)
+	if (fstatat(parentfd, "infiniband", &st, 0) < 0 ||
+	    !S_ISDIR(st.st_mode) || st.st_nlink < 2)
 		return 0;
-	dir = fdopendir(fd);
-	if (!dir) {
-		close(fd);
-		return 0;
-	}
-	while ((de = readdir(dir)))
-		if (de->d_name[0] != '.')
-			n++;
-	closedir(dir);
-	return n;
+	return st.st_nlink - 2;
 }
 
 static void read_parent_attrs(int parentfd, struct sysfs_device *dev)
