@@ -91,6 +91,53 @@ static bool body_ok(const Rdmad__Frame *frame)
 	return false;
 }
 
+/* Whether @fd, a message-typed field of @m, is the set member of a oneof
+ * or not in a oneof at all. */
+static bool field_present(const ProtobufCMessage *m,
+			  const ProtobufCFieldDescriptor *fd)
+{
+	const char *base = (const char *)m;
+
+	if (!(fd->flags & PROTOBUF_C_FIELD_FLAG_ONEOF))
+		return true;
+	return *(const uint32_t *)(base + fd->quantifier_offset) == fd->id;
+}
+
+/*
+ * protobuf-c keeps unknown fields to send them on, but it accepts an
+ * over-long encoding of the invalid field number 0 and then re-encodes
+ * it in a form it rejects itself.  Refuse such input up front so that
+ * everything we decode can be encoded again.
+ */
+static bool unknown_fields_ok(const ProtobufCMessage *m)
+{
+	const ProtobufCMessageDescriptor *d = m->descriptor;
+	const char *base = (const char *)m;
+	ProtobufCMessage *const *sub;
+	size_t i, j, n;
+
+	for (i = 0; i < m->n_unknown_fields; i++)
+		if (m->unknown_fields[i].tag == 0)
+			return false;
+	for (i = 0; i < d->n_fields; i++) {
+		const ProtobufCFieldDescriptor *fd = &d->fields[i];
+
+		if (fd->type != PROTOBUF_C_TYPE_MESSAGE ||
+		    !field_present(m, fd))
+			continue;
+		n = 1;
+		sub = (ProtobufCMessage *const *)(base + fd->offset);
+		if (fd->label == PROTOBUF_C_LABEL_REPEATED) {
+			n = *(const size_t *)(base + fd->quantifier_offset);
+			sub = *(ProtobufCMessage *const **)(base + fd->offset);
+		}
+		for (j = 0; j < n; j++)
+			if (sub[j] && !unknown_fields_ok(sub[j]))
+				return false;
+	}
+	return true;
+}
+
 int wire_decode(const uint8_t *buf, size_t len, size_t max,
 		Rdmad__Frame **ret_frame)
 {
@@ -102,6 +149,10 @@ int wire_decode(const uint8_t *buf, size_t len, size_t max,
 	frame = rdmad__frame__unpack(NULL, len, buf);
 	if (!frame)
 		return -EBADMSG;
+	if (!unknown_fields_ok(&frame->base)) {
+		wire_free(frame);
+		return -EBADMSG;
+	}
 	/* The version comes first so a newer peer learns ours. */
 	if (frame->version != WIRE_VERSION) {
 		*ret_frame = frame;

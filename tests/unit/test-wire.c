@@ -518,6 +518,10 @@ static const struct {
 	  11 },
 	{ "length past end", "\x08\x01\xaa\x01\x7f\x00", 6 },
 	{ "field number 0", "\x00\x01", 2 },
+	/* protobuf-c itself takes this; found by fuzz-wire. */
+	{ "over-long field number 0", "\x80\x00\x10", 3 },
+	{ "nested over-long field 0", "\x08\x01\x10\x01\x52\x03\x80\x00\x10",
+	  9 },
 };
 
 static void test_garbage(void)
