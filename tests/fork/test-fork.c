@@ -610,7 +610,8 @@ struct fake_verbs_mr {
 static int case_interpose(void)
 {
 	struct fake_verbs_mr mr = { .ibv_mr.addr = (void *)1 };
-	char *hole = map_pages(1);
+	/* Below vm.mmap_min_addr: never mapped, not even by ASan. */
+	char *hole = (char *)(4 * pg);
 	uint64_t calls;
 	int r;
 
@@ -618,7 +619,6 @@ static int case_interpose(void)
 	 * the (fake) device. */
 	if (impl == IMPL_RDMAD)
 		return SKIP;
-	CHECK(munmap(hole, pg) == 0);
 	CHECK(do_init() == 0);
 	calls = stats().madvise_calls;
 	r = ibv_rereg_mr(&mr.ibv_mr, IBV_REREG_MR_CHANGE_TRANSLATION, NULL,
