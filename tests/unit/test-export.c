@@ -1,0 +1,243 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * export.c on the real device table: every field of a device, its ports
+ * and holders reaches the wire message; state, generation and old_name
+ * follow the table's events; and what export produces encodes and decodes
+ * back to the same values through proto/wire.c.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "devices.h"
+#include "export.h"
+#include "wire.h"
+
+static int failures;
+
+#define CHECK(cond, ...)                                                 \
+	do {                                                             \
+		if (!(cond)) {                                           \
+			failures++;                                      \
+			fprintf(stderr, "FAIL %s:%d: ", __FILE__,        \
+				__LINE__);                               \
+			fprintf(stderr, __VA_ARGS__);                    \
+			fputc('\n', stderr);                             \
+		}                                                        \
+	} while (0)
+
+static void make_device(struct sysfs_device *d, const char *name,
+			const char *id, unsigned int nports)
+{
+	memset(d, 0, sizeof(*d));
+	snprintf(d->name, sizeof(d->name), "%s", name);
+	snprintf(d->id, sizeof(d->id), "%s", id);
+	snprintf(d->uverbs, sizeof(d->uverbs), "uverbs%c", name[5]);
+	snprintf(d->node_guid, sizeof(d->node_guid), "0002:c903:0000:123%c",
+		 name[5]);
+	snprintf(d->sys_image_guid, sizeof(d->sys_image_guid),
+		 "0002:c903:0000:abcd");
+	snprintf(d->node_type, sizeof(d->node_type), "CA");
+	snprintf(d->fw_ver, sizeof(d->fw_ver), "16.35.2000");
+	snprintf(d->pci_address, sizeof(d->pci_address), "0000:03:00.%c",
+		 name[5]);
+	snprintf(d->driver, sizeof(d->driver), "mlx5_core");
+	d->numa_node = 1;
+	d->nports = nports;
+	d->ports = calloc(nports, sizeof(*d->ports));
+	for (unsigned int i = 0; i < nports; i++) {
+		struct sysfs_port *p = &d->ports[i];
+
+		p->port = i + 1;
+		snprintf(p->state, sizeof(p->state), "ACTIVE");
+		snprintf(p->phys_state, sizeof(p->phys_state), "LinkUp");
+		snprintf(p->link_layer, sizeof(p->link_layer), "Ethernet");
+		snprintf(p->rate, sizeof(p->rate), "100 Gb/sec (4X EDR)");
+		snprintf(p->netdev, sizeof(p->netdev), "eth%u", i);
+		p->lid = 7 + i;
+		p->netdev_up = -1;
+	}
+}
+
+struct seen {
+	enum devices_event event;
+	Rdmad__Device *msg;  /* exported inside the listener */
+	char old_name[64];
+};
+
+static void on_event(void *userdata, enum devices_event event,
+		     const struct device *dev, const char *old_name)
+{
+	struct seen *s = userdata;
+	int r;
+
+	s->event = event;
+	export_device_free(s->msg);
+	s->msg = NULL;
+	r = export_device(dev, old_name, &s->msg);
+	CHECK(r == 0, "export_device in listener: %d", r);
+	/* Copy what a freed device's message borrows while we may. */
+	snprintf(s->old_name, sizeof(s->old_name), "%s",
+		 s->msg && old_name ? s->msg->old_name : "");
+}
+
+static void check_fields(const Rdmad__Device *m)
+{
+	CHECK(strcmp(m->name, "mlx5_0") == 0, "name %s", m->name);
+	CHECK(strcmp(m->id, "pci-0000:03:00.0") == 0, "id %s", m->id);
+	CHECK(strcmp(m->uverbs, "uverbs0") == 0, "uverbs %s", m->uverbs);
+	CHECK(strcmp(m->node_guid, "0002:c903:0000:1230") == 0, "guid %s",
+	      m->node_guid);
+	CHECK(strcmp(m->sys_image_guid, "0002:c903:0000:abcd") == 0,
+	      "sys_image_guid %s", m->sys_image_guid);
+	CHECK(strcmp(m->node_type, "CA") == 0, "node_type %s", m->node_type);
+	CHECK(strcmp(m->fw_ver, "16.35.2000") == 0, "fw %s", m->fw_ver);
+	CHECK(strcmp(m->pci_address, "0000:03:00.0") == 0, "pci %s",
+	      m->pci_address);
+	CHECK(strcmp(m->driver, "mlx5_core") == 0, "driver %s", m->driver);
+	CHECK(m->numa_node == 1, "numa %d", m->numa_node);
+	CHECK(m->n_ports == 2, "ports %zu", m->n_ports);
+	for (size_t i = 0; i < m->n_ports && i < 2; i++) {
+		const Rdmad__Port *p = m->ports[i];
+
+		CHECK(p->port == i + 1 && p->lid == 7 + i, "port %zu: %u %u",
+		      i, p->port, p->lid);
+		CHECK(strcmp(p->state, "ACTIVE") == 0 &&
+			      strcmp(p->phys_state, "LinkUp") == 0 &&
+			      strcmp(p->link_layer, "Ethernet") == 0 &&
+			      strcmp(p->rate, "100 Gb/sec (4X EDR)") == 0,
+		      "port %zu strings", i);
+		CHECK(p->netdev[0] == 'e' && p->netdev[3] == '0' + (char)i,
+		      "port %zu netdev %s", i, p->netdev);
+	}
+}
+
+/* Encode a device as an Event frame and decode it back. */
+static Rdmad__Frame *round_trip(Rdmad__Device *msg)
+{
+	Rdmad__Event ev = RDMAD__EVENT__INIT;
+	Rdmad__Frame frame, *back = NULL;
+	uint8_t *buf;
+	size_t len;
+
+	wire_frame_init(&frame, 0);
+	frame.body_case = RDMAD__FRAME__BODY_EVENT;
+	frame.event = &ev;
+	ev.device = msg;
+	ev.generation = msg->generation;
+	CHECK(wire_encode(&frame, WIRE_MAX_FRAME, &buf, &len) == 0, "encode");
+	CHECK(wire_decode(buf, len, WIRE_MAX_FRAME, &back) == 0, "decode");
+	free(buf);
+	return back;
+}
+
+static void test_table(void)
+{
+	struct holder h1 = { .owner = &h1, .pid = 100, .uid = 1000,
+			     .comm = "mpirun" };
+	struct holder h2 = { .owner = &h2, .pid = 200, .uid = 0,
+			     .comm = "spdk" };
+	struct sysfs_device scan[2];
+	struct seen seen = { 0 };
+	struct devices *t = devices_new(41);
+	Rdmad__Device **msgs;
+	Rdmad__Frame *back;
+	size_t n;
+
+	devices_set_listener(t, on_event, &seen);
+	make_device(&scan[0], "mlx5_0", "pci-0000:03:00.0", 2);
+	make_device(&scan[1], "mlx5_1", "pci-0000:03:00.1", 1);
+	CHECK(devices_apply_scan(t, scan, 2) == 2, "scan");
+	CHECK(seen.event == DEVICES_EVENT_ADDED, "added");
+
+	/* Two holders, in order, with pid, uid and comm. */
+	CHECK(devices_hold(t, "mlx5_0", &h1) == 0, "hold 1");
+	CHECK(devices_hold(t, "mlx5_0", &h2) == 0, "hold 2");
+	CHECK(seen.event == DEVICES_EVENT_CHANGED && seen.msg, "changed");
+	check_fields(seen.msg);
+	CHECK(seen.msg->n_holders == 2, "holders %zu", seen.msg->n_holders);
+	CHECK(seen.msg->holders[0]->pid == 100 &&
+		      seen.msg->holders[0]->uid == 1000 &&
+		      strcmp(seen.msg->holders[0]->comm, "mpirun") == 0,
+	      "holder 0");
+	CHECK(seen.msg->holders[1]->pid == 200 &&
+		      strcmp(seen.msg->holders[1]->comm, "spdk") == 0,
+	      "holder 1");
+	CHECK(seen.msg->generation == 45, "generation %llu, want 45",
+	      (unsigned long long)seen.msg->generation);
+	CHECK(seen.msg->state == RDMAD__DEVICE_STATE__DEVICE_STATE_PRESENT,
+	      "present");
+	CHECK(seen.msg->old_name[0] == '\0', "old_name empty");
+
+	/* The message survives the wire unchanged. */
+	back = round_trip(seen.msg);
+	if (back) {
+		check_fields(back->event->device);
+		CHECK(back->event->device->n_holders == 2, "holders on wire");
+		CHECK(back->event->device->generation == 45, "gen on wire");
+		wire_free(back);
+	}
+
+	/* Snapshot export: both, in name order. */
+	CHECK(export_table(t, &msgs, &n) == 0 && n == 2, "export_table");
+	if (n == 2) {
+		CHECK(strcmp(msgs[0]->name, "mlx5_0") == 0 &&
+			      strcmp(msgs[1]->name, "mlx5_1") == 0,
+		      "order");
+		CHECK(msgs[1]->n_ports == 1 && msgs[1]->n_holders == 0,
+		      "mlx5_1 shape");
+		export_table_free(msgs, n);
+	}
+
+	/* Unplugged while held: REMOVED state, holders kept. */
+	make_device(&scan[0], "mlx5_1", "pci-0000:03:00.1", 1);
+	CHECK(devices_apply_scan(t, scan, 1) == 1, "unplug mlx5_0");
+	CHECK(seen.event == DEVICES_EVENT_REMOVED, "removed event");
+	CHECK(seen.msg->state == RDMAD__DEVICE_STATE__DEVICE_STATE_REMOVED,
+	      "removed state");
+	CHECK(seen.msg->n_holders == 2, "removed keeps holders");
+
+	/* Rename: old_name carried. */
+	make_device(&scan[0], "mlx5_9", "pci-0000:03:00.1", 1);
+	CHECK(devices_apply_scan(t, scan, 1) == 1, "rename");
+	CHECK(seen.event == DEVICES_EVENT_RENAMED, "renamed event");
+	CHECK(strcmp(seen.old_name, "mlx5_1") == 0, "old_name '%s'",
+	      seen.old_name);
+	CHECK(strcmp(seen.msg->name, "mlx5_9") == 0, "new name");
+
+	/* Last holder of the removed device lets go: RELEASED. */
+	devices_release_owner(t, &h1);
+	devices_release_owner(t, &h2);
+	CHECK(seen.event == DEVICES_EVENT_RELEASED, "released event");
+	CHECK(seen.msg->n_holders == 0, "released without holders");
+
+	export_device_free(seen.msg);
+	devices_free(t);
+}
+
+static void test_event_types(void)
+{
+	CHECK(export_event_type(DEVICES_EVENT_ADDED) ==
+		      RDMAD__EVENT_TYPE__EVENT_TYPE_ADDED, "ADDED");
+	CHECK(export_event_type(DEVICES_EVENT_REMOVED) ==
+		      RDMAD__EVENT_TYPE__EVENT_TYPE_REMOVED, "REMOVED");
+	CHECK(export_event_type(DEVICES_EVENT_CHANGED) ==
+		      RDMAD__EVENT_TYPE__EVENT_TYPE_CHANGED, "CHANGED");
+	CHECK(export_event_type(DEVICES_EVENT_RENAMED) ==
+		      RDMAD__EVENT_TYPE__EVENT_TYPE_RENAMED, "RENAMED");
+	CHECK(export_event_type(DEVICES_EVENT_RELEASED) ==
+		      RDMAD__EVENT_TYPE__EVENT_TYPE_RELEASED, "RELEASED");
+}
+
+int main(void)
+{
+	test_table();
+	test_event_types();
+	if (failures) {
+		fprintf(stderr, "%d failures\n", failures);
+		return 1;
+	}
+	printf("ok\n");
+	return 0;
+}
