@@ -18,7 +18,7 @@
 #include "fixture-sysfs.h"
 
 struct fixture {
-	char root[64];
+	char root[256];
 };
 
 static void die(const char *what, const char *path)
@@ -152,10 +152,13 @@ void fixture_rm(struct fixture *fx, const char *relpath)
 struct fixture *fixture_new(void)
 {
 	struct fixture *fx = calloc(1, sizeof(*fx));
+	const char *tmp;
 
 	if (!fx)
 		die("alloc", "");
-	strcpy(fx->root, "/tmp/rdmad-fixture-XXXXXX");
+	tmp = getenv("TMPDIR");
+	pathf(fx->root, sizeof(fx->root), "%s/rdmad-fixture-XXXXXX",
+	      tmp && *tmp ? tmp : "/tmp");
 	if (!mkdtemp(fx->root))
 		die("mkdtemp", fx->root);
 	fixture_mkdir(fx, "class/infiniband");
