@@ -1,0 +1,452 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The fork tracker against rdma-core's (ibv_fork_init() plus libibverbs'
+ * exported ibv_dontfork_range()/ibv_dofork_range(), called directly: do not
+ * run this under the LD_PRELOAD shim) and against bare madvise(2), in one
+ * run.  Cases: churn of one buffer (also with munmap + mmap in between,
+ * checked with a real fork), 20,000 scattered live ranges, huge pages with
+ * RDMAV_HUGEPAGES_SAFE (reserved through /proc/sys/vm/nr_hugepages when
+ * run as root, restored at exit), and 8 threads registering at once.
+ * Each figure is the best of a few repetitions, in ns per operation.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <infiniband/verbs.h>
+
+#include "rdmad.h"
+
+int ibv_dontfork_range(void *base, size_t size);
+int ibv_dofork_range(void *base, size_t size);
+
+enum impl {
+	IMPL_OURS,
+	IMPL_RDMA_CORE,
+	IMPL_RAW,
+	IMPL_COUNT,
+};
+
+static size_t pg;
+static const size_t huge = 2 << 20;
+
+static int reg(enum impl impl, void *p, size_t n)
+{
+	switch (impl) {
+	case IMPL_OURS:
+		return rdmad_dontfork_range(p, n);
+	case IMPL_RDMA_CORE:
+		return ibv_dontfork_range(p, n);
+	case IMPL_RAW:
+		return madvise(p, n, MADV_DONTFORK);
+	case IMPL_COUNT:
+		break;
+	}
+	return -EINVAL;
+}
+
+static int unreg(enum impl impl, void *p, size_t n)
+{
+	switch (impl) {
+	case IMPL_OURS:
+		return rdmad_dofork_range(p, n);
+	case IMPL_RDMA_CORE:
+		return ibv_dofork_range(p, n);
+	case IMPL_RAW:
+		return madvise(p, n, MADV_DOFORK);
+	case IMPL_COUNT:
+		break;
+	}
+	return -EINVAL;
+}
+
+static double now_ns(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return t.tv_sec * 1e9 + t.tv_nsec;
+}
+
+static void *map(size_t len, int flags)
+{
+	void *p = mmap(NULL, len, PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS | flags, -1, 0);
+
+	if (p == MAP_FAILED)
+		return NULL;
+	memset(p, 1, len);
+	return p;
+}
+
+static void die(const char *what)
+{
+	fprintf(stderr, "bench-fork: %s: %s\n", what, strerror(errno));
+	exit(1);
+}
+
+/* A fork, so that our prepare handler flushes deferred ranges: each
+ * repetition then starts from unmarked memory, as the others do. */
+static void fork_flush(void)
+{
+	pid_t pid = fork();
+
+	if (pid == 0)
+		_exit(0);
+	waitpid(pid, NULL, 0);
+}
+
+/* 1 if a child can read @p. */
+static int child_reads(volatile char *p)
+{
+	int status;
+	pid_t pid = fork();
+
+	if (pid == 0) {
+		signal(SIGSEGV, SIG_DFL);
+		(void)*p;
+		_exit(0);
+	}
+	waitpid(pid, &status, 0);
+	return WIFEXITED(status) && WEXITSTATUS(status) == 0;
+}
+
+/* ---- cases: each returns ns per operation -------------------------------- */
+
+static double churn(enum impl impl, long n, bool remap, int *ret_correct)
+{
+	const size_t len = 16 * pg;
+	char *area = map(4 * len, 0), *buf = area + len;
+	double t0, t;
+
+	if (!area)
+		die("mmap");
+	t0 = now_ns();
+	for (long i = 0; i < n; i++) {
+		if (reg(impl, buf, len) || unreg(impl, buf, len))
+			die("churn");
+		if (remap && (munmap(buf, len) ||
+			      mmap(buf, len, PROT_READ | PROT_WRITE,
+				   MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1,
+				   0) != buf))
+			die("remap");
+	}
+	t = (now_ns() - t0) / n;
+	if (ret_correct) {
+		reg(impl, buf, len);
+		*ret_correct = !child_reads(buf) && child_reads(area);
+		unreg(impl, buf, len);
+	}
+	munmap(area, 4 * len);
+	fork_flush();
+	return t;
+}
+
+static unsigned int *shuffled(unsigned int n)
+{
+	unsigned int *v = malloc(n * sizeof(*v));
+	unsigned int seed = 12345;
+
+	if (!v)
+		die("malloc");
+	for (unsigned int i = 0; i < n; i++)
+		v[i] = i;
+	for (unsigned int i = n - 1; i > 0; i--) {
+		unsigned int j = rand_r(&seed) % (i + 1), x = v[i];
+
+		v[i] = v[j];
+		v[j] = x;
+	}
+	return v;
+}
+
+/* Register @n ranges of @size, every other one of a mapping, in a random
+ * order; returns ns per registration, *ret_unreg ns per release. */
+static double scatter(enum impl impl, char *area, unsigned int n, size_t size,
+		      double *ret_unreg)
+{
+	unsigned int *order = shuffled(n);
+	double t0, t;
+
+	t0 = now_ns();
+	for (unsigned int i = 0; i < n; i++)
+		if (reg(impl, area + 2 * (size_t)order[i] * size, size))
+			die("register");
+	t = (now_ns() - t0) / n;
+	t0 = now_ns();
+	for (unsigned int i = 0; i < n; i++)
+		if (unreg(impl, area + 2 * (size_t)order[i] * size, size))
+			die("release");
+	*ret_unreg = (now_ns() - t0) / n;
+	free(order);
+	fork_flush();
+	return t;
+}
+
+struct thread_arg {
+	enum impl impl;
+	long n;
+	pthread_barrier_t *barrier;
+};
+
+static void *thread_churn(void *p)
+{
+	struct thread_arg *a = p;
+	char *buf = map(64 * pg, 0);
+
+	if (!buf)
+		die("mmap");
+	pthread_barrier_wait(a->barrier);
+	for (long i = 0; i < a->n; i++) {
+		char *r = buf + (1 + i % 32) * pg;
+
+		if (reg(a->impl, r, 4 * pg) || unreg(a->impl, r, 4 * pg))
+			die("thread churn");
+	}
+	munmap(buf, 64 * pg);
+	return NULL;
+}
+
+static double threads(enum impl impl, int nthreads, long n)
+{
+	pthread_t t[16];
+	struct thread_arg a;
+	pthread_barrier_t barrier;
+	double t0, dt;
+
+	pthread_barrier_init(&barrier, NULL, nthreads + 1);
+	a = (struct thread_arg){ impl, n, &barrier };
+	for (int i = 0; i < nthreads; i++)
+		pthread_create(&t[i], NULL, thread_churn, &a);
+	pthread_barrier_wait(&barrier);
+	t0 = now_ns();
+	for (int i = 0; i < nthreads; i++)
+		pthread_join(t[i], NULL);
+	dt = now_ns() - t0;
+	pthread_barrier_destroy(&barrier);
+	fork_flush();
+	return dt / ((double)n * nthreads);
+}
+
+/* ---- table ------------------------------------------------------------------ */
+
+#define REPS 5
+
+struct row {
+	const char *name;
+	double ns[IMPL_COUNT];
+	const char *target;
+	bool pass;
+	const char *note;
+};
+
+static void print_row(const struct row *r)
+{
+	printf("%-26s %10.0f %10.0f %10.0f %9.2fx %9.2fx  %-22s %s%s%s\n",
+	       r->name, r->ns[IMPL_OURS], r->ns[IMPL_RDMA_CORE], r->ns[IMPL_RAW],
+	       r->ns[IMPL_RDMA_CORE] / r->ns[IMPL_OURS],
+	       r->ns[IMPL_OURS] / r->ns[IMPL_RAW], r->target,
+	       r->pass ? "PASS" : "MISS", r->note ? "  " : "",
+	       r->note ? r->note : "");
+}
+
+static double best(double a, double b)
+{
+	return a < b ? a : b;
+}
+
+static void row_churn(void)
+{
+	struct row r = { "churn 64 KiB", { 1e18, 1e18, 1e18 },
+			 "rdma/ours >= 10x", false, NULL };
+
+	for (int k = 0; k < REPS; k++)
+		for (int i = 0; i < IMPL_COUNT; i++)
+			r.ns[i] = best(r.ns[i],
+				       churn(i, i == IMPL_OURS ? 100000 : 20000,
+					     false, NULL));
+	r.pass = r.ns[IMPL_RDMA_CORE] / r.ns[IMPL_OURS] >= 10;
+	print_row(&r);
+}
+
+static void row_churn_remap(void)
+{
+	static char note[64];
+	struct row r = { "churn + munmap/mmap", { 1e18, 1e18, 1e18 },
+			 "child misses new map", true, note };
+	int ok[IMPL_COUNT];
+
+	for (int k = 0; k < REPS; k++)
+		for (int i = 0; i < IMPL_COUNT; i++)
+			r.ns[i] = best(r.ns[i], churn(i, 5000, true, &ok[i]));
+	r.pass = ok[IMPL_OURS];
+	snprintf(note, sizeof(note), "(correct: ours %s, rdma-core %s)",
+		 ok[IMPL_OURS] ? "yes" : "NO", ok[IMPL_RDMA_CORE] ? "yes" : "NO");
+	print_row(&r);
+}
+
+static void rows_scatter(void)
+{
+	const unsigned int n = 20000;
+	struct row reg_row = { "20000 scattered: register", { 1e18, 1e18, 1e18 },
+			       "ours/raw <= 1.05x", false, NULL };
+	struct row unreg_row = { "20000 scattered: release", { 1e18, 1e18, 1e18 },
+				 "(info: deferred)", true, NULL };
+	char *area[IMPL_COUNT];
+
+	for (int i = 0; i < IMPL_COUNT; i++) {
+		area[i] = mmap(NULL, 2 * n * pg, PROT_READ | PROT_WRITE,
+			       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		if (area[i] == MAP_FAILED)
+			die("mmap");
+	}
+	for (int k = 0; k < REPS; k++)
+		for (int i = 0; i < IMPL_COUNT; i++) {
+			double u;
+
+			reg_row.ns[i] = best(reg_row.ns[i],
+					     scatter(i, area[i], n, pg, &u));
+			unreg_row.ns[i] = best(unreg_row.ns[i], u);
+		}
+	reg_row.pass = reg_row.ns[IMPL_OURS] / reg_row.ns[IMPL_RAW] <= 1.05;
+	print_row(&reg_row);
+	print_row(&unreg_row);
+	for (int i = 0; i < IMPL_COUNT; i++)
+		munmap(area[i], 2 * n * pg);
+}
+
+static void row_threads(void)
+{
+	struct row r = { "8 threads churn 16 KiB", { 1e18, 1e18, 1e18 },
+			 "rdma/ours >= 1x", false, NULL };
+
+	for (int k = 0; k < 3; k++)
+		for (int i = 0; i < IMPL_COUNT; i++)
+			r.ns[i] = best(r.ns[i],
+				       threads(i, 8, i == IMPL_OURS ? 20000 : 4000));
+	r.pass = r.ns[IMPL_RDMA_CORE] >= r.ns[IMPL_OURS];
+	print_row(&r);
+}
+
+/* ---- huge pages ---------------------------------------------------------------- */
+
+static long hugepages_old = -1;
+
+static void hugepages_restore(void)
+{
+	FILE *f;
+
+	if (hugepages_old < 0)
+		return;
+	f = fopen("/proc/sys/vm/nr_hugepages", "w");
+	if (f) {
+		fprintf(f, "%ld\n", hugepages_old);
+		fclose(f);
+	}
+}
+
+static void hugepages_reserve(long want)
+{
+	FILE *f = fopen("/proc/sys/vm/nr_hugepages", "r");
+	long old;
+
+	if (!f || fscanf(f, "%ld", &old) != 1 || geteuid() != 0) {
+		if (f)
+			fclose(f);
+		return;
+	}
+	fclose(f);
+	f = fopen("/proc/sys/vm/nr_hugepages", "w");
+	if (!f)
+		return;
+	fprintf(f, "%ld\n", old + want);
+	fclose(f);
+	hugepages_old = old;
+	atexit(hugepages_restore);
+}
+
+/* Fresh 2 MiB registrations: huge pages with RDMAV_HUGEPAGES_SAFE against
+ * the same ranges on ordinary pages without it. */
+static void rows_huge(void)
+{
+	const unsigned int n = 8;
+	struct row r = { "huge pages: register", { 0 },
+			 "huge/plain <= 1.5x", false, NULL };
+	double plain[IMPL_COUNT] = { 1e18, 1e18, 1e18 }, hp[IMPL_COUNT] = {
+		1e18, 1e18, 1e18 }, u;
+	char *normal[IMPL_COUNT], *hmap[IMPL_COUNT];
+	static char note[96];
+
+	hugepages_reserve(2 * n * IMPL_COUNT + 2);
+	for (int i = 0; i < IMPL_COUNT; i++) {
+		normal[i] = map(2 * n * huge, 0);
+		hmap[i] = map(2 * n * huge, MAP_HUGETLB);
+		if (!normal[i] || !hmap[i]) {
+			printf("%-26s skipped: no %u free 2 MiB huge pages "
+			       "(run as root to reserve them)\n", r.name,
+			       2 * n * IMPL_COUNT);
+			return;
+		}
+	}
+	for (int k = 0; k < REPS; k++)
+		for (int i = 0; i < IMPL_COUNT; i++)
+			plain[i] = best(plain[i],
+					scatter(i, normal[i], n, huge, &u));
+	setenv("RDMAV_HUGEPAGES_SAFE", "1", 1);
+	rdmad_fork_init();
+	ibv_fork_init(); /* rdma-core re-reads it too */
+	for (int k = 0; k < REPS; k++)
+		for (int i = 0; i < IMPL_COUNT; i++)
+			hp[i] = best(hp[i], scatter(i, hmap[i], n, huge, &u));
+	for (int i = 0; i < IMPL_COUNT; i++)
+		r.ns[i] = hp[i];
+	r.pass = hp[IMPL_OURS] / plain[IMPL_OURS] <= 1.5;
+	snprintf(note, sizeof(note),
+		 "(huge/plain: ours %.2fx, rdma-core %.2fx, raw %.2fx)",
+		 hp[IMPL_OURS] / plain[IMPL_OURS],
+		 hp[IMPL_RDMA_CORE] / plain[IMPL_RDMA_CORE],
+		 hp[IMPL_RAW] / plain[IMPL_RAW]);
+	r.note = note;
+	print_row(&r);
+}
+
+int main(void)
+{
+	int r;
+
+	pg = (size_t)sysconf(_SC_PAGESIZE);
+	if (getenv("LD_PRELOAD") && strstr(getenv("LD_PRELOAD"), "preload")) {
+		fprintf(stderr, "bench-fork: do not run under the shim: "
+				"rdma-core's calls would be ours\n");
+		return 1;
+	}
+	unsetenv("RDMAV_HUGEPAGES_SAFE");
+	r = ibv_fork_init();
+	if (r) {
+		fprintf(stderr, "bench-fork: ibv_fork_init: %s\n", strerror(r));
+		return 1;
+	}
+	r = rdmad_fork_init();
+	if (r) {
+		fprintf(stderr, "bench-fork: rdmad_fork_init: %s\n",
+			strerror(-r));
+		return 1;
+	}
+	printf("%-26s %10s %10s %10s %10s %10s  %-22s %s\n", "case",
+	       "ours ns", "rdma-core", "raw ns", "rdma/ours", "ours/raw",
+	       "target", "result");
+	row_churn();
+	row_churn_remap();
+	rows_scatter();
+	row_threads();
+	rows_huge();
+	return 0;
+}
