@@ -163,9 +163,11 @@ struct json_object *output_event_json(const Rdmad__Event *event)
 struct json_object *output_resync_json(uint64_t generation,
 				       Rdmad__Device *const *devices, size_t n)
 {
-	struct json_object *obj = output_status_json(generation, devices, n);
+	struct json_object *obj = json_object_new_object();
 
+	add_uint(obj, "generation", generation);
 	add_string(obj, "event", "resync");
+	json_object_object_add(obj, "devices", output_devices_json(devices, n));
 	return obj;
 }
 

@@ -1,0 +1,740 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Unit test of rdmactl's pieces: the argument table, the JSON it prints
+ * for a given snapshot or event (the keys are a contract), and the
+ * handlers against a fake rdmad: a thread on a temporary socket that
+ * follows a script (answer, refuse, stay silent, push events and gaps).
+ * The real daemon is exercised by the integration suite.
+ */
+#include <errno.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <json-c/json.h>
+
+#include "rdmad-config.h"
+
+#include "commands.h"
+#include "output.h"
+#include "parser.h"
+#include "wire.h"
+
+static int failures;
+
+#define CHECK(cond, ...)                                                     \
+	do {                                                                 \
+		if (!(cond)) {                                               \
+			failures++;                                          \
+			fprintf(stderr, "FAIL %s:%d: %s: ", __FILE__,        \
+				__LINE__, #cond);                            \
+			fprintf(stderr, __VA_ARGS__);                        \
+			fputc('\n', stderr);                                 \
+		}                                                            \
+	} while (0)
+
+/* ---- argument table ------------------------------------------------------ */
+
+static const struct parse_case {
+	const char *argv;      /* space separated, after "rdmactl" */
+	const char *env;       /* $RDMAD_SOCKET, NULL unset */
+	int ret;
+	const char *verb;      /* NULL: none */
+	bool json;
+	const char *socket;
+	int timeout_ms;
+} parse_cases[] = {
+	{ "status", NULL, 0, "status", false, RDMAD_DEFAULT_SOCKET, 5000 },
+	{ "status --json", NULL, 0, "status", true, RDMAD_DEFAULT_SOCKET,
+	  5000 },
+	{ "--json list", NULL, 0, "list", true, RDMAD_DEFAULT_SOCKET, 5000 },
+	{ "-j monitor", NULL, 0, "monitor", true, RDMAD_DEFAULT_SOCKET, 5000 },
+	{ "status", "/tmp/env.sock", 0, "status", false, "/tmp/env.sock",
+	  5000 },
+	{ "--socket /tmp/a.sock status", "/tmp/env.sock", 0, "status", false,
+	  "/tmp/a.sock", 5000 },
+	{ "status --socket=/tmp/b.sock", NULL, 0, "status", false,
+	  "/tmp/b.sock", 5000 },
+	{ "-s /tmp/c.sock rescan", NULL, 0, "rescan", false, "/tmp/c.sock",
+	  5000 },
+	{ "status", "", 0, "status", false, RDMAD_DEFAULT_SOCKET, 5000 },
+	{ "--timeout 0.5 status", NULL, 0, "status", false,
+	  RDMAD_DEFAULT_SOCKET, 500 },
+	{ "-h", NULL, 0, "help", false, RDMAD_DEFAULT_SOCKET, 5000 },
+	{ "status --help", NULL, 0, "help", false, RDMAD_DEFAULT_SOCKET,
+	  5000 },
+	{ "--version", NULL, 0, "version", false, RDMAD_DEFAULT_SOCKET, 5000 },
+	{ "help", NULL, 0, "help", false, RDMAD_DEFAULT_SOCKET, 5000 },
+	{ "", NULL, RDMACTL_EXIT_USAGE, NULL, false, NULL, 0 },
+	{ "frobnicate", NULL, RDMACTL_EXIT_USAGE, NULL, false, NULL, 0 },
+	{ "status extra", NULL, RDMACTL_EXIT_USAGE, NULL, false, NULL, 0 },
+	{ "status --bogus", NULL, RDMACTL_EXIT_USAGE, NULL, false, NULL, 0 },
+	{ "status --socket", NULL, RDMACTL_EXIT_USAGE, NULL, false, NULL, 0 },
+	{ "--socket= status", NULL, RDMACTL_EXIT_USAGE, NULL, false, NULL, 0 },
+	{ "--timeout 0 status", NULL, RDMACTL_EXIT_USAGE, NULL, false, NULL,
+	  0 },
+	{ "--timeout soon status", NULL, RDMACTL_EXIT_USAGE, NULL, false, NULL,
+	  0 },
+};
+
+static int split_args(char *line, char **argv, int max)
+{
+	int argc = 0;
+	char *tok;
+
+	argv[argc++] = "rdmactl";
+	for (tok = strtok(line, " "); tok && argc < max - 1;
+	     tok = strtok(NULL, " "))
+		argv[argc++] = tok;
+	argv[argc] = NULL;
+	return argc;
+}
+
+static void test_parse_case(const struct parse_case *c)
+{
+	const struct parser_verb *verb;
+	struct rdmactl_ctx ctx = { 0 };
+	char line[256], *argv[16], *errtext = NULL;
+	size_t errlen;
+	int argc, r;
+
+	snprintf(line, sizeof(line), "%s", c->argv);
+	argc = split_args(line, argv, 16);
+	if (c->env)
+		setenv("RDMAD_SOCKET", c->env, 1);
+	else
+		unsetenv("RDMAD_SOCKET");
+	ctx.out = stdout;
+	ctx.err = open_memstream(&errtext, &errlen);
+	r = parser_parse(argc, argv, &ctx, &verb);
+	fclose(ctx.err);
+	CHECK(r == c->ret, "'%s': returned %d, want %d", c->argv, r, c->ret);
+	if (c->ret) {
+		/* A usage error says so on stderr, in one place. */
+		CHECK(strstr(errtext, "rdmactl: ") == errtext, "'%s': '%s'",
+		      c->argv, errtext);
+	} else {
+		CHECK(verb && !strcmp(verb->name, c->verb), "'%s': verb %s",
+		      c->argv, verb ? verb->name : "(none)");
+		CHECK(ctx.json == c->json, "'%s': json", c->argv);
+		CHECK(!strcmp(ctx.socket_path, c->socket), "'%s': socket %s",
+		      c->argv, ctx.socket_path);
+		CHECK(ctx.timeout_ms == c->timeout_ms, "'%s': timeout %d",
+		      c->argv, ctx.timeout_ms);
+	}
+	free(errtext);
+}
+
+static void test_parser(void)
+{
+	size_t i;
+
+	for (i = 0; i < sizeof(parse_cases) / sizeof(parse_cases[0]); i++)
+		test_parse_case(&parse_cases[i]);
+	unsetenv("RDMAD_SOCKET");
+	CHECK(parser_find_verb("status")->handler == commands_status, "table");
+	CHECK(parser_find_verb("monitor")->handler == commands_monitor,
+	      "table");
+	CHECK(parser_find_verb("stat") == NULL, "prefix matched");
+}
+
+/* ---- sample devices ------------------------------------------------------ */
+
+struct sample_dev {
+	Rdmad__Device dev;
+	Rdmad__Port port;
+	Rdmad__Port *ports[1];
+	Rdmad__Holder holder;
+	Rdmad__Holder *holders[1];
+	char name[32];
+};
+
+static void sample_dev_init(struct sample_dev *s, unsigned int i,
+			    bool removed)
+{
+	s->port = (Rdmad__Port)RDMAD__PORT__INIT;
+	s->port.port = 1;
+	s->port.state = "ACTIVE";
+	s->port.phys_state = "LinkUp";
+	s->port.link_layer = "Ethernet";
+	s->port.rate = "100 Gb/sec (4X EDR)";
+	s->port.netdev = "ens1f0";
+	s->port.netdev_up = 1;
+	s->ports[0] = &s->port;
+	s->holder = (Rdmad__Holder)RDMAD__HOLDER__INIT;
+	s->holder.pid = 4242;
+	s->holder.uid = 1000;
+	s->holder.comm = "say \"hi\"\\";
+	s->holders[0] = &s->holder;
+	snprintf(s->name, sizeof(s->name), "mlx5_%u", i);
+	s->dev = (Rdmad__Device)RDMAD__DEVICE__INIT;
+	s->dev.name = s->name;
+	s->dev.uverbs = "uverbs0";
+	s->dev.node_guid = "0002:c903:0000:1234";
+	s->dev.node_type = "CA";
+	s->dev.fw_ver = "16.35.2000";
+	s->dev.pci_address = "0000:03:00.0";
+	s->dev.numa_node = -1;
+	s->dev.state = removed ? RDMAD__DEVICE_STATE__DEVICE_STATE_REMOVED
+			       : RDMAD__DEVICE_STATE__DEVICE_STATE_PRESENT;
+	s->dev.n_ports = 1;
+	s->dev.ports = s->ports;
+	s->dev.n_holders = removed ? 1 : 0;
+	s->dev.holders = s->holders;
+	s->dev.generation = 7;
+}
+
+/* ---- JSON contract ------------------------------------------------------- */
+
+static struct json_object *key(struct json_object *obj, const char *k,
+			       enum json_type type)
+{
+	struct json_object *v = NULL;
+
+	CHECK(json_object_object_get_ex(obj, k, &v), "no key \"%s\"", k);
+	CHECK(!v || json_object_is_type(v, type), "\"%s\" has type %s", k,
+	      v ? json_type_to_name(json_object_get_type(v)) : "-");
+	return v;
+}
+
+static const char *str(struct json_object *obj, const char *k)
+{
+	struct json_object *v = key(obj, k, json_type_string);
+
+	return v ? json_object_get_string(v) : "";
+}
+
+static int64_t num(struct json_object *obj, const char *k)
+{
+	struct json_object *v = key(obj, k, json_type_int);
+
+	return v ? json_object_get_int64(v) : -12345;
+}
+
+/* The keys the product brief promises, with the values we put in. */
+static void check_device(struct json_object *d, const char *name,
+			 const char *state, size_t holders)
+{
+	struct json_object *ports, *hs, *p, *h;
+
+	CHECK(!strcmp(str(d, "name"), name), "name %s", str(d, "name"));
+	CHECK(!strcmp(str(d, "uverbs"), "uverbs0"), "uverbs");
+	CHECK(!strcmp(str(d, "node_guid"), "0002:c903:0000:1234"), "guid");
+	CHECK(!strcmp(str(d, "node_type"), "CA"), "node_type");
+	CHECK(!strcmp(str(d, "state"), state), "state %s", str(d, "state"));
+	CHECK(num(d, "numa_node") == -1, "numa_node");
+	CHECK(num(d, "generation") == 7, "device generation");
+	CHECK(!strcmp(str(d, "fw_ver"), "16.35.2000"), "fw_ver");
+	ports = key(d, "ports", json_type_array);
+	CHECK(ports && json_object_array_length(ports) == 1, "ports");
+	if (ports && json_object_array_length(ports) == 1) {
+		p = json_object_array_get_idx(ports, 0);
+		CHECK(num(p, "port") == 1, "port");
+		CHECK(!strcmp(str(p, "state"), "ACTIVE"), "port state");
+		CHECK(!strcmp(str(p, "link_layer"), "Ethernet"), "link_layer");
+		CHECK(!strcmp(str(p, "netdev"), "ens1f0"), "netdev");
+		CHECK(!strcmp(str(p, "rate"), "100 Gb/sec (4X EDR)"), "rate");
+		key(p, "netdev_up", json_type_boolean);
+	}
+	hs = key(d, "holders", json_type_array);
+	CHECK(hs && json_object_array_length(hs) == holders, "holders");
+	if (hs && json_object_array_length(hs) == 1) {
+		h = json_object_array_get_idx(hs, 0);
+		CHECK(num(h, "pid") == 4242 && num(h, "uid") == 1000, "holder");
+		CHECK(!strcmp(str(h, "comm"), "say \"hi\"\\"), "comm %s",
+		      str(h, "comm"));
+	}
+}
+
+/* Print through output_json_print and parse what came out. */
+static struct json_object *printed(struct json_object *obj, int pretty)
+{
+	struct json_object *back;
+	char *text = NULL;
+	size_t len;
+	FILE *f = open_memstream(&text, &len);
+
+	CHECK(output_json_print(f, obj, pretty) == 0, "print");
+	fclose(f);
+	CHECK(len > 0 && text[len - 1] == '\n', "no newline");
+	if (!pretty)
+		CHECK(strchr(text, '\n') == text + len - 1, "not one line: %s",
+		      text);
+	back = json_tokener_parse(text);
+	CHECK(back != NULL, "unparsable JSON: %s", text);
+	free(text);
+	return back;
+}
+
+static void test_json(void)
+{
+	struct sample_dev a, b;
+	Rdmad__Device *devs[2] = { &a.dev, &b.dev };
+	Rdmad__Event ev = RDMAD__EVENT__INIT;
+	struct json_object *o, *arr;
+
+	sample_dev_init(&a, 0, false);
+	sample_dev_init(&b, 1, true);
+	o = printed(output_status_json(42, devs, 2), 1);
+	CHECK(num(o, "generation") == 42, "generation");
+	arr = key(o, "devices", json_type_array);
+	CHECK(arr && json_object_array_length(arr) == 2, "devices");
+	if (arr && json_object_array_length(arr) == 2) {
+		check_device(json_object_array_get_idx(arr, 0), "mlx5_0",
+			     "present", 0);
+		check_device(json_object_array_get_idx(arr, 1), "mlx5_1",
+			     "removed", 1);
+	}
+	json_object_put(o);
+
+	b.dev.old_name = "mlx5_9";
+	ev.generation = 43;
+	ev.type = RDMAD__EVENT_TYPE__EVENT_TYPE_RENAMED;
+	ev.device = &b.dev;
+	o = printed(output_event_json(&ev), 0);
+	CHECK(num(o, "generation") == 43, "event generation");
+	CHECK(!strcmp(str(o, "event"), "renamed"), "event");
+	CHECK(!strcmp(str(o, "old_name"), "mlx5_9"), "old_name");
+	check_device(key(o, "device", json_type_object), "mlx5_1", "removed",
+		     1);
+	json_object_put(o);
+
+	o = printed(output_resync_json(50, devs, 1), 0);
+	CHECK(!strcmp(str(o, "event"), "resync") && num(o, "generation") == 50,
+	      "resync");
+	json_object_put(o);
+	CHECK(!strcmp(output_event_name(RDMAD__EVENT_TYPE__EVENT_TYPE_RELEASED),
+		      "released"),
+	      "released");
+	CHECK(!strcmp(output_event_name(77), "unknown"), "unknown event");
+}
+
+/* ---- a fake rdmad -------------------------------------------------------- */
+
+enum script {
+	SCRIPT_STATUS,      /* a 600-device snapshot in several parts */
+	SCRIPT_DENY,        /* refuse Rescan */
+	SCRIPT_SILENT,      /* read Hello, never answer */
+	SCRIPT_OLD_VERSION, /* answer in protocol version 2 */
+	SCRIPT_MONITOR,     /* events, a duplicate, a gap, an overflow */
+	SCRIPT_MONITOR_STOP,/* a snapshot, then SIGTERM to the monitor */
+};
+
+#define FLEET 600
+
+struct fake {
+	char dir[64];
+	char path[100];
+	int listen_fd;
+	enum script script;
+	pthread_t thread;
+	pthread_t client;   /* the thread running the handler */
+	struct sample_dev devs[FLEET];
+	Rdmad__Device *ptrs[FLEET];
+	int subscribes;
+	bool ok;            /* the script ran to its end */
+};
+
+static int srv_recv(int fd, Rdmad__Frame **ret_frame)
+{
+	static uint8_t buf[WIRE_MAX_REQUEST];
+	struct pollfd pfd = { .fd = fd, .events = POLLIN };
+	ssize_t n;
+
+	if (poll(&pfd, 1, 5000) != 1)
+		return -ETIMEDOUT;
+	n = wire_recv(fd, buf, sizeof(buf), NULL);
+	if (n <= 0)
+		return n ? (int)n : -ECONNRESET;
+	return wire_decode(buf, (size_t)n, WIRE_MAX_REQUEST, ret_frame);
+}
+
+static int srv_send(int fd, const Rdmad__Frame *frame, int pass_fd)
+{
+	uint8_t *buf;
+	size_t len;
+	int r;
+
+	r = wire_encode(frame, WIRE_MAX_FRAME, &buf, &len);
+	if (r == 0)
+		r = wire_send(fd, buf, len, pass_fd);
+	free(buf);
+	return r;
+}
+
+/* Receive a request of @body, or fail the script. */
+static uint64_t expect(int fd, Rdmad__Frame__BodyCase body)
+{
+	Rdmad__Frame *f = NULL;
+	uint64_t seq = 0;
+
+	if (srv_recv(fd, &f) == 0 && f->body_case == body)
+		seq = f->seq;
+	CHECK(seq != 0, "fake: wanted request %d", body);
+	wire_free(f);
+	return seq;
+}
+
+static int welcome(int fd, uint64_t seq, uint32_t version,
+		   Rdmad__Status status)
+{
+	Rdmad__Welcome w = RDMAD__WELCOME__INIT;
+	Rdmad__Frame f;
+	uint64_t gen = 10;
+	int page, r;
+
+	wire_frame_init(&f, seq);
+	f.version = version;
+	f.status = status;
+	w.version = version;
+	w.generation = gen;
+	w.daemon_version = "fake";
+	w.generation_page = 1;
+	f.body_case = RDMAD__FRAME__BODY_WELCOME;
+	f.welcome = &w;
+	/* The generation page, as PROTOCOL.md lays it out. */
+	page = memfd_create("rdmad-generation", MFD_CLOEXEC);
+	if (page < 0 || ftruncate(page, 4096) < 0)
+		return -errno;
+	r = srv_send(fd, &f, page);
+	close(page);
+	return r;
+}
+
+static int send_part(const Rdmad__Frame *frame, void *userdata)
+{
+	return srv_send(*(int *)userdata, frame, -1);
+}
+
+static int snapshot(struct fake *fk, int fd, uint64_t seq, uint64_t gen,
+		    size_t n)
+{
+	return wire_split_snapshot(fk->ptrs, n, gen, seq, send_part, &fd);
+}
+
+static int status_only(int fd, uint64_t seq, Rdmad__Status status,
+		       const char *error)
+{
+	Rdmad__Frame f;
+
+	wire_frame_init(&f, seq);
+	f.status = status;
+	f.error = (char *)error;
+	return srv_send(fd, &f, -1);
+}
+
+static int event(struct fake *fk, int fd, uint64_t gen,
+		 Rdmad__EventType type, size_t index)
+{
+	Rdmad__Event ev = RDMAD__EVENT__INIT;
+	Rdmad__Frame f;
+
+	wire_frame_init(&f, 0);
+	ev.generation = gen;
+	ev.type = type;
+	ev.device = fk->ptrs[index];
+	f.body_case = RDMAD__FRAME__BODY_EVENT;
+	f.event = &ev;
+	return srv_send(fd, &f, -1);
+}
+
+/* The monitor script: what each step tests is said in its comment. */
+static bool run_monitor(struct fake *fk, int fd)
+{
+	uint64_t seq = expect(fd, RDMAD__FRAME__BODY_SUBSCRIBE);
+	bool ok = seq && snapshot(fk, fd, seq, 10, 2) == 0;
+
+	/* In order: printed. */
+	ok = ok && event(fk, fd, 11, RDMAD__EVENT_TYPE__EVENT_TYPE_ADDED, 2) ==
+			   0;
+	fk->devs[1].dev.old_name = "mlx5_old";
+	ok = ok && event(fk, fd, 12, RDMAD__EVENT_TYPE__EVENT_TYPE_RENAMED,
+			 1) == 0;
+	/* Old news: ignored. */
+	ok = ok && event(fk, fd, 12, RDMAD__EVENT_TYPE__EVENT_TYPE_CHANGED,
+			 0) == 0;
+	/* A gap (13, 14 missing): the client must subscribe again. */
+	ok = ok && event(fk, fd, 15, RDMAD__EVENT_TYPE__EVENT_TYPE_CHANGED,
+			 0) == 0;
+	seq = ok ? expect(fd, RDMAD__FRAME__BODY_SUBSCRIBE) : 0;
+	ok = seq && snapshot(fk, fd, seq, 15, 3) == 0;
+	/* Queue overflow: an unsolicited snapshot replaces the list. */
+	ok = ok && snapshot(fk, fd, 0, 20, FLEET) == 0;
+	ok = ok && event(fk, fd, 21, RDMAD__EVENT_TYPE__EVENT_TYPE_REMOVED,
+			 0) == 0;
+	/* Then the daemon goes away: the monitor exits 3. */
+	return ok;
+}
+
+static bool run_script(struct fake *fk, int fd)
+{
+	uint64_t seq = expect(fd, RDMAD__FRAME__BODY_HELLO);
+
+	if (fk->script == SCRIPT_SILENT) {
+		usleep(1000 * 1000);
+		return seq != 0;
+	}
+	if (fk->script == SCRIPT_OLD_VERSION)
+		return welcome(fd, seq, 2,
+			       RDMAD__STATUS__STATUS_UNSUPPORTED_VERSION) == 0;
+	if (!seq || welcome(fd, seq, 1, RDMAD__STATUS__STATUS_OK) < 0)
+		return false;
+	switch (fk->script) {
+	case SCRIPT_STATUS:
+		seq = expect(fd, RDMAD__FRAME__BODY_GET_STATUS);
+		return seq && snapshot(fk, fd, seq, 42, FLEET) == 0;
+	case SCRIPT_DENY:
+		seq = expect(fd, RDMAD__FRAME__BODY_RESCAN);
+		return seq &&
+		       status_only(fd, seq,
+				   RDMAD__STATUS__STATUS_PERMISSION_DENIED,
+				   "rescan needs root or the admin group") == 0;
+	case SCRIPT_MONITOR:
+		return run_monitor(fk, fd);
+	case SCRIPT_MONITOR_STOP:
+		seq = expect(fd, RDMAD__FRAME__BODY_SUBSCRIBE);
+		if (!seq || snapshot(fk, fd, seq, 10, 1) < 0)
+			return false;
+		usleep(200 * 1000);
+		pthread_kill(fk->client, SIGTERM);
+		/* Stay connected: the monitor must stop on the signal. */
+		usleep(1000 * 1000);
+		return true;
+	case SCRIPT_SILENT:
+	case SCRIPT_OLD_VERSION:
+		break;
+	}
+	return false;
+}
+
+static void *fake_main(void *arg)
+{
+	struct fake *fk = arg;
+	int fd = accept4(fk->listen_fd, NULL, NULL, SOCK_CLOEXEC);
+
+	if (fd < 0)
+		return NULL;
+	fk->ok = run_script(fk, fd);
+	close(fd);
+	return NULL;
+}
+
+static void fake_start(struct fake *fk, enum script script)
+{
+	struct sockaddr_un sun = { .sun_family = AF_UNIX };
+	size_t i;
+
+	snprintf(fk->dir, sizeof(fk->dir), "/tmp/test-rdmactl-XXXXXX");
+	CHECK(mkdtemp(fk->dir) != NULL, "mkdtemp");
+	snprintf(fk->path, sizeof(fk->path), "%s/rdmad.sock", fk->dir);
+	for (i = 0; i < FLEET; i++) {
+		sample_dev_init(&fk->devs[i], (unsigned int)i, i % 2);
+		fk->ptrs[i] = &fk->devs[i].dev;
+	}
+	fk->script = script;
+	fk->client = pthread_self();
+	fk->ok = false;
+	fk->listen_fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+	snprintf(sun.sun_path, sizeof(sun.sun_path), "%s", fk->path);
+	CHECK(bind(fk->listen_fd, (struct sockaddr *)&sun, sizeof(sun)) == 0,
+	      "bind %s", fk->path);
+	CHECK(listen(fk->listen_fd, 4) == 0, "listen");
+	pthread_create(&fk->thread, NULL, fake_main, fk);
+}
+
+static void fake_stop(struct fake *fk)
+{
+	pthread_join(fk->thread, NULL);
+	close(fk->listen_fd);
+	unlink(fk->path);
+	rmdir(fk->dir);
+}
+
+/* Run a verb against @fk with output captured in *ret_out and *ret_err. */
+static int run_verb(struct fake *fk, const char *path, int (*handler)(
+		    const struct rdmactl_ctx *), bool json, int timeout_ms,
+		    char **ret_out, char **ret_err)
+{
+	struct rdmactl_ctx ctx = { .socket_path = path, .json = json,
+				   .timeout_ms = timeout_ms };
+	size_t olen, elen;
+	int r;
+
+	ctx.out = open_memstream(ret_out, &olen);
+	ctx.err = open_memstream(ret_err, &elen);
+	r = handler(&ctx);
+	fclose(ctx.out);
+	fclose(ctx.err);
+	return r;
+}
+
+static void test_status_exchange(void)
+{
+	struct json_object *o, *arr;
+	struct fake *fk = calloc(1, sizeof(*fk));
+	char *out, *err;
+	int r;
+
+	fake_start(fk, SCRIPT_STATUS);
+	r = run_verb(fk, fk->path, commands_status, true, 5000, &out, &err);
+	fake_stop(fk);
+	CHECK(r == 0, "status: exit %d: %s", r, err);
+	CHECK(fk->ok, "status: fake script did not finish");
+	o = json_tokener_parse(out);
+	CHECK(o != NULL, "status: not JSON");
+	arr = o ? key(o, "devices", json_type_array) : NULL;
+	/* 600 devices do not fit one frame: all parts were reassembled. */
+	CHECK(arr && json_object_array_length(arr) == FLEET,
+	      "status: %zu devices", arr ? json_object_array_length(arr) : 0);
+	if (arr && json_object_array_length(arr) == FLEET) {
+		check_device(json_object_array_get_idx(arr, 0), "mlx5_0",
+			     "present", 0);
+		check_device(json_object_array_get_idx(arr, FLEET - 1),
+			     "mlx5_599", "removed", 1);
+	}
+	CHECK(o && num(o, "generation") == 42, "status generation");
+	json_object_put(o);
+	free(out);
+	free(err);
+
+	fake_start(fk, SCRIPT_STATUS);
+	r = run_verb(fk, fk->path, commands_status, false, 5000, &out, &err);
+	fake_stop(fk);
+	CHECK(r == 0 && strstr(out, "generation 42, 600 devices") &&
+		      strstr(out, "hca_id:\tmlx5_599") &&
+		      strstr(out, "holder:\tpid 4242 uid 1000"),
+	      "human status: %.300s", out);
+	free(out);
+	free(err);
+	free(fk);
+}
+
+static void test_failures(void)
+{
+	struct fake *fk = calloc(1, sizeof(*fk));
+	char *out, *err;
+	int r;
+
+	r = run_verb(fk, "/nonexistent/rdmad.sock", commands_status, true,
+		     5000, &out, &err);
+	CHECK(r == RDMACTL_EXIT_UNREACHABLE, "no daemon: exit %d", r);
+	CHECK(!strcmp(err, "rdmactl: cannot connect to rdmad at "
+			   "/nonexistent/rdmad.sock: No such file or "
+			   "directory\n"),
+	      "no daemon: '%s'", err);
+	CHECK(out[0] == '\0', "no daemon: printed '%s'", out);
+	free(out);
+	free(err);
+
+	fake_start(fk, SCRIPT_DENY);
+	r = run_verb(fk, fk->path, commands_rescan, false, 5000, &out, &err);
+	fake_stop(fk);
+	CHECK(r == RDMACTL_EXIT_FAILURE, "denied: exit %d", r);
+	CHECK(strstr(err, "PERMISSION_DENIED: rescan needs root") != NULL,
+	      "denied: '%s'", err);
+	free(out);
+	free(err);
+
+	fake_start(fk, SCRIPT_SILENT);
+	r = run_verb(fk, fk->path, commands_list, false, 300, &out, &err);
+	fake_stop(fk);
+	CHECK(r == RDMACTL_EXIT_UNREACHABLE, "silent: exit %d", r);
+	CHECK(strstr(err, fk->path) && strstr(err, "no reply within 300 ms"),
+	      "silent: '%s'", err);
+	free(out);
+	free(err);
+
+	fake_start(fk, SCRIPT_OLD_VERSION);
+	r = run_verb(fk, fk->path, commands_status, false, 5000, &out, &err);
+	fake_stop(fk);
+	CHECK(r == RDMACTL_EXIT_FAILURE, "version: exit %d", r);
+	CHECK(strstr(err, "protocol version 2") != NULL, "version: '%s'", err);
+	free(out);
+	free(err);
+	free(fk);
+}
+
+/* Each line of monitor --json: its "event" and "generation". */
+static void check_line(struct json_object *o, const char *event,
+		       int64_t generation)
+{
+	CHECK(o && !strcmp(str(o, "event"), event), "event %s, want %s",
+	      o ? str(o, "event") : "-", event);
+	CHECK(o && num(o, "generation") == generation,
+	      "generation %lld, want %lld",
+	      (long long)(o ? num(o, "generation") : -1),
+	      (long long)generation);
+}
+
+static void test_monitor(void)
+{
+	static const struct {
+		const char *event;
+		int64_t generation;
+	} want[] = { { "added", 11 },  { "renamed", 12 }, { "resync", 15 },
+		     { "resync", 20 }, { "removed", 21 } };
+	struct fake *fk = calloc(1, sizeof(*fk));
+	char *out, *err, *line, *save = NULL;
+	struct json_object *o;
+	size_t i = 0;
+	int r;
+
+	fake_start(fk, SCRIPT_MONITOR);
+	r = run_verb(fk, fk->path, commands_monitor, true, 5000, &out, &err);
+	fake_stop(fk);
+	CHECK(fk->ok, "monitor: the fake never saw the resubscribe");
+	if (getenv("TEST_VERBOSE"))
+		fprintf(stderr, "monitor printed:\n%.2000s\n", out);
+	CHECK(r == RDMACTL_EXIT_UNREACHABLE, "monitor: exit %d", r);
+	CHECK(strstr(err, "closed the connection") != NULL, "monitor: '%s'",
+	      err);
+	for (line = strtok_r(out, "\n", &save); line;
+	     line = strtok_r(NULL, "\n", &save), i++) {
+		o = json_tokener_parse(line);
+		if (i < sizeof(want) / sizeof(want[0]))
+			check_line(o, want[i].event, want[i].generation);
+		if (o && i == 1)
+			CHECK(!strcmp(str(o, "old_name"), "mlx5_old"), "old");
+		if (o && i == 3)
+			CHECK(json_object_array_length(key(o, "devices",
+							   json_type_array)) ==
+				      FLEET,
+			      "unsolicited snapshot not whole");
+		json_object_put(o);
+	}
+	CHECK(i == sizeof(want) / sizeof(want[0]), "monitor: %zu lines", i);
+	free(out);
+	free(err);
+
+	fake_start(fk, SCRIPT_MONITOR_STOP);
+	r = run_verb(fk, fk->path, commands_monitor, false, 5000, &out, &err);
+	fake_stop(fk);
+	CHECK(r == 0, "SIGTERM: exit %d: %s", r, err);
+	CHECK(strstr(out, "monitoring rdmad at") != NULL, "start: '%s'", out);
+	free(out);
+	free(err);
+	free(fk);
+}
+
+int main(void)
+{
+	test_parser();
+	test_json();
+	test_status_exchange();
+	test_failures();
+	test_monitor();
+	if (failures) {
+		fprintf(stderr, "%d check(s) failed\n", failures);
+		return 1;
+	}
+	printf("test-rdmactl: all checks passed\n");
+	return 0;
+}
