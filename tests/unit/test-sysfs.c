@@ -6,6 +6,8 @@
  * either leaves the device out or empties one value, never more.
  */
 #include <errno.h>
+#include <stdbool.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,35 +29,69 @@ static int failures;
 		}                                                           \
 	} while (0)
 
+/* The string fields of a scan and of its first port, by name. */
+#define DEV_STR(f) { #f, false, offsetof(struct sysfs_device, f) }
+#define PORT_STR(f) { #f, true, offsetof(struct sysfs_port, f) }
+static const struct {
+	const char *key;
+	bool in_port;
+	size_t offset;
+} string_fields[] = {
+	DEV_STR(name), DEV_STR(uverbs), DEV_STR(id), DEV_STR(node_guid),
+	DEV_STR(sys_image_guid), DEV_STR(node_type), DEV_STR(fw_ver),
+	DEV_STR(driver), { "pci", false, offsetof(struct sysfs_device,
+						   pci_address) },
+	PORT_STR(state), PORT_STR(phys_state), PORT_STR(link_layer),
+	PORT_STR(rate), PORT_STR(netdev),
+};
+
+/* Numeric fields as text; false if @key is none of them. */
+static bool number_field(const struct sysfs_device *d, const char *key,
+			 char *buf, size_t size)
+{
+	const struct sysfs_port *p = d->nports ? &d->ports[0] : NULL;
+	const struct sysfs_port *p2 = d->nports > 1 ? &d->ports[1] : NULL;
+	long v;
+
+	if (!strcmp(key, "numa"))
+		v = d->numa_node;
+	else if (!strcmp(key, "nports"))
+		v = d->nports;
+	else if (!strcmp(key, "port"))
+		v = p ? (long)p->port : -99;
+	else if (!strcmp(key, "port2"))
+		v = p2 ? (long)p2->port : -99;
+	else if (!strcmp(key, "lid"))
+		v = p ? (long)p->lid : -99;
+	else if (!strcmp(key, "netdev_up"))
+		v = p ? p->netdev_up : -99;
+	else
+		return false;
+	snprintf(buf, size, "%ld", v);
+	return true;
+}
+
 /* One field of a scan as text, so tables can name what they expect. */
 static void field(const struct sysfs_device *d, const char *key, char *buf,
 		  size_t size)
 {
-	const struct sysfs_port *p = d->nports ? &d->ports[0] : NULL;
+	const char *base;
 
-	buf[0] = '\0';
-	if (!strcmp(key, "name")) snprintf(buf, size, "%s", d->name);
-	else if (!strcmp(key, "uverbs")) snprintf(buf, size, "%s", d->uverbs);
-	else if (!strcmp(key, "id")) snprintf(buf, size, "%s", d->id);
-	else if (!strcmp(key, "node_guid")) snprintf(buf, size, "%s", d->node_guid);
-	else if (!strcmp(key, "sys_image_guid")) snprintf(buf, size, "%s", d->sys_image_guid);
-	else if (!strcmp(key, "node_type")) snprintf(buf, size, "%s", d->node_type);
-	else if (!strcmp(key, "fw_ver")) snprintf(buf, size, "%s", d->fw_ver);
-	else if (!strcmp(key, "pci")) snprintf(buf, size, "%s", d->pci_address);
-	else if (!strcmp(key, "driver")) snprintf(buf, size, "%s", d->driver);
-	else if (!strcmp(key, "numa")) snprintf(buf, size, "%d", d->numa_node);
-	else if (!strcmp(key, "nports")) snprintf(buf, size, "%u", d->nports);
-	else if (!p) snprintf(buf, size, "<no port>");
-	else if (!strcmp(key, "port")) snprintf(buf, size, "%u", p->port);
-	else if (!strcmp(key, "state")) snprintf(buf, size, "%s", p->state);
-	else if (!strcmp(key, "phys_state")) snprintf(buf, size, "%s", p->phys_state);
-	else if (!strcmp(key, "link_layer")) snprintf(buf, size, "%s", p->link_layer);
-	else if (!strcmp(key, "rate")) snprintf(buf, size, "%s", p->rate);
-	else if (!strcmp(key, "netdev")) snprintf(buf, size, "%s", p->netdev);
-	else if (!strcmp(key, "lid")) snprintf(buf, size, "%u", p->lid);
-	else if (!strcmp(key, "netdev_up")) snprintf(buf, size, "%d", p->netdev_up);
-	else if (!strcmp(key, "port2")) snprintf(buf, size, "%u", d->nports > 1 ? d->ports[1].port : 0);
-	else snprintf(buf, size, "<bad key %s>", key);
+	if (number_field(d, key, buf, size))
+		return;
+	snprintf(buf, size, "<bad key %s>", key);
+	for (size_t i = 0; i < sizeof(string_fields) / sizeof(string_fields[0]);
+	     i++) {
+		if (strcmp(string_fields[i].key, key))
+			continue;
+		if (string_fields[i].in_port && !d->nports) {
+			snprintf(buf, size, "<no port>");
+			return;
+		}
+		base = string_fields[i].in_port ? (const char *)d->ports
+						: (const char *)d;
+		snprintf(buf, size, "%s", base + string_fields[i].offset);
+	}
 }
 
 struct expect {
