@@ -273,11 +273,14 @@ class Daemon:
                 self.proc.kill()
                 self.proc.wait()
                 raise AssertionError("rdmad ignored SIGTERM for %ss" % timeout)
+            finally:
+                self.log.close()
         return self.proc.returncode if self.proc else None
 
     def kill9(self):
         self.proc.kill()
         self.proc.wait()
+        self.log.close()
 
     def alive(self):
         return self.proc is not None and self.proc.poll() is None

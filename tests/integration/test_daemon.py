@@ -113,7 +113,7 @@ class TestDevices(DaemonTest):
             time.sleep(0.3)
             self.tb.rename("mlx5_0", "ib_left")
             ev = mon.expect("renamed", "ib_left")
-            self.assertEqual(ev["device"].get("old_name"), "mlx5_0")
+            self.assertEqual(ev.get("old_name"), "mlx5_0")
             self.assertEqual(ev["device"]["node_guid"], before["node_guid"])
             self.assertEqual(ev["device"]["uverbs"], before["uverbs"])
             # A rename is not a removal plus an addition.
@@ -142,8 +142,13 @@ class TestDevices(DaemonTest):
         self.tb.plug("mlx5_0", "mlx5-ib")
         self.start_daemon()
         gen0 = status(self.sock)["generation"]
-        for _ in range(500):
+        # umockdev delivers uevents over a socket and aborts the sender when
+        # it is full, so the storm comes in bursts of 8 (a unix datagram queue holds 10) (the kernel would
+        # drop instead; rdmad then rescans everything, see udev.c).
+        for i in range(500):
             self.tb.change("mlx5_0")
+            if i % 8 == 7:
+                time.sleep(0.003)
         for i in range(1, 33):
             self.tb.plug("mlx5_%d" % i, "mlx5-ib")
         st = wait_until(lambda: (lambda s: s if len(s["devices"]) == 33 else None)(status(self.sock)),

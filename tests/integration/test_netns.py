@@ -6,6 +6,7 @@ going down and up is reflected in `rdmactl status` and `rdmactl monitor`.
 meson runs this under `unshare --net`, so the veth pair is real and lives
 only in this test's namespace."""
 import subprocess
+import time
 
 import rdmatb
 from rdmatb import DaemonTest, Monitor, find, status, wait_until
@@ -33,6 +34,8 @@ class TestNetlink(DaemonTest):
 
     def test_netdev_down_up_reflected(self):
         self.tb.plug("mlx5_0", "mlx5-roce", netdev="rdmatest0")
+        # netdev_up means operationally up: a veth is only with its peer up.
+        ip("link", "set", "rdmatest1", "up")
         ip("link", "set", "rdmatest0", "up")
         self.start_daemon()
         wait_until(lambda: port_up(self.sock, "mlx5_0") is True,
@@ -57,8 +60,10 @@ class TestNetlink(DaemonTest):
         gen = status(self.sock)["generation"]
         ip("link", "set", "rdmatest1", "up")
         ip("link", "set", "rdmatest1", "down")
-        ip("link", "add", "dummy9", "type", "dummy")
-        ip("link", "del", "dummy9")
+        ip("link", "add", "other0", "type", "veth", "peer", "name", "other1")
+        ip("link", "set", "other0", "up")
+        ip("link", "del", "other0")
+        time.sleep(0.5)  # let rdmad read every rtnetlink message first
         self.assertEqual(status(self.sock)["generation"], gen)
 
 
