@@ -36,18 +36,27 @@ struct rangemap {
 
 int rangemap_init(struct rangemap *map);
 struct rangemap_node *rangemap_node_new(void);
-/* First node whose end is above @addr: the one holding it, or the next. */
-struct rangemap_node *rangemap_lookup(const struct rangemap *map,
-				      uintptr_t addr);
-/* Node ending exactly at @addr, if any. */
-struct rangemap_node *rangemap_ending_at(const struct rangemap *map,
-					 uintptr_t addr);
-void rangemap_insert(struct rangemap *map, struct rangemap_node *node);
-void rangemap_remove(struct rangemap *map, struct rangemap_node *node);
-static inline struct rangemap_node *rangemap_next(struct rangemap_node *node)
-{
-	return node->next[0];
-}
+/* A position between two nodes, kept with the last node passed on every
+ * level, so that a walk in address order can insert and remove at no
+ * further search. */
+struct rangemap_cursor {
+	struct rangemap *map;
+	struct rangemap_node *update[RANGEMAP_MAX_LEVEL];
+};
+
+/* Position before the first node starting at or above @key. */
+void rangemap_seek(struct rangemap *map, struct rangemap_cursor *c,
+		   uintptr_t key);
+/* The node just before the cursor (NULL at the start) and just after. */
+struct rangemap_node *rangemap_cursor_prev(const struct rangemap_cursor *c);
+struct rangemap_node *rangemap_cursor_next(const struct rangemap_cursor *c);
+/* Move past @node, which must be the cursor's next. */
+void rangemap_cursor_advance(struct rangemap_cursor *c,
+			     struct rangemap_node *node);
+/* Insert @node at the cursor (it becomes next), or remove and free next. */
+void rangemap_cursor_insert(struct rangemap_cursor *c,
+			    struct rangemap_node *node);
+void rangemap_cursor_remove_next(struct rangemap_cursor *c);
 
 /* ---- madv.c: runs of pages to madvise ---------------------------------- */
 

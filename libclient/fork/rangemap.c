@@ -72,52 +72,48 @@ static void find_before(const struct rangemap *map, uintptr_t key,
 	}
 }
 
-struct rangemap_node *rangemap_lookup(const struct rangemap *map,
-				      uintptr_t addr)
+void rangemap_seek(struct rangemap *map, struct rangemap_cursor *c,
+		   uintptr_t key)
 {
-	struct rangemap_node *update[RANGEMAP_MAX_LEVEL];
-	struct rangemap_node *prev;
-
-	/* The node holding @addr is the last one starting at or below it. */
-	find_before(map, addr + 1, update);
-	prev = update[0];
-	if (prev != map->head && prev->end > addr)
-		return prev;
-	return prev->next[0];
+	c->map = map;
+	find_before(map, key, c->update);
 }
 
-struct rangemap_node *rangemap_ending_at(const struct rangemap *map,
-					 uintptr_t addr)
+struct rangemap_node *rangemap_cursor_prev(const struct rangemap_cursor *c)
 {
-	struct rangemap_node *update[RANGEMAP_MAX_LEVEL];
-
-	find_before(map, addr, update);
-	if (update[0] != map->head && update[0]->end == addr)
-		return update[0];
-	return NULL;
+	return c->update[0] == c->map->head ? NULL : c->update[0];
 }
 
-void rangemap_insert(struct rangemap *map, struct rangemap_node *node)
+struct rangemap_node *rangemap_cursor_next(const struct rangemap_cursor *c)
 {
-	struct rangemap_node *update[RANGEMAP_MAX_LEVEL];
+	return c->update[0]->next[0];
+}
 
-	find_before(map, node->start, update);
+/* Step over @node, the cursor's next: it becomes the last one passed on
+ * each of its levels, which keeps update[] right for what follows. */
+void rangemap_cursor_advance(struct rangemap_cursor *c,
+			     struct rangemap_node *node)
+{
+	for (unsigned int i = 0; i < node->level; i++)
+		c->update[i] = node;
+}
+
+void rangemap_cursor_insert(struct rangemap_cursor *c,
+			    struct rangemap_node *node)
+{
 	for (unsigned int i = 0; i < node->level; i++) {
-		node->next[i] = update[i]->next[i];
-		update[i]->next[i] = node;
+		node->next[i] = c->update[i]->next[i];
+		c->update[i]->next[i] = node;
 	}
-	map->count++;
+	c->map->count++;
 }
 
-void rangemap_remove(struct rangemap *map, struct rangemap_node *node)
+void rangemap_cursor_remove_next(struct rangemap_cursor *c)
 {
-	struct rangemap_node *update[RANGEMAP_MAX_LEVEL];
+	struct rangemap_node *node = c->update[0]->next[0];
 
-	find_before(map, node->start, update);
-	for (unsigned int i = 0; i < node->level; i++) {
-		if (update[i]->next[i] == node)
-			update[i]->next[i] = node->next[i];
-	}
-	map->count--;
+	for (unsigned int i = 0; i < node->level; i++)
+		c->update[i]->next[i] = node->next[i];
+	c->map->count--;
 	free(node);
 }

@@ -37,6 +37,8 @@ struct shard {
 	uint64_t madvise_saved;
 	uint64_t deferred;
 	uint64_t unaligned_bytes;
+	struct rangemap_node *spare; /* unused nodes, to spare malloc */
+	unsigned int spares;
 } __attribute__((aligned(64)));
 
 static struct shard shards[SHARD_COUNT];
@@ -92,13 +94,21 @@ static void unlock_range(uintptr_t start, uintptr_t end)
 	pthread_rwlock_unlock(&big_lock);
 }
 
-/* ---- node pool: allocated before anything changes ------------------------ */
+/* ---- node pool: taken before anything changes ---------------------------- */
 
-static int pool_fill(struct rangemap_node **pool, size_t n)
+#define SPARE_MAX 16
+
+static int pool_fill(struct shard *sh, struct rangemap_node **pool, size_t n)
 {
 	while (n--) {
-		struct rangemap_node *node = rangemap_node_new();
+		struct rangemap_node *node = sh->spare;
 
+		if (node) {
+			sh->spare = node->pool_next;
+			sh->spares--;
+		} else {
+			node = rangemap_node_new();
+		}
 		if (!node)
 			return -ENOMEM;
 		node->pool_next = *pool;
@@ -107,84 +117,97 @@ static int pool_fill(struct rangemap_node **pool, size_t n)
 	return 0;
 }
 
-static struct rangemap_node *pool_take(struct rangemap_node **pool)
+static struct rangemap_node *pool_take(struct rangemap_node **pool,
+				       uintptr_t start, uintptr_t end,
+				       unsigned int refcnt)
 {
 	struct rangemap_node *node = *pool;
 
 	*pool = node->pool_next;
+	node->start = start;
+	node->end = end;
+	node->refcnt = refcnt;
 	return node;
 }
 
-static void pool_free(struct rangemap_node *pool)
+/* Keep a few unused nodes for the next call, free the rest. */
+static void pool_return(struct shard *sh, struct rangemap_node *pool)
 {
 	while (pool) {
 		struct rangemap_node *next = pool->pool_next;
 
-		free(pool);
+		if (sh->spares < SPARE_MAX) {
+			pool->pool_next = sh->spare;
+			sh->spare = pool;
+			sh->spares++;
+		} else {
+			free(pool);
+		}
 		pool = next;
 	}
 }
 
-/* ---- map edits ------------------------------------------------------------ */
+/* ---- map edits, one walk in address order ------------------------------- */
 
-static bool splits_at(const struct rangemap *map, uintptr_t addr)
+/* Position @c before @addr, splitting the node that straddles it. */
+static void seek_split(struct shard *sh, struct rangemap_cursor *c,
+		       uintptr_t addr, struct rangemap_node **pool)
 {
-	struct rangemap_node *n = rangemap_lookup(map, addr);
+	struct rangemap_node *p, *tail;
 
-	return n && n->start < addr && n->end > addr;
-}
-
-static void split_at(struct shard *sh, uintptr_t addr,
-		     struct rangemap_node **pool)
-{
-	struct rangemap_node *n = rangemap_lookup(&sh->map, addr), *tail;
-
-	if (!n || n->start >= addr || n->end <= addr)
+	rangemap_seek(&sh->map, c, addr);
+	p = rangemap_cursor_prev(c);
+	if (!p || p->end <= addr)
 		return;
-	tail = pool_take(pool);
-	tail->start = addr;
-	tail->end = n->end;
-	tail->refcnt = n->refcnt;
-	n->end = addr;
-	rangemap_insert(&sh->map, tail);
+	tail = pool_take(pool, addr, p->end, p->refcnt);
+	p->end = addr;
+	rangemap_cursor_insert(c, tail);
 	if (!tail->refcnt)
 		sh->deferred++;
 }
 
-/* Merge neighbours with equal counts around [start, end]: fewer nodes, and
- * deferred neighbours are un-marked in one call. */
-static void merge_around(struct shard *sh, uintptr_t start, uintptr_t end)
+/* Move past the cursor's next node @n, merged into the previous one when
+ * they touch and have equal counts: fewer nodes, and neighbouring
+ * deferred ranges are un-marked in one call. */
+static void pass(struct shard *sh, struct rangemap_cursor *c,
+		 struct rangemap_node *n)
 {
-	struct rangemap_node *n, *next;
+	struct rangemap_node *p = rangemap_cursor_prev(c);
 
-	n = rangemap_ending_at(&sh->map, start);
-	if (!n)
-		n = rangemap_lookup(&sh->map, start);
-	while (n && n->start <= end) {
-		next = rangemap_next(n);
-		if (!next || next->start != n->end || next->refcnt != n->refcnt) {
-			n = next;
-			continue;
-		}
-		n->end = next->end;
-		if (!next->refcnt)
+	if (p && p->end == n->start && p->refcnt == n->refcnt) {
+		p->end = n->end;
+		if (!n->refcnt)
 			sh->deferred--;
-		rangemap_remove(&sh->map, next);
+		rangemap_cursor_remove_next(c);
+		return;
 	}
+	rangemap_cursor_advance(c, n);
+}
+
+static void merge_next(struct shard *sh, struct rangemap_cursor *c)
+{
+	struct rangemap_node *n = rangemap_cursor_next(c);
+
+	if (n)
+		pass(sh, c, n);
 }
 
 /* ---- marking ---------------------------------------------------------------- */
 
 /* Runs of [start, end) to mark, and how many nodes applying will need. */
-static int plan_mark(const struct rangemap *map, uintptr_t start,
-		     uintptr_t end, struct madv_runs *runs, size_t *nodes)
+static int plan_mark(struct rangemap *map, uintptr_t start, uintptr_t end,
+		     struct madv_runs *runs, size_t *nodes)
 {
-	struct rangemap_node *n = rangemap_lookup(map, start);
+	struct rangemap_cursor c;
+	struct rangemap_node *n, *p;
 	uintptr_t at = start;
 	int r = 0;
 
-	*nodes += splits_at(map, start) + splits_at(map, end);
-	for (; n && n->start < end && !r; n = rangemap_next(n)) {
+	rangemap_seek(map, &c, start);
+	p = rangemap_cursor_prev(&c);
+	n = p && p->end > start ? p : rangemap_cursor_next(&c);
+	*nodes += n == p;
+	for (; n && n->start < end && !r; n = n->next[0]) {
 		if (n->start > at) {
 			r = madv_runs_add(runs, at, n->start, MADV_KIND_FRESH);
 			(*nodes)++;
@@ -193,6 +216,7 @@ static int plan_mark(const struct rangemap *map, uintptr_t start,
 			r = madv_runs_add(runs, max_addr(at, n->start),
 					  min_addr(end, n->end),
 					  MADV_KIND_REMARK);
+		*nodes += n->end > end;
 		at = n->end;
 	}
 	if (!r && at < end) {
@@ -205,29 +229,26 @@ static int plan_mark(const struct rangemap *map, uintptr_t start,
 static void apply_mark(struct shard *sh, uintptr_t start, uintptr_t end,
 		       struct rangemap_node **pool)
 {
-	struct rangemap_node *n, *gap;
+	struct rangemap_cursor c;
+	struct rangemap_node *n;
 	uintptr_t at = start;
 
-	split_at(sh, start, pool);
-	split_at(sh, end, pool);
-	n = rangemap_lookup(&sh->map, start);
+	seek_split(sh, &c, end, pool);
+	seek_split(sh, &c, start, pool);
 	while (at < end) {
+		n = rangemap_cursor_next(&c);
 		if (!n || n->start > at) {
-			gap = pool_take(pool);
-			gap->start = at;
-			gap->end = n ? min_addr(n->start, end) : end;
-			gap->refcnt = 1;
-			rangemap_insert(&sh->map, gap);
-			sh->pages_marked += (gap->end - gap->start) / page_size;
-			at = gap->end;
-			continue;
-		}
-		if (!n->refcnt++)
+			n = pool_take(pool, at,
+				      n ? min_addr(n->start, end) : end, 1);
+			rangemap_cursor_insert(&c, n);
+			sh->pages_marked += (n->end - n->start) / page_size;
+		} else if (!n->refcnt++) {
 			sh->deferred--;
+		}
 		at = n->end;
-		n = rangemap_next(n);
+		pass(sh, &c, n);
 	}
-	merge_around(sh, start, end);
+	merge_next(sh, &c);
 }
 
 /* Visit the granule-sized pieces of [start, end). */
@@ -235,8 +256,8 @@ static void apply_mark(struct shard *sh, uintptr_t start, uintptr_t end,
 	for (s = (start), e = min_addr(granule_end(start), (end)); s < (end); \
 	     s = e, e = min_addr(granule_end(s), (end)))
 
-static int plan_all(uintptr_t start, uintptr_t end, struct madv_runs *runs,
-		    struct rangemap_node **pool)
+static int plan_all(struct shard *first, uintptr_t start, uintptr_t end,
+		    struct madv_runs *runs, struct rangemap_node **pool)
 {
 	size_t nodes = 0;
 	uintptr_t s, e;
@@ -247,7 +268,7 @@ static int plan_all(uintptr_t start, uintptr_t end, struct madv_runs *runs,
 		if (r < 0)
 			return r;
 	}
-	return pool_fill(pool, nodes);
+	return pool_fill(first, pool, nodes);
 }
 
 /* Bytes of the rounded range outside the registration, on edge pages this
@@ -294,7 +315,7 @@ static int mark_locked(struct shard *first, uintptr_t start, uintptr_t end,
 	int r;
 
 	madv_runs_init(&runs);
-	r = plan_all(start, end, &runs, &pool);
+	r = plan_all(first, start, end, &runs, &pool);
 	if (!r)
 		r = madv_mark_all(&runs, &first->madvise_calls);
 	if (r == -EINVAL && policy.hugepages_safe)
@@ -306,7 +327,7 @@ static int mark_locked(struct shard *first, uintptr_t start, uintptr_t end,
 		first->unaligned_bytes += unaligned_marked(
 			&runs, start, end, (uintptr_t)base, size);
 	}
-	pool_free(pool);
+	pool_return(first, pool);
 	madv_runs_free(&runs);
 	return r;
 }
@@ -335,46 +356,46 @@ int tracker_mark(void *base, size_t size)
 static void apply_release(struct shard *sh, uintptr_t start, uintptr_t end,
 			  struct rangemap_node **pool)
 {
-	struct rangemap_node *n, *next;
+	struct rangemap_cursor c;
+	struct rangemap_node *n;
 
-	split_at(sh, start, pool);
-	split_at(sh, end, pool);
-	for (n = rangemap_lookup(&sh->map, start); n && n->start < end;
-	     n = next) {
-		next = rangemap_next(n);
-		if (!n->refcnt || --n->refcnt)
-			continue;
-		if (policy.defer) {
+	seek_split(sh, &c, end, pool);
+	seek_split(sh, &c, start, pool);
+	while ((n = rangemap_cursor_next(&c)) && n->start < end) {
+		if (n->refcnt && !--n->refcnt) {
+			if (!policy.defer) {
+				madv_unmark(n->start, n->end, page_size,
+					    &sh->madvise_calls);
+				sh->pages_marked -=
+					(n->end - n->start) / page_size;
+				rangemap_cursor_remove_next(&c);
+				continue;
+			}
 			sh->deferred++;
 			sh->madvise_saved++;
-			continue;
 		}
-		madv_unmark(n->start, n->end, page_size, &sh->madvise_calls);
-		sh->pages_marked -= (n->end - n->start) / page_size;
-		rangemap_remove(&sh->map, n);
+		pass(sh, &c, n);
 	}
-	merge_around(sh, start, end);
+	merge_next(sh, &c);
 }
 
 static int release_locked(struct shard *first, uintptr_t start, uintptr_t end)
 {
 	struct rangemap_node *pool = NULL;
-	size_t nodes = 0;
 	uintptr_t s, e;
+	size_t pieces = 0;
 	int r;
 
-	for_each_piece(s, e, start, end) {
-		const struct rangemap *map = &shards[shard_index(s)].map;
-
-		nodes += splits_at(map, s) + splits_at(map, e);
-	}
-	r = pool_fill(&pool, nodes);
+	for_each_piece(s, e, start, end)
+		pieces++;
+	/* At most the two nodes straddling each piece's ends get split. */
+	r = pool_fill(first, &pool, 2 * pieces);
 	if (!r) {
 		for_each_piece(s, e, start, end)
 			apply_release(&shards[shard_index(s)], s, e, &pool);
 		first->ranges--;
 	}
-	pool_free(pool);
+	pool_return(first, pool);
 	return r;
 }
 
@@ -398,16 +419,19 @@ int tracker_release(void *base, size_t size)
 
 static void flush_shard(struct shard *sh)
 {
-	struct rangemap_node *n, *next;
+	struct rangemap_cursor c;
+	struct rangemap_node *n;
 
-	for (n = rangemap_next(sh->map.head); n && sh->deferred; n = next) {
-		next = rangemap_next(n);
-		if (n->refcnt)
+	rangemap_seek(&sh->map, &c, 0);
+	while (sh->deferred && (n = rangemap_cursor_next(&c))) {
+		if (n->refcnt) {
+			rangemap_cursor_advance(&c, n);
 			continue;
+		}
 		madv_unmark(n->start, n->end, page_size, &sh->madvise_calls);
 		sh->pages_marked -= (n->end - n->start) / page_size;
 		sh->deferred--;
-		rangemap_remove(&sh->map, n);
+		rangemap_cursor_remove_next(&c);
 	}
 }
 
