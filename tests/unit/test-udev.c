@@ -1,0 +1,246 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Unit test of daemon/udev.c.  First the decoding of uevent properties
+ * into rescan targets, table-driven; then the real libudev monitor under
+ * umockdev (run through umockdev-wrapper): a fake ib device, its uverbs
+ * device and a netdev come and go, and the rescan requests recorded by
+ * the fake scan module must name the right devices.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <event2/event.h>
+#include <umockdev.h>
+
+#include "fake-c2.h"
+#include "sources.h"
+
+#define PCI "/sys/devices/pci0000:00/0000:00:03.0"
+
+static unsigned int failures;
+
+#define CHECK(cond, ...)                                                  \
+	do {                                                              \
+		if (!(cond)) {                                            \
+			fprintf(stderr, "FAIL %s:%d: %s: ", __func__,     \
+				__LINE__, #cond);                         \
+			fprintf(stderr, __VA_ARGS__);                     \
+			fputc('\n', stderr);                              \
+			failures++;                                       \
+		}                                                         \
+	} while (0)
+
+static void test_decode(void)
+{
+	static const struct {
+		struct udev_uevent ev;
+		int ret;
+		enum udev_target_kind kind;
+		const char *name, *old_name;
+	} cases[] = {
+		{ { "add", "infiniband", "mlx5_0" }, 0, UDEV_TARGET_IBDEV,
+		  "mlx5_0", "" },
+		{ { "remove", "infiniband", "mlx5_0" }, 0, UDEV_TARGET_IBDEV,
+		  "mlx5_0", "" },
+		{ { "move", "infiniband", "rdma0",
+		    "/devices/pci0000:00/0000:00:03.0/infiniband/mlx5_0" },
+		  0, UDEV_TARGET_IBDEV, "rdma0", "mlx5_0" },
+		{ { "move", "infiniband", "rdma0", NULL }, -EINVAL },
+		{ { "move", "infiniband", "rdma0", "/x/" }, -EINVAL },
+		{ { "add", "infiniband_verbs", "uverbs3", NULL, "mlx5_1" }, 0,
+		  UDEV_TARGET_IBDEV, "mlx5_1", "" },
+		{ { "remove", "infiniband_verbs", "uverbs3" }, 0,
+		  UDEV_TARGET_UVERBS, "uverbs3", "" },
+		{ { "change", "infiniband_verbs", "uverbs3", NULL, "a/b" }, 0,
+		  UDEV_TARGET_UVERBS, "uverbs3", "" },
+		{ { "add", "net", "eth0" }, 0, UDEV_TARGET_NETDEV, "eth0", "" },
+		{ { "move", "net", "ens1", "/devices/virtual/net/eth0",
+		    NULL, "eth0" }, 0, UDEV_TARGET_NETDEV, "ens1", "eth0" },
+		{ { "move", "net", "ens1", "/devices/virtual/net/eth9" }, 0,
+		  UDEV_TARGET_NETDEV, "ens1", "eth9" },
+		{ { "bind", "infiniband", "mlx5_0" }, -ENOMSG },
+		{ { "unbind", "net", "eth0" }, -ENOMSG },
+		{ { "add", "usb", "1-1" }, -ENOMSG },
+		{ { NULL, "infiniband", "mlx5_0" }, -EINVAL },
+		{ { "add", NULL, "mlx5_0" }, -EINVAL },
+		{ { "add", "infiniband", NULL }, -EINVAL },
+		{ { "add", "infiniband", "" }, -EINVAL },
+		{ { "add", "infiniband", ".." }, -EINVAL },
+		{ { "add", "infiniband", "a b" }, -EINVAL },
+		{ { "add", "infiniband", "mlx\x01" }, -EINVAL },
+		{ { "add", "infiniband",
+		    "a123456789012345678901234567890123456789012345678901234567890123" },
+		  -EINVAL },
+	};
+	struct udev_target t;
+	size_t i;
+	int r;
+
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		r = udev_decode(&cases[i].ev, &t);
+		CHECK(r == cases[i].ret, "case %zu: %d", i, r);
+		if (r < 0 || cases[i].ret < 0)
+			continue;
+		CHECK(t.kind == cases[i].kind &&
+		      strcmp(t.name, cases[i].name) == 0 &&
+		      strcmp(t.old_name, cases[i].old_name) == 0,
+		      "case %zu: kind %d name '%s' old '%s'", i, t.kind,
+		      t.name, t.old_name);
+	}
+}
+
+/* ---- under umockdev ---- */
+
+static struct event_base *base;
+
+static void run_for(unsigned int ms)
+{
+	struct timeval tv = { .tv_sec = 0, .tv_usec = ms * 1000 };
+
+	event_base_loopexit(base, &tv);
+	event_base_dispatch(base);
+}
+
+static void add(UMockdevTestbed *tb, const char *desc)
+{
+	GError *err = NULL;
+
+	if (!umockdev_testbed_add_from_string(tb, desc, &err)) {
+		fprintf(stderr, "testbed: %s\n", err->message);
+		exit(1);
+	}
+}
+
+static void add_pci(UMockdevTestbed *tb)
+{
+	add(tb, "P: /devices/pci0000:00/0000:00:03.0\n"
+		"E: SUBSYSTEM=pci\n"
+		"E: PCI_ID=15B3:1017\n"
+		"A: vendor=0x15b3\n"
+		"A: device=0x1017\n");
+}
+
+static void add_ibdev(UMockdevTestbed *tb, const char *name)
+{
+	char desc[512];
+
+	snprintf(desc, sizeof(desc),
+		 "P: /devices/pci0000:00/0000:00:03.0/infiniband/%s\n"
+		 "E: SUBSYSTEM=infiniband\n"
+		 "A: node_guid=0002:c903:0000:0001\n"
+		 "A: node_type=1: CA\n"
+		 "L: device=../../../0000:00:03.0\n", name);
+	add(tb, desc);
+}
+
+/* Add devices (umockdev sends their "add" uevents itself) and return
+ * what the source asked for. */
+static const char *added(UMockdevTestbed *tb, const char *desc)
+{
+	fake_calls_reset();
+	add(tb, desc);
+	run_for(100);
+	return fake_calls_dump();
+}
+
+/* Send @action for @path and return what the source asked for. */
+static const char *uevent(UMockdevTestbed *tb, const char *path,
+			  const char *action)
+{
+	fake_calls_reset();
+	umockdev_testbed_uevent(tb, path, action);
+	run_for(100);
+	return fake_calls_dump();
+}
+
+static void test_monitor(void)
+{
+	UMockdevTestbed *tb;
+	struct udev_source *src;
+	const char *got;
+
+	tb = umockdev_testbed_new();
+	base = event_base_new();
+	src = udev_source_new(base, NULL);
+	CHECK(src != NULL, "udev_source_new: %s", strerror(errno));
+	if (!src)
+		return;
+
+	add_pci(tb);
+	fake_calls_reset();
+	add_ibdev(tb, "mlx5_0");
+	run_for(100);
+	got = fake_calls_dump();
+	CHECK(strcmp(got, "dev:mlx5_0;") == 0, "add: %s", got);
+	got = uevent(tb, PCI "/infiniband/mlx5_0", "change");
+	CHECK(strcmp(got, "dev:mlx5_0;") == 0, "change: %s", got);
+
+	got = added(tb, "P: /devices/pci0000:00/0000:00:03.0/infiniband_verbs/uverbs0\n"
+		"E: SUBSYSTEM=infiniband_verbs\n"
+		"A: ibdev=mlx5_0\n"
+		"L: device=../../../0000:00:03.0\n");
+	CHECK(strcmp(got, "dev:mlx5_0;") == 0, "uverbs add: %s", got);
+
+	/* Removed before the daemon reads it: the ibdev attribute is gone,
+	 * so the table is asked who had uverbs0. */
+	fake_calls_reset();
+	umockdev_testbed_uevent(tb, PCI "/infiniband_verbs/uverbs0", "remove");
+	umockdev_testbed_remove_device(tb, PCI "/infiniband_verbs/uverbs0");
+	run_for(100);
+	got = fake_calls_dump();
+	CHECK(strcmp(got, "uverbs:uverbs0;") == 0, "uverbs remove: %s", got);
+
+	/* Renamed: mlx5_0 becomes rdma0 (udev reports a move). */
+	umockdev_testbed_remove_device(tb, PCI "/infiniband/mlx5_0");
+	add_ibdev(tb, "rdma0");
+	run_for(100);
+	umockdev_testbed_set_property(tb, PCI "/infiniband/rdma0",
+		"DEVPATH_OLD", "/devices/pci0000:00/0000:00:03.0/infiniband/mlx5_0");
+	got = uevent(tb, PCI "/infiniband/rdma0", "move");
+	CHECK(strcmp(got, "dev:rdma0;dev:mlx5_0;") == 0, "move: %s", got);
+
+	/* A netdev of the same PCI function: no port uses it yet (the fake
+	 * table knows none), but its parent carries an ib device. */
+	got = added(tb, "P: /devices/pci0000:00/0000:00:03.0/net/eth5\n"
+		"E: SUBSYSTEM=net\n"
+		"E: INTERFACE=eth5\n"
+		"L: device=../../../0000:00:03.0\n");
+	CHECK(strcmp(got, "netdev:eth5;all;") == 0, "net add: %s", got);
+	umockdev_testbed_set_property(tb, PCI "/net/eth5", "INTERFACE_OLD",
+				      "eth4");
+	got = uevent(tb, PCI "/net/eth5", "move");
+	CHECK(strcmp(got, "netdev:eth5;netdev:eth4;all;") == 0, "net move: %s",
+	      got);
+
+	/* A virtual netdev with nothing RDMA about it. */
+	got = added(tb, "P: /devices/virtual/net/veth7\n"
+		"E: SUBSYSTEM=net\n"
+		"E: INTERFACE=veth7\n");
+	CHECK(strcmp(got, "netdev:veth7;") == 0, "veth add: %s", got);
+
+	/* Unplug: the ib device goes, then its PCI parent. */
+	got = uevent(tb, PCI "/infiniband/rdma0", "remove");
+	CHECK(strcmp(got, "dev:rdma0;") == 0, "remove: %s", got);
+
+	udev_source_free(src);
+	event_base_free(base);
+	g_object_unref(tb);
+}
+
+int main(void)
+{
+	test_decode();
+	/* umockdev_in_mock_environment() of umockdev 0.17 misses the
+	 * wrapper's slash-less LD_PRELOAD, so look for the library itself. */
+	if (!strstr(getenv("LD_PRELOAD") ? getenv("LD_PRELOAD") : "",
+		    "umockdev-preload")) {
+		fprintf(stderr, "SKIP: monitor part needs umockdev-wrapper\n");
+		return failures ? 1 : 77;
+	}
+	test_monitor();
+	if (failures)
+		fprintf(stderr, "%u failures\n", failures);
+	return failures ? 1 : 0;
+}
