@@ -1,1 +1,187 @@
-/* SPDX-License-Identifier: MIT */ /* placeholder: not written yet */
+/* SPDX-License-Identifier: MIT */
+/*
+ * One connection to rdmad: the SOCK_SEQPACKET socket, the read-only
+ * generation page the daemon passes with its Welcome, and sending and
+ * receiving whole frames.  No protocol state lives here; sync.c and
+ * client.c decide what the frames mean.
+ */
+#include <errno.h>
+#include <poll.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "client-internal.h"
+
+void conn_init(struct conn *conn)
+{
+	conn->fd = -1;
+	conn->page = NULL;
+	conn->next_seq = 1;
+	conn->buf = NULL;
+}
+
+int conn_open(struct conn *conn, const char *path)
+{
+	struct sockaddr_un addr = { .sun_family = AF_UNIX };
+	int fd, err;
+
+	if (strlen(path) >= sizeof(addr.sun_path))
+		return -ENAMETOOLONG;
+	if (!conn->buf) {
+		conn->buf = malloc(WIRE_MAX_FRAME);
+		if (!conn->buf)
+			return -ENOMEM;
+	}
+	strcpy(addr.sun_path, path);
+	fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	if (fd < 0)
+		return -errno;
+	if (connect(fd, (struct sockaddr *)&addr, sizeof(addr)) < 0) {
+		/* A full backlog (EAGAIN) is retried like a refusal. */
+		err = -errno;
+		close(fd);
+		return err;
+	}
+	conn->fd = fd;
+	return 0;
+}
+
+void conn_close(struct conn *conn)
+{
+	if (conn->fd >= 0)
+		close(conn->fd);
+	conn->fd = -1;
+	if (conn->page)
+		munmap((void *)conn->page, CONN_PAGE_SIZE);
+	conn->page = NULL;
+}
+
+void conn_fini(struct conn *conn)
+{
+	conn_close(conn);
+	free(conn->buf);
+	conn->buf = NULL;
+}
+
+int conn_map_page(struct conn *conn, int fd)
+{
+	const struct conn_page *page;
+
+	page = mmap(NULL, CONN_PAGE_SIZE, PROT_READ, MAP_SHARED, fd, 0);
+	close(fd);
+	if (page == MAP_FAILED)
+		return -errno;
+	if (page->magic != CONN_PAGE_MAGIC || page->layout != CONN_PAGE_LAYOUT) {
+		munmap((void *)page, CONN_PAGE_SIZE);
+		return -EPROTO;
+	}
+	if (conn->page)
+		munmap((void *)conn->page, CONN_PAGE_SIZE);
+	conn->page = page;
+	return 0;
+}
+
+int conn_send(struct conn *conn, Rdmad__Frame *frame, uint64_t *ret_seq)
+{
+	uint8_t *buf;
+	size_t len;
+	int err;
+
+	if (conn->fd < 0)
+		return -ENOTCONN;
+	frame->version = WIRE_VERSION;
+	frame->seq = conn->next_seq++;
+	err = wire_encode(frame, WIRE_MAX_REQUEST, &buf, &len);
+	if (err < 0)
+		return err;
+	err = wire_send(conn->fd, buf, len, -1);
+	free(buf);
+	if (err == 0 && ret_seq)
+		*ret_seq = frame->seq;
+	return err;
+}
+
+int conn_send_name(struct conn *conn, Rdmad__Frame__BodyCase body,
+		   const char *name, uint64_t *ret_seq)
+{
+	Rdmad__Frame frame;
+	Rdmad__Hello hello = RDMAD__HELLO__INIT;
+	Rdmad__Subscribe subscribe = RDMAD__SUBSCRIBE__INIT;
+	Rdmad__Hold hold = RDMAD__HOLD__INIT;
+	Rdmad__Release release = RDMAD__RELEASE__INIT;
+
+	wire_frame_init(&frame, 0);
+	frame.body_case = body;
+	/* An if chain, not a switch: the body enum is generated code. */
+	if (body == RDMAD__FRAME__BODY_HELLO) {
+		hello.client_name = (char *)name;
+		frame.hello = &hello;
+	} else if (body == RDMAD__FRAME__BODY_SUBSCRIBE) {
+		frame.subscribe = &subscribe;
+	} else if (body == RDMAD__FRAME__BODY_HOLD) {
+		hold.name = (char *)name;
+		frame.hold = &hold;
+	} else if (body == RDMAD__FRAME__BODY_RELEASE) {
+		release.name = (char *)name;
+		frame.release = &release;
+	} else {
+		return -EINVAL;
+	}
+	return conn_send(conn, &frame, ret_seq);
+}
+
+static int wait_readable(int fd, int timeout_ms)
+{
+	struct pollfd pfd = { .fd = fd, .events = POLLIN };
+	int n;
+
+	do {
+		n = poll(&pfd, 1, timeout_ms);
+	} while (n < 0 && errno == EINTR);
+	if (n < 0)
+		return -errno;
+	return n == 0 ? -EAGAIN : 0;
+}
+
+int conn_recv(struct conn *conn, int timeout_ms, Rdmad__Frame **ret_frame,
+	      int *ret_fd)
+{
+	ssize_t n;
+	int fd = -1, err;
+
+	if (conn->fd < 0)
+		return -ENOTCONN;
+	for (;;) {
+		n = wire_recv(conn->fd, conn->buf, WIRE_MAX_FRAME, &fd);
+		if (n != -EAGAIN || timeout_ms == 0)
+			break;
+		err = wait_readable(conn->fd, timeout_ms);
+		if (err < 0)
+			return err;
+		/* Waiting once is enough: a caller with a deadline loops. */
+		timeout_ms = 0;
+	}
+	if (n == 0 || n == -ECONNRESET || n == -EPIPE)
+		return -ECONNRESET;
+	if (n < 0)
+		return (int)n;
+	if (ret_fd)
+		*ret_fd = fd;
+	else if (fd >= 0)
+		close(fd);
+	err = wire_decode(conn->buf, (size_t)n, WIRE_MAX_FRAME, ret_frame);
+	if (err == -EPROTONOSUPPORT) {
+		/* A frame from a newer daemon: we cannot follow it. */
+		wire_free(*ret_frame);
+		err = -EPROTO;
+	}
+	if (err < 0 && ret_fd && *ret_fd >= 0) {
+		close(*ret_fd);
+		*ret_fd = -1;
+	}
+	return err;
+}

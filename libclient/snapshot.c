@@ -1,1 +1,396 @@
-/* SPDX-License-Identifier: MIT */ /* placeholder: not written yet */
+/* SPDX-License-Identifier: MIT */
+/*
+ * Snapshots: immutable, reference-counted device lists built from the
+ * daemon's Device messages, and their getters.  Each device is one
+ * allocation holding its ports, holders and every string, and is itself
+ * reference counted so that the snapshot after an event shares every
+ * unchanged device with the one before.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "client-internal.h"
+
+/* Protobuf-c leaves unset strings as "" but be safe with NULL too. */
+static const char *str_or_empty(const char *s)
+{
+	return s ? s : "";
+}
+
+static size_t device_strings_size(const Rdmad__Device *msg)
+{
+	const char *fields[] = {
+		msg->name,	  msg->old_name,    msg->id,	     msg->uverbs,
+		msg->node_guid,	  msg->sys_image_guid, msg->node_type,
+		msg->fw_ver,	  msg->pci_address, msg->driver,
+	};
+	size_t size = 0;
+	size_t i;
+
+	for (i = 0; i < sizeof(fields) / sizeof(fields[0]); i++)
+		size += strlen(str_or_empty(fields[i])) + 1;
+	for (i = 0; i < msg->n_ports; i++) {
+		const Rdmad__Port *p = msg->ports[i];
+
+		size += strlen(str_or_empty(p->state)) + 1;
+		size += strlen(str_or_empty(p->phys_state)) + 1;
+		size += strlen(str_or_empty(p->link_layer)) + 1;
+		size += strlen(str_or_empty(p->rate)) + 1;
+		size += strlen(str_or_empty(p->netdev)) + 1;
+	}
+	for (i = 0; i < msg->n_holders; i++)
+		size += strlen(str_or_empty(msg->holders[i]->comm)) + 1;
+	return size;
+}
+
+/* Copy @s to the string area at *@cursor and advance it. */
+static const char *put_str(char **cursor, const char *s)
+{
+	size_t len = strlen(str_or_empty(s)) + 1;
+	char *dst = *cursor;
+
+	memcpy(dst, str_or_empty(s), len);
+	*cursor += len;
+	return dst;
+}
+
+static void fill_ports(struct rdmad_device *dev, const Rdmad__Device *msg,
+		       char **cursor)
+{
+	unsigned int i;
+
+	for (i = 0; i < dev->n_ports; i++) {
+		const Rdmad__Port *p = msg->ports[i];
+		struct rdmad_port *port = &dev->ports[i];
+
+		port->number = p->port;
+		port->state = put_str(cursor, p->state);
+		port->phys_state = put_str(cursor, p->phys_state);
+		port->link_layer = put_str(cursor, p->link_layer);
+		port->rate = put_str(cursor, p->rate);
+		port->netdev = put_str(cursor, p->netdev);
+		port->netdev_up = p->netdev_up;
+		port->lid = p->lid;
+	}
+}
+
+static void fill_holders(struct rdmad_device *dev, const Rdmad__Device *msg,
+			 char **cursor)
+{
+	unsigned int i;
+
+	for (i = 0; i < dev->n_holders; i++) {
+		dev->holders[i].pid = msg->holders[i]->pid;
+		dev->holders[i].uid = msg->holders[i]->uid;
+		dev->holders[i].comm = put_str(cursor, msg->holders[i]->comm);
+	}
+}
+
+static void fill_device(struct rdmad_device *dev, const Rdmad__Device *msg,
+			char **cursor)
+{
+	dev->name = put_str(cursor, msg->name);
+	dev->old_name = put_str(cursor, msg->old_name);
+	dev->id = put_str(cursor, msg->id);
+	dev->uverbs = put_str(cursor, msg->uverbs);
+	dev->node_guid = put_str(cursor, msg->node_guid);
+	dev->sys_image_guid = put_str(cursor, msg->sys_image_guid);
+	dev->node_type = put_str(cursor, msg->node_type);
+	dev->fw_ver = put_str(cursor, msg->fw_ver);
+	dev->pci_address = put_str(cursor, msg->pci_address);
+	dev->driver = put_str(cursor, msg->driver);
+	dev->numa_node = msg->numa_node;
+	dev->state = msg->state == RDMAD__DEVICE_STATE__DEVICE_STATE_REMOVED
+			     ? RDMAD_DEVICE_REMOVED
+			     : RDMAD_DEVICE_PRESENT;
+	dev->generation = msg->generation;
+	fill_ports(dev, msg, cursor);
+	fill_holders(dev, msg, cursor);
+}
+
+struct rdmad_device *snapshot_device_new(const Rdmad__Device *msg)
+{
+	size_t ports_size, holders_size;
+	struct rdmad_device *dev;
+	char *cursor;
+
+	if (!msg || !msg->name || !msg->name[0]) {
+		errno = EINVAL;
+		return NULL;
+	}
+	ports_size = msg->n_ports * sizeof(struct rdmad_port);
+	holders_size = msg->n_holders * sizeof(struct rdmad_holder);
+	dev = calloc(1, sizeof(*dev) + ports_size + holders_size +
+				device_strings_size(msg));
+	if (!dev)
+		return NULL;
+	atomic_init(&dev->refs, 1);
+	dev->n_ports = msg->n_ports;
+	dev->n_holders = msg->n_holders;
+	dev->ports = (struct rdmad_port *)(dev + 1);
+	dev->holders = (struct rdmad_holder *)((char *)dev->ports + ports_size);
+	cursor = (char *)dev->holders + holders_size;
+	fill_device(dev, msg, &cursor);
+	return dev;
+}
+
+struct rdmad_device *snapshot_device_ref(struct rdmad_device *device)
+{
+	atomic_fetch_add_explicit(&device->refs, 1, memory_order_relaxed);
+	return device;
+}
+
+void snapshot_device_unref(struct rdmad_device *device)
+{
+	if (!device)
+		return;
+	if (atomic_fetch_sub_explicit(&device->refs, 1,
+				      memory_order_acq_rel) == 1)
+		free(device);
+}
+
+static struct rdmad_snapshot *snapshot_alloc(size_t count,
+					     uint64_t generation)
+{
+	struct rdmad_snapshot *snap;
+
+	snap = calloc(1, sizeof(*snap) + count * sizeof(snap->devices[0]));
+	if (!snap)
+		return NULL;
+	atomic_init(&snap->refs, 1);
+	snap->generation = generation;
+	return snap;
+}
+
+struct rdmad_snapshot *snapshot_new_from_wire(Rdmad__Device *const *msgs,
+					      size_t n, uint64_t generation)
+{
+	struct rdmad_snapshot *snap = snapshot_alloc(n, generation);
+	size_t i;
+
+	if (!snap)
+		return NULL;
+	for (i = 0; i < n; i++) {
+		snap->devices[i] = snapshot_device_new(msgs[i]);
+		if (!snap->devices[i])
+			goto fail;
+		snap->count++;
+	}
+	return snap;
+fail:
+	rdmad_snapshot_unref(snap);
+	return NULL;
+}
+
+static bool same_device(const struct rdmad_device *a,
+			const struct rdmad_device *b, enum rdmad_event_type type)
+{
+	if (a->id[0] && b->id[0])
+		return strcmp(a->id, b->id) == 0;
+	if (type == RDMAD_EVENT_RENAMED && b->old_name[0])
+		return strcmp(a->name, b->old_name) == 0;
+	return strcmp(a->name, b->name) == 0;
+}
+
+/* Whether the event leaves the device listed. */
+static bool event_keeps(enum rdmad_event_type type,
+			const struct rdmad_device *device)
+{
+	switch (type) {
+	case RDMAD_EVENT_ADDED:
+	case RDMAD_EVENT_CHANGED:
+	case RDMAD_EVENT_RENAMED:
+	case RDMAD_EVENT_RESYNC:
+		return true;
+	case RDMAD_EVENT_REMOVED:
+		/* The daemon keeps a removed device listed while held. */
+		return device->n_holders > 0;
+	case RDMAD_EVENT_RELEASED:
+		return false;
+	}
+	return false;
+}
+
+int snapshot_apply_event(const struct rdmad_snapshot *old,
+			 enum rdmad_event_type type,
+			 struct rdmad_device *device, uint64_t generation,
+			 struct rdmad_snapshot **ret_snapshot)
+{
+	size_t old_count = old ? old->count : 0;
+	bool keep = event_keeps(type, device);
+	bool placed = false;
+	struct rdmad_snapshot *snap;
+	size_t i;
+
+	snap = snapshot_alloc(old_count + 1, generation);
+	if (!snap)
+		return -ENOMEM;
+	for (i = 0; i < old_count; i++) {
+		struct rdmad_device *cur = old->devices[i];
+
+		if (!placed && same_device(cur, device, type)) {
+			placed = true;
+			if (keep)
+				snap->devices[snap->count++] =
+					snapshot_device_ref(device);
+			continue;
+		}
+		snap->devices[snap->count++] = snapshot_device_ref(cur);
+	}
+	if (!placed && keep)
+		snap->devices[snap->count++] = snapshot_device_ref(device);
+	*ret_snapshot = snap;
+	return 0;
+}
+
+EXPORT struct rdmad_snapshot *rdmad_snapshot_ref(struct rdmad_snapshot *snapshot)
+{
+	if (snapshot)
+		atomic_fetch_add_explicit(&snapshot->refs, 1,
+					  memory_order_relaxed);
+	return snapshot;
+}
+
+EXPORT struct rdmad_snapshot *
+rdmad_snapshot_unref(struct rdmad_snapshot *snapshot)
+{
+	size_t i;
+
+	if (!snapshot)
+		return NULL;
+	if (atomic_fetch_sub_explicit(&snapshot->refs, 1,
+				      memory_order_acq_rel) != 1)
+		return NULL;
+	for (i = 0; i < snapshot->count; i++)
+		snapshot_device_unref(snapshot->devices[i]);
+	free(snapshot);
+	return NULL;
+}
+
+EXPORT uint64_t rdmad_snapshot_get_generation(const struct rdmad_snapshot *snapshot)
+{
+	return snapshot ? snapshot->generation : 0;
+}
+
+EXPORT size_t rdmad_snapshot_get_count(const struct rdmad_snapshot *snapshot)
+{
+	return snapshot ? snapshot->count : 0;
+}
+
+EXPORT const struct rdmad_device *
+rdmad_snapshot_get_device(const struct rdmad_snapshot *snapshot, size_t index)
+{
+	if (!snapshot || index >= snapshot->count)
+		return NULL;
+	return snapshot->devices[index];
+}
+
+EXPORT const struct rdmad_device *
+rdmad_snapshot_find_device(const struct rdmad_snapshot *snapshot,
+			   const char *name)
+{
+	size_t i;
+
+	if (!snapshot || !name)
+		return NULL;
+	for (i = 0; i < snapshot->count; i++)
+		if (strcmp(snapshot->devices[i]->name, name) == 0)
+			return snapshot->devices[i];
+	return NULL;
+}
+
+/* String getters: NULL for a NULL device. */
+#define DEVICE_STR_GETTER(field)                                              \
+	EXPORT const char *rdmad_device_get_##field(                          \
+		const struct rdmad_device *device)                            \
+	{                                                                     \
+		return device ? device->field : NULL;                         \
+	}
+
+DEVICE_STR_GETTER(name)
+DEVICE_STR_GETTER(old_name)
+DEVICE_STR_GETTER(id)
+DEVICE_STR_GETTER(uverbs)
+DEVICE_STR_GETTER(node_guid)
+DEVICE_STR_GETTER(sys_image_guid)
+DEVICE_STR_GETTER(node_type)
+DEVICE_STR_GETTER(fw_ver)
+DEVICE_STR_GETTER(pci_address)
+DEVICE_STR_GETTER(driver)
+
+EXPORT int rdmad_device_get_numa_node(const struct rdmad_device *device)
+{
+	return device ? device->numa_node : -1;
+}
+
+EXPORT enum rdmad_device_state
+rdmad_device_get_state(const struct rdmad_device *device)
+{
+	return device ? device->state : RDMAD_DEVICE_REMOVED;
+}
+
+EXPORT uint64_t rdmad_device_get_generation(const struct rdmad_device *device)
+{
+	return device ? device->generation : 0;
+}
+
+EXPORT unsigned int rdmad_device_get_port_count(const struct rdmad_device *device)
+{
+	return device ? device->n_ports : 0;
+}
+
+EXPORT const struct rdmad_port *
+rdmad_device_get_port(const struct rdmad_device *device, unsigned int index)
+{
+	if (!device || index >= device->n_ports)
+		return NULL;
+	return &device->ports[index];
+}
+
+EXPORT unsigned int rdmad_port_get_number(const struct rdmad_port *port)
+{
+	return port ? port->number : 0;
+}
+
+#define PORT_STR_GETTER(field)                                                \
+	EXPORT const char *rdmad_port_get_##field(                            \
+		const struct rdmad_port *port)                                \
+	{                                                                     \
+		return port ? port->field : NULL;                             \
+	}
+
+PORT_STR_GETTER(state)
+PORT_STR_GETTER(phys_state)
+PORT_STR_GETTER(link_layer)
+PORT_STR_GETTER(rate)
+PORT_STR_GETTER(netdev)
+
+EXPORT int rdmad_port_get_netdev_up(const struct rdmad_port *port)
+{
+	return port ? port->netdev_up : 0;
+}
+
+EXPORT unsigned int rdmad_port_get_lid(const struct rdmad_port *port)
+{
+	return port ? port->lid : 0;
+}
+
+EXPORT unsigned int
+rdmad_device_get_holder_count(const struct rdmad_device *device)
+{
+	return device ? device->n_holders : 0;
+}
+
+EXPORT const char *rdmad_device_get_holder(const struct rdmad_device *device,
+					   unsigned int index, pid_t *ret_pid,
+					   uid_t *ret_uid)
+{
+	if (!device || index >= device->n_holders)
+		return NULL;
+	if (ret_pid)
+		*ret_pid = device->holders[index].pid;
+	if (ret_uid)
+		*ret_uid = device->holders[index].uid;
+	return device->holders[index].comm;
+}

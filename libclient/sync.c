@@ -1,0 +1,219 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Keeping a client's device list in step with the daemon: assembling
+ * snapshot parts, applying events in generation order, resubscribing on a
+ * gap, and queueing what happened for rdmad_client_process() to hand to
+ * the callback.  Every function runs with the client's lock held and does
+ * no I/O except sending Subscribe.
+ */
+#include <errno.h>
+#include <stdlib.h>
+
+#include "client-internal.h"
+
+static void clear_parts(struct rdmad_client *client)
+{
+	size_t i;
+
+	for (i = 0; i < client->n_parts; i++)
+		wire_free(client->parts[i]);
+	free(client->parts);
+	client->parts = NULL;
+	client->n_parts = 0;
+}
+
+void sync_reset(struct rdmad_client *client)
+{
+	clear_parts(client);
+	client->subscribe_seq = 0;
+	client->awaiting_snapshot = false;
+	client->resync_pending = false;
+}
+
+void sync_clear_queue(struct rdmad_client *client)
+{
+	size_t i;
+
+	for (i = 0; i < client->queue_len; i++)
+		snapshot_device_unref(client->queue[i].device);
+	free(client->queue);
+	client->queue = NULL;
+	client->queue_len = 0;
+	client->queue_cap = 0;
+}
+
+int sync_queue_event(struct rdmad_client *client, enum rdmad_event_type type,
+		     struct rdmad_device *device, uint64_t generation)
+{
+	struct client_event *queue;
+	size_t cap;
+
+	/* Nobody to tell: a client used only for snapshots must not grow a
+	 * queue that no rdmad_client_process() ever drains. */
+	if (!client->cb) {
+		snapshot_device_unref(device);
+		return 0;
+	}
+	if (client->queue_len == client->queue_cap) {
+		cap = client->queue_cap ? 2 * client->queue_cap : 16;
+		queue = realloc(client->queue, cap * sizeof(*queue));
+		if (!queue) {
+			snapshot_device_unref(device);
+			return -ENOMEM;
+		}
+		client->queue = queue;
+		client->queue_cap = cap;
+	}
+	client->queue[client->queue_len++] = (struct client_event){
+		.type = type,
+		.device = device,
+		.generation = generation,
+	};
+	return 0;
+}
+
+int sync_subscribe(struct rdmad_client *client)
+{
+	uint64_t seq;
+	int err;
+
+	clear_parts(client);
+	err = conn_send_name(&client->conn, RDMAD__FRAME__BODY_SUBSCRIBE, NULL,
+			     &seq);
+	if (err < 0)
+		return err;
+	client->subscribe_seq = seq;
+	client->awaiting_snapshot = true;
+	client->resync_pending = true;
+	return 0;
+}
+
+static void replace_snapshot(struct rdmad_client *client,
+			     struct rdmad_snapshot *snap)
+{
+	rdmad_snapshot_unref(client->snapshot);
+	client->snapshot = snap;
+}
+
+/* All parts are in: build the snapshot and announce the resync. */
+static int complete_snapshot(struct rdmad_client *client)
+{
+	Rdmad__Device **devices;
+	struct rdmad_snapshot *snap;
+	uint64_t generation = client->parts[0]->snapshot->generation;
+	bool solicited = client->parts[0]->seq == client->subscribe_seq;
+	size_t i, j, n = 0;
+
+	for (i = 0; i < client->n_parts; i++)
+		n += client->parts[i]->snapshot->n_devices;
+	devices = malloc((n ? n : 1) * sizeof(*devices));
+	if (!devices)
+		return -ENOMEM;
+	for (i = 0, n = 0; i < client->n_parts; i++)
+		for (j = 0; j < client->parts[i]->snapshot->n_devices; j++)
+			devices[n++] = client->parts[i]->snapshot->devices[j];
+	snap = snapshot_new_from_wire(devices, n, generation);
+	free(devices);
+	clear_parts(client);
+	if (!snap)
+		return -ENOMEM;
+	replace_snapshot(client, snap);
+	if (solicited)
+		client->awaiting_snapshot = false;
+	/* A seq-0 snapshot replaces the list after dropped events. */
+	if (!solicited || client->resync_pending) {
+		client->resync_pending = false;
+		return sync_queue_event(client, RDMAD_EVENT_RESYNC, NULL,
+					generation);
+	}
+	return 0;
+}
+
+/* Whether @frame continues the snapshot being assembled. */
+static bool part_follows(const struct rdmad_client *client,
+			 const Rdmad__Frame *frame)
+{
+	const Rdmad__Frame *first = client->parts[0];
+
+	return frame->snapshot->part == client->n_parts &&
+	       frame->seq == first->seq &&
+	       frame->snapshot->parts == first->snapshot->parts &&
+	       frame->snapshot->generation == first->snapshot->generation;
+}
+
+static int handle_part(struct rdmad_client *client, Rdmad__Frame *frame)
+{
+	Rdmad__Frame **parts;
+
+	if (frame->snapshot->part == 0)
+		clear_parts(client);
+	else if (client->n_parts == 0 || !part_follows(client, frame)) {
+		/* Parts out of order: start over with a fresh snapshot. */
+		wire_free(frame);
+		return sync_subscribe(client);
+	}
+	parts = realloc(client->parts, (client->n_parts + 1) * sizeof(*parts));
+	if (!parts) {
+		wire_free(frame);
+		return -ENOMEM;
+	}
+	client->parts = parts;
+	client->parts[client->n_parts++] = frame;
+	if (client->n_parts < frame->snapshot->parts)
+		return 0;
+	return complete_snapshot(client);
+}
+
+static int handle_event(struct rdmad_client *client, const Rdmad__Event *ev)
+{
+	struct rdmad_snapshot *snap;
+	struct rdmad_device *dev;
+	uint64_t last;
+	int err;
+
+	/* Events before the snapshot we wait for are part of it. */
+	if (client->awaiting_snapshot || !client->snapshot)
+		return 0;
+	last = client->snapshot->generation;
+	if (ev->generation <= last)
+		return 0;
+	/* A gap, or an event type newer than this library: resync. */
+	if (ev->generation != last + 1 ||
+	    (unsigned int)ev->type > RDMAD__EVENT_TYPE__EVENT_TYPE_RELEASED)
+		return sync_subscribe(client);
+	dev = snapshot_device_new(ev->device);
+	if (!dev)
+		return -ENOMEM;
+	/* The wire values equal the public ones (rdmad.proto, rdmad.h). */
+	err = snapshot_apply_event(client->snapshot,
+				   (enum rdmad_event_type)ev->type, dev,
+				   ev->generation, &snap);
+	if (err < 0) {
+		snapshot_device_unref(dev);
+		return err;
+	}
+	replace_snapshot(client, snap);
+	return sync_queue_event(client, (enum rdmad_event_type)ev->type, dev,
+				ev->generation);
+}
+
+int sync_handle_frame(struct rdmad_client *client, Rdmad__Frame *frame)
+{
+	int err = 0;
+
+	if (frame->seq != 0 && frame->seq == client->subscribe_seq &&
+	    frame->status != RDMAD__STATUS__STATUS_OK) {
+		/* The daemon refused to subscribe us: give up this link. */
+		err = wire_errno_from_status(frame->status);
+		wire_free(frame);
+		return err < 0 ? err : -EPROTO;
+	}
+	if (frame->body_case == RDMAD__FRAME__BODY_SNAPSHOT &&
+	    (frame->seq == 0 || frame->seq == client->subscribe_seq))
+		return handle_part(client, frame);
+	if (frame->body_case == RDMAD__FRAME__BODY_EVENT && frame->seq == 0)
+		err = handle_event(client, frame->event);
+	/* Anything else is a late reply to a request that timed out. */
+	wire_free(frame);
+	return err;
+}
