@@ -37,7 +37,8 @@ static int init_locked(void)
 	struct policy now;
 	int r;
 
-	/* As libibverbs, a later init picks up RDMAV_HUGEPAGES_SAFE again. */
+	/* As libibverbs, a later init picks up RDMAV_HUGEPAGES_SAFE again (and
+	 * RDMAD_FORK_REMARK). */
 	policy_read(&now);
 	if (state == RDMAD_FORK_ENABLED) {
 		tracker_set_policy(&now);

@@ -25,6 +25,7 @@ struct rangemap_node {
 	uintptr_t end;       /* one past the last byte, page aligned */
 	unsigned int refcnt; /* 0: released but still marked (deferred) */
 	unsigned int level;
+	bool unverified;     /* re-registered, mark re-issued at fork */
 	struct rangemap_node *pool_next; /* free list while unused */
 	struct rangemap_node *next[];
 };
@@ -108,11 +109,17 @@ enum policy_unaligned {
 	POLICY_UNALIGNED_STRICT,
 };
 
+enum policy_remark {
+	POLICY_REMARK_REGISTER, /* re-issue DONTFORK when re-registered */
+	POLICY_REMARK_FORK,     /* ... only in the fork prepare handler */
+};
+
 struct policy {
 	bool fork_safe;       /* RDMAV_FORK_SAFE or IBV_FORK_SAFE */
 	bool hugepages_safe;  /* RDMAV_HUGEPAGES_SAFE */
 	bool defer;           /* RDMAD_FORK_DEFER, default on */
 	enum policy_unaligned unaligned; /* RDMAD_FORK_UNALIGNED */
+	enum policy_remark remark;       /* RDMAD_FORK_REMARK */
 	int copy_on_fork;     /* RDMAD_FORK_COPY_ON_FORK: -1 ask the kernel */
 };
 

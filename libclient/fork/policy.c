@@ -4,7 +4,8 @@
  * their meaning (set to any value enables): RDMAV_FORK_SAFE and
  * IBV_FORK_SAFE act as if ibv_fork_init() were called, RDMAV_HUGEPAGES_SAFE
  * rounds ranges to the page size of their mapping.  Ours:
- * RDMAD_FORK_UNALIGNED=round|strict, RDMAD_FORK_DEFER=0|1 and
+ * RDMAD_FORK_UNALIGNED=round|strict, RDMAD_FORK_DEFER=0|1,
+ * RDMAD_FORK_REMARK=register|fork and
  * RDMAD_FORK_COPY_ON_FORK=0|1 (override what the kernel reports).
  */
 #include <stdlib.h>
@@ -29,6 +30,7 @@ static int env_bool(const char *name, int unset)
 void policy_read(struct policy *ret_policy)
 {
 	const char *unaligned = getenv("RDMAD_FORK_UNALIGNED");
+	const char *remark = getenv("RDMAD_FORK_REMARK");
 
 	ret_policy->fork_safe = env_set("RDMAV_FORK_SAFE") ||
 				env_set("IBV_FORK_SAFE");
@@ -38,4 +40,7 @@ void policy_read(struct policy *ret_policy)
 	ret_policy->unaligned = POLICY_UNALIGNED_ROUND;
 	if (unaligned && !strcmp(unaligned, "strict"))
 		ret_policy->unaligned = POLICY_UNALIGNED_STRICT;
+	ret_policy->remark = POLICY_REMARK_REGISTER;
+	if (remark && !strcmp(remark, "fork"))
+		ret_policy->remark = POLICY_REMARK_FORK;
 }

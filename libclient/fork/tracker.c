@@ -36,6 +36,7 @@ struct shard {
 	uint64_t madvise_calls;
 	uint64_t madvise_saved;
 	uint64_t deferred;
+	uint64_t unverified;
 	uint64_t unaligned_bytes;
 	struct rangemap_node *spare; /* unused nodes, to spare malloc */
 	unsigned int spares;
@@ -127,6 +128,7 @@ static struct rangemap_node *pool_take(struct rangemap_node **pool,
 	node->start = start;
 	node->end = end;
 	node->refcnt = refcnt;
+	node->unverified = false;
 	return node;
 }
 
@@ -160,10 +162,12 @@ static void seek_split(struct shard *sh, struct rangemap_cursor *c,
 	if (!p || p->end <= addr)
 		return;
 	tail = pool_take(pool, addr, p->end, p->refcnt);
+	tail->unverified = p->unverified;
 	p->end = addr;
 	rangemap_cursor_insert(c, tail);
 	if (!tail->refcnt)
 		sh->deferred++;
+	sh->unverified += tail->unverified;
 }
 
 /* Move past the cursor's next node @n, merged into the previous one when
@@ -174,10 +178,12 @@ static void pass(struct shard *sh, struct rangemap_cursor *c,
 {
 	struct rangemap_node *p = rangemap_cursor_prev(c);
 
-	if (p && p->end == n->start && p->refcnt == n->refcnt) {
+	if (p && p->end == n->start && p->refcnt == n->refcnt &&
+	    p->unverified == n->unverified) {
 		p->end = n->end;
 		if (!n->refcnt)
 			sh->deferred--;
+		sh->unverified -= n->unverified;
 		rangemap_cursor_remove_next(c);
 		return;
 	}
@@ -212,7 +218,7 @@ static int plan_mark(struct rangemap *map, uintptr_t start, uintptr_t end,
 			r = madv_runs_add(runs, at, n->start, MADV_KIND_FRESH);
 			(*nodes)++;
 		}
-		if (!r && !n->refcnt)
+		if (!r && !n->refcnt && policy.remark == POLICY_REMARK_REGISTER)
 			r = madv_runs_add(runs, max_addr(at, n->start),
 					  min_addr(end, n->end),
 					  MADV_KIND_REMARK);
@@ -244,6 +250,11 @@ static void apply_mark(struct shard *sh, uintptr_t start, uintptr_t end,
 			sh->pages_marked += (n->end - n->start) / page_size;
 		} else if (!n->refcnt++) {
 			sh->deferred--;
+			if (policy.remark == POLICY_REMARK_FORK &&
+			    !n->unverified) {
+				n->unverified = true;
+				sh->unverified++;
+			}
 		}
 		at = n->end;
 		pass(sh, &c, n);
@@ -368,6 +379,7 @@ static void apply_release(struct shard *sh, uintptr_t start, uintptr_t end,
 					    &sh->madvise_calls);
 				sh->pages_marked -=
 					(n->end - n->start) / page_size;
+				sh->unverified -= n->unverified;
 				rangemap_cursor_remove_next(&c);
 				continue;
 			}
@@ -417,20 +429,35 @@ int tracker_release(void *base, size_t size)
 
 /* ---- fork ------------------------------------------------------------------ */
 
+/* Re-issue the mark of a range registered again while deferred, in case
+ * its memory was unmapped and mapped again since (RDMAD_FORK_REMARK=fork).
+ * Too late to report a failure: a range that is gone needs no mark. */
+static void verify(struct shard *sh, struct rangemap_node *n)
+{
+	sh->madvise_calls++;
+	madvise((void *)n->start, n->end - n->start, MADV_DONTFORK);
+	n->unverified = false;
+	sh->unverified--;
+}
+
 static void flush_shard(struct shard *sh)
 {
 	struct rangemap_cursor c;
 	struct rangemap_node *n;
 
 	rangemap_seek(&sh->map, &c, 0);
-	while (sh->deferred && (n = rangemap_cursor_next(&c))) {
+	while ((sh->deferred || sh->unverified) &&
+	       (n = rangemap_cursor_next(&c))) {
 		if (n->refcnt) {
+			if (n->unverified)
+				verify(sh, n);
 			rangemap_cursor_advance(&c, n);
 			continue;
 		}
 		madv_unmark(n->start, n->end, page_size, &sh->madvise_calls);
 		sh->pages_marked -= (n->end - n->start) / page_size;
 		sh->deferred--;
+		sh->unverified -= n->unverified;
 		rangemap_cursor_remove_next(&c);
 	}
 }
@@ -510,6 +537,7 @@ void tracker_set_policy(const struct policy *p)
 {
 	pthread_rwlock_wrlock(&big_lock);
 	policy.hugepages_safe = p->hugepages_safe;
+	policy.remark = p->remark;
 	pthread_rwlock_unlock(&big_lock);
 }
 
