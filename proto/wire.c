@@ -178,8 +178,8 @@ int wire_send(int fd, const void *buf, size_t len, int pass_fd)
 		char buf[CMSG_SPACE(sizeof(int))];
 		struct cmsghdr align;
 	} control;
-	struct iovec iov = { .iov_base = (void *)buf, .iov_len = len };
-	struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1 };
+	struct iovec iov = {.iov_base = (void *)buf, .iov_len = len};
+	struct msghdr msg = {.msg_iov = &iov, .msg_iovlen = 1};
 	struct cmsghdr *cmsg;
 	ssize_t n;
 
@@ -234,7 +234,7 @@ ssize_t wire_recv(int fd, void *buf, size_t cap, int *ret_fd)
 		char buf[CMSG_SPACE(4 * sizeof(int))];
 		struct cmsghdr align;
 	} control;
-	struct iovec iov = { .iov_base = buf, .iov_len = cap };
+	struct iovec iov = {.iov_base = buf, .iov_len = cap};
 	struct msghdr msg = {
 		.msg_iov = &iov,
 		.msg_iovlen = 1,
@@ -264,16 +264,16 @@ static const struct {
 	const char *name;
 	int err;
 } statuses[] = {
-	[RDMAD__STATUS__STATUS_OK] = { "OK", 0 },
-	[RDMAD__STATUS__STATUS_BAD_REQUEST] = { "BAD_REQUEST", -EBADMSG },
-	[RDMAD__STATUS__STATUS_UNSUPPORTED_VERSION] = { "UNSUPPORTED_VERSION",
-							-EPROTONOSUPPORT },
-	[RDMAD__STATUS__STATUS_NO_SUCH_DEVICE] = { "NO_SUCH_DEVICE", -ENODEV },
-	[RDMAD__STATUS__STATUS_PERMISSION_DENIED] = { "PERMISSION_DENIED",
-						      -EPERM },
-	[RDMAD__STATUS__STATUS_LIMIT] = { "LIMIT", -ENOSPC },
-	[RDMAD__STATUS__STATUS_NOT_HELD] = { "NOT_HELD", -ENOENT },
-	[RDMAD__STATUS__STATUS_INTERNAL] = { "INTERNAL", -EIO },
+	[RDMAD__STATUS__STATUS_OK] = {"OK", 0},
+	[RDMAD__STATUS__STATUS_BAD_REQUEST] = {"BAD_REQUEST", -EBADMSG},
+	[RDMAD__STATUS__STATUS_UNSUPPORTED_VERSION] = {"UNSUPPORTED_VERSION",
+						       -EPROTONOSUPPORT},
+	[RDMAD__STATUS__STATUS_NO_SUCH_DEVICE] = {"NO_SUCH_DEVICE", -ENODEV},
+	[RDMAD__STATUS__STATUS_PERMISSION_DENIED] = {"PERMISSION_DENIED",
+						     -EPERM},
+	[RDMAD__STATUS__STATUS_LIMIT] = {"LIMIT", -ENOSPC},
+	[RDMAD__STATUS__STATUS_NOT_HELD] = {"NOT_HELD", -ENOENT},
+	[RDMAD__STATUS__STATUS_INTERNAL] = {"INTERNAL", -EIO},
 };
 
 static bool status_known(Rdmad__Status status)

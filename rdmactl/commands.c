@@ -31,7 +31,8 @@ static int report(const struct rdmactl_ctx *ctx, const char *verb,
 	const char *why = s ? session_error(s) : strerror(-err);
 
 	if (!s || !session_connected(s)) {
-		fprintf(ctx->err, "rdmactl: cannot connect to rdmad at %s: %s\n",
+		fprintf(ctx->err,
+			"rdmactl: cannot connect to rdmad at %s: %s\n",
 			ctx->socket_path, why);
 		return RDMACTL_EXIT_UNREACHABLE;
 	}
@@ -85,32 +86,32 @@ static int with_snapshot(const struct rdmactl_ctx *ctx, const char *verb,
 static int print_status(const struct rdmactl_ctx *ctx,
 			const struct session_snapshot *snap)
 {
-	if (ctx->json) {
-		if (output_json_print(ctx->out,
-				      output_status_json(snap->generation,
-							 snap->devices,
-							 snap->n_devices),
-				      1) < 0)
-			return RDMACTL_EXIT_FAILURE;
+	struct json_object *obj;
+
+	if (!ctx->json) {
+		output_status_text(ctx->out, snap->generation, snap->devices,
+				   snap->n_devices);
 		return RDMACTL_EXIT_OK;
 	}
-	output_status_text(ctx->out, snap->generation, snap->devices,
-			   snap->n_devices);
+	obj = output_status_json(snap->generation, snap->devices,
+				 snap->n_devices);
+	if (output_json_print(ctx->out, obj, 1) < 0)
+		return RDMACTL_EXIT_FAILURE;
 	return RDMACTL_EXIT_OK;
 }
 
 static int print_list(const struct rdmactl_ctx *ctx,
 		      const struct session_snapshot *snap)
 {
-	if (ctx->json) {
-		if (output_json_print(ctx->out,
-				      output_devices_json(snap->devices,
-							  snap->n_devices),
-				      1) < 0)
-			return RDMACTL_EXIT_FAILURE;
+	struct json_object *obj;
+
+	if (!ctx->json) {
+		output_list_text(ctx->out, snap->devices, snap->n_devices);
 		return RDMACTL_EXIT_OK;
 	}
-	output_list_text(ctx->out, snap->devices, snap->n_devices);
+	obj = output_devices_json(snap->devices, snap->n_devices);
+	if (output_json_print(ctx->out, obj, 1) < 0)
+		return RDMACTL_EXIT_FAILURE;
 	return RDMACTL_EXIT_OK;
 }
 
@@ -162,7 +163,7 @@ int commands_version(const struct rdmactl_ctx *ctx)
 struct monitor {
 	const struct rdmactl_ctx *ctx;
 	struct session *s;
-	uint64_t last;  /* generation of the newest state printed */
+	uint64_t last; /* generation of the newest state printed */
 };
 
 static volatile sig_atomic_t monitor_stop;
@@ -175,6 +176,7 @@ static void on_stop_signal(int sig)
 static int print_resync(struct monitor *m, const struct session_snapshot *snap)
 {
 	const struct rdmactl_ctx *ctx = m->ctx;
+	struct json_object *obj;
 
 	m->last = snap->generation;
 	if (!ctx->json) {
@@ -183,11 +185,9 @@ static int print_resync(struct monitor *m, const struct session_snapshot *snap)
 			snap->n_devices == 1 ? "" : "s");
 		return fflush(ctx->out) == 0 ? 0 : -EIO;
 	}
-	return output_json_print(ctx->out,
-				 output_resync_json(snap->generation,
-						    snap->devices,
-						    snap->n_devices),
-				 0) < 0 ? -EIO : 0;
+	obj = output_resync_json(snap->generation, snap->devices,
+				 snap->n_devices);
+	return output_json_print(ctx->out, obj, 0) < 0 ? -EIO : 0;
 }
 
 /* A gap: ask for the whole state again (PROTOCOL.md, "Gaps"). */
@@ -230,9 +230,9 @@ static int on_event(struct monitor *m, const Rdmad__Event *event)
 		output_event_text(m->ctx->out, event);
 		return 0;
 	}
-	return output_json_print(m->ctx->out, output_event_json(event), 0) < 0
-		       ? -EIO
-		       : 0;
+	if (output_json_print(m->ctx->out, output_event_json(event), 0) < 0)
+		return -EIO;
+	return 0;
 }
 
 static int on_frame(struct monitor *m, Rdmad__Frame *frame)
@@ -251,7 +251,7 @@ static int on_frame(struct monitor *m, Rdmad__Frame *frame)
 
 static int monitor_loop(struct monitor *m, const sigset_t *waitmask)
 {
-	struct pollfd pfd = { .fd = session_fd(m->s), .events = POLLIN };
+	struct pollfd pfd = {.fd = session_fd(m->s), .events = POLLIN};
 	Rdmad__Frame *frame;
 	int r;
 
@@ -287,9 +287,10 @@ static int monitor_start(struct monitor *m)
 	/* JSON prints changes only; people get a line saying it started. */
 	if (!m->ctx->json) {
 		fprintf(m->ctx->out,
-			"monitoring rdmad at %s: generation %llu, %zu device%s\n",
-			m->ctx->socket_path, (unsigned long long)snap.generation,
-			snap.n_devices, snap.n_devices == 1 ? "" : "s");
+			"monitoring rdmad at %s: ", m->ctx->socket_path);
+		fprintf(m->ctx->out, "generation %llu, %zu device%s\n",
+			(unsigned long long)snap.generation, snap.n_devices,
+			snap.n_devices == 1 ? "" : "s");
 		fflush(m->ctx->out);
 	}
 	session_snapshot_clear(&snap);
@@ -298,7 +299,7 @@ static int monitor_start(struct monitor *m)
 
 static int monitor_run(struct monitor *m)
 {
-	struct sigaction sa = { .sa_handler = on_stop_signal };
+	struct sigaction sa = {.sa_handler = on_stop_signal};
 	struct sigaction old_int, old_term;
 	sigset_t block, oldmask;
 	int r;
@@ -321,7 +322,7 @@ static int monitor_run(struct monitor *m)
 
 int commands_monitor(const struct rdmactl_ctx *ctx)
 {
-	struct monitor m = { .ctx = ctx };
+	struct monitor m = {.ctx = ctx};
 	int r;
 
 	r = open_session(ctx, "monitor", &m.s);

@@ -5,6 +5,7 @@
  * product brief, so add keys but never rename one.  The human forms read
  * like ibv_devinfo: a block per device, then its ports and holders.
  */
+#include <errno.h>
 #include <string.h>
 
 #include "output.h"
@@ -53,8 +54,7 @@ static void add_int(struct json_object *obj, const char *key, int64_t value)
 	json_object_object_add(obj, key, json_object_new_int64(value));
 }
 
-static void add_uint(struct json_object *obj, const char *key,
-		     uint64_t value)
+static void add_uint(struct json_object *obj, const char *key, uint64_t value)
 {
 	json_object_object_add(obj, key, json_object_new_uint64(value));
 }
@@ -126,8 +126,7 @@ struct json_object *output_device_json(const Rdmad__Device *dev)
 	return obj;
 }
 
-struct json_object *output_devices_json(Rdmad__Device *const *devices,
-					size_t n)
+struct json_object *output_devices_json(Rdmad__Device *const *devices, size_t n)
 {
 	struct json_object *arr = json_object_new_array();
 	size_t i;
@@ -171,7 +170,7 @@ struct json_object *output_resync_json(uint64_t generation,
 	return obj;
 }
 
-int output_json_print(FILE *f, struct json_object *obj, int pretty)
+int output_json_print(FILE *f, struct json_object *obj, bool pretty)
 {
 	int flags = JSON_C_TO_STRING_NOSLASHESCAPE;
 	int r;
@@ -181,7 +180,7 @@ int output_json_print(FILE *f, struct json_object *obj, int pretty)
 	json_object_put(obj);
 	/* A monitor's reader must see each line as it happens. */
 	if (fflush(f) != 0 || r < 0)
-		return -1;
+		return -EIO;
 	return 0;
 }
 
@@ -255,7 +254,8 @@ void output_event_text(FILE *f, const Rdmad__Event *event)
 {
 	const Rdmad__Device *dev = event->device;
 
-	fprintf(f, "generation %llu: %s %s", (unsigned long long)event->generation,
+	fprintf(f, "generation %llu: %s %s",
+		(unsigned long long)event->generation,
 		output_event_name(event->type), dev->name);
 	if (event->type == RDMAD__EVENT_TYPE__EVENT_TYPE_RENAMED)
 		fprintf(f, " (was %s)", or_dash(dev->old_name));

@@ -6,6 +6,7 @@
 #ifndef RDMACTL_OUTPUT_H
 #define RDMACTL_OUTPUT_H
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 
@@ -24,8 +25,9 @@ struct json_object *output_status_json(uint64_t generation,
 struct json_object *output_event_json(const Rdmad__Event *event);
 struct json_object *output_resync_json(uint64_t generation,
 				       Rdmad__Device *const *devices, size_t n);
-/* Print @obj on one line (@pretty: indented) and release it. */
-int output_json_print(FILE *f, struct json_object *obj, int pretty);
+/* Print @obj on one line (@pretty: indented), flush, and release it.
+ * -EIO if the output cannot be written. */
+int output_json_print(FILE *f, struct json_object *obj, bool pretty);
 
 void output_status_text(FILE *f, uint64_t generation,
 			Rdmad__Device *const *devices, size_t n);

@@ -18,24 +18,24 @@
 #include "parser.h"
 
 static const struct parser_verb verbs[] = {
-	{ "status", commands_status,
-	  "show every device with its ports and holders" },
-	{ "list", commands_list, "list device names, one a line" },
-	{ "monitor", commands_monitor,
-	  "print each change as it happens, until interrupted" },
-	{ "rescan", commands_rescan,
-	  "ask rdmad to rescan sysfs now (root or admin group)" },
-	{ "help", commands_help, "show this help" },
-	{ "version", commands_version, "show rdmactl's version" },
+	{"status", commands_status,
+	 "show every device with its ports and holders"},
+	{"list", commands_list, "list device names, one a line"},
+	{"monitor", commands_monitor,
+	 "print each change as it happens, until interrupted"},
+	{"rescan", commands_rescan,
+	 "ask rdmad to rescan sysfs now (root or admin group)"},
+	{"help", commands_help, "show this help"},
+	{"version", commands_version, "show rdmactl's version"},
 };
 
 static const struct option options[] = {
-	{ "socket", required_argument, NULL, 's' },
-	{ "json", no_argument, NULL, 'j' },
-	{ "timeout", required_argument, NULL, 't' },
-	{ "help", no_argument, NULL, 'h' },
-	{ "version", no_argument, NULL, 'V' },
-	{ 0 },
+	{"socket", required_argument, NULL, 's'},
+	{"json", no_argument, NULL, 'j'},
+	{"timeout", required_argument, NULL, 't'},
+	{"help", no_argument, NULL, 'h'},
+	{"version", no_argument, NULL, 'V'},
+	{0},
 };
 
 const struct parser_verb *parser_find_verb(const char *name)
@@ -55,14 +55,15 @@ void parser_usage(FILE *f)
 	fprintf(f, "Usage: rdmactl [OPTIONS] VERB [OPTIONS]\n\nVerbs:\n");
 	for (i = 0; i < sizeof(verbs) / sizeof(verbs[0]); i++)
 		fprintf(f, "  %-10s %s\n", verbs[i].name, verbs[i].help);
-	fprintf(f, "\nOptions:\n"
-		   "  -s, --socket PATH   rdmad's socket (default: "
-		   "$RDMAD_SOCKET, else %s)\n"
-		   "  -j, --json          print JSON\n"
-		   "  -t, --timeout SEC   wait this long for a reply "
-		   "(default %d)\n"
-		   "  -h, --help          show this help\n"
-		   "  -V, --version       show the version\n",
+	fprintf(f,
+		"\nOptions:\n"
+		"  -s, --socket PATH   rdmad's socket (default: "
+		"$RDMAD_SOCKET, else %s)\n"
+		"  -j, --json          print JSON\n"
+		"  -t, --timeout SEC   wait this long for a reply "
+		"(default %d)\n"
+		"  -h, --help          show this help\n"
+		"  -V, --version       show the version\n",
 		RDMAD_DEFAULT_SOCKET, RDMACTL_DEFAULT_TIMEOUT_MS / 1000);
 }
 

@@ -13,7 +13,7 @@
 /* Exit statuses (rdmactl(8)). */
 enum rdmactl_exit {
 	RDMACTL_EXIT_OK = 0,
-	RDMACTL_EXIT_FAILURE = 1,     /* the daemon refused or answered oddly */
+	RDMACTL_EXIT_FAILURE = 1, /* the daemon refused or answered oddly */
 	RDMACTL_EXIT_USAGE = 2,
 	RDMACTL_EXIT_UNREACHABLE = 3, /* no daemon, no answer, or it left */
 };

@@ -10,7 +10,7 @@
 
 int main(int argc, char **argv)
 {
-	struct rdmactl_ctx ctx = { .out = stdout, .err = stderr };
+	struct rdmactl_ctx ctx = {.out = stdout, .err = stderr};
 	const struct parser_verb *verb;
 	int r;
 

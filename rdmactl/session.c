@@ -69,7 +69,7 @@ void session_free(struct session *s)
 
 static int do_connect(struct session *s, const char *path)
 {
-	struct sockaddr_un sun = { .sun_family = AF_UNIX };
+	struct sockaddr_un sun = {.sun_family = AF_UNIX};
 
 	if (strlen(path) >= sizeof(sun.sun_path))
 		return fail(s, -ENAMETOOLONG, "%s", strerror(ENAMETOOLONG));
@@ -114,7 +114,7 @@ static int64_t now_ms(void)
 /* Wait for input until @deadline (ms, monotonic; -1 forever). */
 static int wait_readable(struct session *s, int64_t deadline)
 {
-	struct pollfd pfd = { .fd = s->fd, .events = POLLIN };
+	struct pollfd pfd = {.fd = s->fd, .events = POLLIN};
 	int64_t left = deadline - now_ms();
 	int r;
 
@@ -172,8 +172,7 @@ int session_recv(struct session *s, int timeout_ms, Rdmad__Frame **ret_frame)
 }
 
 /* The reply to @seq, skipping pushed frames that may come before it. */
-static int recv_reply(struct session *s, uint64_t seq,
-		      Rdmad__Frame **ret_frame)
+static int recv_reply(struct session *s, uint64_t seq, Rdmad__Frame **ret_frame)
 {
 	Rdmad__Frame *frame;
 	int r;
@@ -239,8 +238,7 @@ static int hello(struct session *s)
 	return r;
 }
 
-int session_open(const char *path, int timeout_ms,
-		 struct session **ret_session)
+int session_open(const char *path, int timeout_ms, struct session **ret_session)
 {
 	struct session *s = calloc(1, sizeof(*s));
 	int r;
@@ -283,8 +281,8 @@ static int add_part(struct session *s, struct session_snapshot *snap,
 	    (snap->n_frames && part->generation != snap->generation))
 		return fail(s, -EPROTO, "snapshot part %u of %u out of order",
 			    part->part, part->parts);
-	frames = reallocarray(snap->frames, snap->n_frames + 1,
-			      sizeof(*frames));
+	frames =
+		reallocarray(snap->frames, snap->n_frames + 1, sizeof(*frames));
 	if (!frames)
 		return fail(s, -ENOMEM, "%s", strerror(ENOMEM));
 	snap->frames = frames;

@@ -20,7 +20,7 @@ struct session;
 struct session_snapshot {
 	uint64_t generation;
 	size_t n_devices;
-	Rdmad__Device **devices;  /* point into frames */
+	Rdmad__Device **devices; /* point into frames */
 	size_t n_frames;
 	Rdmad__Frame **frames;
 };

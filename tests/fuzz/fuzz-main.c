@@ -83,7 +83,7 @@ static size_t below(struct fuzz *fz, size_t n)
 
 static int add_seed(struct fuzz *fz, const char *path)
 {
-	struct input *seeds, in = { 0 };
+	struct input *seeds, in = {0};
 	FILE *f = fopen(path, "rb");
 	long len;
 
@@ -93,8 +93,8 @@ static int add_seed(struct fuzz *fz, const char *path)
 	len = ftell(f);
 	rewind(f);
 	in.data = malloc(len > 0 ? (size_t)len : 1);
-	in.len = in.data ? fread(in.data, 1, (size_t)(len > 0 ? len : 0), f)
-			 : 0;
+	in.len =
+		in.data ? fread(in.data, 1, (size_t)(len > 0 ? len : 0), f) : 0;
 	fclose(f);
 	seeds = realloc(fz->seeds, (fz->n_seeds + 1) * sizeof(*seeds));
 	if (!in.data || !seeds) {
@@ -164,8 +164,8 @@ static int parse_flag(struct fuzz *fz, const char *arg)
 /* One mutation of @buf (capacity fz->max_len), libFuzzer-style. */
 static size_t mutate(struct fuzz *fz, uint8_t *buf, size_t len)
 {
-	static const uint8_t interesting[] = { 0x00, 0x01, 0x7f, 0x80, 0xff,
-					       0x08, 0x0a, 0x10, 0x12, 0xaa };
+	static const uint8_t interesting[] = {0x00, 0x01, 0x7f, 0x80, 0xff,
+					      0x08, 0x0a, 0x10, 0x12, 0xaa};
 	size_t pos = below(fz, len);
 
 	switch (below(fz, 6)) {
@@ -260,8 +260,10 @@ static unsigned long long run_random(struct fuzz *fz)
 
 int main(int argc, char **argv)
 {
-	struct fuzz fz = { .runs = ~0ULL, .max_time = 5, .max_len = 4096,
-			   .rng = 0x9e3779b97f4a7c15ULL };
+	struct fuzz fz = {.runs = ~0ULL,
+			  .max_time = 5,
+			  .max_len = 4096,
+			  .rng = 0x9e3779b97f4a7c15ULL};
 	unsigned long long done;
 	size_t i;
 	int a;

@@ -72,8 +72,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	int r;
 
 	r = wire_decode(data, size, WIRE_MAX_FRAME, &f);
-	if (r != 0 && r != -EPROTONOSUPPORT && r != -EBADMSG &&
-	    r != -EMSGSIZE)
+	if (r != 0 && r != -EPROTONOSUPPORT && r != -EBADMSG && r != -EMSGSIZE)
 		abort();
 	if ((r == 0 || r == -EPROTONOSUPPORT) != (f != NULL))
 		abort();

@@ -30,59 +30,55 @@
 
 static int failures;
 
-#define CHECK(cond, ...)                                                     \
-	do {                                                                 \
-		if (!(cond)) {                                               \
-			failures++;                                          \
-			fprintf(stderr, "FAIL %s:%d: %s: ", __FILE__,        \
-				__LINE__, #cond);                            \
-			fprintf(stderr, __VA_ARGS__);                        \
-			fputc('\n', stderr);                                 \
-		}                                                            \
+#define CHECK(cond, ...)                                                       \
+	do {                                                                   \
+		if (!(cond)) {                                                 \
+			failures++;                                            \
+			fprintf(stderr, "FAIL %s:%d: %s: ", __FILE__,          \
+				__LINE__, #cond);                              \
+			fprintf(stderr, __VA_ARGS__);                          \
+			fputc('\n', stderr);                                   \
+		}                                                              \
 	} while (0)
 
 /* ---- argument table ------------------------------------------------------ */
 
 static const struct parse_case {
-	const char *argv;      /* space separated, after "rdmactl" */
-	const char *env;       /* $RDMAD_SOCKET, NULL unset */
+	const char *argv; /* space separated, after "rdmactl" */
+	const char *env;  /* $RDMAD_SOCKET, NULL unset */
 	int ret;
-	const char *verb;      /* NULL: none */
+	const char *verb; /* NULL: none */
 	bool json;
 	const char *socket;
 	int timeout_ms;
 } parse_cases[] = {
-	{ "status", NULL, 0, "status", false, RDMAD_DEFAULT_SOCKET, 5000 },
-	{ "status --json", NULL, 0, "status", true, RDMAD_DEFAULT_SOCKET,
-	  5000 },
-	{ "--json list", NULL, 0, "list", true, RDMAD_DEFAULT_SOCKET, 5000 },
-	{ "-j monitor", NULL, 0, "monitor", true, RDMAD_DEFAULT_SOCKET, 5000 },
-	{ "status", "/tmp/env.sock", 0, "status", false, "/tmp/env.sock",
-	  5000 },
-	{ "--socket /tmp/a.sock status", "/tmp/env.sock", 0, "status", false,
-	  "/tmp/a.sock", 5000 },
-	{ "status --socket=/tmp/b.sock", NULL, 0, "status", false,
-	  "/tmp/b.sock", 5000 },
-	{ "-s /tmp/c.sock rescan", NULL, 0, "rescan", false, "/tmp/c.sock",
-	  5000 },
-	{ "status", "", 0, "status", false, RDMAD_DEFAULT_SOCKET, 5000 },
-	{ "--timeout 0.5 status", NULL, 0, "status", false,
-	  RDMAD_DEFAULT_SOCKET, 500 },
-	{ "-h", NULL, 0, "help", false, RDMAD_DEFAULT_SOCKET, 5000 },
-	{ "status --help", NULL, 0, "help", false, RDMAD_DEFAULT_SOCKET,
-	  5000 },
-	{ "--version", NULL, 0, "version", false, RDMAD_DEFAULT_SOCKET, 5000 },
-	{ "help", NULL, 0, "help", false, RDMAD_DEFAULT_SOCKET, 5000 },
-	{ "", NULL, RDMACTL_EXIT_USAGE, NULL, false, NULL, 0 },
-	{ "frobnicate", NULL, RDMACTL_EXIT_USAGE, NULL, false, NULL, 0 },
-	{ "status extra", NULL, RDMACTL_EXIT_USAGE, NULL, false, NULL, 0 },
-	{ "status --bogus", NULL, RDMACTL_EXIT_USAGE, NULL, false, NULL, 0 },
-	{ "status --socket", NULL, RDMACTL_EXIT_USAGE, NULL, false, NULL, 0 },
-	{ "--socket= status", NULL, RDMACTL_EXIT_USAGE, NULL, false, NULL, 0 },
-	{ "--timeout 0 status", NULL, RDMACTL_EXIT_USAGE, NULL, false, NULL,
-	  0 },
-	{ "--timeout soon status", NULL, RDMACTL_EXIT_USAGE, NULL, false, NULL,
-	  0 },
+	{"status", NULL, 0, "status", false, RDMAD_DEFAULT_SOCKET, 5000},
+	{"status --json", NULL, 0, "status", true, RDMAD_DEFAULT_SOCKET, 5000},
+	{"--json list", NULL, 0, "list", true, RDMAD_DEFAULT_SOCKET, 5000},
+	{"-j monitor", NULL, 0, "monitor", true, RDMAD_DEFAULT_SOCKET, 5000},
+	{"status", "/tmp/env.sock", 0, "status", false, "/tmp/env.sock", 5000},
+	{"--socket /tmp/a.sock status", "/tmp/env.sock", 0, "status", false,
+	 "/tmp/a.sock", 5000},
+	{"status --socket=/tmp/b.sock", NULL, 0, "status", false, "/tmp/b.sock",
+	 5000},
+	{"-s /tmp/c.sock rescan", NULL, 0, "rescan", false, "/tmp/c.sock",
+	 5000},
+	{"status", "", 0, "status", false, RDMAD_DEFAULT_SOCKET, 5000},
+	{"--timeout 0.5 status", NULL, 0, "status", false, RDMAD_DEFAULT_SOCKET,
+	 500},
+	{"-h", NULL, 0, "help", false, RDMAD_DEFAULT_SOCKET, 5000},
+	{"status --help", NULL, 0, "help", false, RDMAD_DEFAULT_SOCKET, 5000},
+	{"--version", NULL, 0, "version", false, RDMAD_DEFAULT_SOCKET, 5000},
+	{"help", NULL, 0, "help", false, RDMAD_DEFAULT_SOCKET, 5000},
+	{"", NULL, RDMACTL_EXIT_USAGE, NULL, false, NULL, 0},
+	{"frobnicate", NULL, RDMACTL_EXIT_USAGE, NULL, false, NULL, 0},
+	{"status extra", NULL, RDMACTL_EXIT_USAGE, NULL, false, NULL, 0},
+	{"status --bogus", NULL, RDMACTL_EXIT_USAGE, NULL, false, NULL, 0},
+	{"status --socket", NULL, RDMACTL_EXIT_USAGE, NULL, false, NULL, 0},
+	{"--socket= status", NULL, RDMACTL_EXIT_USAGE, NULL, false, NULL, 0},
+	{"--timeout 0 status", NULL, RDMACTL_EXIT_USAGE, NULL, false, NULL, 0},
+	{"--timeout soon status", NULL, RDMACTL_EXIT_USAGE, NULL, false, NULL,
+	 0},
 };
 
 static int split_args(char *line, char **argv, int max)
@@ -101,7 +97,7 @@ static int split_args(char *line, char **argv, int max)
 static void test_parse_case(const struct parse_case *c)
 {
 	const struct parser_verb *verb;
-	struct rdmactl_ctx ctx = { 0 };
+	struct rdmactl_ctx ctx = {0};
 	char line[256], *argv[16], *errtext = NULL;
 	size_t errlen;
 	int argc, r;
@@ -157,8 +153,7 @@ struct sample_dev {
 	char name[32];
 };
 
-static void sample_dev_init(struct sample_dev *s, unsigned int i,
-			    bool removed)
+static void sample_dev_init(struct sample_dev *s, unsigned int i, bool removed)
 {
 	s->port = (Rdmad__Port)RDMAD__PORT__INIT;
 	s->port.port = 1;
@@ -277,7 +272,7 @@ static struct json_object *printed(struct json_object *obj, int pretty)
 static void test_json(void)
 {
 	struct sample_dev a, b;
-	Rdmad__Device *devs[2] = { &a.dev, &b.dev };
+	Rdmad__Device *devs[2] = {&a.dev, &b.dev};
 	Rdmad__Event ev = RDMAD__EVENT__INIT;
 	struct json_object *o, *arr;
 
@@ -320,12 +315,12 @@ static void test_json(void)
 /* ---- a fake rdmad -------------------------------------------------------- */
 
 enum script {
-	SCRIPT_STATUS,      /* a 600-device snapshot in several parts */
-	SCRIPT_DENY,        /* refuse Rescan */
-	SCRIPT_SILENT,      /* read Hello, never answer */
-	SCRIPT_OLD_VERSION, /* answer in protocol version 2 */
-	SCRIPT_MONITOR,     /* events, a duplicate, a gap, an overflow */
-	SCRIPT_MONITOR_STOP,/* a snapshot, then SIGTERM to the monitor */
+	SCRIPT_STATUS,	     /* a 600-device snapshot in several parts */
+	SCRIPT_DENY,	     /* refuse Rescan */
+	SCRIPT_SILENT,	     /* read Hello, never answer */
+	SCRIPT_OLD_VERSION,  /* answer in protocol version 2 */
+	SCRIPT_MONITOR,	     /* events, a duplicate, a gap, an overflow */
+	SCRIPT_MONITOR_STOP, /* a snapshot, then SIGTERM to the monitor */
 };
 
 #define FLEET 600
@@ -336,17 +331,17 @@ struct fake {
 	int listen_fd;
 	enum script script;
 	pthread_t thread;
-	pthread_t client;   /* the thread running the handler */
+	pthread_t client; /* the thread running the handler */
 	struct sample_dev devs[FLEET];
 	Rdmad__Device *ptrs[FLEET];
 	int subscribes;
-	bool ok;            /* the script ran to its end */
+	bool ok; /* the script ran to its end */
 };
 
 static int srv_recv(int fd, Rdmad__Frame **ret_frame)
 {
 	static uint8_t buf[WIRE_MAX_REQUEST];
-	struct pollfd pfd = { .fd = fd, .events = POLLIN };
+	struct pollfd pfd = {.fd = fd, .events = POLLIN};
 	ssize_t n;
 
 	if (poll(&pfd, 1, 5000) != 1)
@@ -383,8 +378,7 @@ static uint64_t expect(int fd, Rdmad__Frame__BodyCase body)
 	return seq;
 }
 
-static int welcome(int fd, uint64_t seq, uint32_t version,
-		   Rdmad__Status status)
+static int welcome(int fd, uint64_t seq, uint32_t version, Rdmad__Status status)
 {
 	Rdmad__Welcome w = RDMAD__WELCOME__INIT;
 	Rdmad__Frame f;
@@ -431,8 +425,8 @@ static int status_only(int fd, uint64_t seq, Rdmad__Status status,
 	return srv_send(fd, &f, -1);
 }
 
-static int event(struct fake *fk, int fd, uint64_t gen,
-		 Rdmad__EventType type, size_t index)
+static int event(struct fake *fk, int fd, uint64_t gen, Rdmad__EventType type,
+		 size_t index)
 {
 	Rdmad__Event ev = RDMAD__EVENT__INIT;
 	Rdmad__Frame f;
@@ -453,23 +447,23 @@ static bool run_monitor(struct fake *fk, int fd)
 	bool ok = seq && snapshot(fk, fd, seq, 10, 2) == 0;
 
 	/* In order: printed. */
-	ok = ok && event(fk, fd, 11, RDMAD__EVENT_TYPE__EVENT_TYPE_ADDED, 2) ==
-			   0;
+	ok = ok &&
+	     event(fk, fd, 11, RDMAD__EVENT_TYPE__EVENT_TYPE_ADDED, 2) == 0;
 	fk->devs[1].dev.old_name = "mlx5_old";
-	ok = ok && event(fk, fd, 12, RDMAD__EVENT_TYPE__EVENT_TYPE_RENAMED,
-			 1) == 0;
+	ok = ok &&
+	     event(fk, fd, 12, RDMAD__EVENT_TYPE__EVENT_TYPE_RENAMED, 1) == 0;
 	/* Old news: ignored. */
-	ok = ok && event(fk, fd, 12, RDMAD__EVENT_TYPE__EVENT_TYPE_CHANGED,
-			 0) == 0;
+	ok = ok &&
+	     event(fk, fd, 12, RDMAD__EVENT_TYPE__EVENT_TYPE_CHANGED, 0) == 0;
 	/* A gap (13, 14 missing): the client must subscribe again. */
-	ok = ok && event(fk, fd, 15, RDMAD__EVENT_TYPE__EVENT_TYPE_CHANGED,
-			 0) == 0;
+	ok = ok &&
+	     event(fk, fd, 15, RDMAD__EVENT_TYPE__EVENT_TYPE_CHANGED, 0) == 0;
 	seq = ok ? expect(fd, RDMAD__FRAME__BODY_SUBSCRIBE) : 0;
 	ok = seq && snapshot(fk, fd, seq, 15, 3) == 0;
 	/* Queue overflow: an unsolicited snapshot replaces the list. */
 	ok = ok && snapshot(fk, fd, 0, 20, FLEET) == 0;
-	ok = ok && event(fk, fd, 21, RDMAD__EVENT_TYPE__EVENT_TYPE_REMOVED,
-			 0) == 0;
+	ok = ok &&
+	     event(fk, fd, 21, RDMAD__EVENT_TYPE__EVENT_TYPE_REMOVED, 0) == 0;
 	/* Then the daemon goes away: the monitor exits 3. */
 	return ok;
 }
@@ -529,7 +523,7 @@ static void *fake_main(void *arg)
 
 static void fake_start(struct fake *fk, enum script script)
 {
-	struct sockaddr_un sun = { .sun_family = AF_UNIX };
+	struct sockaddr_un sun = {.sun_family = AF_UNIX};
 	size_t i;
 
 	snprintf(fk->dir, sizeof(fk->dir), "/tmp/test-rdmactl-XXXXXX");
@@ -559,12 +553,12 @@ static void fake_stop(struct fake *fk)
 }
 
 /* Run a verb against @fk with output captured in *ret_out and *ret_err. */
-static int run_verb(struct fake *fk, const char *path, int (*handler)(
-		    const struct rdmactl_ctx *), bool json, int timeout_ms,
-		    char **ret_out, char **ret_err)
+static int run_verb(struct fake *fk, const char *path,
+		    int (*handler)(const struct rdmactl_ctx *), bool json,
+		    int timeout_ms, char **ret_out, char **ret_err)
 {
-	struct rdmactl_ctx ctx = { .socket_path = path, .json = json,
-				   .timeout_ms = timeout_ms };
+	struct rdmactl_ctx ctx = {
+		.socket_path = path, .json = json, .timeout_ms = timeout_ms};
 	size_t olen, elen;
 	int r;
 
@@ -623,8 +617,8 @@ static void test_failures(void)
 	char *out, *err;
 	int r;
 
-	r = run_verb(fk, "/nonexistent/rdmad.sock", commands_status, true,
-		     5000, &out, &err);
+	r = run_verb(fk, "/nonexistent/rdmad.sock", commands_status, true, 5000,
+		     &out, &err);
 	CHECK(r == RDMACTL_EXIT_UNREACHABLE, "no daemon: exit %d", r);
 	CHECK(!strcmp(err, "rdmactl: cannot connect to rdmad at "
 			   "/nonexistent/rdmad.sock: No such file or "
@@ -679,8 +673,11 @@ static void test_monitor(void)
 	static const struct {
 		const char *event;
 		int64_t generation;
-	} want[] = { { "added", 11 },  { "renamed", 12 }, { "resync", 15 },
-		     { "resync", 20 }, { "removed", 21 } };
+	} want[] = {{"added", 11},
+		    {"renamed", 12},
+		    {"resync", 15},
+		    {"resync", 20},
+		    {"removed", 21}};
 	struct fake *fk = calloc(1, sizeof(*fk));
 	char *out, *err, *line, *save = NULL;
 	struct json_object *o;
@@ -704,9 +701,8 @@ static void test_monitor(void)
 		if (o && i == 1)
 			CHECK(!strcmp(str(o, "old_name"), "mlx5_old"), "old");
 		if (o && i == 3)
-			CHECK(json_object_array_length(key(o, "devices",
-							   json_type_array)) ==
-				      FLEET,
+			CHECK(json_object_array_length(key(
+				      o, "devices", json_type_array)) == FLEET,
 			      "unsolicited snapshot not whole");
 		json_object_put(o);
 	}

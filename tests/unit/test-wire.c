@@ -21,15 +21,15 @@
 
 static int failures;
 
-#define CHECK(cond, ...)                                                     \
-	do {                                                                 \
-		if (!(cond)) {                                               \
-			failures++;                                          \
-			fprintf(stderr, "FAIL %s:%d: %s: ", __FILE__,        \
-				__LINE__, #cond);                            \
-			fprintf(stderr, __VA_ARGS__);                        \
-			fputc('\n', stderr);                                 \
-		}                                                            \
+#define CHECK(cond, ...)                                                       \
+	do {                                                                   \
+		if (!(cond)) {                                                 \
+			failures++;                                            \
+			fprintf(stderr, "FAIL %s:%d: %s: ", __FILE__,          \
+				__LINE__, #cond);                              \
+			fprintf(stderr, __VA_ARGS__);                          \
+			fputc('\n', stderr);                                   \
+		}                                                              \
 	} while (0)
 
 /* ---- sample messages ----------------------------------------------------- */
@@ -203,16 +203,11 @@ static const struct golden {
 	const char *name;
 	void (*make)(struct sample *s);
 } goldens[] = {
-	{ "hello", make_hello },
-	{ "subscribe", make_subscribe },
-	{ "get_status", make_get_status },
-	{ "hold", make_hold },
-	{ "release", make_release },
-	{ "rescan", make_rescan },
-	{ "welcome", make_welcome },
-	{ "snapshot", make_snapshot },
-	{ "event", make_event },
-	{ "status_reply", make_status_reply },
+	{"hello", make_hello},		 {"subscribe", make_subscribe},
+	{"get_status", make_get_status}, {"hold", make_hold},
+	{"release", make_release},	 {"rescan", make_rescan},
+	{"welcome", make_welcome},	 {"snapshot", make_snapshot},
+	{"event", make_event},		 {"status_reply", make_status_reply},
 };
 
 #define N_GOLDEN (sizeof(goldens) / sizeof(goldens[0]))
@@ -371,7 +366,8 @@ static void test_round_trip_extremes(void)
 
 		CHECK(f->seq == UINT64_MAX, "seq");
 		CHECK(f->snapshot->generation == UINT64_MAX, "gen");
-		CHECK(f->snapshot->part == 6 && f->snapshot->parts == 7, "part");
+		CHECK(f->snapshot->part == 6 && f->snapshot->parts == 7,
+		      "part");
 		CHECK(d->numa_node == INT32_MIN, "numa %d", d->numa_node);
 		CHECK(d->generation == UINT64_MAX, "dev gen");
 		CHECK(d->ports[0]->lid == UINT32_MAX, "lid");
@@ -388,45 +384,69 @@ struct bad_case {
 	int expect;
 };
 
-static void spoil_version2(struct sample *s) { s->frame.version = 2; }
-static void spoil_version0(struct sample *s) { s->frame.version = 0; }
-static void spoil_seq0(struct sample *s) { s->frame.seq = 0; }
-static void spoil_name_empty(struct sample *s) { s->body.hold.name = ""; }
+static void spoil_version2(struct sample *s)
+{
+	s->frame.version = 2;
+}
+static void spoil_version0(struct sample *s)
+{
+	s->frame.version = 0;
+}
+static void spoil_seq0(struct sample *s)
+{
+	s->frame.seq = 0;
+}
+static void spoil_name_empty(struct sample *s)
+{
+	s->body.hold.name = "";
+}
 static void spoil_name_slash(struct sample *s)
 {
 	s->body.hold.name = "../../etc";
 }
 static void spoil_name_long(struct sample *s)
 {
-	s->body.release.name =
-		"x123456789012345678901234567890123456789012345678901234567890123";
+	s->body.release.name = "x1234567890123456789012345678901234567890123456"
+			       "78901234567890123";
 }
-static void spoil_no_device(struct sample *s) { s->body.event.device = NULL; }
-static void spoil_unnamed_device(struct sample *s) { s->dev.name = ""; }
-static void spoil_parts0(struct sample *s) { s->body.snapshot.parts = 0; }
-static void spoil_part_past(struct sample *s) { s->body.snapshot.part = 1; }
+static void spoil_no_device(struct sample *s)
+{
+	s->body.event.device = NULL;
+}
+static void spoil_unnamed_device(struct sample *s)
+{
+	s->dev.name = "";
+}
+static void spoil_parts0(struct sample *s)
+{
+	s->body.snapshot.parts = 0;
+}
+static void spoil_part_past(struct sample *s)
+{
+	s->body.snapshot.part = 1;
+}
 static void spoil_no_body(struct sample *s)
 {
 	s->frame.body_case = RDMAD__FRAME__BODY__NOT_SET;
 }
-static void spoil_nothing(struct sample *s) {}
+static void spoil_nothing(struct sample *s)
+{
+}
 
 static const struct bad_case bad_cases[] = {
-	{ "version 2", make_hello, spoil_version2, -EPROTONOSUPPORT },
-	{ "version missing", make_get_status, spoil_version0,
-	  -EPROTONOSUPPORT },
-	{ "request with seq 0", make_hello, spoil_seq0, -EBADMSG },
-	{ "hold without name", make_hold, spoil_name_empty, -EBADMSG },
-	{ "hold of a path", make_hold, spoil_name_slash, -EBADMSG },
-	{ "release, 64-char name", make_release, spoil_name_long, -EBADMSG },
-	{ "event without device", make_event, spoil_no_device, -EBADMSG },
-	{ "event, unnamed device", make_event, spoil_unnamed_device,
-	  -EBADMSG },
-	{ "snapshot with 0 parts", make_snapshot, spoil_parts0, -EBADMSG },
-	{ "snapshot part 1 of 1", make_snapshot, spoil_part_past, -EBADMSG },
-	{ "pushed frame, no body", make_event, spoil_no_body, -EBADMSG },
-	{ "status-only reply", make_status_reply, spoil_nothing, 0 },
-	{ "unsolicited snapshot", make_snapshot, spoil_seq0, 0 },
+	{"version 2", make_hello, spoil_version2, -EPROTONOSUPPORT},
+	{"version missing", make_get_status, spoil_version0, -EPROTONOSUPPORT},
+	{"request with seq 0", make_hello, spoil_seq0, -EBADMSG},
+	{"hold without name", make_hold, spoil_name_empty, -EBADMSG},
+	{"hold of a path", make_hold, spoil_name_slash, -EBADMSG},
+	{"release, 64-char name", make_release, spoil_name_long, -EBADMSG},
+	{"event without device", make_event, spoil_no_device, -EBADMSG},
+	{"event, unnamed device", make_event, spoil_unnamed_device, -EBADMSG},
+	{"snapshot with 0 parts", make_snapshot, spoil_parts0, -EBADMSG},
+	{"snapshot part 1 of 1", make_snapshot, spoil_part_past, -EBADMSG},
+	{"pushed frame, no body", make_event, spoil_no_body, -EBADMSG},
+	{"status-only reply", make_status_reply, spoil_nothing, 0},
+	{"unsolicited snapshot", make_snapshot, spoil_seq0, 0},
 };
 
 static void test_bad_case(const struct bad_case *c)
@@ -511,17 +531,16 @@ static const struct {
 	const char *bytes;
 	size_t len;
 } garbage[] = {
-	{ "all ones", "\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff", 11 },
-	{ "text", "GET / HTTP/1.0\r\n\r\n", 18 },
-	{ "wire type 7", "\x0f\x01", 2 },
-	{ "varint never ends", "\x08\x80\x80\x80\x80\x80\x80\x80\x80\x80\x80",
-	  11 },
-	{ "length past end", "\x08\x01\xaa\x01\x7f\x00", 6 },
-	{ "field number 0", "\x00\x01", 2 },
+	{"all ones", "\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff", 11},
+	{"text", "GET / HTTP/1.0\r\n\r\n", 18},
+	{"wire type 7", "\x0f\x01", 2},
+	{"varint never ends", "\x08\x80\x80\x80\x80\x80\x80\x80\x80\x80\x80",
+	 11},
+	{"length past end", "\x08\x01\xaa\x01\x7f\x00", 6},
+	{"field number 0", "\x00\x01", 2},
 	/* protobuf-c itself takes this; found by fuzz-wire. */
-	{ "over-long field number 0", "\x80\x00\x10", 3 },
-	{ "nested over-long field 0", "\x08\x01\x10\x01\x52\x03\x80\x00\x10",
-	  9 },
+	{"over-long field number 0", "\x80\x00\x10", 3},
+	{"nested over-long field 0", "\x08\x01\x10\x01\x52\x03\x80\x00\x10", 9},
 };
 
 static void test_garbage(void)
@@ -559,18 +578,18 @@ static void test_statuses(void)
 		int err;
 		Rdmad__Status status;
 	} map[] = {
-		{ 0, RDMAD__STATUS__STATUS_OK },
-		{ -EBADMSG, RDMAD__STATUS__STATUS_BAD_REQUEST },
-		{ -EINVAL, RDMAD__STATUS__STATUS_BAD_REQUEST },
-		{ -EPROTONOSUPPORT, RDMAD__STATUS__STATUS_UNSUPPORTED_VERSION },
-		{ -ENODEV, RDMAD__STATUS__STATUS_NO_SUCH_DEVICE },
-		{ -EPERM, RDMAD__STATUS__STATUS_PERMISSION_DENIED },
-		{ -EACCES, RDMAD__STATUS__STATUS_PERMISSION_DENIED },
-		{ -ENOSPC, RDMAD__STATUS__STATUS_LIMIT },
-		{ -EMFILE, RDMAD__STATUS__STATUS_LIMIT },
-		{ -ENOENT, RDMAD__STATUS__STATUS_NOT_HELD },
-		{ -ENOMEM, RDMAD__STATUS__STATUS_INTERNAL },
-		{ -EIO, RDMAD__STATUS__STATUS_INTERNAL },
+		{0, RDMAD__STATUS__STATUS_OK},
+		{-EBADMSG, RDMAD__STATUS__STATUS_BAD_REQUEST},
+		{-EINVAL, RDMAD__STATUS__STATUS_BAD_REQUEST},
+		{-EPROTONOSUPPORT, RDMAD__STATUS__STATUS_UNSUPPORTED_VERSION},
+		{-ENODEV, RDMAD__STATUS__STATUS_NO_SUCH_DEVICE},
+		{-EPERM, RDMAD__STATUS__STATUS_PERMISSION_DENIED},
+		{-EACCES, RDMAD__STATUS__STATUS_PERMISSION_DENIED},
+		{-ENOSPC, RDMAD__STATUS__STATUS_LIMIT},
+		{-EMFILE, RDMAD__STATUS__STATUS_LIMIT},
+		{-ENOENT, RDMAD__STATUS__STATUS_NOT_HELD},
+		{-ENOMEM, RDMAD__STATUS__STATUS_INTERNAL},
+		{-EIO, RDMAD__STATUS__STATUS_INTERNAL},
 	};
 	int s;
 	size_t i;
@@ -700,7 +719,7 @@ static int collect(const Rdmad__Frame *frame, void *userdata)
 
 static void split_case(size_t n, size_t fw_len, uint32_t min_parts)
 {
-	struct collected c = { 0 };
+	struct collected c = {0};
 	struct fleet fl;
 	int r;
 
@@ -722,7 +741,7 @@ static void split_case(size_t n, size_t fw_len, uint32_t min_parts)
 
 static void test_split(void)
 {
-	struct collected c = { 0 };
+	struct collected c = {0};
 	struct fleet fl;
 
 	split_case(0, 8, 1);
@@ -805,7 +824,6 @@ static void test_scm_rights(void)
 	CHECK(n == 0, "orderly close: %zd", n);
 	close(sv[1]);
 }
-
 
 int main(int argc, char **argv)
 {
