@@ -238,7 +238,8 @@ void client_drop_connection(struct rdmad_client *c, int err)
 /* A receive error that ends the connection, as opposed to one bad frame. */
 static bool recv_fatal(int err)
 {
-	return err != -EAGAIN && err != -EBADMSG && err != -EMSGSIZE;
+	return err < 0 && err != -EAGAIN && err != -EBADMSG &&
+	       err != -EMSGSIZE;
 }
 
 static int remaining_ms(uint64_t deadline)

@@ -1,0 +1,526 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Unit test of the client's connection logic (libclient/client.c, sync.c,
+ * holds.c, conn.c) against a fake daemon thread on a temporary socket:
+ * handshake with the generation page, split snapshots, events in order,
+ * a generation gap (resubscribe), an unsolicited seq-0 snapshot, holds
+ * and their statuses, events that arrive while a hold waits for its reply,
+ * and a dropped connection (reconnect, holds announced again, RESYNC).
+ */
+#include <errno.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "client-internal.h"
+
+static int failures;
+
+#define CHECK(cond)                                                           \
+	do {                                                                  \
+		if (!(cond)) {                                                \
+			fprintf(stderr, "%s:%d: %s\n", __FILE__, __LINE__,    \
+				#cond);                                       \
+			failures++;                                           \
+		}                                                             \
+	} while (0)
+
+/* ---- the fake daemon ----------------------------------------------------- */
+
+enum fake_op {
+	FAKE_EVENT,     /* push an event of @gen for @name */
+	FAKE_SNAPSHOT,  /* push an unsolicited (seq 0) snapshot at @gen */
+	FAKE_DROP,      /* close the client's connection */
+	FAKE_EVENT_ON_HOLD, /* before the next Hold reply, push an event */
+};
+
+struct fake_cmd {
+	enum fake_op op;
+	uint64_t gen;
+	int type;
+	char name[32];
+};
+
+static struct {
+	char path[108];
+	int listen_fd;
+	int client_fd;
+	int cmd_fd[2];
+	int ack_fd[2];
+	int page_fd;
+	struct conn_page *page;
+	pthread_mutex_t lock;
+	/* Seen by the server, read by the test under @lock. */
+	unsigned int hellos;
+	unsigned int subscribes;
+	char held[8][32];
+	unsigned int n_held;
+	char devices[8][32];
+	unsigned int n_devices;
+	uint64_t generation;
+	bool event_on_hold;
+} fake;
+
+static void fake_send(Rdmad__Frame *frame, int pass_fd)
+{
+	uint8_t *buf;
+	size_t len;
+
+	if (wire_encode(frame, WIRE_MAX_FRAME, &buf, &len) == 0) {
+		wire_send(fake.client_fd, buf, len, pass_fd);
+		free(buf);
+	}
+}
+
+static void fake_set_generation(uint64_t gen)
+{
+	fake.generation = gen;
+	__atomic_store_n(&fake.page->generation, gen, __ATOMIC_RELEASE);
+}
+
+static void fake_device_msg(Rdmad__Device *dev, const char *name)
+{
+	*dev = (Rdmad__Device)RDMAD__DEVICE__INIT;
+	dev->name = (char *)name;
+	dev->id = (char *)name;
+}
+
+/* The device list in two parts, to exercise assembly. */
+static void fake_send_snapshot(uint64_t seq)
+{
+	Rdmad__Device devs[8], *ptrs[8];
+	Rdmad__Snapshot snap;
+	Rdmad__Frame frame;
+	unsigned int i, part, parts = fake.n_devices > 1 ? 2 : 1;
+
+	for (i = 0; i < fake.n_devices; i++) {
+		fake_device_msg(&devs[i], fake.devices[i]);
+		ptrs[i] = &devs[i];
+	}
+	for (part = 0; part < parts; part++) {
+		unsigned int first = part ? fake.n_devices / 2 : 0;
+		unsigned int last = parts == 1 || part ? fake.n_devices
+						       : fake.n_devices / 2;
+
+		snap = (Rdmad__Snapshot)RDMAD__SNAPSHOT__INIT;
+		snap.generation = fake.generation;
+		snap.part = part;
+		snap.parts = parts;
+		snap.devices = ptrs + first;
+		snap.n_devices = last - first;
+		wire_frame_init(&frame, seq);
+		frame.body_case = RDMAD__FRAME__BODY_SNAPSHOT;
+		frame.snapshot = &snap;
+		fake_send(&frame, -1);
+	}
+}
+
+static void fake_send_event(uint64_t gen, int type, const char *name)
+{
+	Rdmad__Device dev;
+	Rdmad__Event ev = RDMAD__EVENT__INIT;
+	Rdmad__Frame frame;
+
+	fake_device_msg(&dev, name);
+	ev.generation = gen;
+	ev.type = type;
+	ev.device = &dev;
+	wire_frame_init(&frame, 0);
+	frame.body_case = RDMAD__FRAME__BODY_EVENT;
+	frame.event = &ev;
+	fake_set_generation(gen);
+	fake_send(&frame, -1);
+}
+
+static void fake_reply(uint64_t seq, Rdmad__Status status)
+{
+	Rdmad__Frame frame;
+
+	wire_frame_init(&frame, seq);
+	frame.status = status;
+	fake_send(&frame, -1);
+}
+
+static void fake_welcome(uint64_t seq)
+{
+	Rdmad__Welcome welcome = RDMAD__WELCOME__INIT;
+	Rdmad__Frame frame;
+
+	welcome.version = WIRE_VERSION;
+	welcome.generation = fake.generation;
+	welcome.generation_page = true;
+	wire_frame_init(&frame, seq);
+	frame.body_case = RDMAD__FRAME__BODY_WELCOME;
+	frame.welcome = &welcome;
+	fake_send(&frame, fake.page_fd);
+}
+
+static bool fake_has_device(const char *name)
+{
+	unsigned int i;
+
+	for (i = 0; i < fake.n_devices; i++)
+		if (strcmp(fake.devices[i], name) == 0)
+			return true;
+	return false;
+}
+
+static void fake_hold(uint64_t seq, const char *name)
+{
+	if (fake.event_on_hold) {
+		fake.event_on_hold = false;
+		fake_send_event(fake.generation + 1, RDMAD__EVENT_TYPE__EVENT_TYPE_CHANGED,
+				fake.devices[0]);
+	}
+	if (!fake_has_device(name)) {
+		fake_reply(seq, RDMAD__STATUS__STATUS_NO_SUCH_DEVICE);
+		return;
+	}
+	snprintf(fake.held[fake.n_held++], 32, "%s", name);
+	fake_reply(seq, RDMAD__STATUS__STATUS_OK);
+}
+
+static void fake_handle(Rdmad__Frame *frame)
+{
+	pthread_mutex_lock(&fake.lock);
+	if (frame->body_case == RDMAD__FRAME__BODY_HELLO) {
+		fake.hellos++;
+		fake_welcome(frame->seq);
+	} else if (frame->body_case == RDMAD__FRAME__BODY_SUBSCRIBE) {
+		fake.subscribes++;
+		fake_send_snapshot(frame->seq);
+	} else if (frame->body_case == RDMAD__FRAME__BODY_HOLD) {
+		fake_hold(frame->seq, frame->hold->name);
+	} else if (frame->body_case == RDMAD__FRAME__BODY_RELEASE) {
+		fake.n_held = 0;
+		fake_reply(frame->seq, RDMAD__STATUS__STATUS_OK);
+	}
+	pthread_mutex_unlock(&fake.lock);
+}
+
+static void fake_command(const struct fake_cmd *cmd)
+{
+	pthread_mutex_lock(&fake.lock);
+	switch (cmd->op) {
+	case FAKE_EVENT:
+		fake_send_event(cmd->gen, cmd->type, cmd->name);
+		break;
+	case FAKE_SNAPSHOT:
+		fake_set_generation(cmd->gen);
+		fake.n_devices = 1;
+		fake_send_snapshot(0);
+		break;
+	case FAKE_DROP:
+		close(fake.client_fd);
+		fake.client_fd = -1;
+		fake.n_held = 0;
+		break;
+	case FAKE_EVENT_ON_HOLD:
+		fake.event_on_hold = true;
+		break;
+	}
+	pthread_mutex_unlock(&fake.lock);
+}
+
+static void fake_read_client(void)
+{
+	uint8_t buf[WIRE_MAX_REQUEST];
+	Rdmad__Frame *frame;
+	ssize_t n = recv(fake.client_fd, buf, sizeof(buf), 0);
+
+	if (n <= 0) {
+		close(fake.client_fd);
+		fake.client_fd = -1;
+		return;
+	}
+	if (wire_decode(buf, (size_t)n, WIRE_MAX_REQUEST, &frame) == 0) {
+		fake_handle(frame);
+		wire_free(frame);
+	}
+}
+
+static void *fake_main(void *arg)
+{
+	struct fake_cmd cmd;
+	char ack = 1;
+
+	for (;;) {
+		struct pollfd pfd[3] = {
+			{ .fd = fake.cmd_fd[0], .events = POLLIN },
+			{ .fd = fake.listen_fd, .events = POLLIN },
+			{ .fd = fake.client_fd, .events = POLLIN },
+		};
+
+		poll(pfd, 3, -1);
+		if (pfd[0].revents) {
+			if (read(fake.cmd_fd[0], &cmd, sizeof(cmd)) <= 0)
+				return NULL;
+			fake_command(&cmd);
+			if (write(fake.ack_fd[1], &ack, 1) != 1)
+				return NULL;
+		}
+		if (pfd[1].revents && fake.client_fd < 0)
+			fake.client_fd = accept4(fake.listen_fd, NULL, NULL,
+						 SOCK_CLOEXEC);
+		if (fake.client_fd >= 0 && pfd[2].revents)
+			fake_read_client();
+	}
+}
+
+static void fake_do(enum fake_op op, uint64_t gen, int type, const char *name)
+{
+	struct fake_cmd cmd = { .op = op, .gen = gen, .type = type };
+	char ack;
+
+	snprintf(cmd.name, sizeof(cmd.name), "%s", name ? name : "");
+	if (write(fake.cmd_fd[1], &cmd, sizeof(cmd)) != sizeof(cmd) ||
+	    read(fake.ack_fd[0], &ack, 1) != 1)
+		abort();
+}
+
+static pthread_t fake_start(void)
+{
+	struct sockaddr_un addr = { .sun_family = AF_UNIX };
+	pthread_t thread;
+
+	snprintf(fake.path, sizeof(fake.path), "/tmp/test-client-%d.sock",
+		 getpid());
+	unlink(fake.path);
+	strcpy(addr.sun_path, fake.path);
+	fake.listen_fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+	if (bind(fake.listen_fd, (struct sockaddr *)&addr, sizeof(addr)) < 0 ||
+	    listen(fake.listen_fd, 4) < 0 || pipe(fake.cmd_fd) < 0 ||
+	    pipe(fake.ack_fd) < 0)
+		abort();
+	fake.client_fd = -1;
+	fake.page_fd = memfd_create("gen", MFD_CLOEXEC);
+	if (ftruncate(fake.page_fd, 4096) < 0)
+		abort();
+	fake.page = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED,
+			 fake.page_fd, 0);
+	fake.page->magic = CONN_PAGE_MAGIC;
+	fake.page->layout = CONN_PAGE_LAYOUT;
+	fake_set_generation(5);
+	pthread_mutex_init(&fake.lock, NULL);
+	fake.n_devices = 2;
+	strcpy(fake.devices[0], "mlx5_0");
+	strcpy(fake.devices[1], "mlx5_1");
+	pthread_create(&thread, NULL, fake_main, NULL);
+	return thread;
+}
+
+/* ---- the test ----------------------------------------------------------- */
+
+struct seen {
+	enum rdmad_event_type type[32];
+	uint64_t gen[32];
+	char name[32][32];
+	unsigned int n;
+};
+
+static void record(struct rdmad_client *client, enum rdmad_event_type type,
+		   const struct rdmad_device *device, uint64_t generation,
+		   void *userdata)
+{
+	struct seen *seen = userdata;
+
+	if (seen->n == 32)
+		return;
+	seen->type[seen->n] = type;
+	seen->gen[seen->n] = generation;
+	snprintf(seen->name[seen->n], 32, "%s",
+		 device ? rdmad_device_get_name(device) : "-");
+	seen->n++;
+}
+
+static unsigned int fake_count(unsigned int *counter)
+{
+	unsigned int n;
+
+	pthread_mutex_lock(&fake.lock);
+	n = *counter;
+	pthread_mutex_unlock(&fake.lock);
+	return n;
+}
+
+static size_t snapshot_count(struct rdmad_client *c, uint64_t *ret_gen)
+{
+	struct rdmad_snapshot *snap = rdmad_client_get_snapshot(c);
+	size_t n = rdmad_snapshot_get_count(snap);
+
+	*ret_gen = rdmad_snapshot_get_generation(snap);
+	rdmad_snapshot_unref(snap);
+	return snap ? n : (size_t)-1;
+}
+
+static void test_handshake(struct rdmad_client *c, struct seen *seen)
+{
+	uint64_t gen;
+
+	CHECK(rdmad_client_get_fd(c) == -ENOTCONN);
+	CHECK(rdmad_client_connect(c) == 0);
+	CHECK(rdmad_client_get_fd(c) >= 0);
+	CHECK(rdmad_client_get_timeout(c) == -1);
+	CHECK(rdmad_client_get_generation(c) == 5);
+	CHECK(snapshot_count(c, &gen) == 2 && gen == 5);
+	CHECK(rdmad_client_process(c) == 1);
+	CHECK(seen->n == 1 && seen->type[0] == RDMAD_EVENT_RESYNC &&
+	      seen->gen[0] == 5);
+}
+
+static void test_events_in_order(struct rdmad_client *c, struct seen *seen)
+{
+	uint64_t gen;
+
+	seen->n = 0;
+	fake_do(FAKE_EVENT, 6, RDMAD__EVENT_TYPE__EVENT_TYPE_ADDED, "mlx5_2");
+	fake_do(FAKE_EVENT, 7, RDMAD__EVENT_TYPE__EVENT_TYPE_REMOVED, "mlx5_0");
+	/* The page says 7: the snapshot waits for both events. */
+	CHECK(snapshot_count(c, &gen) == 2 && gen == 7);
+	CHECK(rdmad_client_process(c) == 2);
+	CHECK(seen->n == 2 && seen->type[0] == RDMAD_EVENT_ADDED &&
+	      seen->gen[0] == 6 && strcmp(seen->name[0], "mlx5_2") == 0 &&
+	      seen->type[1] == RDMAD_EVENT_REMOVED && seen->gen[1] == 7);
+}
+
+static void test_gap(struct rdmad_client *c, struct seen *seen)
+{
+	unsigned int before = fake_count(&fake.subscribes);
+	uint64_t gen;
+
+	seen->n = 0;
+	/* 8 never comes: the client must resubscribe. */
+	fake_do(FAKE_EVENT, 9, RDMAD__EVENT_TYPE__EVENT_TYPE_ADDED, "mlx5_3");
+	CHECK(snapshot_count(c, &gen) == 2 && gen == 9);
+	CHECK(fake_count(&fake.subscribes) == before + 1);
+	CHECK(rdmad_client_process(c) == 1);
+	CHECK(seen->n == 1 && seen->type[0] == RDMAD_EVENT_RESYNC &&
+	      seen->gen[0] == 9);
+}
+
+static void test_unsolicited_snapshot(struct rdmad_client *c,
+				      struct seen *seen)
+{
+	uint64_t gen;
+
+	seen->n = 0;
+	fake_do(FAKE_SNAPSHOT, 12, 0, NULL);
+	CHECK(snapshot_count(c, &gen) == 1 && gen == 12);
+	CHECK(rdmad_client_process(c) == 1);
+	CHECK(seen->n == 1 && seen->type[0] == RDMAD_EVENT_RESYNC &&
+	      seen->gen[0] == 12);
+}
+
+static void test_holds(struct rdmad_client *c, struct seen *seen)
+{
+	struct pollfd pfd = { .events = POLLIN };
+
+	seen->n = 0;
+	CHECK(rdmad_client_hold(c, "nope") == -ENODEV);
+	CHECK(rdmad_client_hold(c, "") == -EINVAL);
+	CHECK(rdmad_client_hold(NULL, "mlx5_0") == -EINVAL);
+	CHECK(rdmad_client_hold(c, "../etc") == -EINVAL);
+	CHECK(rdmad_client_release(c, "mlx5_0") == -ENOENT);
+	/* An event pushed before the reply is queued, and the fd says so. */
+	fake_do(FAKE_EVENT_ON_HOLD, 0, 0, NULL);
+	CHECK(rdmad_client_hold(c, "mlx5_0") == 0);
+	CHECK(fake_count(&fake.n_held) == 1);
+	CHECK(rdmad_client_hold(c, "mlx5_0") == -EALREADY);
+	pfd.fd = rdmad_client_get_fd(c);
+	CHECK(poll(&pfd, 1, 0) == 1);
+	CHECK(rdmad_client_process(c) == 1);
+	CHECK(seen->n == 1 && seen->type[0] == RDMAD_EVENT_CHANGED &&
+	      seen->gen[0] == 13);
+	CHECK(poll(&pfd, 1, 0) == 0);
+}
+
+/* Drive the client as an application's poll loop would. */
+static void run_loop(struct rdmad_client *c, int ms)
+{
+	uint64_t end = client_now_ms() + (uint64_t)ms;
+	int fd, timeout;
+
+	while (client_now_ms() < end) {
+		struct pollfd pfd = { .events = POLLIN };
+
+		fd = rdmad_client_get_fd(c);
+		timeout = rdmad_client_get_timeout(c);
+		pfd.fd = fd;
+		poll(&pfd, fd >= 0 ? 1 : 0, timeout < 0 || timeout > 20 ? 20
+									  : timeout);
+		rdmad_client_process(c);
+	}
+}
+
+static void test_reconnect(struct rdmad_client *c, struct seen *seen)
+{
+	unsigned int hellos = fake_count(&fake.hellos);
+	unsigned int i;
+
+	seen->n = 0;
+	fake_do(FAKE_DROP, 0, 0, NULL);
+	CHECK(fake_count(&fake.n_held) == 0);
+	run_loop(c, 300);
+	CHECK(fake_count(&fake.hellos) == hellos + 1);
+	/* The hold is back without the application asking. */
+	CHECK(fake_count(&fake.n_held) == 1);
+	CHECK(rdmad_client_get_fd(c) >= 0);
+	for (i = 0; i < seen->n && seen->type[i] != RDMAD_EVENT_RESYNC; i++)
+		;
+	CHECK(i < seen->n);
+	CHECK(rdmad_client_release(c, "mlx5_0") == 0);
+	CHECK(rdmad_client_release(c, "mlx5_0") == -ENOENT);
+}
+
+static void test_no_daemon(void)
+{
+	struct rdmad_client *c = rdmad_client_new("/nonexistent/rdmad.sock");
+
+	CHECK(c != NULL);
+	CHECK(strcmp(rdmad_client_get_socket_path(c),
+		     "/nonexistent/rdmad.sock") == 0);
+	CHECK(rdmad_client_connect(c) == -ENOENT);
+	CHECK(rdmad_client_get_snapshot(c) == NULL);
+	CHECK(rdmad_client_get_generation(c) == 0);
+	CHECK(rdmad_client_get_timeout(c) > 0);
+	CHECK(rdmad_client_process(c) == 0);
+	CHECK(rdmad_client_hold(c, "mlx5_0") == -ENOENT);
+	rdmad_client_unref(c);
+	errno = 0;
+	CHECK(rdmad_client_new("") == NULL && errno == EINVAL);
+	setenv("RDMAD_SOCKET", "/tmp/from-env.sock", 1);
+	c = rdmad_client_new(NULL);
+	CHECK(strcmp(rdmad_client_get_socket_path(c), "/tmp/from-env.sock") ==
+	      0);
+	rdmad_client_unref(c);
+	CHECK(rdmad_client_process(NULL) == -EINVAL);
+	CHECK(rdmad_client_get_fd(NULL) == -EINVAL);
+}
+
+int main(void)
+{
+	struct seen seen = { 0 };
+	struct rdmad_client *c;
+
+	fake_start();
+	c = rdmad_client_new(fake.path);
+	rdmad_client_set_callback(c, record, &seen);
+	test_handshake(c, &seen);
+	test_events_in_order(c, &seen);
+	test_gap(c, &seen);
+	test_unsolicited_snapshot(c, &seen);
+	test_holds(c, &seen);
+	test_reconnect(c, &seen);
+	rdmad_client_unref(c);
+	test_no_daemon();
+	unlink(fake.path);
+	if (failures)
+		fprintf(stderr, "%d check(s) failed\n", failures);
+	return failures ? 1 : 0;
+}
