@@ -107,8 +107,8 @@ static void read_one(const char *path)
 
 static double run_floor_reads(struct bench *b)
 {
-	static const char *const attrs[] = { "node_guid", "node_type",
-					     "ports/1/state" };
+	static const char *const attrs[] = {"node_guid", "node_type",
+					    "ports/1/state"};
 	const char *root = fixture_root(b->fx);
 	char path[256];
 	double t0 = now_us();
@@ -124,8 +124,7 @@ static double run_floor_reads(struct bench *b)
 	return now_us() - t0;
 }
 
-static void rescan_into(struct bench *b, struct devices *table,
-			int want_events)
+static void rescan_into(struct bench *b, struct devices *table, int want_events)
 {
 	struct sysfs_device *devs;
 	size_t n, skipped;
@@ -224,7 +223,7 @@ static void row(unsigned int ndev, const char *what, double us,
 
 static void bench_size(unsigned int ndev, unsigned int runs)
 {
-	struct bench b = { 0 };
+	struct bench b = {0};
 	double readdir_us, reads_us, full_pop, full_empty, one;
 	/* The brief's targets are for 512 devices; scale them linearly. */
 	double full_target = 50e3 * ndev / 512.0;
@@ -248,7 +247,7 @@ static void bench_size(unsigned int ndev, unsigned int runs)
 
 int main(int argc, char **argv)
 {
-	static const unsigned int sizes[] = { 8, 64, 512 };
+	static const unsigned int sizes[] = {8, 64, 512};
 	unsigned int runs = argc > 1 ? atoi(argv[1]) : 15;
 
 	if (runs < 1 || runs > MAX_RUNS) {
@@ -257,8 +256,10 @@ int main(int argc, char **argv)
 	}
 	printf("median of %u runs, CLOCK_MONOTONIC; targets scale with the "
 	       "device count\n(brief: 512 full <= 50 ms, one device <= 1 ms)"
-	       ";\nvs floor: against the 3-reads-a-device floor (one device's share "
-	       "of it for\nthe one-device row)\n\n", runs);
+	       ";\nvs floor: against the 3-reads-a-device floor (one device's "
+	       "share "
+	       "of it for\nthe one-device row)\n\n",
+	       runs);
 	printf("%5s  %-34s %13s %10s %9s %9s\n", "devs", "measurement",
 	       "median", "target", "vs target", "vs floor");
 	for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++)

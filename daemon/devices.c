@@ -31,7 +31,7 @@ struct device {
 	unsigned int applied;
 	struct holder *holders;
 	size_t nholders;
-	struct device *id_next;   /* chain in by_id (present only) */
+	struct device *id_next;	  /* chain in by_id (present only) */
 	struct device *name_next; /* chain in by_name (every listed one) */
 };
 
@@ -112,8 +112,7 @@ static void name_remove(struct devices *t, struct device *d)
 		*p = d->name_next;
 }
 
-static struct device *find_present_id(const struct devices *t,
-				      const char *id)
+static struct device *find_present_id(const struct devices *t, const char *id)
 {
 	for (struct device *d = *id_slot(t, id); d; d = d->id_next)
 		if (!strcmp(d->info.id, id))
@@ -197,8 +196,7 @@ static void order_insert(struct devices *t, struct device *d)
 {
 	size_t i = order_bound(t, d);
 
-	memmove(&t->order[i + 1], &t->order[i],
-		(t->n - i) * sizeof(*t->order));
+	memmove(&t->order[i + 1], &t->order[i], (t->n - i) * sizeof(*t->order));
 	t->order[i] = d;
 	t->n++;
 }
@@ -214,8 +212,8 @@ static void order_remove(struct devices *t, struct device *d)
 	t->n--;
 }
 
-static void emit(struct devices *t, enum devices_event event,
-		 struct device *d, const char *old_name)
+static void emit(struct devices *t, enum devices_event event, struct device *d,
+		 const char *old_name)
 {
 	d->generation = ++t->generation;
 	if (t->fn)
@@ -517,8 +515,7 @@ static bool set_ports_up(struct device *d, const char *ifname, bool up)
 	return changed;
 }
 
-int devices_set_netdev_state(struct devices *table, const char *ifname,
-			     bool up)
+int devices_set_netdev_state(struct devices *table, const char *ifname, bool up)
 {
 	struct netdev_state *s;
 	int events = 0;
@@ -584,8 +581,7 @@ static void unhold(struct devices *t, struct device *d, size_t index)
  * under one name; the removed one is released first, since that is the
  * hold keeping a stale entry listed.
  */
-int devices_release(struct devices *table, const char *name,
-		    const void *owner)
+int devices_release(struct devices *table, const char *name, const void *owner)
 {
 	struct device *found = NULL, *d;
 	bool known = false;
@@ -709,8 +705,7 @@ const struct device *devices_next(const struct devices *table,
 }
 
 /* The present device of that name, else a removed one still listed. */
-const struct device *devices_find(const struct devices *table,
-				  const char *name)
+const struct device *devices_find(const struct devices *table, const char *name)
 {
 	const struct device *removed = NULL;
 

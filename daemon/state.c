@@ -78,8 +78,9 @@ static int write_ceiling(int dirfd, uint64_t ceiling)
 		    O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
 	if (fd < 0)
 		return -errno;
-	r = write_all(fd, buf, snprintf(buf, sizeof(buf), "%llu\n",
-					 (unsigned long long)ceiling));
+	r = write_all(fd, buf,
+		      snprintf(buf, sizeof(buf), "%llu\n",
+			       (unsigned long long)ceiling));
 	if (r == 0 && fsync(fd) < 0)
 		r = -errno;
 	if (close(fd) < 0 && r == 0)
@@ -95,8 +96,9 @@ static int write_ceiling(int dirfd, uint64_t ceiling)
 
 static int reserve(struct genstore *store, uint64_t from)
 {
-	uint64_t ceiling = from > UINT64_MAX - GENSTORE_BLOCK ?
-				   UINT64_MAX : from + GENSTORE_BLOCK;
+	uint64_t ceiling = from > UINT64_MAX - GENSTORE_BLOCK
+				   ? UINT64_MAX
+				   : from + GENSTORE_BLOCK;
 	int r = write_ceiling(store->dirfd, ceiling);
 
 	if (r == 0)

@@ -105,8 +105,7 @@ static int read_attr(int dirfd, const char *path, char *buf, size_t size)
 }
 
 /* Basename of a symlink's target, e.g. "device" -> "0000:03:00.0". */
-static int read_link_base(int dirfd, const char *path, char *buf,
-			  size_t size)
+static int read_link_base(int dirfd, const char *path, char *buf, size_t size)
 {
 	char target[PATH_MAX];
 	const char *base;
@@ -169,8 +168,7 @@ static int parse_uint(const char *s, int base, unsigned long max,
 }
 
 /* An optional numbered attribute: its text, or empty. */
-static void read_numbered(int dirfd, const char *path, char *buf,
-			  size_t size)
+static void read_numbered(int dirfd, const char *path, char *buf, size_t size)
 {
 	char raw[ATTR_READ_MAX];
 
@@ -254,8 +252,8 @@ static int read_ports(int devfd, struct sysfs_device *dev)
 	}
 	for (size_t i = 0; i < n; i++) {
 		snprintf(name, sizeof(name), "%u", numbers[i]);
-		fd = openat(dirfd(dir), name, O_RDONLY | O_DIRECTORY |
-						      O_CLOEXEC);
+		fd = openat(dirfd(dir), name,
+			    O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 		if (fd < 0)
 			continue; /* vanished since readdir */
 		dev->ports[dev->nports].port = numbers[i];
@@ -282,8 +280,8 @@ static int read_essentials(int devfd, struct sysfs_device *dev)
 	r = read_attr(devfd, "node_type", raw, sizeof(raw));
 	if (r == -ENOENT)
 		return r;
-	if (r < 0 || parse_numbered(raw, dev->node_type,
-				    sizeof(dev->node_type)) < 0)
+	if (r < 0 ||
+	    parse_numbered(raw, dev->node_type, sizeof(dev->node_type)) < 0)
 		return -EBADMSG;
 	return 0;
 }
@@ -344,7 +342,8 @@ static void build_parent_id(int parentfd, const char *parent,
 
 	if (read_link_base(parentfd, "subsystem", bus, sizeof(bus)) < 0)
 		strcpy(bus, looks_like_pci(parent) ? "pci" : "dev");
-	if (strcmp(bus, "pci") == 0 && strlen(parent) < sizeof(dev->pci_address))
+	if (strcmp(bus, "pci") == 0 &&
+	    strlen(parent) < sizeof(dev->pci_address))
 		strcpy(dev->pci_address, parent);
 	len = snprintf(dev->id, sizeof(dev->id), "%s:%s", bus, parent);
 	if (len < sizeof(dev->id) && count_siblings(parentfd) > 1)
@@ -439,8 +438,7 @@ static void find_uverbs(const char *sysroot, int parentfd,
 	}
 	fd = open_class(sysroot, "infiniband_verbs");
 	if (fd >= 0)
-		find_uverbs_in(fd, dev->name, dev->uverbs,
-			       sizeof(dev->uverbs));
+		find_uverbs_in(fd, dev->name, dev->uverbs, sizeof(dev->uverbs));
 }
 
 /* Everything but the uverbs name.  Returns the parent fd via @ret_parent
@@ -534,7 +532,7 @@ static int load_uverbs_map(const char *sysroot, struct uverbs_map *map)
 	size_t cap = 0;
 	char path[300];
 	DIR *dir;
-	int fd;
+	int fd, r = 0;
 
 	fd = open_class(sysroot, "infiniband_verbs");
 	if (fd < 0)
@@ -551,21 +549,22 @@ static int load_uverbs_map(const char *sysroot, struct uverbs_map *map)
 		if (map->n == cap) {
 			cap = cap ? cap * 2 : 64;
 			grown = realloc(map->entries, cap * sizeof(*e));
-			if (!grown)
+			if (!grown) {
+				r = -ENOMEM;
 				break;
+			}
 			map->entries = grown;
 		}
 		e = &map->entries[map->n];
 		snprintf(path, sizeof(path), "%s/ibdev", de->d_name);
-		if (read_attr(dirfd(dir), path, e->ibdev,
-			      sizeof(e->ibdev)) < 0)
+		if (read_attr(dirfd(dir), path, e->ibdev, sizeof(e->ibdev)) < 0)
 			continue;
 		strcpy(e->uverbs, de->d_name);
 		map->n++;
 	}
 	closedir(dir);
 	qsort(map->entries, map->n, sizeof(*map->entries), compare_uverbs);
-	return 0;
+	return r;
 }
 
 static void lookup_uverbs(const struct uverbs_map *map,
@@ -590,8 +589,7 @@ static int compare_devices(const void *a, const void *b)
 
 /* Append one device scan to the growing array; skips what is unusable. */
 static int scan_entry(int classfd, const char *name,
-		      const struct uverbs_map *map,
-		      struct sysfs_device *ret)
+		      const struct uverbs_map *map, struct sysfs_device *ret)
 {
 	int parentfd, r;
 
@@ -713,8 +711,7 @@ int sysfs_device_copy(struct sysfs_device *dst, const struct sysfs_device *src)
 static bool ports_equal(const struct sysfs_port *a, const struct sysfs_port *b)
 {
 	return a->port == b->port && a->lid == b->lid &&
-	       a->netdev_up == b->netdev_up &&
-	       !strcmp(a->state, b->state) &&
+	       a->netdev_up == b->netdev_up && !strcmp(a->state, b->state) &&
 	       !strcmp(a->phys_state, b->phys_state) &&
 	       !strcmp(a->link_layer, b->link_layer) &&
 	       !strcmp(a->rate, b->rate) && !strcmp(a->netdev, b->netdev);

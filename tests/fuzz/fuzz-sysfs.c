@@ -20,9 +20,9 @@
 #include "sysfs.h"
 
 enum field {
-	F_NAME,      /* the ib device's name (a directory name) */
-	F_PORT_DIR,  /* an extra entry under ports/ */
-	F_FILES,     /* from here on: file contents */
+	F_NAME,	    /* the ib device's name (a directory name) */
+	F_PORT_DIR, /* an extra entry under ports/ */
+	F_FILES,    /* from here on: file contents */
 };
 
 /* Relative to the ib device directory, except those starting with "/". */

@@ -98,8 +98,7 @@ void fixture_write(struct fixture *fx, const char *relpath, const void *data,
 		die("close", path);
 }
 
-void fixture_write_str(struct fixture *fx, const char *relpath,
-		       const char *s)
+void fixture_write_str(struct fixture *fx, const char *relpath, const char *s)
 {
 	fixture_write(fx, relpath, s, strlen(s));
 }
@@ -144,8 +143,7 @@ void fixture_rm(struct fixture *fx, const char *relpath)
 	char path[PATH_MAX];
 
 	full_path(fx, relpath, path, sizeof(path));
-	if (nftw(path, rm_one, 16, FTW_DEPTH | FTW_PHYS) < 0 &&
-	    errno != ENOENT)
+	if (nftw(path, rm_one, 16, FTW_DEPTH | FTW_PHYS) < 0 && errno != ENOENT)
 		die("remove", path);
 }
 
@@ -181,8 +179,7 @@ const char *fixture_root(const struct fixture *fx)
 }
 
 /* Where the parent device lives: "devices/pci0000:00/0000:03:00.0". */
-static void parent_dir(const struct fixture_device *d, char *buf,
-		       size_t size)
+static void parent_dir(const struct fixture_device *d, char *buf, size_t size)
 {
 	const char *bus = d->bus ? d->bus : "pci";
 
@@ -203,10 +200,9 @@ static void add_parent(struct fixture *fx, const struct fixture_device *d,
 	pathf(rel, sizeof(rel), "%s/subsystem", pdir);
 	fixture_symlink(fx, target, rel);
 	if (d->driver) {
-		pathf(target, sizeof(target), "../../../bus/%s/drivers/%s",
-			 bus, d->driver);
-		pathf(rel, sizeof(rel), "bus/%s/drivers/%s", bus,
-			 d->driver);
+		pathf(target, sizeof(target), "../../../bus/%s/drivers/%s", bus,
+		      d->driver);
+		pathf(rel, sizeof(rel), "bus/%s/drivers/%s", bus, d->driver);
 		fixture_mkdir(fx, rel);
 		pathf(rel, sizeof(rel), "%s/driver", pdir);
 		fixture_symlink(fx, target, rel);
@@ -253,7 +249,7 @@ static void add_uverbs(struct fixture *fx, const struct fixture_device *d,
 	char uvdir[PATH_MAX], rel[PATH_MAX], target[PATH_MAX], dev[32];
 
 	pathf(uvdir, sizeof(uvdir), "%s/infiniband_verbs/uverbs%d", base,
-		 d->uverbs);
+	      d->uverbs);
 	attr(fx, d->name, "%s/ibdev", uvdir);
 	pathf(dev, sizeof(dev), "231:%d", 192 + d->uverbs);
 	attr(fx, dev, "%s/dev", uvdir);
@@ -264,8 +260,7 @@ static void add_uverbs(struct fixture *fx, const struct fixture_device *d,
 		fixture_symlink(fx, target, rel);
 	}
 	pathf(target, sizeof(target), "../../%s", uvdir);
-	pathf(rel, sizeof(rel), "class/infiniband_verbs/uverbs%d",
-		 d->uverbs);
+	pathf(rel, sizeof(rel), "class/infiniband_verbs/uverbs%d", d->uverbs);
 	fixture_symlink(fx, target, rel);
 }
 
@@ -294,8 +289,7 @@ static int find_uverbs(struct fixture *fx, const char *name)
 		FILE *f;
 
 		pathf(path, sizeof(path),
-			 "%s/class/infiniband_verbs/uverbs%d/ibdev", fx->root,
-			 n);
+		      "%s/class/infiniband_verbs/uverbs%d/ibdev", fx->root, n);
 		f = fopen(path, "r");
 		if (!f)
 			continue;
@@ -319,8 +313,7 @@ void fixture_remove_device(struct fixture *fx, const char *name)
 	ssize_t n;
 
 	if (uv >= 0) {
-		pathf(rel, sizeof(rel), "class/infiniband_verbs/uverbs%d",
-			 uv);
+		pathf(rel, sizeof(rel), "class/infiniband_verbs/uverbs%d", uv);
 		full_path(fx, rel, link, sizeof(link));
 		n = readlink(link, target, sizeof(target) - 1);
 		if (n > 0) {
@@ -352,8 +345,8 @@ struct fixture_device fixture_mlx5(const char *name, int uverbs,
 		.sys_image_guid = "0002:c903:0000:1234",
 		.node_type = "1: CA",
 		.fw_ver = "16.35.2000",
-		.nports = nports > FIXTURE_MAX_PORTS ? FIXTURE_MAX_PORTS
-						     : nports,
+		.nports =
+			nports > FIXTURE_MAX_PORTS ? FIXTURE_MAX_PORTS : nports,
 	};
 	static const struct fixture_port ib = {
 		.state = "4: ACTIVE",

@@ -15,17 +15,17 @@
 struct fixture;
 
 struct fixture_port {
-	const char *state;      /* "4: ACTIVE" */
+	const char *state;	/* "4: ACTIVE" */
 	const char *phys_state; /* "5: LinkUp" */
 	const char *link_layer; /* "InfiniBand" */
-	const char *rate;       /* "100 Gb/sec (4X EDR)" */
-	const char *lid;        /* "0x5" */
-	const char *netdev;     /* gid_attrs/ndevs/0; NULL: no file */
+	const char *rate;	/* "100 Gb/sec (4X EDR)" */
+	const char *lid;	/* "0x5" */
+	const char *netdev;	/* gid_attrs/ndevs/0; NULL: no file */
 };
 
 struct fixture_device {
 	const char *name;      /* "mlx5_0" */
-	int uverbs;            /* N of uverbsN; -1 for none */
+	int uverbs;	       /* N of uverbsN; -1 for none */
 	const char *parent;    /* "0000:03:00.0"; NULL: virtual device */
 	const char *bus;       /* "pci" (default when NULL) */
 	const char *driver;    /* "mlx5_core" */
@@ -55,8 +55,7 @@ void fixture_remove_device(struct fixture *fx, const char *name);
  * "class/infiniband/mlx5_0/ports/1/state". */
 void fixture_write(struct fixture *fx, const char *relpath, const void *data,
 		   size_t len);
-void fixture_write_str(struct fixture *fx, const char *relpath,
-		       const char *s);
+void fixture_write_str(struct fixture *fx, const char *relpath, const char *s);
 /* Remove <root>/<relpath>, recursively. */
 void fixture_rm(struct fixture *fx, const char *relpath);
 void fixture_symlink(struct fixture *fx, const char *target,

@@ -11,33 +11,33 @@
 
 static int failures;
 
-#define CHECK(cond, ...)                                                    \
-	do {                                                                \
-		if (!(cond)) {                                              \
-			failures++;                                         \
-			fprintf(stderr, "%s:%d: FAIL %s: ", __FILE__,       \
-				__LINE__, #cond);                           \
-			fprintf(stderr, __VA_ARGS__);                       \
-			fputc('\n', stderr);                                \
-		}                                                           \
+#define CHECK(cond, ...)                                                       \
+	do {                                                                   \
+		if (!(cond)) {                                                 \
+			failures++;                                            \
+			fprintf(stderr, "%s:%d: FAIL %s: ", __FILE__,          \
+				__LINE__, #cond);                              \
+			fprintf(stderr, __VA_ARGS__);                          \
+			fputc('\n', stderr);                                   \
+		}                                                              \
 	} while (0)
 
 static const struct {
 	const char *what;
 	size_t threshold;
-	const char *adds;  /* space separated; "*" is NULL (everything) */
+	const char *adds; /* space separated; "*" is NULL (everything) */
 	bool want_full;
-	const char *want;  /* names in order of first request */
+	const char *want; /* names in order of first request */
 } cases[] = {
-	{ "nothing", 4, "", false, "" },
-	{ "one", 4, "mlx5_0", false, "mlx5_0" },
-	{ "duplicates collapse", 4, "a b a a b", false, "a b" },
-	{ "at the threshold", 3, "a b c", false, "a b c" },
-	{ "past the threshold", 3, "a b c d", true, "" },
-	{ "duplicates do not count", 3, "a a a b b c c", false, "a b c" },
-	{ "explicit full", 8, "a * b", true, "" },
-	{ "full first", 8, "* a", true, "" },
-	{ "threshold 0", 0, "a", true, "" },
+	{"nothing", 4, "", false, ""},
+	{"one", 4, "mlx5_0", false, "mlx5_0"},
+	{"duplicates collapse", 4, "a b a a b", false, "a b"},
+	{"at the threshold", 3, "a b c", false, "a b c"},
+	{"past the threshold", 3, "a b c d", true, ""},
+	{"duplicates do not count", 3, "a a a b b c c", false, "a b c"},
+	{"explicit full", 8, "a * b", true, ""},
+	{"full first", 8, "* a", true, ""},
+	{"threshold 0", 0, "a", true, ""},
 };
 
 static void join(char **names, size_t n, char *buf, size_t size)
@@ -62,8 +62,8 @@ static void run_case(size_t i)
 	     tok = strtok_r(NULL, " ", &save))
 		CHECK(coalesce_add(c, strcmp(tok, "*") ? tok : NULL) == 0,
 		      "%s: add %s", cases[i].what, tok);
-	CHECK(coalesce_pending(c) == (cases[i].adds[0] != '\0'),
-	      "%s: pending", cases[i].what);
+	CHECK(coalesce_pending(c) == (cases[i].adds[0] != '\0'), "%s: pending",
+	      cases[i].what);
 	CHECK(coalesce_take(c, &full, &names, &n) == 0, "take");
 	join(names, n, got, sizeof(got));
 	CHECK(full == cases[i].want_full && !strcmp(got, cases[i].want),
@@ -72,11 +72,12 @@ static void run_case(size_t i)
 	coalesce_names_free(names, n);
 	/* A take resets: nothing pending, and the next round starts over. */
 	CHECK(!coalesce_pending(c), "%s: pending after take", cases[i].what);
-	CHECK(coalesce_add(c, "z") == 0 && coalesce_take(c, &full, &names,
-							 &n) == 0,
+	CHECK(coalesce_add(c, "z") == 0 &&
+		      coalesce_take(c, &full, &names, &n) == 0,
 	      "second round");
-	CHECK(cases[i].threshold == 0 ? full : (!full && n == 1 &&
-						!strcmp(names[0], "z")),
+	CHECK(cases[i].threshold == 0
+		      ? full
+		      : (!full && n == 1 && !strcmp(names[0], "z")),
 	      "%s: second round full=%d n=%zu", cases[i].what, full, n);
 	coalesce_names_free(names, n);
 	coalesce_free(c);

@@ -15,27 +15,27 @@
 
 static int failures;
 
-#define CHECK(cond, ...)                                                    \
-	do {                                                                \
-		if (!(cond)) {                                              \
-			failures++;                                         \
-			fprintf(stderr, "%s:%d: FAIL %s: ", __FILE__,       \
-				__LINE__, #cond);                           \
-			fprintf(stderr, __VA_ARGS__);                       \
-			fputc('\n', stderr);                                \
-		}                                                           \
+#define CHECK(cond, ...)                                                       \
+	do {                                                                   \
+		if (!(cond)) {                                                 \
+			failures++;                                            \
+			fprintf(stderr, "%s:%d: FAIL %s: ", __FILE__,          \
+				__LINE__, #cond);                              \
+			fprintf(stderr, __VA_ARGS__);                          \
+			fputc('\n', stderr);                                   \
+		}                                                              \
 	} while (0)
 
 enum op {
-	OP_SCAN,          /* arg: device specs */
-	OP_ONE,           /* arg: name, arg2: spec or NULL (gone) */
-	OP_HOLD,          /* arg: name, arg2: owner "o1" */
-	OP_RELEASE,       /* arg: name, arg2: owner */
+	OP_SCAN,	  /* arg: device specs */
+	OP_ONE,		  /* arg: name, arg2: spec or NULL (gone) */
+	OP_HOLD,	  /* arg: name, arg2: owner "o1" */
+	OP_RELEASE,	  /* arg: name, arg2: owner */
 	OP_RELEASE_OWNER, /* arg2: owner */
-	OP_REF,           /* arg: name (devices_find) */
-	OP_UNREF,         /* arg: name (the referenced one) */
-	OP_NETDEV,        /* arg: ifname, arg2: "up" or "down" */
-	OP_PORT_UP,       /* arg: name, want_r: its port's netdev_up */
+	OP_REF,		  /* arg: name (devices_find) */
+	OP_UNREF,	  /* arg: name (the referenced one) */
+	OP_NETDEV,	  /* arg: ifname, arg2: "up" or "down" */
+	OP_PORT_UP,	  /* arg: name, want_r: its port's netdev_up */
 };
 
 struct step {
@@ -44,7 +44,7 @@ struct step {
 	const char *arg2;
 	int want_r;
 	const char *want_events; /* "ADDED a, RENAMED c<a" */
-	const char *want_list;   /* "name:P|R:holders ..."; NULL: unchecked */
+	const char *want_list;	 /* "name:P|R:holders ..."; NULL: unchecked */
 };
 
 static struct {
@@ -69,8 +69,7 @@ static void listener(void *userdata, enum devices_event event,
 	uint64_t gen = devices_generation(ctx.table);
 
 	CHECK(gen == ctx.last_generation + 1, "generation %llu after %llu",
-	      (unsigned long long)gen,
-	      (unsigned long long)ctx.last_generation);
+	      (unsigned long long)gen, (unsigned long long)ctx.last_generation);
 	CHECK(device_generation(dev) == gen, "device generation %llu, %llu",
 	      (unsigned long long)device_generation(dev),
 	      (unsigned long long)gen);
@@ -85,7 +84,7 @@ static void listener(void *userdata, enum devices_event event,
 /* "name|id|state|netdev": one device with one port. */
 static void parse_spec(const char *spec, struct sysfs_device *d)
 {
-	char buf[256], *fields[4] = { NULL }, *p = buf;
+	char buf[256], *fields[4] = {NULL}, *p = buf;
 
 	memset(d, 0, sizeof(*d));
 	snprintf(buf, sizeof(buf), "%s", spec);
@@ -153,8 +152,8 @@ static const void *owner(const char *name)
 
 static int do_hold(const char *name, const char *who)
 {
-	struct holder h = { .owner = owner(who), .pid = 100 + who[1] - '0',
-			    .uid = 1000 };
+	struct holder h = {
+		.owner = owner(who), .pid = 100 + who[1] - '0', .uid = 1000};
 
 	snprintf(h.comm, sizeof(h.comm), "proc-%s", who);
 	return devices_hold(ctx.table, name, &h);
@@ -214,8 +213,7 @@ static void listing(char *buf, size_t size)
 				device_holder_count(d));
 }
 
-static void run_scenario(const char *name, const struct step *steps,
-			 size_t n)
+static void run_scenario(const char *name, const struct step *steps, size_t n)
 {
 	char list[1024];
 
@@ -238,99 +236,99 @@ static void run_scenario(const char *name, const struct step *steps,
 			continue;
 		listing(list, sizeof(list));
 		CHECK(!strcmp(list, s->want_list),
-		      "%s step %zu: listing \"%s\", want \"%s\"", name, i,
-		      list, s->want_list);
+		      "%s step %zu: listing \"%s\", want \"%s\"", name, i, list,
+		      s->want_list);
 	}
 	devices_free(ctx.table);
 }
 
 static const struct step basic[] = {
-	{ OP_SCAN, "b|pci:2 a|pci:1", NULL, 2, "ADDED b, ADDED a",
-	  "a:P:0 b:P:0" },
-	{ OP_SCAN, "a|pci:1 b|pci:2", NULL, 0, "", "a:P:0 b:P:0" },
-	{ OP_SCAN, "a|pci:1|DOWN b|pci:2", NULL, 1, "CHANGED a", NULL },
-	{ OP_SCAN, "c|pci:1|DOWN b|pci:2", NULL, 1, "RENAMED c<a",
-	  "b:P:0 c:P:0" },
-	{ OP_SCAN, "b|pci:2", NULL, 1, "REMOVED c", "b:P:0" },
-	{ OP_HOLD, "b", "o1", 0, "CHANGED b", "b:P:1" },
-	{ OP_HOLD, "b", "o1", -EALREADY, "", "b:P:1" },
-	{ OP_HOLD, "zz", "o1", -ENODEV, "", NULL },
-	{ OP_SCAN, "", NULL, 1, "REMOVED b", "b:R:1" },
-	{ OP_HOLD, "b", "o2", -ENODEV, "", "b:R:1" },
+	{OP_SCAN, "b|pci:2 a|pci:1", NULL, 2, "ADDED b, ADDED a",
+	 "a:P:0 b:P:0"},
+	{OP_SCAN, "a|pci:1 b|pci:2", NULL, 0, "", "a:P:0 b:P:0"},
+	{OP_SCAN, "a|pci:1|DOWN b|pci:2", NULL, 1, "CHANGED a", NULL},
+	{OP_SCAN, "c|pci:1|DOWN b|pci:2", NULL, 1, "RENAMED c<a",
+	 "b:P:0 c:P:0"},
+	{OP_SCAN, "b|pci:2", NULL, 1, "REMOVED c", "b:P:0"},
+	{OP_HOLD, "b", "o1", 0, "CHANGED b", "b:P:1"},
+	{OP_HOLD, "b", "o1", -EALREADY, "", "b:P:1"},
+	{OP_HOLD, "zz", "o1", -ENODEV, "", NULL},
+	{OP_SCAN, "", NULL, 1, "REMOVED b", "b:R:1"},
+	{OP_HOLD, "b", "o2", -ENODEV, "", "b:R:1"},
 	/* The same id plugged again: a new object beside the held one. */
-	{ OP_SCAN, "b|pci:2", NULL, 1, "ADDED b", "b:R:1 b:P:0" },
-	{ OP_HOLD, "b", "o1", 0, "CHANGED b", "b:R:1 b:P:1" },
-	{ OP_RELEASE, "b", "o1", 0, "RELEASED b", "b:P:1" },
-	{ OP_RELEASE, "b", "o1", 0, "CHANGED b", "b:P:0" },
-	{ OP_RELEASE, "b", "o1", -ENOENT, "", "b:P:0" },
-	{ OP_RELEASE, "nope", "o1", -ENODEV, "", NULL },
+	{OP_SCAN, "b|pci:2", NULL, 1, "ADDED b", "b:R:1 b:P:0"},
+	{OP_HOLD, "b", "o1", 0, "CHANGED b", "b:R:1 b:P:1"},
+	{OP_RELEASE, "b", "o1", 0, "RELEASED b", "b:P:1"},
+	{OP_RELEASE, "b", "o1", 0, "CHANGED b", "b:P:0"},
+	{OP_RELEASE, "b", "o1", -ENOENT, "", "b:P:0"},
+	{OP_RELEASE, "nope", "o1", -ENODEV, "", NULL},
 	/* A name reused by another id within one scan: removal first. */
-	{ OP_SCAN, "b|pci:7", NULL, 2, "REMOVED b, ADDED b", "b:P:0" },
+	{OP_SCAN, "b|pci:7", NULL, 2, "REMOVED b, ADDED b", "b:P:0"},
 };
 
 static const struct step owners_and_refs[] = {
-	{ OP_SCAN, "a|pci:1 b|pci:2 c|pci:3", NULL, 3,
-	  "ADDED a, ADDED b, ADDED c", NULL },
-	{ OP_HOLD, "a", "o1", 0, "CHANGED a", NULL },
-	{ OP_HOLD, "b", "o1", 0, "CHANGED b", NULL },
-	{ OP_HOLD, "b", "o2", 0, "CHANGED b", NULL },
-	{ OP_HOLD, "c", "o2", 0, "CHANGED c", "a:P:1 b:P:2 c:P:1" },
-	{ OP_SCAN, "c|pci:3", NULL, 2, "REMOVED a, REMOVED b",
-	  "a:R:1 b:R:2 c:P:1" },
-	{ OP_RELEASE_OWNER, NULL, "o1", 0, "RELEASED a, CHANGED b",
-	  "b:R:1 c:P:1" },
-	{ OP_REF, "c", NULL, 0, "", NULL },
-	{ OP_SCAN, "", NULL, 1, "REMOVED c", "b:R:1 c:R:1" },
-	{ OP_RELEASE_OWNER, NULL, "o2", 0, "RELEASED b, CHANGED c", "c:R:0" },
-	{ OP_UNREF, NULL, NULL, 0, "RELEASED c", "" },
+	{OP_SCAN, "a|pci:1 b|pci:2 c|pci:3", NULL, 3,
+	 "ADDED a, ADDED b, ADDED c", NULL},
+	{OP_HOLD, "a", "o1", 0, "CHANGED a", NULL},
+	{OP_HOLD, "b", "o1", 0, "CHANGED b", NULL},
+	{OP_HOLD, "b", "o2", 0, "CHANGED b", NULL},
+	{OP_HOLD, "c", "o2", 0, "CHANGED c", "a:P:1 b:P:2 c:P:1"},
+	{OP_SCAN, "c|pci:3", NULL, 2, "REMOVED a, REMOVED b",
+	 "a:R:1 b:R:2 c:P:1"},
+	{OP_RELEASE_OWNER, NULL, "o1", 0, "RELEASED a, CHANGED b",
+	 "b:R:1 c:P:1"},
+	{OP_REF, "c", NULL, 0, "", NULL},
+	{OP_SCAN, "", NULL, 1, "REMOVED c", "b:R:1 c:R:1"},
+	{OP_RELEASE_OWNER, NULL, "o2", 0, "RELEASED b, CHANGED c", "c:R:0"},
+	{OP_UNREF, NULL, NULL, 0, "RELEASED c", ""},
 	/* Internal refs of a present device change nothing visible. */
-	{ OP_SCAN, "d|pci:4", NULL, 1, "ADDED d", NULL },
-	{ OP_REF, "d", NULL, 0, "", NULL },
-	{ OP_UNREF, NULL, NULL, 0, "", "d:P:0" },
+	{OP_SCAN, "d|pci:4", NULL, 1, "ADDED d", NULL},
+	{OP_REF, "d", NULL, 0, "", NULL},
+	{OP_UNREF, NULL, NULL, 0, "", "d:P:0"},
 	/* An unheld device with only an internal ref stays listed. */
-	{ OP_REF, "d", NULL, 0, "", NULL },
-	{ OP_SCAN, "", NULL, 1, "REMOVED d", "d:R:0" },
-	{ OP_UNREF, NULL, NULL, 0, "RELEASED d", "" },
-	{ OP_RELEASE_OWNER, NULL, "o1", 0, "", "" },
+	{OP_REF, "d", NULL, 0, "", NULL},
+	{OP_SCAN, "", NULL, 1, "REMOVED d", "d:R:0"},
+	{OP_UNREF, NULL, NULL, 0, "RELEASED d", ""},
+	{OP_RELEASE_OWNER, NULL, "o1", 0, "", ""},
 };
 
 static const struct step one_device[] = {
-	{ OP_ONE, "a", "a|pci:1", 1, "ADDED a", "a:P:0" },
-	{ OP_ONE, "a", "a|pci:1", 0, "", "a:P:0" },
-	{ OP_ONE, "a", "a|pci:1|INIT", 1, "CHANGED a", NULL },
-	{ OP_ONE, "x", "x|pci:1|INIT", 1, "RENAMED x<a", "x:P:0" },
-	{ OP_ONE, "x", NULL, 1, "REMOVED x", "" },
-	{ OP_ONE, "x", NULL, 0, "", "" },
-	{ OP_ONE, "a", "a|pci:1", 1, "ADDED a", NULL },
+	{OP_ONE, "a", "a|pci:1", 1, "ADDED a", "a:P:0"},
+	{OP_ONE, "a", "a|pci:1", 0, "", "a:P:0"},
+	{OP_ONE, "a", "a|pci:1|INIT", 1, "CHANGED a", NULL},
+	{OP_ONE, "x", "x|pci:1|INIT", 1, "RENAMED x<a", "x:P:0"},
+	{OP_ONE, "x", NULL, 1, "REMOVED x", ""},
+	{OP_ONE, "x", NULL, 0, "", ""},
+	{OP_ONE, "a", "a|pci:1", 1, "ADDED a", NULL},
 	/* The name now belongs to another id: the old device is gone. */
-	{ OP_ONE, "a", "a|pci:9", 2, "REMOVED a, ADDED a", "a:P:0" },
-	{ OP_HOLD, "a", "o1", 0, "CHANGED a", NULL },
-	{ OP_ONE, "a", "a|pci:8", 2, "REMOVED a, ADDED a", "a:P:0 a:R:1" },
-	{ OP_ONE, "a", "a||", -EINVAL, "", NULL },
+	{OP_ONE, "a", "a|pci:9", 2, "REMOVED a, ADDED a", "a:P:0"},
+	{OP_HOLD, "a", "o1", 0, "CHANGED a", NULL},
+	{OP_ONE, "a", "a|pci:8", 2, "REMOVED a, ADDED a", "a:P:0 a:R:1"},
+	{OP_ONE, "a", "a||", -EINVAL, "", NULL},
 };
 
 static const struct step netdevs[] = {
-	{ OP_SCAN, "r|pci:1||eth0 s|pci:2||eth1", NULL, 2, "ADDED r, ADDED s",
-	  NULL },
-	{ OP_PORT_UP, "r", NULL, -1, "", NULL },
-	{ OP_NETDEV, "eth0", "up", 1, "CHANGED r", NULL },
-	{ OP_PORT_UP, "r", NULL, 1, "", NULL },
-	{ OP_NETDEV, "eth0", "up", 0, "", NULL },
-	{ OP_NETDEV, "eth9", "down", 0, "", NULL },
+	{OP_SCAN, "r|pci:1||eth0 s|pci:2||eth1", NULL, 2, "ADDED r, ADDED s",
+	 NULL},
+	{OP_PORT_UP, "r", NULL, -1, "", NULL},
+	{OP_NETDEV, "eth0", "up", 1, "CHANGED r", NULL},
+	{OP_PORT_UP, "r", NULL, 1, "", NULL},
+	{OP_NETDEV, "eth0", "up", 0, "", NULL},
+	{OP_NETDEV, "eth9", "down", 0, "", NULL},
 	/* A rescan knows no link state; the table's must survive it. */
-	{ OP_SCAN, "r|pci:1||eth0 s|pci:2||eth1", NULL, 0, "", NULL },
-	{ OP_PORT_UP, "r", NULL, 1, "", NULL },
-	{ OP_NETDEV, "eth0", "down", 1, "CHANGED r", NULL },
-	{ OP_PORT_UP, "r", NULL, 0, "", NULL },
-	{ OP_SCAN, "r|pci:1||eth0 s|pci:2||eth1 t|pci:3||eth9", NULL, 1,
-	  "ADDED t", NULL },
-	{ OP_PORT_UP, "t", NULL, 0, "", NULL },
-	{ OP_PORT_UP, "s", NULL, -1, "", NULL },
-	{ OP_SCAN, "r|pci:1||eth1 s|pci:2||eth1 t|pci:3||eth9", NULL, 1,
-	  "CHANGED r", NULL },
-	{ OP_NETDEV, "eth1", "up", 2, "CHANGED r, CHANGED s", NULL },
-	{ OP_NETDEV, "", "up", -EINVAL, "", NULL },
-	{ OP_NETDEV, "a-name-far-too-long", "up", -EINVAL, "", NULL },
+	{OP_SCAN, "r|pci:1||eth0 s|pci:2||eth1", NULL, 0, "", NULL},
+	{OP_PORT_UP, "r", NULL, 1, "", NULL},
+	{OP_NETDEV, "eth0", "down", 1, "CHANGED r", NULL},
+	{OP_PORT_UP, "r", NULL, 0, "", NULL},
+	{OP_SCAN, "r|pci:1||eth0 s|pci:2||eth1 t|pci:3||eth9", NULL, 1,
+	 "ADDED t", NULL},
+	{OP_PORT_UP, "t", NULL, 0, "", NULL},
+	{OP_PORT_UP, "s", NULL, -1, "", NULL},
+	{OP_SCAN, "r|pci:1||eth1 s|pci:2||eth1 t|pci:3||eth9", NULL, 1,
+	 "CHANGED r", NULL},
+	{OP_NETDEV, "eth1", "up", 2, "CHANGED r, CHANGED s", NULL},
+	{OP_NETDEV, "", "up", -EINVAL, "", NULL},
+	{OP_NETDEV, "a-name-far-too-long", "up", -EINVAL, "", NULL},
 };
 
 #define SCENARIO(s) run_scenario(#s, s, sizeof(s) / sizeof(s[0]))

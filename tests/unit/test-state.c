@@ -17,15 +17,15 @@
 
 static int failures;
 
-#define CHECK(cond, ...)                                                    \
-	do {                                                                \
-		if (!(cond)) {                                              \
-			failures++;                                         \
-			fprintf(stderr, "%s:%d: FAIL %s: ", __FILE__,       \
-				__LINE__, #cond);                           \
-			fprintf(stderr, __VA_ARGS__);                       \
-			fputc('\n', stderr);                                \
-		}                                                           \
+#define CHECK(cond, ...)                                                       \
+	do {                                                                   \
+		if (!(cond)) {                                                 \
+			failures++;                                            \
+			fprintf(stderr, "%s:%d: FAIL %s: ", __FILE__,          \
+				__LINE__, #cond);                              \
+			fprintf(stderr, __VA_ARGS__);                          \
+			fputc('\n', stderr);                                   \
+		}                                                              \
 	} while (0)
 
 static char dir[64];
@@ -74,15 +74,15 @@ static const struct {
 	const char *content; /* NULL: no file */
 	uint64_t want_start;
 } opens[] = {
-	{ NULL, 0 },
-	{ "", 0 },
-	{ "garbage\n", 0 },
-	{ "12x\n", 0 },
-	{ "-5\n", 0 },
-	{ "99999999999999999999999\n", 0 },
-	{ "5000\n", 5000 },
-	{ "5000", 5000 },
-	{ "18446744073709551615\n", UINT64_MAX },
+	{NULL, 0},
+	{"", 0},
+	{"garbage\n", 0},
+	{"12x\n", 0},
+	{"-5\n", 0},
+	{"99999999999999999999999\n", 0},
+	{"5000\n", 5000},
+	{"5000", 5000},
+	{"18446744073709551615\n", UINT64_MAX},
 };
 
 static void test_open(void)
@@ -112,8 +112,7 @@ static void test_open(void)
  * least every generation noted before. */
 static void test_never_back(void)
 {
-	static const uint64_t crash_after[] = { 0, 1, 1023, 1024, 1025, 5000,
-						 3 };
+	static const uint64_t crash_after[] = {0, 1, 1023, 1024, 1025, 5000, 3};
 	uint64_t published = 0;
 	struct genstore *s;
 	uint64_t start;
@@ -122,8 +121,9 @@ static void test_never_back(void)
 	for (size_t i = 0; i < sizeof(crash_after) / sizeof(*crash_after);
 	     i++) {
 		CHECK(genstore_open(dir, &s, &start) == 0, "open");
-		CHECK(start >= published, "restart %zu: start %" PRIu64
-		      " below published %" PRIu64, i, start, published);
+		CHECK(start >= published,
+		      "restart %zu: start %" PRIu64 " below published %" PRIu64,
+		      i, start, published);
 		for (uint64_t g = start + 1; g <= start + crash_after[i]; g++) {
 			CHECK(genstore_note(s, g) == 0, "note %" PRIu64, g);
 			published = g;
