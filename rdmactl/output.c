@@ -175,7 +175,10 @@ int output_json_print(FILE *f, struct json_object *obj, bool pretty)
 	int flags = JSON_C_TO_STRING_NOSLASHESCAPE;
 	int r;
 
-	flags |= pretty ? JSON_C_TO_STRING_PRETTY : JSON_C_TO_STRING_PLAIN;
+	if (pretty)
+		flags |= JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_SPACED;
+	else
+		flags |= JSON_C_TO_STRING_PLAIN;
 	r = fprintf(f, "%s\n", json_object_to_json_string_ext(obj, flags));
 	json_object_put(obj);
 	/* A monitor's reader must see each line as it happens. */
