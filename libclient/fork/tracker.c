@@ -151,13 +151,12 @@ static void pool_return(struct shard *sh, struct rangemap_node *pool)
 
 /* ---- map edits, one walk in address order ------------------------------- */
 
-/* Position @c before @addr, splitting the node that straddles it. */
-static void seek_split(struct shard *sh, struct rangemap_cursor *c,
+/* With @c positioned before @addr, split the node that straddles it. */
+static void split_prev(struct shard *sh, struct rangemap_cursor *c,
 		       uintptr_t addr, struct rangemap_node **pool)
 {
 	struct rangemap_node *p, *tail;
 
-	rangemap_seek(&sh->map, c, addr);
 	p = rangemap_cursor_prev(c);
 	if (!p || p->end <= addr)
 		return;
@@ -198,6 +197,27 @@ static void merge_next(struct shard *sh, struct rangemap_cursor *c)
 		pass(sh, c, n);
 }
 
+/* Cut the cursor's next node @n at @end, inserting the part above @end
+ * behind it through a copy of the cursor: @c stays valid before @n. */
+static void split_next(struct shard *sh, const struct rangemap_cursor *c,
+		       struct rangemap_node *n, uintptr_t end,
+		       struct rangemap_node **pool)
+{
+	struct rangemap_cursor behind = *c;
+	struct rangemap_node *tail;
+
+	if (n->end <= end)
+		return;
+	tail = pool_take(pool, end, n->end, n->refcnt);
+	tail->unverified = n->unverified;
+	sh->unverified += tail->unverified;
+	if (!tail->refcnt)
+		sh->deferred++;
+	n->end = end;
+	rangemap_cursor_advance(&behind, n);
+	rangemap_cursor_insert(&behind, tail);
+}
+
 /* ---- marking ---------------------------------------------------------------- */
 
 /* Runs of [start, end) to mark, and how many nodes applying will need. */
@@ -232,6 +252,18 @@ static int plan_mark(struct rangemap *map, uintptr_t start, uintptr_t end,
 	return r;
 }
 
+/* One more registration on @n; a deferred range is live again. */
+static void hold(struct shard *sh, struct rangemap_node *n)
+{
+	if (n->refcnt++)
+		return;
+	sh->deferred--;
+	if (policy.remark == POLICY_REMARK_FORK && !n->unverified) {
+		n->unverified = true;
+		sh->unverified++;
+	}
+}
+
 static void apply_mark(struct shard *sh, uintptr_t start, uintptr_t end,
 		       struct rangemap_node **pool)
 {
@@ -239,8 +271,8 @@ static void apply_mark(struct shard *sh, uintptr_t start, uintptr_t end,
 	struct rangemap_node *n;
 	uintptr_t at = start;
 
-	seek_split(sh, &c, end, pool);
-	seek_split(sh, &c, start, pool);
+	rangemap_seek(&sh->map, &c, start);
+	split_prev(sh, &c, start, pool);
 	while (at < end) {
 		n = rangemap_cursor_next(&c);
 		if (!n || n->start > at) {
@@ -248,13 +280,9 @@ static void apply_mark(struct shard *sh, uintptr_t start, uintptr_t end,
 				      n ? min_addr(n->start, end) : end, 1);
 			rangemap_cursor_insert(&c, n);
 			sh->pages_marked += (n->end - n->start) / page_size;
-		} else if (!n->refcnt++) {
-			sh->deferred--;
-			if (policy.remark == POLICY_REMARK_FORK &&
-			    !n->unverified) {
-				n->unverified = true;
-				sh->unverified++;
-			}
+		} else {
+			split_next(sh, &c, n, end, pool);
+			hold(sh, n);
 		}
 		at = n->end;
 		pass(sh, &c, n);
@@ -362,6 +390,16 @@ int tracker_mark(void *base, size_t size)
 
 /* ---- releasing ------------------------------------------------------------- */
 
+/* Without deferral: un-mark @n, the cursor's next, and drop it. */
+static void unmark_now(struct shard *sh, struct rangemap_cursor *c,
+		       struct rangemap_node *n)
+{
+	madv_unmark(n->start, n->end, page_size, &sh->madvise_calls);
+	sh->pages_marked -= (n->end - n->start) / page_size;
+	sh->unverified -= n->unverified;
+	rangemap_cursor_remove_next(c);
+}
+
 /* Drop one reference from [start, end) of one shard; pages reaching zero
  * stay marked (deferred) or, without deferral, are un-marked now. */
 static void apply_release(struct shard *sh, uintptr_t start, uintptr_t end,
@@ -370,17 +408,13 @@ static void apply_release(struct shard *sh, uintptr_t start, uintptr_t end,
 	struct rangemap_cursor c;
 	struct rangemap_node *n;
 
-	seek_split(sh, &c, end, pool);
-	seek_split(sh, &c, start, pool);
+	rangemap_seek(&sh->map, &c, start);
+	split_prev(sh, &c, start, pool);
 	while ((n = rangemap_cursor_next(&c)) && n->start < end) {
+		split_next(sh, &c, n, end, pool);
 		if (n->refcnt && !--n->refcnt) {
 			if (!policy.defer) {
-				madv_unmark(n->start, n->end, page_size,
-					    &sh->madvise_calls);
-				sh->pages_marked -=
-					(n->end - n->start) / page_size;
-				sh->unverified -= n->unverified;
-				rangemap_cursor_remove_next(&c);
+				unmark_now(sh, &c, n);
 				continue;
 			}
 			sh->deferred++;

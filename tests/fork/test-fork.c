@@ -631,6 +631,49 @@ static int case_interpose(void)
 	return 0;
 }
 
+/* Random registrations and releases on 64 pages, checked against a model
+ * (per-page counts) by a child after every few steps: splits, merges and
+ * deferral must never leave a page marked or unmarked wrongly. */
+static int case_model(void)
+{
+	enum { PAGES = 64, LIVE = 24 };
+	char *p = map_pages(PAGES), *addrs[PAGES], r[PAGES];
+	int count[PAGES] = { 0 }, live = 0;
+	struct { int first, n; } held[LIVE];
+	unsigned int seed = 42;
+
+	CHECK(do_init() == 0);
+	for (int i = 0; i < PAGES; i++)
+		addrs[i] = p + i * pg;
+	for (int step = 0; step < 3000; step++) {
+		if (live < LIVE && (live == 0 || rand_r(&seed) % 2)) {
+			int first = rand_r(&seed) % PAGES;
+			int n = 1 + rand_r(&seed) % (PAGES - first < 8 ?
+						     PAGES - first : 8);
+
+			CHECK(reg(p + first * pg, n * pg) == 0);
+			held[live].first = first;
+			held[live++].n = n;
+			for (int i = first; i < first + n; i++)
+				count[i]++;
+		} else {
+			int k = rand_r(&seed) % live;
+
+			CHECK(unreg(p + held[k].first * pg, held[k].n * pg) == 0);
+			for (int i = held[k].first; i < held[k].first + held[k].n;
+			     i++)
+				count[i]--;
+			held[k] = held[--live];
+		}
+		if (step % 150 != 0)
+			continue;
+		probe(addrs, PAGES, r);
+		for (int i = 0; i < PAGES; i++)
+			CHECK(r[i] == (count[i] == 0));
+	}
+	return 0;
+}
+
 /* ---- driver ------------------------------------------------------------------ */
 
 struct test_case {
@@ -662,6 +705,9 @@ static const struct test_case cases[] = {
 	{ "no_defer", case_churn, "RDMAD_FORK_DEFER=0" },
 	{ "vma_exhaustion", case_vma_exhaustion, NULL },
 	{ "threads", case_threads, NULL },
+	{ "model", case_model, NULL },
+	{ "model_no_defer", case_model, "RDMAD_FORK_DEFER=0" },
+	{ "model_remark_at_fork", case_model, "RDMAD_FORK_REMARK=fork" },
 	{ "hugepages", case_hugepages, "RDMAV_HUGEPAGES_SAFE=1" },
 	{ "interpose", case_interpose, NULL },
 };
