@@ -465,6 +465,9 @@ static int scan_one(int classfd, const char *name, struct sysfs_device *ret,
 		*ret_parent = read_parent(devfd, ret);
 		r = read_ports(devfd, ret);
 	}
+	/* Gone while we read it: what we have may be half empty. */
+	if (r == 0 && faccessat(classfd, name, F_OK, 0) < 0)
+		r = -ENOENT;
 	close(devfd);
 	if (r < 0) {
 		if (*ret_parent >= 0)

@@ -6,6 +6,8 @@
  * either leaves the device out or empties one value, never more.
  */
 #include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -538,6 +540,146 @@ static void test_copy_equal(void)
 	fixture_free(fx);
 }
 
+/*
+ * Races: openat() is wrapped at link time (-Wl,--wrap=openat and
+ * openat64, the name it has with 64-bit file offsets) so that a hook runs
+ * just before the scanner opens a given path, making part of the tree
+ * vanish in the middle of a scan.
+ */
+int __real_openat(int dirfd, const char *path, int flags, ...);
+int __real_openat64(int dirfd, const char *path, int flags, ...);
+int __wrap_openat(int dirfd, const char *path, int flags, ...);
+int __wrap_openat64(int dirfd, const char *path, int flags, ...);
+
+static struct {
+	const char *path;
+	void (*fn)(struct fixture *fx);
+	struct fixture *fx;
+} hook;
+
+static unsigned int run_hook(const char *path, int flags, va_list ap)
+{
+	void (*fn)(struct fixture *fx) = hook.fn;
+
+	if (fn && !strcmp(path, hook.path)) {
+		hook.fn = NULL;
+		fn(hook.fx);
+	}
+	return flags & O_CREAT ? va_arg(ap, unsigned int) : 0;
+}
+
+int __wrap_openat(int dirfd, const char *path, int flags, ...)
+{
+	unsigned int mode;
+	va_list ap;
+
+	va_start(ap, flags);
+	mode = run_hook(path, flags, ap);
+	va_end(ap);
+	return __real_openat(dirfd, path, flags, mode);
+}
+
+int __wrap_openat64(int dirfd, const char *path, int flags, ...)
+{
+	unsigned int mode;
+	va_list ap;
+
+	va_start(ap, flags);
+	mode = run_hook(path, flags, ap);
+	va_end(ap);
+	return __real_openat64(dirfd, path, flags, mode);
+}
+
+static void r_unplug(struct fixture *fx) { fixture_remove_device(fx, "mlx5_0"); }
+static void r_rm_port(struct fixture *fx) { fixture_rm(fx, "class/infiniband/mlx5_0/ports/1"); }
+static void r_rm_guid(struct fixture *fx) { fixture_rm(fx, "class/infiniband/mlx5_0/node_guid"); }
+static void r_rm_uverbs(struct fixture *fx)
+{
+	fixture_rm(fx, "devices/pci0000:00/0000:03:00.0/infiniband_verbs");
+	fixture_rm(fx, "class/infiniband_verbs/uverbs0");
+}
+
+static const struct {
+	const char *what;
+	const char *path;  /* the open that triggers the hook */
+	void (*fn)(struct fixture *fx);
+	int want_r;        /* for mlx5_0; full scans skip it if < 0 */
+	const char *key;
+	const char *value;
+} races[] = {
+	{ "unplugged before node_type", "node_type", r_unplug, -ENOENT },
+	{ "unplugged before fw_ver", "fw_ver", r_unplug, -ENOENT },
+	{ "unplugged before the parent's numa_node", "numa_node", r_unplug,
+	  -ENOENT },
+	{ "unplugged before a port's state", "state", r_unplug, -ENOENT },
+	{ "unplugged before its port dir", "1", r_unplug, -ENOENT },
+	{ "port gone after the listing", "1", r_rm_port, 0, "nports", "0" },
+	{ "node_guid gone, device stays", "node_guid", r_rm_guid, -EBADMSG },
+	{ "uverbs gone mid-scan", "uverbs0/ibdev", r_rm_uverbs, 0, "uverbs",
+	  "" },
+};
+
+static void race_full_scan(size_t i)
+{
+	struct fixture_device d0 = fixture_mlx5("mlx5_0", 0, "0000:03:00.0", 1);
+	struct fixture_device d1 = fixture_mlx5("mlx5_1", 1, "0000:03:00.1", 1);
+	struct fixture *fx = fixture_new();
+	struct sysfs_device *all;
+	size_t n, skipped, want_n = races[i].want_r < 0 ? 1 : 2;
+	char got[256];
+	int r;
+
+	fixture_add_device(fx, &d0);
+	fixture_add_device(fx, &d1);
+	hook.path = races[i].path;
+	hook.fn = races[i].fn;
+	hook.fx = fx;
+	r = sysfs_scan_all(fixture_root(fx), &all, &n, &skipped);
+	CHECK(!hook.fn, "%s: full scan never opened %s", races[i].what,
+	      races[i].path);
+	hook.fn = NULL;
+	CHECK(r == 0 && n == want_n && !strcmp(all[n - 1].name, "mlx5_1"),
+	      "%s: full scan r=%d n=%zu", races[i].what, r, n);
+	if (r == 0 && n == 2 && races[i].key) {
+		field(&all[0], races[i].key, got, sizeof(got));
+		CHECK(!strcmp(got, races[i].value), "%s: full scan %s \"%s\"",
+		      races[i].what, races[i].key, got);
+	}
+	sysfs_devices_free(all, n);
+	fixture_free(fx);
+}
+
+static void test_races(void)
+{
+	for (size_t i = 0; i < sizeof(races) / sizeof(races[0]); i++) {
+		struct fixture_device d = fixture_mlx5("mlx5_0", 0,
+						       "0000:03:00.0", 1);
+		struct fixture *fx = fixture_new();
+		struct sysfs_device one;
+		char got[256];
+		int r;
+
+		fixture_add_device(fx, &d);
+		hook.path = races[i].path;
+		hook.fn = races[i].fn;
+		hook.fx = fx;
+		r = sysfs_scan_device(fixture_root(fx), "mlx5_0", &one);
+		CHECK(!hook.fn, "%s: never opened %s", races[i].what,
+		      races[i].path);
+		hook.fn = NULL;
+		CHECK(r == races[i].want_r, "%s: scan_device %d, want %d",
+		      races[i].what, r, races[i].want_r);
+		if (r == 0 && races[i].key) {
+			field(&one, races[i].key, got, sizeof(got));
+			CHECK(!strcmp(got, races[i].value), "%s: %s \"%s\"",
+			      races[i].what, races[i].key, got);
+		}
+		sysfs_device_clear(&one);
+		fixture_free(fx);
+		race_full_scan(i);
+	}
+}
+
 int main(void)
 {
 	memset(overlong, 'a', sizeof(overlong) - 1);
@@ -549,6 +691,7 @@ int main(void)
 	test_identity_survives_rename();
 	test_uverbs_lookup();
 	test_copy_equal();
+	test_races();
 	if (failures)
 		fprintf(stderr, "%d failure(s)\n", failures);
 	else
