@@ -22,7 +22,7 @@ static atomic_int failures;
 static atomic_long snapshots, holds;
 static uint64_t last_event_gen;
 static long events;
-static volatile int done;
+static atomic_int done;
 
 static void fail(const char *what, long a, long b)
 {

@@ -1,0 +1,260 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: MIT
+"""The real librdmad against the real rdmad under umockdev.
+
+What an application developer would check: a subscribed client sees
+hotplug in order with growing generations; ibv_refresh_device_list() lists
+what the daemon lists as present (and what libibverbs alone lists when no
+daemon runs); holds show in `rdmactl status` with the holder's pid and comm,
+keep an unplugged device listed until the holder goes; a client survives a
+kill -9 of the daemon and gets its holds back by itself; a forked child
+does not disturb its parent's connection; many threads share one client.
+"""
+import os
+import queue
+import subprocess
+import threading
+import time
+import unittest
+
+import rdmatb
+from rdmatb import DaemonTest, find, present_names, status, wait_until
+
+PROGRAMS = os.path.join(rdmatb.BUILD, "tests", "integration", "client")
+
+
+def program(name):
+    return os.path.join(PROGRAMS, name)
+
+
+class Lines:
+    """A client program in the background; its stdout lines in a queue."""
+
+    def __init__(self, args, env):
+        self.proc = subprocess.Popen(args, env=env, stdout=subprocess.PIPE,
+                                     stderr=subprocess.DEVNULL, text=True)
+        self.lines = queue.Queue()
+        self.seen = []
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self):
+        for line in self.proc.stdout:
+            self.lines.put(line.rstrip("\n"))
+
+    def next(self, timeout=5):
+        try:
+            line = self.lines.get(timeout=timeout)
+        except queue.Empty:
+            raise AssertionError("no line in %ss; seen %s"
+                                 % (timeout, self.seen))
+        self.seen.append(line)
+        return line
+
+    def expect(self, prefix, timeout=5):
+        """Read until a line starts with @prefix; return its fields."""
+        deadline = time.monotonic() + timeout
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise AssertionError("no %r line; seen %s"
+                                     % (prefix, self.seen))
+            line = self.next(left)
+            if line.startswith(prefix):
+                return line.split()
+
+    def events(self):
+        return [l.split() for l in self.seen if l.startswith("event ")]
+
+    def stop(self):
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(5)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        self.proc.stdout.close()
+        return self.proc.returncode
+
+
+class ClientTest(DaemonTest):
+    def setUp(self):
+        super().setUp()
+        if not os.path.exists(program("client-watch")):
+            self.skipTest("client programs not built")
+        self.procs = []
+
+    def tearDown(self):
+        for p in self.procs:
+            p.stop()
+        super().tearDown()
+
+    def env(self):
+        return dict(os.environ, RDMAD_SOCKET=self.sock)
+
+    def start(self, *args):
+        p = Lines([program(args[0])] + list(args[1:]), self.env())
+        self.procs.append(p)
+        return p
+
+    def refresh(self, *args, env=None):
+        r = subprocess.run([program("client-refresh")] + list(args),
+                           env=env or self.env(), capture_output=True,
+                           text=True, timeout=10)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        lines = r.stdout.split()
+        self.assertEqual(lines[0], "count")
+        self.assertEqual(int(lines[1]), len(lines) - 2)
+        return sorted(lines[2:])
+
+    def holders(self, name):
+        dev = find(status(self.sock), name)
+        return [(h["pid"], h["comm"]) for h in dev["holders"]] if dev else None
+
+
+class TestEvents(ClientTest):
+    def test_hotplug_events_in_order(self):
+        self.tb.plug("mlx5_0", "mlx5-ib")
+        self.start_daemon()
+        w = self.start("client-watch")
+        ready = w.expect("ready")
+        self.assertEqual(int(ready[2]), 1)
+        first = w.expect("event")
+        self.assertEqual(first[2], "resync")
+        self.tb.plug("mlx5_1", "mlx5-roce", netdev="ens1f0")
+        added = w.expect("event")
+        self.assertEqual(added[2:5], ["added", "mlx5_1", "present"])
+        self.tb.unplug("mlx5_1")
+        removed = w.expect("event")
+        self.assertEqual(removed[2:4], ["removed", "mlx5_1"])
+        gens = [int(e[1]) for e in w.events()]
+        self.assertEqual(gens, sorted(set(gens)), "generations must grow")
+        self.assertEqual(gens[-1], status(self.sock)["generation"])
+
+
+class TestRefresh(ClientTest):
+    def test_refresh_lists_daemon_present_devices(self):
+        self.tb.plug("mlx5_0", "mlx5-ib")
+        self.tb.plug("irdma0", "irdma", netdev="ens2f0")
+        self.start_daemon()
+        self.assertEqual(self.refresh(), present_names(status(self.sock)))
+        self.assertEqual(self.refresh(), ["irdma0", "mlx5_0"])
+        self.tb.plug("bnxt_re0", "bnxt_re", netdev="ens3f0")
+        wait_until(lambda: "bnxt_re0" in present_names(status(self.sock)),
+                   what="daemon lists bnxt_re0")
+        self.assertEqual(self.refresh(), present_names(status(self.sock)))
+        self.assertIn("bnxt_re0", self.refresh())
+
+    def test_refresh_drops_removed_held_device(self):
+        self.tb.plug("mlx5_0", "mlx5-ib")
+        self.tb.plug("mlx5_1", "mlx5-ib")
+        self.start_daemon()
+        h = self.start("client-hold", "mlx5_0")
+        h.expect("held")
+        self.tb.unplug("mlx5_0")
+        wait_until(lambda: find(status(self.sock), "mlx5_0", "removed"),
+                   what="mlx5_0 listed as removed")
+        self.assertEqual(self.refresh(), ["mlx5_1"])
+
+    def test_refresh_without_daemon_is_ibv_get_device_list(self):
+        self.tb.plug("mlx5_0", "mlx5-ib")
+        env = dict(os.environ,
+                   RDMAD_SOCKET=os.path.join(self.work, "nobody.sock"))
+        self.assertEqual(self.refresh(env=env),
+                         self.refresh("--plain", env=env))
+        self.assertEqual(self.refresh(env=env), ["mlx5_0"])
+
+
+class TestHolds(ClientTest):
+    def test_hold_shows_pid_and_comm(self):
+        self.tb.plug("mlx5_0", "mlx5-ib")
+        self.start_daemon()
+        h = self.start("client-hold", "mlx5_0")
+        h.expect("held")
+        self.assertEqual(self.holders("mlx5_0"),
+                         [(h.proc.pid, "client-hold")])
+
+    def test_hold_unknown_device_fails(self):
+        self.tb.plug("mlx5_0", "mlx5-ib")
+        self.start_daemon()
+        h = self.start("client-hold", "mlx9_9")
+        self.assertIn("No such device", " ".join(h.expect("error")))
+
+    def test_unplug_held_then_holder_exits(self):
+        self.tb.plug("mlx5_0", "mlx5-ib")
+        self.start_daemon()
+        w = self.start("client-watch")
+        w.expect("ready")
+        h = self.start("client-hold", "mlx5_0")
+        h.expect("held")
+        self.tb.unplug("mlx5_0")
+        dev = wait_until(lambda: find(status(self.sock), "mlx5_0", "removed"),
+                         what="mlx5_0 listed as removed")
+        self.assertEqual([x["pid"] for x in dev["holders"]], [h.proc.pid])
+        h.stop()
+        deadline = time.monotonic() + 5
+        while True:
+            ev = w.expect("event", timeout=deadline - time.monotonic())
+            if ev[2:4] == ["released", "mlx5_0"]:
+                break
+        wait_until(lambda: find(status(self.sock), "mlx5_0") is None,
+                   what="mlx5_0 gone after its holder exited")
+
+    def test_daemon_kill9_client_reconnects_with_holds(self):
+        self.tb.plug("mlx5_0", "mlx5-ib")
+        self.start_daemon()
+        h = self.start("client-hold", "mlx5_0")
+        h.expect("held")
+        h.expect("event")  # the first resync
+        gen = status(self.sock)["generation"]
+        self.d.kill9()
+        time.sleep(0.3)
+        self.start_daemon()
+        wait_until(lambda: self.holders("mlx5_0") ==
+                   [(h.proc.pid, "client-hold")], timeout=5,
+                   what="hold announced again after the restart")
+        resync = h.expect("event", timeout=5)
+        while resync[2] != "resync":
+            resync = h.expect("event", timeout=5)
+        self.assertGreater(int(resync[1]), gen)
+        self.assertIsNone(h.proc.poll())
+
+
+class TestProcesses(ClientTest):
+    def test_fork_child_keeps_parent_connection(self):
+        self.tb.plug("mlx5_0", "mlx5-ib")
+        self.start_daemon()
+        r = subprocess.run([program("client-fork"), "mlx5_0"], env=self.env(),
+                           capture_output=True, text=True, timeout=30)
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        self.assertIn("child ok", r.stdout)
+        self.assertIn("parent ok", r.stdout)
+        self.assertEqual(self.holders("mlx5_0"), [])
+
+    def run_threads(self, name):
+        self.tb.plug("mlx5_0", "mlx5-ib")
+        self.tb.plug("mlx5_1", "mlx5-ib")
+        self.start_daemon()
+        p = program(name)
+        if not os.path.exists(p):
+            self.skipTest("%s not built" % name)
+        plugger = threading.Thread(
+            target=lambda: [self.tb.plug("mlx5_%d" % i, "mlx5-ib")
+                            or time.sleep(0.2) for i in range(2, 6)])
+        plugger.start()
+        r = subprocess.run([p, "3", "mlx5_0", "mlx5_1"], env=self.env(),
+                           capture_output=True, text=True, timeout=60)
+        plugger.join()
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        self.assertTrue(r.stdout.startswith("ok"), r.stdout)
+        self.assertEqual(self.holders("mlx5_0"), [])
+
+    def test_many_threads(self):
+        self.run_threads("client-threads")
+
+    def test_many_threads_tsan(self):
+        self.run_threads("client-threads-tsan")
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)
