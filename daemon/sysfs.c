@@ -167,40 +167,60 @@ static int parse_uint(const char *s, int base, unsigned long max,
 	return 0;
 }
 
-/* An optional numbered attribute: its text, or empty. */
-static void read_numbered(int dirfd, const char *path, char *buf, size_t size)
+/* ports/<n>/<attr>, read relative to the ports directory: opening each
+ * port's directory too would cost two more syscalls a port. */
+static int port_attr(int portsfd, uint32_t number, const char *attr, char *buf,
+		     size_t size)
+{
+	char path[64];
+
+	snprintf(path, sizeof(path), "%u/%s", number, attr);
+	return read_attr(portsfd, path, buf, size);
+}
+
+static void read_port_numbered(int portsfd, uint32_t number, const char *attr,
+			       char *buf, size_t size)
 {
 	char raw[ATTR_READ_MAX];
 
 	buf[0] = '\0';
-	if (read_attr(dirfd, path, raw, sizeof(raw)) < 0)
-		return;
-	if (parse_numbered(raw, buf, size) < 0)
+	if (port_attr(portsfd, number, attr, raw, sizeof(raw)) == 0 &&
+	    parse_numbered(raw, buf, size) < 0)
 		buf[0] = '\0';
 }
 
-static void read_port(int portfd, struct sysfs_port *port)
+static void read_port(int portsfd, uint32_t number, struct sysfs_port *port)
 {
 	char lid[ATTR_READ_MAX];
 	unsigned long v;
 
-	read_numbered(portfd, "state", port->state, sizeof(port->state));
-	read_numbered(portfd, "phys_state", port->phys_state,
-		      sizeof(port->phys_state));
-	read_attr(portfd, "link_layer", port->link_layer,
+	port->port = number;
+	read_port_numbered(portsfd, number, "state", port->state,
+			   sizeof(port->state));
+	read_port_numbered(portsfd, number, "phys_state", port->phys_state,
+			   sizeof(port->phys_state));
+	port_attr(portsfd, number, "link_layer", port->link_layer,
 		  sizeof(port->link_layer));
-	read_attr(portfd, "rate", port->rate, sizeof(port->rate));
+	port_attr(portsfd, number, "rate", port->rate, sizeof(port->rate));
 	/* The netdev of GID 0: RoCE and iWARP only; EINVAL elsewhere. */
-	if (read_attr(portfd, "gid_attrs/ndevs/0", port->netdev,
+	if (port_attr(portsfd, number, "gid_attrs/ndevs/0", port->netdev,
 		      sizeof(port->netdev)) < 0 ||
 	    strchr(port->netdev, ' '))
 		port->netdev[0] = '\0';
 	port->lid = 0;
-	if (read_attr(portfd, "lid", lid, sizeof(lid)) == 0 &&
+	if (port_attr(portsfd, number, "lid", lid, sizeof(lid)) == 0 &&
 	    strncmp(lid, "0x", 2) == 0 &&
 	    parse_uint(lid + 2, 16, UINT32_MAX, &v) == 0)
 		port->lid = v;
 	port->netdev_up = -1;
+}
+
+static bool port_exists(int portsfd, uint32_t number)
+{
+	char name[16];
+
+	snprintf(name, sizeof(name), "%u", number);
+	return faccessat(portsfd, name, F_OK, 0) == 0;
 }
 
 static int compare_ports(const void *a, const void *b)
@@ -210,19 +230,35 @@ static int compare_ports(const void *a, const void *b)
 	return (pa->port > pb->port) - (pa->port < pb->port);
 }
 
-/* Port numbers from the directory names of ports/, at most the cap. */
-static size_t list_ports(DIR *dir, uint32_t *numbers)
+/* A port directory name as the kernel makes it: "1", never "01". */
+static bool port_number(const char *name, uint32_t *ret)
 {
-	struct dirent *de;
 	unsigned long v;
-	size_t n = 0;
 
-	while (n < SYSFS_MAX_PORTS && (de = readdir(dir))) {
-		if (parse_uint(de->d_name, 10, UINT16_MAX, &v) < 0)
-			continue;
-		if (de->d_name[0] == '0' && de->d_name[1])
-			continue; /* "01": not a name the kernel makes */
-		numbers[n++] = v;
+	if (parse_uint(name, 10, UINT16_MAX, &v) < 0 ||
+	    (name[0] == '0' && name[1]))
+		return false;
+	*ret = v;
+	return true;
+}
+
+/* Port numbers from the entries of ports/, at most the cap.  Raw
+ * getdents64(): a DIR stream would cost three more syscalls a device. */
+static size_t list_ports(int fd, uint32_t *numbers)
+{
+	char buf[4096] __attribute__((aligned(8)));
+	struct dirent64 *de;
+	size_t n = 0;
+	ssize_t len;
+
+	while (n < SYSFS_MAX_PORTS &&
+	       (len = getdents64(fd, buf, sizeof(buf))) > 0) {
+		for (ssize_t off = 0; off < len && n < SYSFS_MAX_PORTS;
+		     off += de->d_reclen) {
+			de = (struct dirent64 *)(buf + off);
+			if (port_number(de->d_name, &numbers[n]))
+				n++;
+		}
 	}
 	return n;
 }
@@ -231,36 +267,29 @@ static size_t list_ports(DIR *dir, uint32_t *numbers)
 static int read_ports(int devfd, struct sysfs_device *dev)
 {
 	uint32_t numbers[SYSFS_MAX_PORTS];
-	char name[16];
+	struct sysfs_port *port;
 	size_t n;
-	DIR *dir;
 	int fd;
 
 	fd = openat(devfd, "ports", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (fd < 0)
 		return errno == ENOMEM ? -ENOMEM : 0;
-	dir = fdopendir(fd);
-	if (!dir) {
-		close(fd);
-		return -ENOMEM;
-	}
-	n = list_ports(dir, numbers);
+	n = list_ports(fd, numbers);
 	dev->ports = n ? calloc(n, sizeof(*dev->ports)) : NULL;
 	if (n && !dev->ports) {
-		closedir(dir);
+		close(fd);
 		return -ENOMEM;
 	}
 	for (size_t i = 0; i < n; i++) {
-		snprintf(name, sizeof(name), "%u", numbers[i]);
-		fd = openat(dirfd(dir), name,
-			    O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-		if (fd < 0)
-			continue; /* vanished since readdir */
-		dev->ports[dev->nports].port = numbers[i];
-		read_port(fd, &dev->ports[dev->nports++]);
-		close(fd);
+		port = &dev->ports[dev->nports];
+		read_port(fd, numbers[i], port);
+		/* No state may mean the port vanished since the listing. */
+		if (port->state[0] || port_exists(fd, numbers[i]))
+			dev->nports++;
+		else
+			memset(port, 0, sizeof(*port));
 	}
-	closedir(dir);
+	close(fd);
 	qsort(dev->ports, dev->nports, sizeof(*dev->ports), compare_ports);
 	return 0;
 }
@@ -312,41 +341,41 @@ static bool looks_like_pci(const char *s)
  * plus its subdirectories, as ordinary filesystems do, so one fstatat()
  * answers without listing the directory.
  */
-static size_t count_siblings(int parentfd)
+static size_t count_siblings(int devfd)
 {
 	struct stat st;
 
-	if (fstatat(parentfd, "infiniband", &st, 0) < 0 ||
+	if (fstatat(devfd, "device/infiniband", &st, 0) < 0 ||
 	    !S_ISDIR(st.st_mode) || st.st_nlink < 2)
 		return 0;
 	return st.st_nlink - 2;
 }
 
-static void read_parent_attrs(int parentfd, struct sysfs_device *dev)
+static void read_parent_attrs(int devfd, struct sysfs_device *dev)
 {
 	char raw[ATTR_READ_MAX];
 	int node;
 
-	dev->numa_node = -1;
-	if (read_attr(parentfd, "numa_node", raw, sizeof(raw)) == 0 &&
+	if (read_attr(devfd, "device/numa_node", raw, sizeof(raw)) == 0 &&
 	    sscanf(raw, "%d", &node) == 1 && node >= -1)
 		dev->numa_node = node;
-	read_link_base(parentfd, "driver", dev->driver, sizeof(dev->driver));
+	read_link_base(devfd, "device/driver", dev->driver,
+		       sizeof(dev->driver));
 }
 
-static void build_parent_id(int parentfd, const char *parent,
+static void build_parent_id(int devfd, const char *parent,
 			    struct sysfs_device *dev)
 {
 	char bus[32];
 	size_t len;
 
-	if (read_link_base(parentfd, "subsystem", bus, sizeof(bus)) < 0)
+	if (read_link_base(devfd, "device/subsystem", bus, sizeof(bus)) < 0)
 		strcpy(bus, looks_like_pci(parent) ? "pci" : "dev");
 	if (strcmp(bus, "pci") == 0 &&
 	    strlen(parent) < sizeof(dev->pci_address))
 		strcpy(dev->pci_address, parent);
 	len = snprintf(dev->id, sizeof(dev->id), "%s:%s", bus, parent);
-	if (len < sizeof(dev->id) && count_siblings(parentfd) > 1)
+	if (len < sizeof(dev->id) && count_siblings(devfd) > 1)
 		len += snprintf(dev->id + len, sizeof(dev->id) - len,
 				"/guid:%s", dev->node_guid);
 	/* A parent name too long to keep whole: the guid says more than a
@@ -355,12 +384,11 @@ static void build_parent_id(int parentfd, const char *parent,
 		snprintf(dev->id, sizeof(dev->id), "guid:%s", dev->node_guid);
 }
 
-/* The parent device: id, PCI address, driver, NUMA node.  Returns the
- * parent's fd (caller closes) or -1 for a virtual device. */
-static int read_parent(int devfd, struct sysfs_device *dev)
+/* The parent device (the "device" link): id, PCI address, driver, NUMA
+ * node.  False for a virtual device, which has none. */
+static bool read_parent(int devfd, struct sysfs_device *dev)
 {
 	char parent[SYSFS_NAME_MAX * 2];
-	int fd;
 
 	dev->numa_node = -1;
 	if (read_link_base(devfd, "device", parent, sizeof(parent)) < 0) {
@@ -370,13 +398,11 @@ static int read_parent(int devfd, struct sysfs_device *dev)
 		else
 			snprintf(dev->id, sizeof(dev->id), "guid:%s",
 				 dev->node_guid);
-		return -1;
+		return false;
 	}
-	fd = openat(devfd, "device", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	build_parent_id(fd, parent, dev);
-	if (fd >= 0)
-		read_parent_attrs(fd, dev);
-	return fd;
+	build_parent_id(devfd, parent, dev);
+	read_parent_attrs(devfd, dev);
+	return true;
 }
 
 /* uverbsN of @name among the entries of directory @fd (consumed). */
@@ -424,13 +450,13 @@ static int open_class(const char *sysroot, const char *class)
  * infiniband_verbs/ (where the kernel puts it, a short list), then the
  * whole class directory (virtual devices).
  */
-static void find_uverbs(const char *sysroot, int parentfd,
+static void find_uverbs(const char *sysroot, int devfd, bool has_parent,
 			struct sysfs_device *dev)
 {
 	int fd;
 
-	if (parentfd >= 0) {
-		fd = openat(parentfd, "infiniband_verbs",
+	if (has_parent) {
+		fd = openat(devfd, "device/infiniband_verbs",
 			    O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 		if (fd >= 0 && find_uverbs_in(fd, dev->name, dev->uverbs,
 					      sizeof(dev->uverbs)) == 0)
@@ -441,61 +467,78 @@ static void find_uverbs(const char *sysroot, int parentfd,
 		find_uverbs_in(fd, dev->name, dev->uverbs, sizeof(dev->uverbs));
 }
 
-/* Everything but the uverbs name.  Returns the parent fd via @ret_parent
- * (-1 if none) so the caller can look the uverbs device up there. */
-static int scan_one(int classfd, const char *name, struct sysfs_device *ret,
-		    int *ret_parent)
+/* What one scan shares between its devices. */
+struct scan_ctx {
+	const char *sysroot;
+	int classfd;		      /* class/infiniband */
+	const struct uverbs_map *map; /* NULL: look each uverbs up */
+};
+
+static void lookup_uverbs(const struct uverbs_map *map,
+			  struct sysfs_device *dev);
+
+/* Read what follows the essentials; returns 0 or -ENOMEM. */
+static int read_rest(const struct scan_ctx *ctx, int devfd,
+		     struct sysfs_device *dev)
+{
+	bool has_parent;
+	int r;
+
+	read_optionals(devfd, dev);
+	has_parent = read_parent(devfd, dev);
+	r = read_ports(devfd, dev);
+	if (r < 0)
+		return r;
+	if (ctx->map)
+		lookup_uverbs(ctx->map, dev);
+	else
+		find_uverbs(ctx->sysroot, devfd, has_parent, dev);
+	return 0;
+}
+
+static int scan_one(const struct scan_ctx *ctx, const char *name,
+		    struct sysfs_device *ret)
 {
 	int devfd, r;
 
-	*ret_parent = -1;
+	memset(ret, 0, sizeof(*ret));
+	ret->numa_node = -1;
 	if (!valid_name(name, sizeof(ret->name)))
 		return -EBADMSG;
-	devfd = openat(classfd, name, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	devfd = openat(ctx->classfd, name, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (devfd < 0)
 		return errno == ENOTDIR ? -EBADMSG : -errno;
 	strcpy(ret->name, name);
 	r = read_essentials(devfd, ret);
 	/* A file missing from a directory that is still there is a device
 	 * being created or torn down: unusable now, maybe fine later. */
-	if (r == -ENOENT && faccessat(classfd, name, F_OK, 0) == 0)
+	if (r == -ENOENT && faccessat(ctx->classfd, name, F_OK, 0) == 0)
 		r = -EBADMSG;
-	if (r == 0) {
-		read_optionals(devfd, ret);
-		*ret_parent = read_parent(devfd, ret);
-		r = read_ports(devfd, ret);
-	}
+	if (r == 0)
+		r = read_rest(ctx, devfd, ret);
 	/* Gone while we read it: what we have may be half empty. */
-	if (r == 0 && faccessat(classfd, name, F_OK, 0) < 0)
+	if (r == 0 && faccessat(ctx->classfd, name, F_OK, 0) < 0)
 		r = -ENOENT;
 	close(devfd);
-	if (r < 0) {
-		if (*ret_parent >= 0)
-			close(*ret_parent);
-		*ret_parent = -1;
+	if (r < 0)
 		sysfs_device_clear(ret);
-	}
 	return r;
 }
 
 int sysfs_scan_device(const char *sysroot, const char *name,
 		      struct sysfs_device *ret)
 {
-	int classfd, parentfd, r;
+	struct scan_ctx ctx = {.sysroot = sysroot};
+	int r;
 
 	memset(ret, 0, sizeof(*ret));
 	ret->numa_node = -1;
-	classfd = open_class(sysroot, "infiniband");
-	if (classfd < 0)
-		return classfd;
-	r = scan_one(classfd, name, ret, &parentfd);
-	close(classfd);
-	if (r < 0)
-		return r;
-	find_uverbs(sysroot, parentfd, ret);
-	if (parentfd >= 0)
-		close(parentfd);
-	return 0;
+	ctx.classfd = open_class(sysroot, "infiniband");
+	if (ctx.classfd < 0)
+		return ctx.classfd;
+	r = scan_one(&ctx, name, ret);
+	close(ctx.classfd);
+	return r;
 }
 
 int sysfs_ibdev_of_uverbs(const char *sysroot, const char *uverbs,
@@ -590,23 +633,7 @@ static int compare_devices(const void *a, const void *b)
 	return strcmp(da->name, db->name);
 }
 
-/* Append one device scan to the growing array; skips what is unusable. */
-static int scan_entry(int classfd, const char *name,
-		      const struct uverbs_map *map, struct sysfs_device *ret)
-{
-	int parentfd, r;
-
-	memset(ret, 0, sizeof(*ret));
-	r = scan_one(classfd, name, ret, &parentfd);
-	if (r < 0)
-		return r;
-	if (parentfd >= 0)
-		close(parentfd);
-	lookup_uverbs(map, ret);
-	return 0;
-}
-
-static int scan_class(int classfd, const struct uverbs_map *map,
+static int scan_class(const struct scan_ctx *ctx,
 		      struct sysfs_device **ret_devices, size_t *ret_n,
 		      size_t *ret_skipped)
 {
@@ -616,9 +643,11 @@ static int scan_class(int classfd, const struct uverbs_map *map,
 	DIR *dir;
 	int r = 0;
 
-	dir = fdopendir(classfd);
-	if (!dir)
+	dir = fdopendir(ctx->classfd);
+	if (!dir) {
+		close(ctx->classfd);
 		return -ENOMEM;
+	}
 	while ((de = readdir(dir))) {
 		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
 			continue;
@@ -635,7 +664,7 @@ static int scan_class(int classfd, const struct uverbs_map *map,
 			}
 			devs = grown;
 		}
-		r = scan_entry(dirfd(dir), de->d_name, map, &devs[n]);
+		r = scan_one(ctx, de->d_name, &devs[n]);
 		if (r == -ENOMEM)
 			break;
 		if (r < 0)
@@ -662,22 +691,23 @@ int sysfs_scan_all(const char *sysroot, struct sysfs_device **ret_devices,
 		   size_t *ret_n, size_t *ret_skipped)
 {
 	struct uverbs_map map = {0};
-	int classfd, r;
+	struct scan_ctx ctx = {.sysroot = sysroot, .map = &map};
+	int r;
 
 	*ret_devices = NULL;
 	*ret_n = 0;
 	if (ret_skipped)
 		*ret_skipped = 0;
-	classfd = open_class(sysroot, "infiniband");
-	if (classfd == -ENOENT)
+	ctx.classfd = open_class(sysroot, "infiniband");
+	if (ctx.classfd == -ENOENT)
 		return 0;
-	if (classfd < 0)
-		return classfd;
+	if (ctx.classfd < 0)
+		return ctx.classfd;
 	r = load_uverbs_map(sysroot, &map);
 	if (r == 0)
-		r = scan_class(classfd, &map, ret_devices, ret_n, ret_skipped);
+		r = scan_class(&ctx, ret_devices, ret_n, ret_skipped);
 	else
-		close(classfd);
+		close(ctx.classfd);
 	free(map.entries);
 	return r;
 }
