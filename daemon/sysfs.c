@@ -6,8 +6,9 @@
  *
  * Everything here is outside input: files vanish mid-scan, hold garbage or
  * are half written while a device is being created.  Every file is read
- * with one bounded read(); values must be printable ASCII and fit their
- * field.  A device whose node_guid or node_type is unusable is left out
+ * with one bounded read() (opened O_NONBLOCK, so a FIFO cannot stall us);
+ * values must be printable ASCII and fit their field.  At most
+ * SYSFS_MAX_DEVICES devices a scan and SYSFS_MAX_PORTS ports a device.  A device whose node_guid or node_type is unusable is left out
  * (-EBADMSG, counted as skipped) so that a later rescan picks it up whole;
  * any other unusable value becomes empty (numbers -1 or 0).
  *
@@ -467,15 +468,75 @@ static void find_uverbs(const char *sysroot, int devfd, bool has_parent,
 		find_uverbs_in(fd, dev->name, dev->uverbs, sizeof(dev->uverbs));
 }
 
+static int compare_uverbs(const void *a, const void *b)
+{
+	const struct uverbs_map_entry *ea = a, *eb = b;
+
+	return strcmp(ea->ibdev, eb->ibdev);
+}
+
+/* ibdev -> uverbsN for every uverbs device, sorted for bsearch. */
+static int load_uverbs_map(const char *sysroot, struct uverbs_map *map)
+{
+	struct uverbs_map_entry *e, *grown;
+	struct dirent *de;
+	size_t cap = 0;
+	char path[300];
+	DIR *dir;
+	int fd, r = 0;
+
+	fd = open_class(sysroot, "infiniband_verbs");
+	if (fd < 0)
+		return fd == -ENOENT ? 0 : fd;
+	dir = fdopendir(fd);
+	if (!dir) {
+		close(fd);
+		return -ENOMEM;
+	}
+	while ((de = readdir(dir)) && map->n < SYSFS_MAX_DEVICES) {
+		if (strncmp(de->d_name, "uverbs", 6) != 0 ||
+		    !valid_name(de->d_name, sizeof(e->uverbs)))
+			continue;
+		if (map->n == cap) {
+			cap = cap ? cap * 2 : 64;
+			grown = realloc(map->entries, cap * sizeof(*e));
+			if (!grown) {
+				r = -ENOMEM;
+				break;
+			}
+			map->entries = grown;
+		}
+		e = &map->entries[map->n];
+		snprintf(path, sizeof(path), "%s/ibdev", de->d_name);
+		if (read_attr(dirfd(dir), path, e->ibdev, sizeof(e->ibdev)) < 0)
+			continue;
+		strcpy(e->uverbs, de->d_name);
+		map->n++;
+	}
+	closedir(dir);
+	qsort(map->entries, map->n, sizeof(*map->entries), compare_uverbs);
+	return r;
+}
+
+static void lookup_uverbs(const struct uverbs_map *map,
+			  struct sysfs_device *dev)
+{
+	struct uverbs_map_entry key, *e;
+
+	if (!map->n)
+		return;
+	strcpy(key.ibdev, dev->name);
+	e = bsearch(&key, map->entries, map->n, sizeof(key), compare_uverbs);
+	if (e)
+		strcpy(dev->uverbs, e->uverbs);
+}
+
 /* What one scan shares between its devices. */
 struct scan_ctx {
 	const char *sysroot;
 	int classfd;		      /* class/infiniband */
 	const struct uverbs_map *map; /* NULL: look each uverbs up */
 };
-
-static void lookup_uverbs(const struct uverbs_map *map,
-			  struct sysfs_device *dev);
 
 /* Read what follows the essentials; returns 0 or -ENOMEM. */
 static int read_rest(const struct scan_ctx *ctx, int devfd,
@@ -561,69 +622,6 @@ int sysfs_ibdev_of_uverbs(const char *sysroot, const char *uverbs,
 		return -EBADMSG;
 	}
 	return r;
-}
-
-static int compare_uverbs(const void *a, const void *b)
-{
-	const struct uverbs_map_entry *ea = a, *eb = b;
-
-	return strcmp(ea->ibdev, eb->ibdev);
-}
-
-/* ibdev -> uverbsN for every uverbs device, sorted for bsearch. */
-static int load_uverbs_map(const char *sysroot, struct uverbs_map *map)
-{
-	struct uverbs_map_entry *e, *grown;
-	struct dirent *de;
-	size_t cap = 0;
-	char path[300];
-	DIR *dir;
-	int fd, r = 0;
-
-	fd = open_class(sysroot, "infiniband_verbs");
-	if (fd < 0)
-		return fd == -ENOENT ? 0 : fd;
-	dir = fdopendir(fd);
-	if (!dir) {
-		close(fd);
-		return -ENOMEM;
-	}
-	while ((de = readdir(dir)) && map->n < SYSFS_MAX_DEVICES) {
-		if (strncmp(de->d_name, "uverbs", 6) != 0 ||
-		    !valid_name(de->d_name, sizeof(e->uverbs)))
-			continue;
-		if (map->n == cap) {
-			cap = cap ? cap * 2 : 64;
-			grown = realloc(map->entries, cap * sizeof(*e));
-			if (!grown) {
-				r = -ENOMEM;
-				break;
-			}
-			map->entries = grown;
-		}
-		e = &map->entries[map->n];
-		snprintf(path, sizeof(path), "%s/ibdev", de->d_name);
-		if (read_attr(dirfd(dir), path, e->ibdev, sizeof(e->ibdev)) < 0)
-			continue;
-		strcpy(e->uverbs, de->d_name);
-		map->n++;
-	}
-	closedir(dir);
-	qsort(map->entries, map->n, sizeof(*map->entries), compare_uverbs);
-	return r;
-}
-
-static void lookup_uverbs(const struct uverbs_map *map,
-			  struct sysfs_device *dev)
-{
-	struct uverbs_map_entry key, *e;
-
-	if (!map->n)
-		return;
-	strcpy(key.ibdev, dev->name);
-	e = bsearch(&key, map->entries, map->n, sizeof(key), compare_uverbs);
-	if (e)
-		strcpy(dev->uverbs, e->uverbs);
 }
 
 static int compare_devices(const void *a, const void *b)

@@ -13,7 +13,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "devices.h"
 #include "fixture-sysfs.h"
@@ -43,7 +42,6 @@ static const char *const files[] = {
 	"ports/%s/link_layer",
 };
 
-int LLVMFuzzerInitialize(int *argc, char ***argv);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 #define N_FILES (sizeof(files) / sizeof(files[0]))
@@ -168,15 +166,6 @@ static void scan(struct fixture *fx, const char *name)
 	if (sysfs_ibdev_of_uverbs(fixture_root(fx), "uverbs0", ibdev) == 0)
 		check_string(ibdev, sizeof(ibdev));
 	devices_free(table);
-}
-
-/* Every input builds a tree: on tmpfs (as sysfs is in memory) that is
- * several times faster than on disk. */
-int LLVMFuzzerInitialize(int *argc, char ***argv)
-{
-	if (!getenv("TMPDIR") && access("/dev/shm", W_OK) == 0)
-		setenv("TMPDIR", "/dev/shm", 0);
-	return 0;
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

@@ -38,9 +38,9 @@ struct fixture_device {
 	struct fixture_port ports[FIXTURE_MAX_PORTS];
 };
 
-/* A new empty tree under $TMPDIR or /tmp (the class dirs and the class
- * abi_version exist).  The root path is stable until fixture_free(),
- * which deletes the tree. */
+/* A new empty tree under $TMPDIR, else /dev/shm, else /tmp (the class
+ * dirs and the class abi_version exist).  The root path is stable until
+ * fixture_free(), which deletes the tree. */
 struct fixture *fixture_new(void);
 void fixture_free(struct fixture *fx);
 const char *fixture_root(const struct fixture *fx);

@@ -540,6 +540,35 @@ static void test_copy_equal(void)
 	fixture_free(fx);
 }
 
+/* More devices than a scan takes: the first 8192 listed, the rest
+ * counted as skipped. */
+static void test_device_cap(void)
+{
+	struct fixture *fx = fixture_new();
+	struct sysfs_device *all;
+	size_t n, skipped;
+	char rel[128], target[128];
+	int r;
+
+	for (int i = 0; i < 8200; i++) {
+		snprintf(rel, sizeof(rel),
+			 "devices/virtual/infiniband/d%d/node_guid", i);
+		fixture_write_str(fx, rel, "0002:c903:0000:0001\n");
+		snprintf(rel, sizeof(rel),
+			 "devices/virtual/infiniband/d%d/node_type", i);
+		fixture_write_str(fx, rel, "1: CA\n");
+		snprintf(target, sizeof(target),
+			 "../../devices/virtual/infiniband/d%d", i);
+		snprintf(rel, sizeof(rel), "class/infiniband/d%d", i);
+		fixture_symlink(fx, target, rel);
+	}
+	r = sysfs_scan_all(fixture_root(fx), &all, &n, &skipped);
+	CHECK(r == 0 && n == 8192 && skipped == 8,
+	      "8200 devices: r=%d n=%zu skipped=%zu", r, n, skipped);
+	sysfs_devices_free(all, n);
+	fixture_free(fx);
+}
+
 /*
  * Races: openat() is wrapped at link time (-Wl,--wrap=openat and
  * openat64, the name it has with 64-bit file offsets) so that a hook runs
@@ -693,6 +722,7 @@ int main(void)
 	test_uverbs_lookup();
 	test_copy_equal();
 	test_races();
+	test_device_cap();
 	if (failures)
 		fprintf(stderr, "%d failure(s)\n", failures);
 	else
