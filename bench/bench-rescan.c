@@ -13,6 +13,9 @@
  * attributes per device (node_guid, node_type, port state), which any
  * scanner must do at least.
  *
+ * The trees live where the test fixtures do: $TMPDIR, else /dev/shm (in
+ * memory, as sysfs is), else /tmp.
+ *
  * Usage: bench-rescan [runs]   (default 15)
  */
 #include <dirent.h>
