@@ -5,9 +5,11 @@
  * debounce window, then one pass reads sysfs and applies the result to
  * the device table.  A storm of thousands of uevents thus costs one pass.
  *
- * A device caught half-created (sysfs_scan_device() says -EBADMSG) is
- * tried once more after a short delay, then given up on with one warning;
- * garbage is logged once per episode, not once per event.
+ * A device caught half-created or half-removed (sysfs_scan_device() says
+ * -EBADMSG, or its uverbs char device is missing, see in_transition()) is
+ * tried once more after a short delay; garbage is then given up on with
+ * one warning, a device without uverbs is taken as it is.  Garbage is logged once per
+ * episode, not once per event.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -86,6 +88,32 @@ static int scan_all(struct scan *scan)
 	return r < 0 ? r : 0;
 }
 
+static void retry_later(struct scan *scan, const char *name)
+{
+	if (coalesce_add(scan->retry, name) < 0)
+		scan->lost_request = true;
+	arm(scan->retry_timer, SCAN_RETRY_MS);
+}
+
+/*
+ * The kernel registers an ib device first and its uverbs char device a
+ * moment later, and on unregistration removes uverbs first; its remove
+ * uevents may also come before sysfs is gone.  A device without uverbs
+ * that had one (or is new) is thus probably coming or going: look again
+ * in a moment, so that clients get one complete "added" or "removed"
+ * instead of a "changed" in between (or none at all).
+ */
+static bool in_transition(struct scan *scan, const struct sysfs_device *info)
+{
+	const struct device *dev;
+
+	if (info->uverbs[0])
+		return false;
+	dev = devices_find(scan->table, info->name);
+	return !dev || (device_state(dev) == DEVICE_STATE_PRESENT &&
+			device_info(dev)->uverbs[0]);
+}
+
 /* Rescan one device.  @last_try: a half-created device is given up on
  * instead of being queued for a retry. */
 static void scan_one(struct scan *scan, const char *name, bool last_try)
@@ -98,20 +126,19 @@ static void scan_one(struct scan *scan, const char *name, bool last_try)
 	if (r == -ENOENT) {
 		r = devices_apply_one(scan->table, name, NULL);
 	} else if (r == -EBADMSG && !last_try) {
-		if (coalesce_add(scan->retry, name) < 0)
-			scan->lost_request = true;
-		arm(scan->retry_timer, SCAN_RETRY_MS);
+		retry_later(scan, name);
 		return;
 	} else if (r < 0) {
 		log_garbage(scan, "a device's sysfs entries are unusable");
 		log_debug("scan: %s: %s", name, strerror(-r));
 		return;
+	} else if (!last_try && in_transition(scan, &info)) {
+		sysfs_device_clear(&info);
+		retry_later(scan, name);
+		return;
 	} else {
-		/* On success the table takes the ports; on failure we
-		 * still own them. */
+		/* The table takes the ports, also on failure. */
 		r = devices_apply_one(scan->table, name, &info);
-		if (r < 0)
-			sysfs_device_clear(&info);
 	}
 	if (r < 0)
 		log_warnx("scan: applying %s: %s", name, strerror(-r));

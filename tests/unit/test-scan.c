@@ -274,6 +274,46 @@ static void test_half_created(void)
 	CHECK(fake_calls_count("added:dev4") == 1, "%s", fake_calls_dump());
 }
 
+/* A new device whose uverbs char device comes a moment later is added
+ * once, complete; one whose uverbs never comes is added after the retry. */
+static void test_uverbs_late(void)
+{
+	reset_counts();
+	put_dev("dev5", "0002:c903:0000:0005\n", "4: ACTIVE\n", "eth5\n");
+	scan_request(scan, "dev5");
+	run_for(5 * DEBOUNCE_MS);
+	CHECK(fake_calls_total() == 0, "%s", fake_calls_dump());
+	put("class/infiniband_verbs/uverbs5/ibdev", "dev5\n");
+	run_for(300);
+	CHECK(fake_calls_count("added:dev5") == 1 && fake_calls_total() == 1,
+	      "%s", fake_calls_dump());
+	CHECK(strcmp(device_info(devices_find(table, "dev5"))->uverbs,
+		     "uverbs5") == 0, "uverbs '%s'",
+	      device_info(devices_find(table, "dev5"))->uverbs);
+
+	reset_counts();
+	put_dev("dev6", "0002:c903:0000:0006\n", "4: ACTIVE\n", "eth6\n");
+	scan_request(scan, "dev6");
+	run_for(5 * DEBOUNCE_MS);
+	CHECK(fake_calls_total() == 0, "%s", fake_calls_dump());
+	run_for(300);
+	CHECK(fake_calls_count("added:dev6") == 1 && fake_calls_total() == 1,
+	      "%s", fake_calls_dump());
+	CHECK(fake_log_warnings == 0, "%u warnings", fake_log_warnings);
+
+	/* Unplug seen half done: uverbs gone, the ib device not yet.  No
+	 * "changed" in between, one "removed" once it is gone. */
+	reset_counts();
+	remove_tree("class/infiniband_verbs/uverbs5");
+	scan_request(scan, "dev5");
+	run_for(5 * DEBOUNCE_MS);
+	CHECK(fake_calls_total() == 0, "%s", fake_calls_dump());
+	remove_tree("class/infiniband/dev5");
+	run_for(300);
+	CHECK(fake_calls_count("removed:dev5") == 1 && fake_calls_total() == 1,
+	      "%s", fake_calls_dump());
+}
+
 static void test_netdev_and_uverbs(void)
 {
 	reset_counts();
@@ -311,6 +351,7 @@ int main(void)
 	test_one_device_changes();
 	test_removed_before_scan();
 	test_half_created();
+	test_uverbs_late();
 	test_netdev_and_uverbs();
 	test_no_class_dir();
 
