@@ -346,7 +346,9 @@ static void rename_device(struct devices *t, struct device *d,
 	emit(t, DEVICES_EVENT_RENAMED, d, old);
 }
 
-/* A new scan of a present device: RENAMED, CHANGED or nothing. */
+/* A new scan of a present device: RENAMED, CHANGED or nothing.  A rename
+ * that also changed other fields is one RENAMED event: it carries the
+ * whole new device, so a separate CHANGED would say nothing new. */
 static int update_device(struct devices *t, struct device *d,
 			 struct sysfs_device *info)
 {
