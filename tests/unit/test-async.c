@@ -123,7 +123,7 @@ int main(void)
 	struct event_base *base;
 	struct devices *table;
 	UMockdevTestbed *tb;
-	char path[4096];
+	char path[4096], *sysdir;
 	FILE *f;
 	unsigned int i;
 
@@ -134,8 +134,9 @@ int main(void)
 	}
 	tb = umockdev_testbed_new();
 	/* libibverbs reads the class-level ABI version first. */
-	snprintf(path, sizeof(path), "%s/class/infiniband_verbs",
-		 umockdev_testbed_get_sys_dir(tb));
+	sysdir = umockdev_testbed_get_sys_dir(tb);
+	snprintf(path, sizeof(path), "%s/class/infiniband_verbs", sysdir);
+	g_free(sysdir);
 	g_mkdir_with_parents(path, 0755);
 	strncat(path, "/abi_version", sizeof(path) - strlen(path) - 1);
 	f = fopen(path, "w");
