@@ -256,6 +256,8 @@ static void drop_device(struct devices *t, struct device *d,
 			enum devices_event event)
 {
 	unlink_device(t, d);
+	/* What goes is no longer present: clients see it as removed. */
+	d->state = DEVICE_STATE_REMOVED;
 	emit(t, event, d, NULL);
 	free_device(d);
 }

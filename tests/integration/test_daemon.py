@@ -78,6 +78,7 @@ class TestDevices(DaemonTest):
             self.assertEqual(added["device"]["node_type"], "RNIC")
             self.tb.unplug("mlx5_0")
             removed = mon.expect("removed", "mlx5_0")
+            self.assertEqual(removed["device"]["state"], "removed")
             self.assertGreater(removed["generation"], added["generation"])
         finally:
             mon.close()
