@@ -43,9 +43,9 @@ struct async_source {
 	struct devices *table;
 	struct scan *scan;
 	struct async_dev *devs;
-	struct ibv_device **list;  /* cached; refreshed on ADDED */
+	struct ibv_device **list; /* cached; refreshed on ADDED */
 	int nlist;
-	bool list_stale;           /* a device went or was renamed */
+	bool list_stale; /* a device went or was renamed */
 	unsigned int open_count;
 };
 
@@ -67,9 +67,9 @@ static void dev_close(struct async_dev *d)
 static bool is_port_event(enum ibv_event_type type)
 {
 	static const enum ibv_event_type port_events[] = {
-		IBV_EVENT_PORT_ACTIVE,  IBV_EVENT_PORT_ERR,
-		IBV_EVENT_LID_CHANGE,   IBV_EVENT_PKEY_CHANGE,
-		IBV_EVENT_GID_CHANGE,   IBV_EVENT_SM_CHANGE,
+		IBV_EVENT_PORT_ACTIVE,	     IBV_EVENT_PORT_ERR,
+		IBV_EVENT_LID_CHANGE,	     IBV_EVENT_PKEY_CHANGE,
+		IBV_EVENT_GID_CHANGE,	     IBV_EVENT_SM_CHANGE,
 		IBV_EVENT_CLIENT_REREGISTER,
 	};
 	size_t i;
@@ -141,8 +141,8 @@ static int dev_open(struct async_dev *d)
 	if (flags < 0 ||
 	    fcntl(d->ctx->async_fd, F_SETFL, flags | O_NONBLOCK) < 0)
 		return -errno;
-	d->ev = event_new(d->src->base, d->ctx->async_fd,
-			  EV_READ | EV_PERSIST, on_async, d);
+	d->ev = event_new(d->src->base, d->ctx->async_fd, EV_READ | EV_PERSIST,
+			  on_async, d);
 	if (!d->ev || event_add(d->ev, NULL) < 0)
 		return -ENOMEM;
 	return 0;
@@ -206,12 +206,12 @@ static void rename_device(struct async_source *src, const struct device *dev)
 	struct async_dev *d = find_dev(src, device_info(dev)->id);
 
 	if (d)
-		snprintf(d->name, sizeof(d->name), "%s", device_info(dev)->name);
+		snprintf(d->name, sizeof(d->name), "%s",
+			 device_info(dev)->name);
 }
 
 struct async_source *async_source_new(struct event_base *base,
-				      struct devices *table,
-				      struct scan *scan)
+				      struct devices *table, struct scan *scan)
 {
 	struct async_source *src;
 	const struct device *dev;

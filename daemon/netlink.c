@@ -70,20 +70,20 @@ struct netlink_source {
 	struct devices *table;
 	struct scan *scan;
 
-	struct nl_sock *route_sk;    /* the cache manager's, for events */
-	struct nl_sock *route_sync;  /* for refills after an overrun */
+	struct nl_sock *route_sk;   /* the cache manager's, for events */
+	struct nl_sock *route_sync; /* for refills after an overrun */
 	struct nl_cache_mngr *mngr;
 	struct nl_cache *links;
 	struct event *route_ev;
 
-	struct nl_sock *rdma_sk;     /* monitor group subscription */
+	struct nl_sock *rdma_sk; /* monitor group subscription */
 	struct event *rdma_ev;
 
 	bool has_rdma;
 	bool has_monitor;
 	bool copy_on_fork;
 	bool overrun_logged;
-	bool links_in_mngr;          /* the manager frees the cache */
+	bool links_in_mngr; /* the manager frees the cache */
 };
 
 /* ---- RDMA netlink decoding ---- */
@@ -121,21 +121,20 @@ static int parse_attrs(const void *buf, struct nlattr **tb,
 	return 0;
 }
 
-int netlink_parse_sys(const void *buf, size_t len,
-		      struct netlink_rdma_sys *ret)
+int netlink_parse_sys(const void *buf, size_t len, struct netlink_rdma_sys *ret)
 {
 	static struct nla_policy policy[RDMAD_NLDEV_ATTR_MAX] = {
-		[RDMA_NLDEV_SYS_ATTR_NETNS_MODE] = { .type = NLA_U8 },
-		[RDMA_NLDEV_SYS_ATTR_COPY_ON_FORK] = { .type = NLA_U8 },
-		[RDMAD_NLDEV_SYS_ATTR_MONITOR_MODE] = { .type = NLA_U8 },
+		[RDMA_NLDEV_SYS_ATTR_NETNS_MODE] = {.type = NLA_U8},
+		[RDMA_NLDEV_SYS_ATTR_COPY_ON_FORK] = {.type = NLA_U8},
+		[RDMAD_NLDEV_SYS_ATTR_MONITOR_MODE] = {.type = NLA_U8},
 	};
 	struct nlattr *tb[RDMAD_NLDEV_ATTR_MAX];
 	struct nlattr *cof;
 	int r;
 
 	memset(ret, 0, sizeof(*ret));
-	r = check_msg(buf, len, RDMA_NL_GET_TYPE(RDMA_NL_NLDEV,
-						 RDMA_NLDEV_CMD_SYS_GET));
+	r = check_msg(buf, len,
+		      RDMA_NL_GET_TYPE(RDMA_NL_NLDEV, RDMA_NLDEV_CMD_SYS_GET));
 	if (r == 0)
 		r = parse_attrs(buf, tb, policy);
 	if (r < 0)
@@ -158,8 +157,7 @@ static void copy_name_attr(char *ret, size_t size, const struct nlattr *a)
 		return;
 	s = nla_data(a);
 	n = strnlen(s, (size_t)nla_len(a));
-	if (n == 0 || n >= size || strcmp(s, ".") == 0 ||
-	    strcmp(s, "..") == 0)
+	if (n == 0 || n >= size || strcmp(s, ".") == 0 || strcmp(s, "..") == 0)
 		return;
 	for (i = 0; i < n; i++) {
 		if (s[i] == '/' || s[i] <= ' ' || s[i] > '~')
@@ -195,18 +193,18 @@ int netlink_parse_monitor(const void *buf, size_t len,
 			  struct netlink_rdma_notice *ret)
 {
 	static struct nla_policy policy[RDMAD_NLDEV_ATTR_MAX] = {
-		[RDMA_NLDEV_ATTR_DEV_NAME] = { .type = NLA_UNSPEC },
-		[RDMA_NLDEV_ATTR_PORT_INDEX] = { .type = NLA_U32 },
-		[RDMA_NLDEV_ATTR_NDEV_NAME] = { .type = NLA_UNSPEC },
-		[RDMAD_NLDEV_ATTR_EVENT_TYPE] = { .type = NLA_U8 },
+		[RDMA_NLDEV_ATTR_DEV_NAME] = {.type = NLA_UNSPEC},
+		[RDMA_NLDEV_ATTR_PORT_INDEX] = {.type = NLA_U32},
+		[RDMA_NLDEV_ATTR_NDEV_NAME] = {.type = NLA_UNSPEC},
+		[RDMAD_NLDEV_ATTR_EVENT_TYPE] = {.type = NLA_U8},
 	};
 	struct nlattr *tb[RDMAD_NLDEV_ATTR_MAX];
 	int r;
 
 	memset(ret, 0, sizeof(*ret));
 	ret->event = NETLINK_RDMA_UNKNOWN;
-	r = check_msg(buf, len, RDMA_NL_GET_TYPE(RDMA_NL_NLDEV,
-						 RDMAD_NLDEV_CMD_MONITOR));
+	r = check_msg(buf, len,
+		      RDMA_NL_GET_TYPE(RDMA_NL_NLDEV, RDMAD_NLDEV_CMD_MONITOR));
 	if (r == 0)
 		r = parse_attrs(buf, tb, policy);
 	if (r < 0)
@@ -294,7 +292,8 @@ static struct nl_sock *rdma_connect(void)
 	r = nl_connect(sk, NETLINK_RDMA);
 	if (r < 0) {
 		log_info("netlink: kernel has no RDMA netlink (%s); "
-			 "relying on udev", nl_geterror(r));
+			 "relying on udev",
+			 nl_geterror(r));
 		nl_socket_free(sk);
 		return NULL;
 	}
@@ -306,7 +305,7 @@ static struct nl_sock *rdma_connect(void)
 static void rdma_query_sys(struct netlink_source *src,
 			   struct netlink_rdma_sys *ret)
 {
-	struct timeval tv = { .tv_sec = NETLINK_QUERY_TIMEOUT_S };
+	struct timeval tv = {.tv_sec = NETLINK_QUERY_TIMEOUT_S};
 	struct nl_sock *sk;
 	struct nl_msg *msg;
 	int r = -NLE_NOMEM;
@@ -319,8 +318,8 @@ static void rdma_query_sys(struct netlink_source *src,
 	setsockopt(nl_socket_get_fd(sk), SOL_SOCKET, SO_RCVTIMEO, &tv,
 		   sizeof(tv));
 	nl_socket_modify_cb(sk, NL_CB_VALID, NL_CB_CUSTOM, on_sys_reply, ret);
-	msg = nlmsg_alloc_simple(RDMA_NL_GET_TYPE(RDMA_NL_NLDEV,
-						  RDMA_NLDEV_CMD_SYS_GET), 0);
+	msg = nlmsg_alloc_simple(
+		RDMA_NL_GET_TYPE(RDMA_NL_NLDEV, RDMA_NLDEV_CMD_SYS_GET), 0);
 	if (msg && nl_send_auto(sk, msg) >= 0)
 		r = nl_recvmsgs_default(sk);
 	if (r < 0)
@@ -406,8 +405,8 @@ static void rescan_for(struct netlink_source *src, struct rtnl_link *link)
 }
 
 static void on_link_change(struct nl_cache *cache, struct nl_object *old_obj,
-			   struct nl_object *new_obj, uint64_t diff,
-			   int action, void *arg)
+			   struct nl_object *new_obj, uint64_t diff, int action,
+			   void *arg)
 {
 	struct netlink_source *src = arg;
 	struct rtnl_link *old = (struct rtnl_link *)old_obj;

@@ -8,8 +8,8 @@
  * A device caught half-created or half-removed (sysfs_scan_device() says
  * -EBADMSG, or its uverbs char device is missing, see in_transition()) is
  * tried once more after a short delay; garbage is then given up on with
- * one warning, a device without uverbs is taken as it is.  Garbage is logged once per
- * episode, not once per event.
+ * one warning, a device without uverbs is taken as it is.  Garbage is logged
+ * once per episode, not once per event.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -30,12 +30,12 @@ struct scan {
 	struct devices *table;
 	char *sysroot;
 	unsigned int debounce_ms;
-	struct coalesce *pending;   /* requests in the debounce window */
-	struct coalesce *retry;     /* half-created devices, second try */
+	struct coalesce *pending; /* requests in the debounce window */
+	struct coalesce *retry;	  /* half-created devices, second try */
 	struct event *timer;
 	struct event *retry_timer;
-	bool lost_request;          /* a request failed (ENOMEM): scan all */
-	bool garbage_logged;        /* rate limit for garbage warnings */
+	bool lost_request;   /* a request failed (ENOMEM): scan all */
+	bool garbage_logged; /* rate limit for garbage warnings */
 };
 
 static void arm(struct event *timer, unsigned int ms)

@@ -40,7 +40,7 @@ struct udev_source {
 	struct udev *udev;
 	struct udev_monitor *mon;
 	struct event *ev;
-	struct coalesce *recheck;   /* ib devices announced removed */
+	struct coalesce *recheck; /* ib devices announced removed */
 	struct event *recheck_timer;
 	bool overrun_logged;
 };
@@ -200,7 +200,7 @@ static void on_recheck(evutil_socket_t fd, short what, void *arg)
 
 static void recheck_later(struct udev_source *src, const char *name)
 {
-	struct timeval tv = { .tv_usec = UDEV_RECHECK_MS * 1000 };
+	struct timeval tv = {.tv_usec = UDEV_RECHECK_MS * 1000};
 
 	/* Without memory for the name, the full rescan covers it. */
 	if (coalesce_add(src->recheck, name) < 0)
@@ -215,10 +215,10 @@ static void handle_device(struct udev_source *src, struct udev_device *dev)
 		.action = udev_device_get_action(dev),
 		.subsystem = udev_device_get_subsystem(dev),
 		.sysname = udev_device_get_sysname(dev),
-		.devpath_old = udev_device_get_property_value(dev,
-							      "DEVPATH_OLD"),
-		.ifname_old = udev_device_get_property_value(dev,
-							     "INTERFACE_OLD"),
+		.devpath_old =
+			udev_device_get_property_value(dev, "DEVPATH_OLD"),
+		.ifname_old =
+			udev_device_get_property_value(dev, "INTERFACE_OLD"),
 	};
 	struct udev_target t;
 	int r;
@@ -276,7 +276,9 @@ static void on_readable(evutil_socket_t fd, short what, void *arg)
 static int monitor_open(struct udev_source *src)
 {
 	static const char *const subsystems[] = {
-		"infiniband", "infiniband_verbs", "net",
+		"infiniband",
+		"infiniband_verbs",
+		"net",
 	};
 	size_t i;
 	int r;
@@ -297,8 +299,7 @@ static int monitor_open(struct udev_source *src)
 	return udev_monitor_enable_receiving(src->mon);
 }
 
-struct udev_source *udev_source_new(struct event_base *base,
-				    struct scan *scan)
+struct udev_source *udev_source_new(struct event_base *base, struct scan *scan)
 {
 	struct udev_source *src;
 	int r;

@@ -30,8 +30,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (!buf)
 		return 0;
 	memcpy(buf, data, size);
-	if (netlink_parse_sys(buf, size, &sys) == 0 &&
-	    sys.copy_on_fork && !sys.has_copy_on_fork)
+	if (netlink_parse_sys(buf, size, &sys) == 0 && sys.copy_on_fork &&
+	    !sys.has_copy_on_fork)
 		abort();
 	if (netlink_parse_monitor(buf, size, &n) == 0) {
 		check_name(n.ibdev, sizeof(n.ibdev));

@@ -28,7 +28,7 @@ static void check_name(const char *name, bool may_be_empty)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	const char *fields[6] = { NULL };
+	const char *fields[6] = {NULL};
 	struct udev_uevent ev;
 	struct udev_target t;
 	char *copy, *p, *end;

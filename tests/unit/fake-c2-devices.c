@@ -5,8 +5,7 @@
 #include "devices.h"
 #include "fake-c2.h"
 
-int devices_set_netdev_state(struct devices *table, const char *ifname,
-			     bool up)
+int devices_set_netdev_state(struct devices *table, const char *ifname, bool up)
 {
 	fake_calls_add("state:%s=%s", ifname, up ? "up" : "down");
 	return 0;

@@ -20,10 +20,10 @@ static void vlog(const char *level, const char *fmt, va_list ap)
 	fputc('\n', stderr);
 }
 
-#define LOG_BODY(level)                 \
-	va_list ap;                     \
-	va_start(ap, fmt);              \
-	vlog(level, fmt, ap);           \
+#define LOG_BODY(level)                                                        \
+	va_list ap;                                                            \
+	va_start(ap, fmt);                                                     \
+	vlog(level, fmt, ap);                                                  \
 	va_end(ap)
 
 void log_init(bool foreground, int max_level)
