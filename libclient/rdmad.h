@@ -109,7 +109,8 @@ uint64_t rdmad_client_get_generation(struct rdmad_client *client);
  * The current device list as an immutable snapshot (unref when done).
  * When nothing changed since the last call this returns the cached
  * snapshot without any syscall; otherwise it applies pending messages
- * first (which may run callbacks).  NULL with errno on failure.
+ * first (their events are queued for the next rdmad_client_process(),
+ * which runs the callbacks).  NULL with errno on failure.
  */
 struct rdmad_snapshot *rdmad_client_get_snapshot(struct rdmad_client *client);
 
