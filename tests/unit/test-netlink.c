@@ -16,10 +16,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <event2/event.h>
 #include <linux/if.h>
+#include <linux/netlink.h>
 #include <netlink/msg.h>
 #include <netlink/netlink.h>
 #include <netlink/route/link.h>
@@ -288,6 +290,51 @@ static int link_change(struct nl_sock *sk, const char *name, int up,
 	return r;
 }
 
+/* The source's rtnetlink event socket: the one subscribed to groups. */
+static int find_event_socket(void)
+{
+	struct sockaddr_nl sa;
+	socklen_t len;
+	int fd, proto;
+
+	for (fd = 3; fd < 1024; fd++) {
+		len = sizeof(sa);
+		if (getsockname(fd, (struct sockaddr *)&sa, &len) < 0 ||
+		    sa.nl_family != AF_NETLINK)
+			continue;
+		len = sizeof(proto);
+		if (getsockopt(fd, SOL_SOCKET, SO_PROTOCOL, &proto, &len) < 0 ||
+		    proto != NETLINK_ROUTE || sa.nl_groups == 0)
+			continue;
+		return fd;
+	}
+	return -1;
+}
+
+/* Events lost to a full socket buffer (ENOBUFS): the source re-reads
+ * every link and asks for a full rescan instead of going stale. */
+static void test_overrun(struct nl_sock *sk)
+{
+	int fd = find_event_socket(), small = 4096, i;
+	char a[16], b[16];
+
+	CHECK(fd >= 0, "no rtnetlink event socket found");
+	if (fd < 0)
+		return;
+	setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &small, sizeof(small));
+	fake_calls_reset();
+	for (i = 0; i < 32; i++) {
+		snprintf(a, sizeof(a), "ova%d", i);
+		snprintf(b, sizeof(b), "ovb%d", i);
+		rtnl_link_veth_add(sk, a, b, getpid());
+	}
+	CHECK(wait_for("all", 1000), "no full rescan after an overrun: %s",
+	      fake_calls_dump());
+	/* The resync told the table about links it never heard of. */
+	CHECK(fake_calls_count("state:ova31=down") >= 1, "not reseeded: %s",
+	      fake_calls_dump());
+}
+
 static int test_rtnetlink(void)
 {
 	struct netlink_source *src;
@@ -359,6 +406,8 @@ static int test_rtnetlink(void)
 	}
 	CHECK(wait_for("netdev:c2a", 1000) && wait_for("netdev:c2c", 1000),
 	      "delete: %s", fake_calls_dump());
+
+	test_overrun(sk);
 
 	netlink_source_free(src);
 	nl_socket_free(sk);
