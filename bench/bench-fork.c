@@ -168,6 +168,8 @@ static unsigned int *shuffled(unsigned int n)
 	return v;
 }
 
+static bool interleave = true; /* false: not enough VMAs for all at once */
+
 static void scatter_one(enum impl impl, char *area, unsigned int n,
 			size_t size, double *ret_reg, double *ret_unreg)
 {
@@ -189,34 +191,42 @@ static void scatter_one(enum impl impl, char *area, unsigned int n,
 }
 
 /* Register @n ranges of @size, every other one of each implementation's
- * mapping, in one random order, then release them: the implementations
- * take turns op by op, so that load from elsewhere on the machine hits
- * them alike.  Fills ns per registration and per release. */
-static bool interleave = true; /* false: not enough VMAs for all at once */
+ * mapping, in one random order, then release them.  The implementations
+ * take turns every SCATTER_BLOCK operations, so that load from elsewhere
+ * on the machine hits them alike while each runs its own loop (turns op
+ * by op would measure cold caches for everybody).  Fills ns per
+ * registration and per release. */
+#define SCATTER_BLOCK 500
 
 static void scatter(char *const area[IMPL_COUNT], unsigned int n, size_t size,
 		    double ret_reg[IMPL_COUNT], double ret_unreg[IMPL_COUNT])
 {
+	unsigned int *order = shuffled(n);
+	double sum[2][IMPL_COUNT] = { { 0 } };
+
 	if (!interleave) {
 		for (int k = 0; k < IMPL_COUNT; k++)
 			scatter_one(k, area[k], n, size, &ret_reg[k],
 				    &ret_unreg[k]);
+		free(order);
 		return;
 	}
-
-	unsigned int *order = shuffled(n);
-	double sum[2][IMPL_COUNT] = { { 0 } };
-
 	for (int phase = 0; phase < 2; phase++)
-		for (unsigned int i = 0; i < n; i++)
+		for (unsigned int b = 0; b < n; b += SCATTER_BLOCK)
 			for (int k = 0; k < IMPL_COUNT; k++) {
-				int impl = (i + k) % IMPL_COUNT;
-				char *p = area[impl] + 2 * (size_t)order[i] * size;
+				int impl = (b / SCATTER_BLOCK + k) % IMPL_COUNT;
+				unsigned int e = b + SCATTER_BLOCK < n ?
+						 b + SCATTER_BLOCK : n;
 				double t0 = now_ns();
 
-				if (phase ? unreg(impl, p, size) :
-					    reg(impl, p, size))
-					die("scatter");
+				for (unsigned int i = b; i < e; i++) {
+					char *p = area[impl] +
+						  2 * (size_t)order[i] * size;
+
+					if (phase ? unreg(impl, p, size) :
+						    reg(impl, p, size))
+						die("scatter");
+				}
 				sum[phase][impl] += now_ns() - t0;
 			}
 	for (int k = 0; k < IMPL_COUNT; k++) {

@@ -18,7 +18,14 @@
 
 /* ---- rangemap.c: ordered map of [start, end) page ranges ---------------- */
 
-#define RANGEMAP_MAX_LEVEL 14
+#define RANGEMAP_MAX_LEVEL 20
+
+/* A link carries the start of the node it points to, so that a search
+ * loads a node only when it moves onto it: fewer cache misses. */
+struct rangemap_link {
+	struct rangemap_node *node;
+	uintptr_t start;
+};
 
 struct rangemap_node {
 	uintptr_t start;     /* first byte, page aligned */
@@ -27,7 +34,7 @@ struct rangemap_node {
 	unsigned int level;
 	bool unverified;     /* re-registered, mark re-issued at fork */
 	struct rangemap_node *pool_next; /* free list while unused */
-	struct rangemap_node *next[];
+	struct rangemap_link next[];
 };
 
 struct rangemap {
@@ -48,10 +55,16 @@ struct rangemap_cursor {
 /* Position before the first node starting at or above @key. */
 void rangemap_seek(struct rangemap *map, struct rangemap_cursor *c,
 		   uintptr_t key);
-/* The node just before the cursor (NULL at the start) and just after. */
+/* The node just before the cursor (NULL at the start) and just after;
+ * rangemap_next() is the node after @node. */
 struct rangemap_node *rangemap_cursor_prev(const struct rangemap_cursor *c);
 struct rangemap_node *rangemap_cursor_next(const struct rangemap_cursor *c);
 /* Move past @node, which must be the cursor's next. */
+static inline struct rangemap_node *rangemap_next(
+	const struct rangemap_node *node)
+{
+	return node->next[0].node;
+}
 void rangemap_cursor_advance(struct rangemap_cursor *c,
 			     struct rangemap_node *node);
 /* Insert @node at the cursor (it becomes next), or remove and free next. */

@@ -11,8 +11,9 @@
 
 #include "fork.h"
 
-/* Each level holds a quarter of the one below, so RANGEMAP_MAX_LEVEL
- * levels serve up to 4^14 (about 268 million) nodes. */
+/* Each level holds half of the one below (fewest nodes visited per
+ * search), so RANGEMAP_MAX_LEVEL levels serve about a million nodes a
+ * shard at full speed. */
 static unsigned int random_level(void)
 {
 	static __thread uint32_t state;
@@ -26,9 +27,9 @@ static unsigned int random_level(void)
 	x ^= x >> 17;
 	x ^= x << 5;
 	state = x;
-	while (level < RANGEMAP_MAX_LEVEL && (x & 3) == 0) {
+	while (level < RANGEMAP_MAX_LEVEL && (x & 1) == 0) {
 		level++;
-		x >>= 2;
+		x >>= 1;
 	}
 	return level;
 }
@@ -66,8 +67,8 @@ static void find_before(const struct rangemap *map, uintptr_t key,
 	struct rangemap_node *x = map->head;
 
 	for (int i = RANGEMAP_MAX_LEVEL - 1; i >= 0; i--) {
-		while (x->next[i] && x->next[i]->start < key)
-			x = x->next[i];
+		while (x->next[i].node && x->next[i].start < key)
+			x = x->next[i].node;
 		update[i] = x;
 	}
 }
@@ -86,7 +87,7 @@ struct rangemap_node *rangemap_cursor_prev(const struct rangemap_cursor *c)
 
 struct rangemap_node *rangemap_cursor_next(const struct rangemap_cursor *c)
 {
-	return c->update[0]->next[0];
+	return c->update[0]->next[0].node;
 }
 
 /* Step over @node, the cursor's next: it becomes the last one passed on
@@ -103,14 +104,15 @@ void rangemap_cursor_insert(struct rangemap_cursor *c,
 {
 	for (unsigned int i = 0; i < node->level; i++) {
 		node->next[i] = c->update[i]->next[i];
-		c->update[i]->next[i] = node;
+		c->update[i]->next[i].node = node;
+		c->update[i]->next[i].start = node->start;
 	}
 	c->map->count++;
 }
 
 void rangemap_cursor_remove_next(struct rangemap_cursor *c)
 {
-	struct rangemap_node *node = c->update[0]->next[0];
+	struct rangemap_node *node = c->update[0]->next[0].node;
 
 	for (unsigned int i = 0; i < node->level; i++)
 		c->update[i]->next[i] = node->next[i];

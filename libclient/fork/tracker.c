@@ -222,18 +222,18 @@ static void split_next(struct shard *sh, const struct rangemap_cursor *c,
 
 /* Runs of [start, end) to mark, and how many nodes applying will need. */
 static int plan_mark(struct rangemap *map, uintptr_t start, uintptr_t end,
-		     struct madv_runs *runs, size_t *nodes)
+		     struct madv_runs *runs, size_t *nodes,
+		     struct rangemap_cursor *ret_c)
 {
-	struct rangemap_cursor c;
 	struct rangemap_node *n, *p;
 	uintptr_t at = start;
 	int r = 0;
 
-	rangemap_seek(map, &c, start);
-	p = rangemap_cursor_prev(&c);
-	n = p && p->end > start ? p : rangemap_cursor_next(&c);
+	rangemap_seek(map, ret_c, start);
+	p = rangemap_cursor_prev(ret_c);
+	n = p && p->end > start ? p : rangemap_cursor_next(ret_c);
 	*nodes += n == p;
-	for (; n && n->start < end && !r; n = n->next[0]) {
+	for (; n && n->start < end && !r; n = rangemap_next(n)) {
 		if (n->start > at) {
 			r = madv_runs_add(runs, at, n->start, MADV_KIND_FRESH);
 			(*nodes)++;
@@ -264,14 +264,19 @@ static void hold(struct shard *sh, struct rangemap_node *n)
 	}
 }
 
+/* Apply a planned mark; @seeded, if not NULL, is the plan's cursor. */
 static void apply_mark(struct shard *sh, uintptr_t start, uintptr_t end,
-		       struct rangemap_node **pool)
+		       struct rangemap_node **pool,
+		       const struct rangemap_cursor *seeded)
 {
 	struct rangemap_cursor c;
 	struct rangemap_node *n;
 	uintptr_t at = start;
 
-	rangemap_seek(&sh->map, &c, start);
+	if (seeded)
+		c = *seeded;
+	else
+		rangemap_seek(&sh->map, &c, start);
 	split_prev(sh, &c, start, pool);
 	while (at < end) {
 		n = rangemap_cursor_next(&c);
@@ -295,15 +300,20 @@ static void apply_mark(struct shard *sh, uintptr_t start, uintptr_t end,
 	for (s = (start), e = min_addr(granule_end(start), (end)); s < (end); \
 	     s = e, e = min_addr(granule_end(s), (end)))
 
+/* Plan every piece; @ret_c is left before the first piece's start, still
+ * valid for applying it since nothing changes in between. */
 static int plan_all(struct shard *first, uintptr_t start, uintptr_t end,
-		    struct madv_runs *runs, struct rangemap_node **pool)
+		    struct madv_runs *runs, struct rangemap_node **pool,
+		    struct rangemap_cursor *ret_c)
 {
+	struct rangemap_cursor other;
 	size_t nodes = 0;
 	uintptr_t s, e;
 	int r;
 
 	for_each_piece(s, e, start, end) {
-		r = plan_mark(&shards[shard_index(s)].map, s, e, runs, &nodes);
+		r = plan_mark(&shards[shard_index(s)].map, s, e, runs, &nodes,
+			      s == start ? ret_c : &other);
 		if (r < 0)
 			return r;
 	}
@@ -349,19 +359,21 @@ static int mark_locked(struct shard *first, uintptr_t start, uintptr_t end,
 		       void *base, size_t size)
 {
 	struct rangemap_node *pool = NULL;
+	struct rangemap_cursor c;
 	struct madv_runs runs;
 	uintptr_t s, e;
 	int r;
 
 	madv_runs_init(&runs);
-	r = plan_all(first, start, end, &runs, &pool);
+	r = plan_all(first, start, end, &runs, &pool, &c);
 	if (!r)
 		r = madv_mark_all(&runs, &first->madvise_calls);
 	if (r == -EINVAL && policy.hugepages_safe)
 		hugepage_invalidate();
 	if (!r) {
 		for_each_piece(s, e, start, end)
-			apply_mark(&shards[shard_index(s)], s, e, &pool);
+			apply_mark(&shards[shard_index(s)], s, e, &pool,
+				   s == start ? &c : NULL);
 		first->ranges++;
 		first->unaligned_bytes += unaligned_marked(
 			&runs, start, end, (uintptr_t)base, size);
