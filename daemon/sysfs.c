@@ -224,6 +224,15 @@ static bool port_exists(int portsfd, uint32_t number)
 	return faccessat(portsfd, name, F_OK, 0) == 0;
 }
 
+/* qsort() with an empty array: its pointer may be NULL, which qsort()
+ * must not be given. */
+static void sort_array(void *base, size_t n, size_t size,
+		       int (*cmp)(const void *, const void *))
+{
+	if (n)
+		qsort(base, n, size, cmp);
+}
+
 static int compare_ports(const void *a, const void *b)
 {
 	const struct sysfs_port *pa = a, *pb = b;
@@ -291,7 +300,7 @@ static int read_ports(int devfd, struct sysfs_device *dev)
 			memset(port, 0, sizeof(*port));
 	}
 	close(fd);
-	qsort(dev->ports, dev->nports, sizeof(*dev->ports), compare_ports);
+	sort_array(dev->ports, dev->nports, sizeof(*dev->ports), compare_ports);
 	return 0;
 }
 
@@ -514,7 +523,7 @@ static int load_uverbs_map(const char *sysroot, struct uverbs_map *map)
 		map->n++;
 	}
 	closedir(dir);
-	qsort(map->entries, map->n, sizeof(*map->entries), compare_uverbs);
+	sort_array(map->entries, map->n, sizeof(*map->entries), compare_uverbs);
 	return r;
 }
 
@@ -526,7 +535,8 @@ static void lookup_uverbs(const struct uverbs_map *map,
 	if (!map->n)
 		return;
 	strcpy(key.ibdev, dev->name);
-	e = bsearch(&key, map->entries, map->n, sizeof(key), compare_uverbs);
+	e = map->n ? bsearch(&key, map->entries, map->n, sizeof(key),
+			     compare_uverbs) : NULL;
 	if (e)
 		strcpy(dev->uverbs, e->uverbs);
 }
@@ -676,7 +686,7 @@ static int scan_class(const struct scan_ctx *ctx,
 		sysfs_devices_free(devs, n);
 		return r;
 	}
-	qsort(devs, n, sizeof(*devs), compare_devices);
+	sort_array(devs, n, sizeof(*devs), compare_devices);
 	*ret_devices = devs;
 	*ret_n = n;
 	if (ret_skipped)
