@@ -186,6 +186,17 @@ class TestHolds(ClientTest):
         h = self.start("client-hold", "mlx9_9")
         self.assertIn("No such device", " ".join(h.expect("error")))
 
+    def test_open_device_failure_leaves_no_hold(self):
+        # No kernel stands behind a fake device: ibv_open_device() fails,
+        # and rdmad_client_open_device() must not leave a hold behind.
+        self.tb.plug("mlx5_0", "mlx5-ib")
+        self.start_daemon()
+        h = self.start("client-hold", "--open", "mlx5_0")
+        self.assertEqual(h.expect("error")[1], "mlx5_0")
+        self.assertEqual(self.holders("mlx5_0"), [])
+        h2 = self.start("client-hold", "--open", "mlx9_9")
+        self.assertIn("No such device", " ".join(h2.expect("error")))
+
     def test_unplug_held_then_holder_exits(self):
         self.tb.plug("mlx5_0", "mlx5-ib")
         self.start_daemon()
