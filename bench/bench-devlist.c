@@ -67,12 +67,12 @@ static void on_sigsys(int sig, siginfo_t *info, void *ctx)
 
 static void dispatch_setup(void)
 {
-	struct sigaction sa = { .sa_sigaction = on_sigsys,
-				.sa_flags = SA_SIGINFO };
+	struct sigaction sa = {.sa_sigaction = on_sigsys,
+			       .sa_flags = SA_SIGINFO};
 
 	sigaction(SIGSYS, &sa, NULL);
-	dispatch_ok = prctl(PR_SET_SYSCALL_USER_DISPATCH, PR_SYS_DISPATCH_ON,
-			    0, 0, &selector) == 0;
+	dispatch_ok = prctl(PR_SET_SYSCALL_USER_DISPATCH, PR_SYS_DISPATCH_ON, 0,
+			    0, &selector) == 0;
 }
 #else
 static void dispatch_setup(void)
@@ -137,10 +137,10 @@ static void measure(struct bench *b)
 int main(void)
 {
 	struct bench benches[] = {
-		{ "ibv_get_device_list+free (baseline)", op_ibv, 2000 },
-		{ "rdmad_client_get_snapshot+unref", op_snapshot, 10000000 },
-		{ "rdmad_client_get_generation", op_generation, 10000000 },
-		{ "ibv_refresh_device_list+free", op_refresh, 2000 },
+		{"ibv_get_device_list+free (baseline)", op_ibv, 2000},
+		{"rdmad_client_get_snapshot+unref", op_snapshot, 10000000},
+		{"rdmad_client_get_generation", op_generation, 10000000},
+		{"ibv_refresh_device_list+free", op_refresh, 2000},
 	};
 	size_t i, n = sizeof(benches) / sizeof(benches[0]);
 	struct rdmad_snapshot *snap;
@@ -172,7 +172,7 @@ int main(void)
 	}
 	printf("target: snapshot <= 50 ns/op and 0 syscalls: %s\n",
 	       benches[1].ns <= 50 && benches[1].syscalls == 0 ? "met"
-								: "NOT met");
+							       : "NOT met");
 	rdmad_client_unref(client);
 	return 0;
 }

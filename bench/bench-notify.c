@@ -5,11 +5,12 @@
  * subscribed), prints "ready", then reads "T0_NS NAME" from stdin: the
  * CLOCK_MONOTONIC time at which the driver (bench/run-bench-client.sh)
  * started to plug device NAME, then "T1_NS" once the plug call (whose
- * last step sends the uevent) returned.  Two threads (one a core) poll the clients' fds and
- * run rdmad_client_process(); each client's callback stamps the arrival of
- * the ADDED event for NAME.  Prints p50/p99/max of arrival - T0 and of
- * arrival - T1 (the uevent lies between the two) against the 5 ms target.  CLOCK_MONOTONIC is system-wide, so the driver's stamp and
- * ours compare directly.
+ * last step sends the uevent) returned.  Two threads (one a core) poll the
+ * clients' fds and run rdmad_client_process(); each client's callback stamps
+ * the arrival of the ADDED event for NAME.  Prints p50/p99/max of arrival - T0
+ * and of arrival - T1 (the uevent lies between the two) against the 5 ms
+ * target.  CLOCK_MONOTONIC is system-wide, so the driver's stamp and ours
+ * compare directly.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -84,8 +85,8 @@ static void *poller(void *arg)
 	uint64_t deadline = now_ns() + WAIT_NS + 60ull * 1000000000ull;
 
 	for (i = (int)id; i < n_watchers; i += N_THREADS) {
-		struct epoll_event ev = { .events = EPOLLIN, .data.ptr =
-								     &watchers[i] };
+		struct epoll_event ev = {.events = EPOLLIN,
+					 .data.ptr = &watchers[i]};
 
 		epoll_ctl(ep, EPOLL_CTL_ADD, watchers[i].fd, &ev);
 	}
@@ -102,7 +103,7 @@ static void *poller(void *arg)
 
 static int open_watchers(void)
 {
-	struct rlimit rl = { 65536, 65536 };
+	struct rlimit rl = {65536, 65536};
 	int i;
 
 	/* Three descriptors a client: socket, epoll, eventfd. */
@@ -166,9 +167,8 @@ static void report_row(const char *from, uint64_t t0)
 
 static void report(uint64_t t0, uint64_t t1)
 {
-	printf("%-8s %-9s %-10s %9s %9s %9s %9s %7s\n", "clients",
-	       "notified", "from", "p50 ms", "p99 ms", "max ms", "target",
-	       "p99/tgt");
+	printf("%-8s %-9s %-10s %9s %9s %9s %9s %7s\n", "clients", "notified",
+	       "from", "p50 ms", "p99 ms", "max ms", "target", "p99/tgt");
 	report_row("plug-start", t0);
 	report_row("plug-end", t1);
 }

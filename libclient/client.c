@@ -238,8 +238,7 @@ void client_drop_connection(struct rdmad_client *c, int err)
 /* A receive error that ends the connection, as opposed to one bad frame. */
 static bool recv_fatal(int err)
 {
-	return err < 0 && err != -EAGAIN && err != -EBADMSG &&
-	       err != -EMSGSIZE;
+	return err < 0 && err != -EAGAIN && err != -EBADMSG && err != -EMSGSIZE;
 }
 
 static int remaining_ms(uint64_t deadline)
@@ -378,7 +377,7 @@ static int subscribe(struct rdmad_client *c)
 
 static int setup_poll(struct rdmad_client *c)
 {
-	struct epoll_event ev = { .events = EPOLLIN };
+	struct epoll_event ev = {.events = EPOLLIN};
 
 	if (c->epoll_fd < 0) {
 		c->epoll_fd = epoll_create1(EPOLL_CLOEXEC);

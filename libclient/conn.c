@@ -26,7 +26,7 @@ void conn_init(struct conn *conn)
 
 int conn_open(struct conn *conn, const char *path)
 {
-	struct sockaddr_un addr = { .sun_family = AF_UNIX };
+	struct sockaddr_un addr = {.sun_family = AF_UNIX};
 	int fd, err;
 
 	if (strlen(path) >= sizeof(addr.sun_path))
@@ -75,7 +75,8 @@ int conn_map_page(struct conn *conn, int fd)
 	close(fd);
 	if (page == MAP_FAILED)
 		return -errno;
-	if (page->magic != CONN_PAGE_MAGIC || page->layout != CONN_PAGE_LAYOUT) {
+	if (page->magic != CONN_PAGE_MAGIC ||
+	    page->layout != CONN_PAGE_LAYOUT) {
 		munmap((void *)page, CONN_PAGE_SIZE);
 		return -EPROTO;
 	}
@@ -136,7 +137,7 @@ int conn_send_name(struct conn *conn, Rdmad__Frame__BodyCase body,
 
 static int wait_readable(int fd, int timeout_ms)
 {
-	struct pollfd pfd = { .fd = fd, .events = POLLIN };
+	struct pollfd pfd = {.fd = fd, .events = POLLIN};
 	int n;
 
 	do {

@@ -168,7 +168,7 @@ static int remember_open(struct rdmad_client *c, struct ibv_context *context,
 		return -ENOMEM;
 	}
 	c->opens = opens;
-	c->opens[c->n_opens++] = (struct client_open){ context, copy };
+	c->opens[c->n_opens++] = (struct client_open){context, copy};
 	return 0;
 }
 

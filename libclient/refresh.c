@@ -29,8 +29,7 @@ static void process_client_create(void)
 	process_client = rdmad_client_new(NULL);
 }
 
-static bool listed_present(const struct rdmad_snapshot *snap,
-			   const char *name)
+static bool listed_present(const struct rdmad_snapshot *snap, const char *name)
 {
 	const struct rdmad_device *dev = rdmad_snapshot_find_device(snap, name);
 

@@ -21,9 +21,10 @@ static const char *str_or_empty(const char *s)
 static size_t device_strings_size(const Rdmad__Device *msg)
 {
 	const char *fields[] = {
-		msg->name,	  msg->old_name,    msg->id,	     msg->uverbs,
-		msg->node_guid,	  msg->sys_image_guid, msg->node_type,
-		msg->fw_ver,	  msg->pci_address, msg->driver,
+		msg->name,	msg->old_name,	msg->id,
+		msg->uverbs,	msg->node_guid, msg->sys_image_guid,
+		msg->node_type, msg->fw_ver,	msg->pci_address,
+		msg->driver,
 	};
 	size_t size = 0;
 	size_t i;
@@ -145,13 +146,12 @@ void snapshot_device_unref(struct rdmad_device *device)
 {
 	if (!device)
 		return;
-	if (atomic_fetch_sub_explicit(&device->refs, 1,
-				      memory_order_acq_rel) == 1)
+	if (atomic_fetch_sub_explicit(&device->refs, 1, memory_order_acq_rel) ==
+	    1)
 		free(device);
 }
 
-static struct rdmad_snapshot *snapshot_alloc(size_t count,
-					     uint64_t generation)
+static struct rdmad_snapshot *snapshot_alloc(size_t count, uint64_t generation)
 {
 	struct rdmad_snapshot *snap;
 
@@ -184,7 +184,8 @@ fail:
 }
 
 static bool same_device(const struct rdmad_device *a,
-			const struct rdmad_device *b, enum rdmad_event_type type)
+			const struct rdmad_device *b,
+			enum rdmad_event_type type)
 {
 	if (a->id[0] && b->id[0])
 		return strcmp(a->id, b->id) == 0;
@@ -244,7 +245,8 @@ int snapshot_apply_event(const struct rdmad_snapshot *old,
 	return 0;
 }
 
-EXPORT struct rdmad_snapshot *rdmad_snapshot_ref(struct rdmad_snapshot *snapshot)
+EXPORT struct rdmad_snapshot *
+rdmad_snapshot_ref(struct rdmad_snapshot *snapshot)
 {
 	if (snapshot)
 		atomic_fetch_add_explicit(&snapshot->refs, 1,
@@ -268,7 +270,8 @@ rdmad_snapshot_unref(struct rdmad_snapshot *snapshot)
 	return NULL;
 }
 
-EXPORT uint64_t rdmad_snapshot_get_generation(const struct rdmad_snapshot *snapshot)
+EXPORT uint64_t
+rdmad_snapshot_get_generation(const struct rdmad_snapshot *snapshot)
 {
 	return snapshot ? snapshot->generation : 0;
 }
@@ -301,11 +304,11 @@ rdmad_snapshot_find_device(const struct rdmad_snapshot *snapshot,
 }
 
 /* String getters: NULL for a NULL device. */
-#define DEVICE_STR_GETTER(field)                                              \
-	EXPORT const char *rdmad_device_get_##field(                          \
-		const struct rdmad_device *device)                            \
-	{                                                                     \
-		return device ? device->field : NULL;                         \
+#define DEVICE_STR_GETTER(field)                                               \
+	EXPORT const char *rdmad_device_get_##field(                           \
+		const struct rdmad_device *device)                             \
+	{                                                                      \
+		return device ? device->field : NULL;                          \
 	}
 
 DEVICE_STR_GETTER(name)
@@ -335,7 +338,8 @@ EXPORT uint64_t rdmad_device_get_generation(const struct rdmad_device *device)
 	return device ? device->generation : 0;
 }
 
-EXPORT unsigned int rdmad_device_get_port_count(const struct rdmad_device *device)
+EXPORT unsigned int
+rdmad_device_get_port_count(const struct rdmad_device *device)
 {
 	return device ? device->n_ports : 0;
 }
@@ -353,11 +357,11 @@ EXPORT unsigned int rdmad_port_get_number(const struct rdmad_port *port)
 	return port ? port->number : 0;
 }
 
-#define PORT_STR_GETTER(field)                                                \
-	EXPORT const char *rdmad_port_get_##field(                            \
-		const struct rdmad_port *port)                                \
-	{                                                                     \
-		return port ? port->field : NULL;                             \
+#define PORT_STR_GETTER(field)                                                 \
+	EXPORT const char *rdmad_port_get_##field(                             \
+		const struct rdmad_port *port)                                 \
+	{                                                                      \
+		return port ? port->field : NULL;                              \
 	}
 
 PORT_STR_GETTER(state)

@@ -18,13 +18,13 @@
 
 static int failures;
 
-#define CHECK(cond)                                                           \
-	do {                                                                  \
-		if (!(cond)) {                                                \
-			fprintf(stderr, "%s:%d: %s\n", __FILE__, __LINE__,    \
-				#cond);                                       \
-			failures++;                                           \
-		}                                                             \
+#define CHECK(cond)                                                            \
+	do {                                                                   \
+		if (!(cond)) {                                                 \
+			fprintf(stderr, "%s:%d: %s\n", __FILE__, __LINE__,     \
+				#cond);                                        \
+			failures++;                                            \
+		}                                                              \
 	} while (0)
 
 #define MAX_FAKE 8
@@ -100,9 +100,10 @@ static void set_daemon(const char *const *names)
 	for (n = 0; names[n]; n++) {
 		msgs[n] = (Rdmad__Device)RDMAD__DEVICE__INIT;
 		msgs[n].name = (char *)names[n] + (names[n][0] == '-');
-		msgs[n].state = names[n][0] == '-'
-					? RDMAD__DEVICE_STATE__DEVICE_STATE_REMOVED
-					: RDMAD__DEVICE_STATE__DEVICE_STATE_PRESENT;
+		msgs[n].state =
+			names[n][0] == '-'
+				? RDMAD__DEVICE_STATE__DEVICE_STATE_REMOVED
+				: RDMAD__DEVICE_STATE__DEVICE_STATE_PRESENT;
 		ptrs[n] = &msgs[n];
 	}
 	rdmad_snapshot_unref(daemon_snapshot);
@@ -116,16 +117,23 @@ static const struct {
 	bool no_daemon;
 	const char *expect[MAX_FAKE];
 } cases[] = {
-	{ "removed and unknown dropped",
-	  { "mlx5_0", "mlx5_1", "mlx5_2", "mlx5_4" },
-	  { "mlx5_0", "-mlx5_1", "mlx5_3", "mlx5_4" }, false,
-	  { "mlx5_0", "mlx5_4" } },
-	{ "nothing to drop", { "mlx5_0", "mlx5_1" }, { "mlx5_1", "mlx5_0" },
-	  false, { "mlx5_0", "mlx5_1" } },
-	{ "daemon lists nothing", { "mlx5_0" }, { NULL }, false, { NULL } },
-	{ "no daemon: ibv_get_device_list", { "mlx5_0", "mlx5_1" }, { NULL },
-	  true, { "mlx5_0", "mlx5_1" } },
-	{ "all dropped", { "a", "b", "c" }, { "-a", "-b" }, false, { NULL } },
+	{"removed and unknown dropped",
+	 {"mlx5_0", "mlx5_1", "mlx5_2", "mlx5_4"},
+	 {"mlx5_0", "-mlx5_1", "mlx5_3", "mlx5_4"},
+	 false,
+	 {"mlx5_0", "mlx5_4"}},
+	{"nothing to drop",
+	 {"mlx5_0", "mlx5_1"},
+	 {"mlx5_1", "mlx5_0"},
+	 false,
+	 {"mlx5_0", "mlx5_1"}},
+	{"daemon lists nothing", {"mlx5_0"}, {NULL}, false, {NULL}},
+	{"no daemon: ibv_get_device_list",
+	 {"mlx5_0", "mlx5_1"},
+	 {NULL},
+	 true,
+	 {"mlx5_0", "mlx5_1"}},
+	{"all dropped", {"a", "b", "c"}, {"-a", "-b"}, false, {NULL}},
 };
 
 /* 1 if @name is among @names, else 0: the references it should hold. */
@@ -154,12 +162,13 @@ static void run_case(size_t c)
 		fprintf(stderr, "case %s: %d devices\n", cases[c].what, n);
 	CHECK(n == expected);
 	for (i = 0; list && i < expected; i++)
-		CHECK(list[i] && strcmp(list[i]->name, cases[c].expect[i]) == 0);
+		CHECK(list[i] &&
+		      strcmp(list[i]->name, cases[c].expect[i]) == 0);
 	CHECK(list && list[expected] == NULL);
 	/* Dropped entries hold no reference any more, kept ones do. */
 	for (i = 0; i < n_fake; i++)
-		CHECK(fake_refs[i] == expected_in(cases[c].expect,
-						   fake_devices[i].name));
+		CHECK(fake_refs[i] ==
+		      expected_in(cases[c].expect, fake_devices[i].name));
 	ibv_free_device_list(list);
 	for (i = 0; i < n_fake; i++)
 		CHECK(fake_refs[i] == 0);

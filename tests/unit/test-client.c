@@ -22,21 +22,21 @@
 
 static int failures;
 
-#define CHECK(cond)                                                           \
-	do {                                                                  \
-		if (!(cond)) {                                                \
-			fprintf(stderr, "%s:%d: %s\n", __FILE__, __LINE__,    \
-				#cond);                                       \
-			failures++;                                           \
-		}                                                             \
+#define CHECK(cond)                                                            \
+	do {                                                                   \
+		if (!(cond)) {                                                 \
+			fprintf(stderr, "%s:%d: %s\n", __FILE__, __LINE__,     \
+				#cond);                                        \
+			failures++;                                            \
+		}                                                              \
 	} while (0)
 
 /* ---- the fake daemon ----------------------------------------------------- */
 
 enum fake_op {
-	FAKE_EVENT,     /* push an event of @gen for @name */
-	FAKE_SNAPSHOT,  /* push an unsolicited (seq 0) snapshot at @gen */
-	FAKE_DROP,      /* close the client's connection */
+	FAKE_EVENT,	    /* push an event of @gen for @name */
+	FAKE_SNAPSHOT,	    /* push an unsolicited (seq 0) snapshot at @gen */
+	FAKE_DROP,	    /* close the client's connection */
 	FAKE_EVENT_ON_HOLD, /* before the next Hold reply, push an event */
 };
 
@@ -175,7 +175,8 @@ static void fake_hold(uint64_t seq, const char *name)
 {
 	if (fake.event_on_hold) {
 		fake.event_on_hold = false;
-		fake_send_event(fake.generation + 1, RDMAD__EVENT_TYPE__EVENT_TYPE_CHANGED,
+		fake_send_event(fake.generation + 1,
+				RDMAD__EVENT_TYPE__EVENT_TYPE_CHANGED,
 				fake.devices[0]);
 	}
 	if (!fake_has_device(name)) {
@@ -252,9 +253,9 @@ static void *fake_main(void *arg)
 
 	for (;;) {
 		struct pollfd pfd[3] = {
-			{ .fd = fake.cmd_fd[0], .events = POLLIN },
-			{ .fd = fake.listen_fd, .events = POLLIN },
-			{ .fd = fake.client_fd, .events = POLLIN },
+			{.fd = fake.cmd_fd[0], .events = POLLIN},
+			{.fd = fake.listen_fd, .events = POLLIN},
+			{.fd = fake.client_fd, .events = POLLIN},
 		};
 
 		poll(pfd, 3, -1);
@@ -275,7 +276,7 @@ static void *fake_main(void *arg)
 
 static void fake_do(enum fake_op op, uint64_t gen, int type, const char *name)
 {
-	struct fake_cmd cmd = { .op = op, .gen = gen, .type = type };
+	struct fake_cmd cmd = {.op = op, .gen = gen, .type = type};
 	char ack;
 
 	snprintf(cmd.name, sizeof(cmd.name), "%s", name ? name : "");
@@ -286,7 +287,7 @@ static void fake_do(enum fake_op op, uint64_t gen, int type, const char *name)
 
 static pthread_t fake_start(void)
 {
-	struct sockaddr_un addr = { .sun_family = AF_UNIX };
+	struct sockaddr_un addr = {.sun_family = AF_UNIX};
 	pthread_t thread;
 
 	snprintf(fake.path, sizeof(fake.path), "/tmp/test-client-%d.sock",
@@ -404,8 +405,7 @@ static void test_gap(struct rdmad_client *c, struct seen *seen)
 	      seen->gen[0] == 9);
 }
 
-static void test_unsolicited_snapshot(struct rdmad_client *c,
-				      struct seen *seen)
+static void test_unsolicited_snapshot(struct rdmad_client *c, struct seen *seen)
 {
 	uint64_t gen;
 
@@ -419,7 +419,7 @@ static void test_unsolicited_snapshot(struct rdmad_client *c,
 
 static void test_holds(struct rdmad_client *c, struct seen *seen)
 {
-	struct pollfd pfd = { .events = POLLIN };
+	struct pollfd pfd = {.events = POLLIN};
 
 	seen->n = 0;
 	CHECK(rdmad_client_hold(c, "nope") == -ENODEV);
@@ -447,13 +447,13 @@ static void run_loop(struct rdmad_client *c, int ms)
 	int fd, timeout;
 
 	while (client_now_ms() < end) {
-		struct pollfd pfd = { .events = POLLIN };
+		struct pollfd pfd = {.events = POLLIN};
 
 		fd = rdmad_client_get_fd(c);
 		timeout = rdmad_client_get_timeout(c);
 		pfd.fd = fd;
-		poll(&pfd, fd >= 0 ? 1 : 0, timeout < 0 || timeout > 20 ? 20
-									  : timeout);
+		poll(&pfd, fd >= 0 ? 1 : 0,
+		     timeout < 0 || timeout > 20 ? 20 : timeout);
 		rdmad_client_process(c);
 	}
 }
@@ -505,7 +505,7 @@ static void test_no_daemon(void)
 
 int main(void)
 {
-	struct seen seen = { 0 };
+	struct seen seen = {0};
 	struct rdmad_client *c;
 
 	fake_start();

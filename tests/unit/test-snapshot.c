@@ -12,13 +12,13 @@
 
 static int failures;
 
-#define CHECK(cond)                                                           \
-	do {                                                                  \
-		if (!(cond)) {                                                \
-			fprintf(stderr, "%s:%d: %s\n", __FILE__, __LINE__,    \
-				#cond);                                       \
-			failures++;                                           \
-		}                                                             \
+#define CHECK(cond)                                                            \
+	do {                                                                   \
+		if (!(cond)) {                                                 \
+			fprintf(stderr, "%s:%d: %s\n", __FILE__, __LINE__,     \
+				#cond);                                        \
+			failures++;                                            \
+		}                                                              \
 	} while (0)
 
 struct fake_device {
@@ -30,8 +30,8 @@ struct fake_device {
 };
 
 /* A device message: @holders 0 or 1, one ACTIVE Ethernet port. */
-static void make_device(struct fake_device *f, const char *name,
-			const char *id, int holders, bool removed)
+static void make_device(struct fake_device *f, const char *name, const char *id,
+			int holders, bool removed)
 {
 	f->msg = (Rdmad__Device)RDMAD__DEVICE__INIT;
 	f->port = (Rdmad__Port)RDMAD__PORT__INIT;
@@ -70,7 +70,7 @@ static void make_device(struct fake_device *f, const char *name,
 static void test_build_and_getters(void)
 {
 	struct fake_device a, b;
-	Rdmad__Device *msgs[2] = { &a.msg, &b.msg };
+	Rdmad__Device *msgs[2] = {&a.msg, &b.msg};
 	struct rdmad_snapshot *snap;
 	const struct rdmad_device *dev;
 	const struct rdmad_port *port;
@@ -123,7 +123,7 @@ static void test_build_and_getters(void)
 static void test_out_of_range(void)
 {
 	struct fake_device a;
-	Rdmad__Device *msgs[1] = { &a.msg };
+	Rdmad__Device *msgs[1] = {&a.msg};
 	struct rdmad_snapshot *snap;
 	const struct rdmad_device *dev;
 
@@ -153,7 +153,7 @@ static void test_out_of_range(void)
 static void test_nameless_rejected(void)
 {
 	struct fake_device a;
-	Rdmad__Device *msgs[1] = { &a.msg };
+	Rdmad__Device *msgs[1] = {&a.msg};
 
 	make_device(&a, "", "x", 0, false);
 	CHECK(snapshot_device_new(&a.msg) == NULL);
@@ -169,26 +169,68 @@ static const struct {
 	bool removed;
 	const char *expect[3]; /* names after, in order */
 } event_cases[] = {
-	{ "add new", RDMAD_EVENT_ADDED, "mlx5_2", "C", "", 0, false,
-	  { "mlx5_0", "mlx5_1", "mlx5_2" } },
-	{ "change in place", RDMAD_EVENT_CHANGED, "mlx5_0", "A", "", 0, false,
-	  { "mlx5_0", "mlx5_1" } },
-	{ "remove unheld", RDMAD_EVENT_REMOVED, "mlx5_0", "A", "", 0, true,
-	  { "mlx5_1" } },
-	{ "remove held stays", RDMAD_EVENT_REMOVED, "mlx5_1", "B", "", 1, true,
-	  { "mlx5_0", "mlx5_1" } },
-	{ "released goes", RDMAD_EVENT_RELEASED, "mlx5_1", "B", "", 0, true,
-	  { "mlx5_0" } },
-	{ "rename by id", RDMAD_EVENT_RENAMED, "roce0", "A", "mlx5_0", 0,
-	  false, { "roce0", "mlx5_1" } },
-	{ "rename by old name", RDMAD_EVENT_RENAMED, "roce1", "", "mlx5_1", 0,
-	  false, { "mlx5_0", "roce1" } },
+	{"add new",
+	 RDMAD_EVENT_ADDED,
+	 "mlx5_2",
+	 "C",
+	 "",
+	 0,
+	 false,
+	 {"mlx5_0", "mlx5_1", "mlx5_2"}},
+	{"change in place",
+	 RDMAD_EVENT_CHANGED,
+	 "mlx5_0",
+	 "A",
+	 "",
+	 0,
+	 false,
+	 {"mlx5_0", "mlx5_1"}},
+	{"remove unheld",
+	 RDMAD_EVENT_REMOVED,
+	 "mlx5_0",
+	 "A",
+	 "",
+	 0,
+	 true,
+	 {"mlx5_1"}},
+	{"remove held stays",
+	 RDMAD_EVENT_REMOVED,
+	 "mlx5_1",
+	 "B",
+	 "",
+	 1,
+	 true,
+	 {"mlx5_0", "mlx5_1"}},
+	{"released goes",
+	 RDMAD_EVENT_RELEASED,
+	 "mlx5_1",
+	 "B",
+	 "",
+	 0,
+	 true,
+	 {"mlx5_0"}},
+	{"rename by id",
+	 RDMAD_EVENT_RENAMED,
+	 "roce0",
+	 "A",
+	 "mlx5_0",
+	 0,
+	 false,
+	 {"roce0", "mlx5_1"}},
+	{"rename by old name",
+	 RDMAD_EVENT_RENAMED,
+	 "roce1",
+	 "",
+	 "mlx5_1",
+	 0,
+	 false,
+	 {"mlx5_0", "roce1"}},
 };
 
 static void test_events(void)
 {
 	struct fake_device a, b, e;
-	Rdmad__Device *msgs[2] = { &a.msg, &b.msg };
+	Rdmad__Device *msgs[2] = {&a.msg, &b.msg};
 	struct rdmad_snapshot *base, *next;
 	struct rdmad_device *dev;
 	size_t i, j, n;
@@ -210,7 +252,8 @@ static void test_events(void)
 		CHECK(rdmad_snapshot_get_count(next) == n);
 		for (j = 0; j < n; j++)
 			CHECK(strcmp(rdmad_device_get_name(
-					     rdmad_snapshot_get_device(next, j)),
+					     rdmad_snapshot_get_device(next,
+								       j)),
 				     event_cases[i].expect[j]) == 0);
 		CHECK(rdmad_snapshot_get_generation(next) == 11);
 		/* The base snapshot is immutable. */
@@ -225,7 +268,7 @@ static void test_events(void)
 static void test_sharing(void)
 {
 	struct fake_device a, b, e;
-	Rdmad__Device *msgs[2] = { &a.msg, &b.msg };
+	Rdmad__Device *msgs[2] = {&a.msg, &b.msg};
 	struct rdmad_snapshot *base, *next;
 	struct rdmad_device *dev;
 

@@ -26,7 +26,7 @@ static void client_on_signal(int sig)
 
 static inline void client_catch_signals(void)
 {
-	struct sigaction sa = { .sa_handler = client_on_signal };
+	struct sigaction sa = {.sa_handler = client_on_signal};
 
 	sigaction(SIGTERM, &sa, NULL);
 	sigaction(SIGINT, &sa, NULL);
@@ -76,13 +76,13 @@ static inline void client_loop(struct rdmad_client *client, int max_events)
 	int seen = 0, n;
 
 	while (!client_stop && (max_events <= 0 || seen < max_events)) {
-		struct pollfd pfd = { .fd = rdmad_client_get_fd(client),
-				      .events = POLLIN };
+		struct pollfd pfd = {.fd = rdmad_client_get_fd(client),
+				     .events = POLLIN};
 		int timeout = rdmad_client_get_timeout(client);
 
 		/* A negative fd is ignored by poll(): we only wait. */
-		if (poll(&pfd, 1, timeout < 0 || timeout > 200 ? 200 : timeout) <
-			    0 &&
+		if (poll(&pfd, 1,
+			 timeout < 0 || timeout > 200 ? 200 : timeout) < 0 &&
 		    errno != EINTR)
 			break;
 		n = rdmad_client_process(client);

@@ -2,9 +2,9 @@
 /*
  * client-hold [--open] NAME...: hold each device ("held NAME" or "error
  * NAME ERRNO-TEXT"; with --open through rdmad_client_open_device(), which
- * opens it with libibverbs first), then run an application's loop printing events like
- * client-watch, so a test can see the library reconnect by itself and
- * announce the holds again.  Exits on SIGTERM (releasing nothing: the
+ * opens it with libibverbs first), then run an application's loop printing
+ * events like client-watch, so a test can see the library reconnect by itself
+ * and announce the holds again.  Exits on SIGTERM (releasing nothing: the
  * daemon drops the holds with the connection).
  */
 #include <infiniband/verbs.h>

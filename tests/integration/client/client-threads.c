@@ -94,8 +94,8 @@ static void *event_loop(void *arg)
 {
 	(void)arg;
 	while (!done) {
-		struct pollfd pfd = { .fd = rdmad_client_get_fd(client),
-				      .events = POLLIN };
+		struct pollfd pfd = {.fd = rdmad_client_get_fd(client),
+				     .events = POLLIN};
 
 		poll(&pfd, 1, 20);
 		rdmad_client_process(client);
