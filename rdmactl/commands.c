@@ -278,21 +278,21 @@ static int monitor_loop(struct monitor *m, const sigset_t *waitmask)
 static int monitor_start(struct monitor *m)
 {
 	struct session_snapshot snap;
+	FILE *f;
 	int r;
 
 	r = session_get_snapshot(m->s, RDMAD__FRAME__BODY_SUBSCRIBE, &snap);
 	if (r < 0)
 		return r;
 	m->last = snap.generation;
-	/* JSON prints changes only; people get a line saying it started. */
-	if (!m->ctx->json) {
-		fprintf(m->ctx->out,
-			"monitoring rdmad at %s: ", m->ctx->socket_path);
-		fprintf(m->ctx->out, "generation %llu, %zu device%s\n",
-			(unsigned long long)snap.generation, snap.n_devices,
-			snap.n_devices == 1 ? "" : "s");
-		fflush(m->ctx->out);
-	}
+	/* JSON output on stdout is changes only; the line saying that the
+	 * subscription is in place goes to stderr there, so scripts can wait
+	 * for it before they cause the changes they want to see. */
+	f = m->ctx->json ? stderr : m->ctx->out;
+	fprintf(f, "monitoring rdmad at %s: generation %llu, %zu device%s\n",
+		m->ctx->socket_path, (unsigned long long)snap.generation,
+		snap.n_devices, snap.n_devices == 1 ? "" : "s");
+	fflush(f);
 	session_snapshot_clear(&snap);
 	return 0;
 }

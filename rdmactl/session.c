@@ -292,8 +292,9 @@ static int add_part(struct session *s, struct session_snapshot *snap,
 	if (!devices)
 		return fail(s, -ENOMEM, "%s", strerror(ENOMEM));
 	snap->devices = devices;
-	memcpy(devices + snap->n_devices, part->devices,
-	       part->n_devices * sizeof(*devices));
+	if (part->n_devices)
+		memcpy(devices + snap->n_devices, part->devices,
+		       part->n_devices * sizeof(*devices));
 	snap->n_devices += part->n_devices;
 	snap->frames[snap->n_frames++] = frame;
 	snap->generation = part->generation;

@@ -333,6 +333,11 @@ class Monitor:
                                      stderr=subprocess.PIPE, text=True)
         self.lines = queue.Queue()
         self.seen = []
+        # rdmactl says on stderr when its subscription is in place; only
+        # then can a test cause the changes it expects to see.
+        started = self.proc.stderr.readline()
+        if not started.startswith("monitoring rdmad at"):
+            raise AssertionError("rdmactl monitor did not start: %r" % started)
         threading.Thread(target=self._read, daemon=True).start()
 
     def _read(self):
