@@ -478,6 +478,18 @@ static void test_reconnect(struct rdmad_client *c, struct seen *seen)
 	CHECK(rdmad_client_release(c, "mlx5_0") == -ENOENT);
 }
 
+/* A page that is not rdmad's generation page is refused. */
+static void test_bad_page(void)
+{
+	struct rdmad_client *c = rdmad_client_new(fake.path);
+
+	fake.page->magic = 0;
+	CHECK(rdmad_client_connect(c) == -EPROTO);
+	CHECK(rdmad_client_get_fd(c) == -ENOTCONN);
+	fake.page->magic = CONN_PAGE_MAGIC;
+	rdmad_client_unref(c);
+}
+
 static void test_no_daemon(void)
 {
 	struct rdmad_client *c = rdmad_client_new("/nonexistent/rdmad.sock");
@@ -518,6 +530,7 @@ int main(void)
 	test_holds(c, &seen);
 	test_reconnect(c, &seen);
 	rdmad_client_unref(c);
+	test_bad_page();
 	test_no_daemon();
 	unlink(fake.path);
 	if (failures)
