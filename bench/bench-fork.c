@@ -328,17 +328,44 @@ static double best(double a, double b)
 	return a < b ? a : b;
 }
 
+/* What one MADV_DONTFORK on an already marked range costs here: the
+ * floor of a re-registration that re-issues the mark. */
+static double remark_ns(void)
+{
+	const size_t len = 16 * pg;
+	char *area = map(4 * len, 0);
+	double t0, t;
+
+	if (!area)
+		die("mmap");
+	madvise(area + len, len, MADV_DONTFORK);
+	t0 = now_ns();
+	for (int i = 0; i < 100000; i++)
+		madvise(area + len, len, MADV_DONTFORK);
+	t = (now_ns() - t0) / 100000;
+	munmap(area, 4 * len);
+	return t;
+}
+
 static void row_churn(const char *name)
 {
+	static char note[2][80];
+	static int rows;
 	struct row r = { name, { 1e18, 1e18, 1e18 },
-			 "rdma/ours >= 10x", false, NULL };
+			 "rdma/ours >= 10x", false, note[rows++ % 2] };
+	double remark = 1e18;
 
 	for (int k = 0; k < REPS; k++)
 		for (int i = 0; i < IMPL_COUNT; i++)
 			r.ns[i] = best(r.ns[i],
 				       churn(i, i == IMPL_OURS ? 100000 : 20000,
 					     false, NULL));
+	for (int k = 0; k < REPS; k++)
+		remark = best(remark, remark_ns());
 	r.pass = r.ns[IMPL_RDMA_CORE] / r.ns[IMPL_OURS] >= 10;
+	snprintf(r.note, sizeof(note[0]),
+		 "(a bare re-issued DONTFORK: %.0f ns, rdma/that %.1fx)", remark,
+		 r.ns[IMPL_RDMA_CORE] / remark);
 	print_row(&r);
 }
 

@@ -9,10 +9,10 @@
  *   registered again meanwhile costs no DOFORK/DONTFORK pair, only one
  *   MADV_DONTFORK re-issued on an already marked mapping (cheap, no VMA
  *   split), which also marks a new mapping that replaced the old one.
- * - The address space is cut into 4 MiB granules hashed onto shards, each
- *   with its own lock and range map, so threads registering in different
- *   places do not wait for one another.  A range spanning granules takes
- *   the global lock for writing (so does fork); others take it for reading.
+ * - The address space is cut into 4 MiB granules hashed onto 64 shards,
+ *   each with its own lock and range map, so threads registering in
+ *   different places do not wait for one another.  A range spanning
+ *   granules locks its shards in ascending order; fork locks them all.
  * - Work is planned first (which runs need marking, how many nodes), then
  *   madvise is called, then the map is changed: a failed madvise leaves the
  *   map as it was and un-marks what this call had marked.
@@ -43,7 +43,6 @@ struct shard {
 } __attribute__((aligned(64)));
 
 static struct shard shards[SHARD_COUNT];
-static pthread_rwlock_t big_lock;
 static struct policy policy;
 static size_t page_size;
 static bool initialised;
@@ -73,26 +72,31 @@ static uintptr_t max_addr(uintptr_t a, uintptr_t b)
 
 /* ---- locking ------------------------------------------------------------- */
 
-static bool single_granule(uintptr_t start, uintptr_t end)
+/* The shards holding [start, end), as a mask: with 64 shards, one bit a
+ * shard, locked in ascending order so that two callers never deadlock. */
+_Static_assert(SHARD_COUNT == 64, "shard masks are 64-bit");
+#define ALL_SHARDS UINT64_MAX
+
+static uint64_t range_mask(uintptr_t start, uintptr_t end)
 {
-	return (start >> GRANULE_SHIFT) == ((end - 1) >> GRANULE_SHIFT);
+	uint64_t mask = 0;
+
+	for (uintptr_t g = start >> GRANULE_SHIFT;
+	     g <= (end - 1) >> GRANULE_SHIFT && mask != ALL_SHARDS; g++)
+		mask |= UINT64_C(1) << shard_index(g << GRANULE_SHIFT);
+	return mask;
 }
 
-static void lock_range(uintptr_t start, uintptr_t end)
+static void lock_shards(uint64_t mask)
 {
-	if (single_granule(start, end)) {
-		pthread_rwlock_rdlock(&big_lock);
-		pthread_mutex_lock(&shards[shard_index(start)].lock);
-	} else {
-		pthread_rwlock_wrlock(&big_lock);
-	}
+	for (; mask; mask &= mask - 1)
+		pthread_mutex_lock(&shards[__builtin_ctzll(mask)].lock);
 }
 
-static void unlock_range(uintptr_t start, uintptr_t end)
+static void unlock_shards(uint64_t mask)
 {
-	if (single_granule(start, end))
-		pthread_mutex_unlock(&shards[shard_index(start)].lock);
-	pthread_rwlock_unlock(&big_lock);
+	for (; mask; mask &= mask - 1)
+		pthread_mutex_unlock(&shards[__builtin_ctzll(mask)].lock);
 }
 
 /* ---- node pool: taken before anything changes ---------------------------- */
@@ -386,6 +390,7 @@ static int mark_locked(struct shard *first, uintptr_t start, uintptr_t end,
 int tracker_mark(void *base, size_t size)
 {
 	uintptr_t start, end;
+	uint64_t mask;
 	int r;
 
 	if (!base || !size)
@@ -393,10 +398,11 @@ int tracker_mark(void *base, size_t size)
 	r = round_range(base, size, &start, &end);
 	if (r < 0)
 		return r;
-	lock_range(start, end);
+	mask = range_mask(start, end);
+	lock_shards(mask);
 	__atomic_store_n(&any_ranges, true, __ATOMIC_RELAXED);
 	r = mark_locked(&shards[shard_index(start)], start, end, base, size);
-	unlock_range(start, end);
+	unlock_shards(mask);
 	return r;
 }
 
@@ -460,6 +466,7 @@ static int release_locked(struct shard *first, uintptr_t start, uintptr_t end)
 int tracker_release(void *base, size_t size)
 {
 	uintptr_t start, end;
+	uint64_t mask;
 	int r;
 
 	if (!base || !size)
@@ -467,9 +474,10 @@ int tracker_release(void *base, size_t size)
 	r = round_range(base, size, &start, &end);
 	if (r < 0)
 		return r;
-	lock_range(start, end);
+	mask = range_mask(start, end);
+	lock_shards(mask);
 	r = release_locked(&shards[shard_index(start)], start, end);
-	unlock_range(start, end);
+	unlock_shards(mask);
 	return r;
 }
 
@@ -518,39 +526,26 @@ void tracker_flush(void)
  * (defers) a range between the flush and the fork. */
 static void atfork_prepare(void)
 {
-	pthread_rwlock_wrlock(&big_lock);
+	lock_shards(ALL_SHARDS);
 	if (__atomic_load_n(&any_ranges, __ATOMIC_RELAXED))
 		tracker_flush();
 }
 
 static void atfork_parent(void)
 {
-	pthread_rwlock_unlock(&big_lock);
+	unlock_shards(ALL_SHARDS);
 }
 
 static void atfork_child(void)
 {
-	pthread_rwlock_unlock(&big_lock);
+	unlock_shards(ALL_SHARDS);
 	hugepage_child();
 }
 
-static int init_locks(void)
+static void init_locks(void)
 {
-	pthread_rwlockattr_t attr;
-	int r;
-
-	/* Writer-preferring: a fork must not wait behind a stream of
-	 * registering threads. */
-	pthread_rwlockattr_init(&attr);
-	pthread_rwlockattr_setkind_np(
-		&attr, PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP);
-	r = pthread_rwlock_init(&big_lock, &attr);
-	pthread_rwlockattr_destroy(&attr);
-	if (r)
-		return -r;
 	for (unsigned int i = 0; i < SHARD_COUNT; i++)
 		pthread_mutex_init(&shards[i].lock, NULL);
-	return 0;
 }
 
 int tracker_init(const struct policy *p)
@@ -569,9 +564,7 @@ int tracker_init(const struct policy *p)
 		if (r < 0)
 			return r;
 	}
-	r = init_locks();
-	if (r < 0)
-		return r;
+	init_locks();
 	r = pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
 	if (r)
 		return -r;
@@ -581,10 +574,10 @@ int tracker_init(const struct policy *p)
 
 void tracker_set_policy(const struct policy *p)
 {
-	pthread_rwlock_wrlock(&big_lock);
+	lock_shards(ALL_SHARDS);
 	policy.hugepages_safe = p->hugepages_safe;
 	policy.remark = p->remark;
-	pthread_rwlock_unlock(&big_lock);
+	unlock_shards(ALL_SHARDS);
 }
 
 bool tracker_has_ranges(void)
@@ -599,7 +592,7 @@ void tracker_get_stats(struct tracker_stats *ret_stats)
 	*ret_stats = (struct tracker_stats){ 0 };
 	if (!initialised)
 		return;
-	pthread_rwlock_wrlock(&big_lock);
+	lock_shards(ALL_SHARDS);
 	for (unsigned int i = 0; i < SHARD_COUNT; i++) {
 		const struct shard *sh = &shards[i];
 
@@ -610,6 +603,6 @@ void tracker_get_stats(struct tracker_stats *ret_stats)
 		ret_stats->deferred_ranges += sh->deferred;
 		ret_stats->unaligned_bytes += sh->unaligned_bytes;
 	}
-	pthread_rwlock_unlock(&big_lock);
+	unlock_shards(ALL_SHARDS);
 	ret_stats->ranges = ranges > 0 ? (uint64_t)ranges : 0;
 }
