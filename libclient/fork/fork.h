@@ -40,6 +40,7 @@ struct rangemap_node {
 struct rangemap {
 	struct rangemap_node *head; /* sentinel with RANGEMAP_MAX_LEVEL links */
 	size_t count;
+	unsigned int level; /* highest level in use: searches start there */
 };
 
 int rangemap_init(struct rangemap *map);

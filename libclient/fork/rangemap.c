@@ -57,6 +57,7 @@ int rangemap_init(struct rangemap *map)
 	if (!map->head)
 		return -ENOMEM;
 	map->count = 0;
+	map->level = 1;
 	return 0;
 }
 
@@ -66,7 +67,9 @@ static void find_before(const struct rangemap *map, uintptr_t key,
 {
 	struct rangemap_node *x = map->head;
 
-	for (int i = RANGEMAP_MAX_LEVEL - 1; i >= 0; i--) {
+	for (int i = RANGEMAP_MAX_LEVEL - 1; i >= (int)map->level; i--)
+		update[i] = x;
+	for (int i = (int)map->level - 1; i >= 0; i--) {
 		while (x->next[i].node && x->next[i].start < key)
 			x = x->next[i].node;
 		update[i] = x;
@@ -102,6 +105,10 @@ void rangemap_cursor_advance(struct rangemap_cursor *c,
 void rangemap_cursor_insert(struct rangemap_cursor *c,
 			    struct rangemap_node *node)
 {
+	/* Levels above the old top had only the head before the cursor,
+	 * which seeking filled in already. */
+	if (node->level > c->map->level)
+		c->map->level = node->level;
 	for (unsigned int i = 0; i < node->level; i++) {
 		node->next[i] = c->update[i]->next[i];
 		c->update[i]->next[i].node = node;

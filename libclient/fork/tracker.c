@@ -207,11 +207,12 @@ static void split_next(struct shard *sh, const struct rangemap_cursor *c,
 		       struct rangemap_node *n, uintptr_t end,
 		       struct rangemap_node **pool)
 {
-	struct rangemap_cursor behind = *c;
+	struct rangemap_cursor behind;
 	struct rangemap_node *tail;
 
 	if (n->end <= end)
 		return;
+	behind = *c;
 	tail = pool_take(pool, end, n->end, n->refcnt);
 	tail->unverified = n->unverified;
 	sh->unverified += tail->unverified;
