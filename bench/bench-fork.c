@@ -351,8 +351,9 @@ static void row_churn(const char *name)
 {
 	static char note[2][80];
 	static int rows;
+	char *text = note[rows++ % 2];
 	struct row r = { name, { 1e18, 1e18, 1e18 },
-			 "rdma/ours >= 10x", false, note[rows++ % 2] };
+			 "rdma/ours >= 10x", false, text };
 	double remark = 1e18;
 
 	for (int k = 0; k < REPS; k++)
@@ -363,7 +364,7 @@ static void row_churn(const char *name)
 	for (int k = 0; k < REPS; k++)
 		remark = best(remark, remark_ns());
 	r.pass = r.ns[IMPL_RDMA_CORE] / r.ns[IMPL_OURS] >= 10;
-	snprintf(r.note, sizeof(note[0]),
+	snprintf(text, sizeof(note[0]),
 		 "(a bare re-issued DONTFORK: %.0f ns, rdma/that %.1fx)", remark,
 		 r.ns[IMPL_RDMA_CORE] / remark);
 	print_row(&r);
