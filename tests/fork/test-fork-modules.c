@@ -1,0 +1,254 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Table-driven checks of the fork tracker's modules, linked from the
+ * static library: policy.c (what each environment variable means),
+ * madv.c (runs merge only when adjacent and of one kind), rangemap.c
+ * (the cursor keeps order through inserts and removals) and tracker.c
+ * (counts, coalescing and deferral as a user reads them in the stats).
+ * The real fork() behaviour is test-fork's job.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "fork.h"
+
+static int failures;
+
+#define CHECK(cond)                                                        \
+	do {                                                               \
+		if (!(cond)) {                                             \
+			fprintf(stderr, "%s:%d: check failed: %s\n",       \
+				__FILE__, __LINE__, #cond);                \
+			failures++;                                        \
+		}                                                          \
+	} while (0)
+
+/* ---- policy ------------------------------------------------------------- */
+
+static const struct {
+	const char *env[3];
+	bool fork_safe, hugepages_safe, defer;
+	enum policy_unaligned unaligned;
+	enum policy_remark remark;
+	int copy_on_fork;
+} policy_cases[] = {
+	{ { NULL }, false, false, true, POLICY_UNALIGNED_ROUND,
+	  POLICY_REMARK_REGISTER, -1 },
+	{ { "RDMAV_FORK_SAFE=" }, true, false, true, POLICY_UNALIGNED_ROUND,
+	  POLICY_REMARK_REGISTER, -1 },
+	{ { "IBV_FORK_SAFE=0" }, true, false, true, POLICY_UNALIGNED_ROUND,
+	  POLICY_REMARK_REGISTER, -1 },
+	{ { "RDMAV_HUGEPAGES_SAFE=no" }, false, true, true,
+	  POLICY_UNALIGNED_ROUND, POLICY_REMARK_REGISTER, -1 },
+	{ { "RDMAD_FORK_UNALIGNED=strict", "RDMAD_FORK_DEFER=0" }, false,
+	  false, false, POLICY_UNALIGNED_STRICT, POLICY_REMARK_REGISTER, -1 },
+	{ { "RDMAD_FORK_UNALIGNED=bogus", "RDMAD_FORK_REMARK=fork" }, false,
+	  false, true, POLICY_UNALIGNED_ROUND, POLICY_REMARK_FORK, -1 },
+	{ { "RDMAD_FORK_COPY_ON_FORK=1" }, false, false, true,
+	  POLICY_UNALIGNED_ROUND, POLICY_REMARK_REGISTER, 1 },
+	{ { "RDMAD_FORK_COPY_ON_FORK=0" }, false, false, true,
+	  POLICY_UNALIGNED_ROUND, POLICY_REMARK_REGISTER, 0 },
+};
+
+static void clear_env(void)
+{
+	static const char *const names[] = {
+		"RDMAV_FORK_SAFE", "IBV_FORK_SAFE", "RDMAV_HUGEPAGES_SAFE",
+		"RDMAD_FORK_UNALIGNED", "RDMAD_FORK_DEFER", "RDMAD_FORK_REMARK",
+		"RDMAD_FORK_COPY_ON_FORK",
+	};
+
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+		unsetenv(names[i]);
+}
+
+static void test_policy(void)
+{
+	for (size_t i = 0; i < sizeof(policy_cases) / sizeof(policy_cases[0]);
+	     i++) {
+		struct policy p;
+
+		clear_env();
+		for (int k = 0; k < 3 && policy_cases[i].env[k]; k++)
+			putenv((char *)policy_cases[i].env[k]);
+		policy_read(&p);
+		CHECK(p.fork_safe == policy_cases[i].fork_safe);
+		CHECK(p.hugepages_safe == policy_cases[i].hugepages_safe);
+		CHECK(p.defer == policy_cases[i].defer);
+		CHECK(p.unaligned == policy_cases[i].unaligned);
+		CHECK(p.remark == policy_cases[i].remark);
+		CHECK(p.copy_on_fork == policy_cases[i].copy_on_fork);
+	}
+	clear_env();
+}
+
+/* ---- madv runs ---------------------------------------------------------- */
+
+static void test_runs(void)
+{
+	static const struct {
+		uintptr_t start, end;
+		enum madv_kind kind;
+		size_t runs_after;
+	} steps[] = {
+		{ 0x1000, 0x2000, MADV_KIND_FRESH, 1 },
+		{ 0x2000, 0x3000, MADV_KIND_FRESH, 1 },  /* adjacent: merged */
+		{ 0x3000, 0x4000, MADV_KIND_REMARK, 2 }, /* other kind */
+		{ 0x5000, 0x6000, MADV_KIND_REMARK, 3 }, /* gap */
+		{ 0x6000, 0x7000, MADV_KIND_REMARK, 3 },
+		{ 0x8000, 0x9000, MADV_KIND_FRESH, 4 },
+		{ 0xa000, 0xb000, MADV_KIND_FRESH, 5 }, /* beyond inline */
+		{ 0xc000, 0xd000, MADV_KIND_FRESH, 6 },
+	};
+	struct madv_runs runs;
+
+	madv_runs_init(&runs);
+	for (size_t i = 0; i < sizeof(steps) / sizeof(steps[0]); i++) {
+		CHECK(madv_runs_add(&runs, steps[i].start, steps[i].end,
+				    steps[i].kind) == 0);
+		CHECK(runs.n == steps[i].runs_after);
+	}
+	CHECK(runs.v[0].start == 0x1000 && runs.v[0].end == 0x3000);
+	CHECK(runs.v[2].start == 0x5000 && runs.v[2].end == 0x7000);
+	madv_runs_free(&runs);
+	CHECK(runs.n == 0);
+}
+
+/* ---- rangemap cursor ---------------------------------------------------- */
+
+static void insert_at(struct rangemap *map, uintptr_t start)
+{
+	struct rangemap_cursor c;
+	struct rangemap_node *n = rangemap_node_new();
+
+	n->start = start;
+	n->end = start + 1;
+	rangemap_seek(map, &c, start);
+	rangemap_cursor_insert(&c, n);
+}
+
+static void test_rangemap(void)
+{
+	struct rangemap map = { 0 };
+	struct rangemap_cursor c;
+	struct rangemap_node *n;
+	uintptr_t prev = 0;
+	unsigned int seed = 7, count = 0;
+
+	CHECK(rangemap_init(&map) == 0);
+	/* Distinct even keys in a scrambled order (the multiplier is prime
+	 * to 5000, so i -> i * k % 5000 is a permutation). */
+	for (uint64_t i = 0; i < 5000; i++)
+		insert_at(&map, 2 + 2 * (uintptr_t)(i * 2654435761u % 5000));
+	CHECK(map.count == 5000);
+	rangemap_seek(&map, &c, 0);
+	for (n = rangemap_cursor_next(&c); n; n = rangemap_next(n)) {
+		CHECK(n->start > prev);
+		prev = n->start;
+		count++;
+	}
+	CHECK(count == 5000);
+	/* Seeking an odd key lands between its even neighbours. */
+	for (int i = 0; i < 100; i++) {
+		uintptr_t key = 3 + 2 * (rand_r(&seed) % 4998);
+
+		rangemap_seek(&map, &c, key);
+		CHECK(rangemap_cursor_prev(&c)->start == key - 1);
+		CHECK(rangemap_cursor_next(&c)->start == key + 1);
+	}
+	/* Remove every other node through a walking cursor. */
+	rangemap_seek(&map, &c, 0);
+	for (int i = 0; (n = rangemap_cursor_next(&c)); i++) {
+		if (i % 2)
+			rangemap_cursor_remove_next(&c);
+		else
+			rangemap_cursor_advance(&c, n);
+	}
+	CHECK(map.count == 2500);
+	rangemap_seek(&map, &c, 4);
+	CHECK(rangemap_cursor_prev(&c)->start == 2);
+	CHECK(rangemap_cursor_next(&c)->start == 6);
+}
+
+/* ---- tracker bookkeeping ------------------------------------------------ */
+
+static struct tracker_stats stats(void)
+{
+	struct tracker_stats s;
+
+	tracker_get_stats(&s);
+	return s;
+}
+
+static void test_tracker(void)
+{
+	size_t pg = (size_t)sysconf(_SC_PAGESIZE);
+	struct policy p = { .defer = true, .copy_on_fork = -1 };
+	char *a = mmap(NULL, 16 * pg, PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	static const struct {
+		int op; /* 1 mark, -1 release */
+		size_t first, pages;
+		uint64_t ranges, pages_marked, deferred, calls, saved;
+	} steps[] = {
+		{ 1, 0, 2, 1, 2, 0, 1, 0 },
+		{ 1, 2, 2, 2, 4, 0, 2, 0 },  /* adjacent: one node */
+		{ 1, 1, 2, 3, 4, 0, 2, 0 },  /* inside: no syscall */
+		{ -1, 1, 2, 2, 4, 0, 2, 0 }, /* counts stay above 0 */
+		{ -1, 0, 2, 1, 4, 1, 2, 1 }, /* 0-1 deferred */
+		{ -1, 2, 2, 0, 4, 1, 2, 2 }, /* merged with 0-1 */
+		{ 1, 0, 4, 1, 4, 0, 3, 2 },  /* re-mark, one call */
+		{ -1, 0, 4, 0, 4, 1, 3, 3 },
+		{ 1, 8, 1, 1, 5, 1, 4, 3 },
+		{ -1, 8, 1, 0, 5, 2, 4, 4 },
+	};
+
+	CHECK(a != MAP_FAILED);
+	CHECK(tracker_init(&p) == 0);
+	for (size_t i = 0; i < sizeof(steps) / sizeof(steps[0]); i++) {
+		char *base = a + steps[i].first * pg;
+		size_t len = steps[i].pages * pg;
+		struct tracker_stats s;
+
+		CHECK((steps[i].op > 0 ? tracker_mark(base, len) :
+					 tracker_release(base, len)) == 0);
+		s = stats();
+		if (s.ranges != steps[i].ranges ||
+		    s.pages_marked != steps[i].pages_marked ||
+		    s.deferred_ranges != steps[i].deferred ||
+		    s.madvise_calls != steps[i].calls ||
+		    s.madvise_saved != steps[i].saved) {
+			fprintf(stderr,
+				"step %zu: ranges %llu pages %llu deferred "
+				"%llu calls %llu saved %llu\n", i,
+				(unsigned long long)s.ranges,
+				(unsigned long long)s.pages_marked,
+				(unsigned long long)s.deferred_ranges,
+				(unsigned long long)s.madvise_calls,
+				(unsigned long long)s.madvise_saved);
+			failures++;
+		}
+	}
+	tracker_flush();
+	CHECK(stats().pages_marked == 0 && stats().deferred_ranges == 0);
+	CHECK(stats().madvise_calls == 6); /* one DOFORK per deferred run */
+	/* Bad ranges. */
+	CHECK(tracker_mark((void *)(UINTPTR_MAX - pg), 2 * pg) == -EINVAL);
+	CHECK(tracker_mark(NULL, pg) == 0 && tracker_mark(a, 0) == 0);
+	munmap(a, 16 * pg);
+}
+
+int main(void)
+{
+	test_policy();
+	test_runs();
+	test_rangemap();
+	test_tracker();
+	if (failures)
+		fprintf(stderr, "%d checks failed\n", failures);
+	return failures ? 1 : 0;
+}
