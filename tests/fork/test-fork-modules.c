@@ -172,6 +172,11 @@ static void test_rangemap(void)
 	rangemap_seek(&map, &c, 4);
 	CHECK(rangemap_cursor_prev(&c)->start == 2);
 	CHECK(rangemap_cursor_next(&c)->start == 6);
+	rangemap_seek(&map, &c, 0);
+	while (rangemap_cursor_next(&c))
+		rangemap_cursor_remove_next(&c);
+	CHECK(map.count == 0);
+	free(map.head);
 }
 
 /* ---- tracker bookkeeping ------------------------------------------------ */
