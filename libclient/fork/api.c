@@ -46,7 +46,7 @@ static int init_locked(void)
 	}
 	if (copies_at_fork())
 		return 0;
-	if (too_late)
+	if (__atomic_load_n(&too_late, __ATOMIC_RELAXED))
 		return -EINVAL;
 	r = tracker_init(&now);
 	if (r < 0)

@@ -350,7 +350,8 @@ static int round_range(void *base, size_t size, uintptr_t *ret_start,
 
 	if (b + size < b)
 		return -EINVAL;
-	if (policy.hugepages_safe)
+	/* Read before any lock is held: a later init may change it. */
+	if (__atomic_load_n(&policy.hugepages_safe, __ATOMIC_RELAXED))
 		ps = hugepage_size(b);
 	if (policy.unaligned == POLICY_UNALIGNED_STRICT &&
 	    ((b | size) & (ps - 1)))
@@ -569,14 +570,15 @@ int tracker_init(const struct policy *p)
 	r = pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
 	if (r)
 		return -r;
-	initialised = true;
+	__atomic_store_n(&initialised, true, __ATOMIC_RELEASE);
 	return 0;
 }
 
 void tracker_set_policy(const struct policy *p)
 {
 	lock_shards(ALL_SHARDS);
-	policy.hugepages_safe = p->hugepages_safe;
+	__atomic_store_n(&policy.hugepages_safe, p->hugepages_safe,
+			 __ATOMIC_RELAXED);
 	policy.remark = p->remark;
 	unlock_shards(ALL_SHARDS);
 }
@@ -591,7 +593,7 @@ void tracker_get_stats(struct tracker_stats *ret_stats)
 	int64_t ranges = 0;
 
 	*ret_stats = (struct tracker_stats){ 0 };
-	if (!initialised)
+	if (!__atomic_load_n(&initialised, __ATOMIC_ACQUIRE))
 		return;
 	lock_shards(ALL_SHARDS);
 	for (unsigned int i = 0; i < SHARD_COUNT; i++) {
