@@ -519,7 +519,7 @@ static int case_vma_exhaustion(void)
 struct worker {
 	pthread_t thread;
 	char *buf;    /* 64 pages: page 0 held, 1..63 churned */
-	volatile bool *stop;
+	bool *stop;
 	long cycles;
 	int error;
 };
@@ -528,7 +528,7 @@ static void *worker_run(void *arg)
 {
 	struct worker *w = arg;
 
-	while (!*w->stop) {
+	while (!__atomic_load_n(w->stop, __ATOMIC_RELAXED)) {
 		size_t i = 1 + w->cycles % 60, n = 1 + w->cycles % 3;
 
 		if (reg(w->buf + i * pg, n * pg) || unreg(w->buf + i * pg, n * pg))
@@ -541,7 +541,7 @@ static void *worker_run(void *arg)
 static int case_threads(void)
 {
 	struct worker w[8];
-	volatile bool stop = false;
+	bool stop = false;
 	char *never = map_pages(1);
 
 	CHECK(do_init() == 0);
@@ -561,7 +561,7 @@ static int case_threads(void)
 			CHECK(!r[i]);
 		CHECK(r[8]);
 	}
-	stop = true;
+	__atomic_store_n(&stop, true, __ATOMIC_RELAXED);
 	for (int i = 0; i < 8; i++) {
 		CHECK(pthread_join(w[i].thread, NULL) == 0);
 		CHECK(!w[i].error && w[i].cycles > 0);
