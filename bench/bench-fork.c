@@ -301,7 +301,7 @@ static double threads(enum impl impl, int nthreads, long n)
 	return dt / ((double)n * nthreads);
 }
 
-/* ---- table ------------------------------------------------------------------ */
+/* ---- table --------------------------------------------------------------- */
 
 #define REPS 5
 
@@ -316,7 +316,8 @@ struct row {
 static void print_row(const struct row *r)
 {
 	printf("%-26s %10.0f %10.0f %10.0f %9.2fx %9.2fx  %-22s %s%s%s\n",
-	       r->name, r->ns[IMPL_OURS], r->ns[IMPL_RDMA_CORE], r->ns[IMPL_RAW],
+	       r->name, r->ns[IMPL_OURS], r->ns[IMPL_RDMA_CORE],
+	       r->ns[IMPL_RAW],
 	       r->ns[IMPL_RDMA_CORE] / r->ns[IMPL_OURS],
 	       r->ns[IMPL_OURS] / r->ns[IMPL_RAW], r->target,
 	       r->pass ? "PASS" : "MISS", r->note ? "  " : "",
@@ -365,8 +366,8 @@ static void row_churn(const char *name)
 		remark = best(remark, remark_ns());
 	r.pass = r.ns[IMPL_RDMA_CORE] / r.ns[IMPL_OURS] >= 10;
 	snprintf(text, sizeof(note[0]),
-		 "(a bare re-issued DONTFORK: %.0f ns, rdma/that %.1fx)", remark,
-		 r.ns[IMPL_RDMA_CORE] / remark);
+		 "(a bare re-issued DONTFORK: %.0f ns, rdma/that %.1fx)",
+		 remark, r.ns[IMPL_RDMA_CORE] / remark);
 	print_row(&r);
 }
 
@@ -382,7 +383,8 @@ static void row_churn_remap(const char *name)
 			r.ns[i] = best(r.ns[i], churn(i, 5000, true, &ok[i]));
 	r.pass = ok[IMPL_OURS];
 	snprintf(note, sizeof(note), "(correct: ours %s, rdma-core %s)",
-		 ok[IMPL_OURS] ? "yes" : "NO", ok[IMPL_RDMA_CORE] ? "yes" : "NO");
+		 ok[IMPL_OURS] ? "yes" : "NO",
+		 ok[IMPL_RDMA_CORE] ? "yes" : "NO");
 	print_row(&r);
 }
 
@@ -432,9 +434,11 @@ static void max_map_raise(long want)
 static void rows_scatter(void)
 {
 	const unsigned int n = 20000;
-	struct row reg_row = { "20000 scattered: register", { 1e18, 1e18, 1e18 },
+	struct row reg_row = { "20000 scattered: register",
+			       { 1e18, 1e18, 1e18 },
 			       "ours/raw <= 1.05x", false, NULL };
-	struct row unreg_row = { "20000 scattered: release", { 1e18, 1e18, 1e18 },
+	struct row unreg_row = { "20000 scattered: release",
+				 { 1e18, 1e18, 1e18 },
 				 "(info: deferred)", true, NULL };
 	char *area[IMPL_COUNT];
 
@@ -469,14 +473,16 @@ static void row_threads(void)
 			 "rdma/ours >= 1x", false, NULL };
 
 	for (int k = 0; k < 3; k++)
-		for (int i = 0; i < IMPL_COUNT; i++)
-			r.ns[i] = best(r.ns[i],
-				       threads(i, 8, i == IMPL_OURS ? 20000 : 4000));
+		for (int i = 0; i < IMPL_COUNT; i++) {
+			long n = i == IMPL_OURS ? 20000 : 4000;
+
+			r.ns[i] = best(r.ns[i], threads(i, 8, n));
+		}
 	r.pass = r.ns[IMPL_RDMA_CORE] >= r.ns[IMPL_OURS];
 	print_row(&r);
 }
 
-/* ---- huge pages ---------------------------------------------------------------- */
+/* ---- huge pages ---------------------------------------------------------- */
 
 static long hugepages_old = -1;
 

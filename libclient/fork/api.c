@@ -103,7 +103,7 @@ int fork_api_dofork(void *base, size_t size)
 	return enabled() ? tracker_release(base, size) : 0;
 }
 
-/* ---- one tracker a process ------------------------------------------------ */
+/* ---- one tracker a process ----------------------------------------------- */
 
 const struct fork_api_ops fork_api_self = {
 	.init = fork_api_init,
@@ -131,7 +131,7 @@ static const struct fork_api_ops *api(void)
 	return ops;
 }
 
-/* ---- public calls ----------------------------------------------------------- */
+/* ---- public calls -------------------------------------------------------- */
 
 FORK_EXPORT int rdmad_fork_init(void)
 {
@@ -156,7 +156,7 @@ FORK_EXPORT int rdmad_dofork_range(void *base, size_t size)
 FORK_EXPORT int rdmad_fork_get_stats(struct rdmad_fork_stats *ret_stats,
 				     size_t size)
 {
-	struct rdmad_fork_stats all = { 0 };
+	struct rdmad_fork_stats all = {0};
 	struct tracker_stats t;
 
 	if (!ret_stats || size > sizeof(all) || size % sizeof(uint64_t))

@@ -45,8 +45,8 @@ static bool ask_kernel(int fd)
 {
 	struct nlmsghdr req = {
 		.nlmsg_len = NLMSG_LENGTH(0),
-		.nlmsg_type = RDMA_NL_GET_TYPE(RDMA_NL_NLDEV,
-					       RDMA_NLDEV_CMD_SYS_GET),
+		.nlmsg_type =
+			RDMA_NL_GET_TYPE(RDMA_NL_NLDEV, RDMA_NLDEV_CMD_SYS_GET),
 		.nlmsg_flags = NLM_F_REQUEST,
 		.nlmsg_seq = 1,
 	};
@@ -68,7 +68,7 @@ static bool ask_kernel(int fd)
 
 static void cof_detect(void)
 {
-	struct timeval tv = { .tv_sec = 1 };
+	struct timeval tv = {.tv_sec = 1};
 	int fd;
 
 	fd = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_RDMA);

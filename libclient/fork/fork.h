@@ -16,7 +16,7 @@
 
 #define FORK_EXPORT __attribute__((visibility("default")))
 
-/* ---- rangemap.c: ordered map of [start, end) page ranges ---------------- */
+/* ---- rangemap.c: ordered map of [start, end) page ranges ----------------- */
 
 #define RANGEMAP_MAX_LEVEL 20
 
@@ -29,10 +29,10 @@ struct rangemap_link {
 
 struct rangemap_node {
 	uintptr_t start;     /* first byte, page aligned */
-	uintptr_t end;       /* one past the last byte, page aligned */
+	uintptr_t end;	     /* one past the last byte, page aligned */
 	unsigned int refcnt; /* 0: released but still marked (deferred) */
 	unsigned int level;
-	bool unverified;     /* re-registered, mark re-issued at fork */
+	bool unverified; /* re-registered, mark re-issued at fork */
 	struct rangemap_node *pool_next; /* free list while unused */
 	struct rangemap_link next[];
 };
@@ -61,8 +61,8 @@ void rangemap_seek(struct rangemap *map, struct rangemap_cursor *c,
 struct rangemap_node *rangemap_cursor_prev(const struct rangemap_cursor *c);
 struct rangemap_node *rangemap_cursor_next(const struct rangemap_cursor *c);
 /* Move past @node, which must be the cursor's next. */
-static inline struct rangemap_node *rangemap_next(
-	const struct rangemap_node *node)
+static inline struct rangemap_node *
+rangemap_next(const struct rangemap_node *node)
 {
 	return node->next[0].node;
 }
@@ -73,7 +73,7 @@ void rangemap_cursor_insert(struct rangemap_cursor *c,
 			    struct rangemap_node *node);
 void rangemap_cursor_remove_next(struct rangemap_cursor *c);
 
-/* ---- madv.c: runs of pages to madvise ---------------------------------- */
+/* ---- madv.c: runs of pages to madvise ------------------------------------ */
 
 enum madv_kind {
 	MADV_KIND_FRESH,  /* not marked before: undo on failure */
@@ -125,27 +125,30 @@ enum policy_unaligned {
 
 enum policy_remark {
 	POLICY_REMARK_REGISTER, /* re-issue DONTFORK when re-registered */
-	POLICY_REMARK_FORK,     /* ... only in the fork prepare handler */
+	POLICY_REMARK_FORK,	/* ... only in the fork prepare handler */
 };
 
+/* What the environment asks for (see policy.c for the variables). */
 struct policy {
-	bool fork_safe;       /* RDMAV_FORK_SAFE or IBV_FORK_SAFE */
-	bool hugepages_safe;  /* RDMAV_HUGEPAGES_SAFE */
-	bool defer;           /* RDMAD_FORK_DEFER, default on */
-	enum policy_unaligned unaligned; /* RDMAD_FORK_UNALIGNED */
-	enum policy_remark remark;       /* RDMAD_FORK_REMARK */
-	int copy_on_fork;     /* RDMAD_FORK_COPY_ON_FORK: -1 ask the kernel */
+	bool fork_safe;	     /* RDMAV_FORK_SAFE or IBV_FORK_SAFE */
+	bool hugepages_safe; /* RDMAV_HUGEPAGES_SAFE */
+	bool defer;	     /* RDMAD_FORK_DEFER, default on */
+	/* RDMAD_FORK_UNALIGNED and RDMAD_FORK_REMARK */
+	enum policy_unaligned unaligned;
+	enum policy_remark remark;
+	/* RDMAD_FORK_COPY_ON_FORK: 0 or 1, -1 to ask the kernel */
+	int copy_on_fork;
 };
 
 void policy_read(struct policy *ret_policy);
 
-/* ---- cof.c ---------------------------------------------------------------- */
+/* ---- cof.c --------------------------------------------------------------- */
 
 /* Whether the kernel copies pinned pages at fork, asked once through RDMA
  * netlink (false when the kernel has no RDMA netlink). */
 bool cof_kernel_copies(void);
 
-/* ---- tracker.c ------------------------------------------------------------ */
+/* ---- tracker.c ----------------------------------------------------------- */
 
 struct tracker_stats {
 	uint64_t ranges;
@@ -165,7 +168,7 @@ int tracker_release(void *base, size_t size);
 void tracker_flush(void);
 void tracker_get_stats(struct tracker_stats *ret_stats);
 
-/* ---- api.c ---------------------------------------------------------------- */
+/* ---- api.c --------------------------------------------------------------- */
 
 struct fork_api_ops {
 	int (*init)(void);

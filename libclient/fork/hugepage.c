@@ -47,7 +47,7 @@ struct vma {
 };
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
-static int maps_fd = -1;     /* -2: PROCMAP_QUERY unsupported */
+static int maps_fd = -1; /* -2: PROCMAP_QUERY unsupported */
 static struct vma *table;
 static size_t table_len;
 
@@ -59,7 +59,7 @@ static size_t base_page(void)
 /* 0 and the size, -ENOTTY when the kernel lacks the ioctl, -errno else. */
 static int query_ioctl(uintptr_t addr, size_t *ret_size)
 {
-	struct hugepage_procmap_query q = { .size = sizeof(q) };
+	struct hugepage_procmap_query q = {.size = sizeof(q)};
 	int fd = __atomic_load_n(&maps_fd, __ATOMIC_ACQUIRE);
 
 	if (fd == -2)
@@ -104,7 +104,7 @@ static int table_add(struct vma **v, size_t *n, size_t *cap, struct vma e)
 /* Read every mapping and its KernelPageSize from smaps. */
 static void table_load(void)
 {
-	struct vma *v = NULL, cur = { 0 };
+	struct vma *v = NULL, cur = {0};
 	size_t n = 0, cap = 0;
 	unsigned long kb;
 	char line[512];
@@ -115,7 +115,8 @@ static void table_load(void)
 		return;
 	while (fgets(line, sizeof(line), f)) {
 		if (sscanf(line, "%" SCNxPTR "-%" SCNxPTR, &cur.start,
-			   &cur.end) == 2 && strchr(line, '-') < strchr(line, ' '))
+			   &cur.end) == 2 &&
+		    strchr(line, '-') < strchr(line, ' '))
 			cur.page_size = base_page();
 		else if (sscanf(line, "KernelPageSize: %lu kB", &kb) == 1 &&
 			 table_add(&v, &n, &cap, cur) == 0)

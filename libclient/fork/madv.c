@@ -58,7 +58,7 @@ int madv_runs_add(struct madv_runs *runs, uintptr_t start, uintptr_t end,
 		if (r < 0)
 			return r;
 	}
-	runs->v[runs->n++] = (struct madv_run){ start, end, kind };
+	runs->v[runs->n++] = (struct madv_run){start, end, kind};
 	return 0;
 }
 

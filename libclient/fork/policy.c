@@ -32,8 +32,8 @@ void policy_read(struct policy *ret_policy)
 	const char *unaligned = getenv("RDMAD_FORK_UNALIGNED");
 	const char *remark = getenv("RDMAD_FORK_REMARK");
 
-	ret_policy->fork_safe = env_set("RDMAV_FORK_SAFE") ||
-				env_set("IBV_FORK_SAFE");
+	ret_policy->fork_safe =
+		env_set("RDMAV_FORK_SAFE") || env_set("IBV_FORK_SAFE");
 	ret_policy->hugepages_safe = env_set("RDMAV_HUGEPAGES_SAFE");
 	ret_policy->defer = env_bool("RDMAD_FORK_DEFER", 1);
 	ret_policy->copy_on_fork = env_bool("RDMAD_FORK_COPY_ON_FORK", -1);

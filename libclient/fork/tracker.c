@@ -153,7 +153,7 @@ static void pool_return(struct shard *sh, struct rangemap_node *pool)
 	}
 }
 
-/* ---- map edits, one walk in address order ------------------------------- */
+/* ---- map edits, one walk in address order -------------------------------- */
 
 /* With @c positioned before @addr, split the node that straddles it. */
 static void split_prev(struct shard *sh, struct rangemap_cursor *c,
@@ -223,7 +223,7 @@ static void split_next(struct shard *sh, const struct rangemap_cursor *c,
 	rangemap_cursor_insert(&behind, tail);
 }
 
-/* ---- marking ---------------------------------------------------------------- */
+/* ---- marking ------------------------------------------------------------- */
 
 /* Runs of [start, end) to mark, and how many nodes applying will need. */
 static int plan_mark(struct rangemap *map, uintptr_t start, uintptr_t end,
@@ -300,10 +300,11 @@ static void apply_mark(struct shard *sh, uintptr_t start, uintptr_t end,
 	merge_next(sh, &c);
 }
 
-/* Visit the granule-sized pieces of [start, end). */
-#define for_each_piece(s, e, start, end)                                     \
-	for (s = (start), e = min_addr(granule_end(start), (end)); s < (end); \
-	     s = e, e = min_addr(granule_end(s), (end)))
+/* End of the granule-sized piece of [s, end) that starts at @s. */
+static uintptr_t piece_end(uintptr_t s, uintptr_t end)
+{
+	return min_addr(granule_end(s), end);
+}
 
 /* Plan every piece; @ret_c is left before the first piece's start, still
  * valid for applying it since nothing changes in between. */
@@ -316,7 +317,8 @@ static int plan_all(struct shard *first, uintptr_t start, uintptr_t end,
 	uintptr_t s, e;
 	int r;
 
-	for_each_piece(s, e, start, end) {
+	for (s = start; s < end; s = e) {
+		e = piece_end(s, end);
 		r = plan_mark(&shards[shard_index(s)].map, s, e, runs, &nodes,
 			      s == start ? ret_c : &other);
 		if (r < 0)
@@ -377,9 +379,11 @@ static int mark_locked(struct shard *first, uintptr_t start, uintptr_t end,
 	if (r == -EINVAL && policy.hugepages_safe)
 		hugepage_invalidate();
 	if (!r) {
-		for_each_piece(s, e, start, end)
+		for (s = start; s < end; s = e) {
+			e = piece_end(s, end);
 			apply_mark(&shards[shard_index(s)], s, e, &pool,
 				   s == start ? &c : NULL);
+		}
 		first->ranges++;
 		first->unaligned_bytes += unaligned_marked(
 			&runs, start, end, (uintptr_t)base, size);
@@ -408,7 +412,7 @@ int tracker_mark(void *base, size_t size)
 	return r;
 }
 
-/* ---- releasing ------------------------------------------------------------- */
+/* ---- releasing ----------------------------------------------------------- */
 
 /* Without deferral: un-mark @n, the cursor's next, and drop it. */
 static void unmark_now(struct shard *sh, struct rangemap_cursor *c,
@@ -452,13 +456,15 @@ static int release_locked(struct shard *first, uintptr_t start, uintptr_t end)
 	size_t pieces = 0;
 	int r;
 
-	for_each_piece(s, e, start, end)
+	for (s = start; s < end; s = piece_end(s, end))
 		pieces++;
 	/* At most the two nodes straddling each piece's ends get split. */
 	r = pool_fill(first, &pool, 2 * pieces);
 	if (!r) {
-		for_each_piece(s, e, start, end)
+		for (s = start; s < end; s = e) {
+			e = piece_end(s, end);
 			apply_release(&shards[shard_index(s)], s, e, &pool);
+		}
 		first->ranges--;
 	}
 	pool_return(first, pool);
@@ -483,7 +489,7 @@ int tracker_release(void *base, size_t size)
 	return r;
 }
 
-/* ---- fork ------------------------------------------------------------------ */
+/* ---- fork ---------------------------------------------------------------- */
 
 /* Re-issue the mark of a range registered again while deferred, in case
  * its memory was unmapped and mapped again since (RDMAD_FORK_REMARK=fork).
@@ -592,7 +598,7 @@ void tracker_get_stats(struct tracker_stats *ret_stats)
 {
 	int64_t ranges = 0;
 
-	*ret_stats = (struct tracker_stats){ 0 };
+	*ret_stats = (struct tracker_stats){0};
 	if (!__atomic_load_n(&initialised, __ATOMIC_ACQUIRE))
 		return;
 	lock_shards(ALL_SHARDS);

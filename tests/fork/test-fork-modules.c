@@ -27,7 +27,7 @@ static int failures;
 		}                                                          \
 	} while (0)
 
-/* ---- policy ------------------------------------------------------------- */
+/* ---- policy -------------------------------------------------------------- */
 
 static const struct {
 	const char *env[3];
@@ -86,7 +86,7 @@ static void test_policy(void)
 	clear_env();
 }
 
-/* ---- madv runs ---------------------------------------------------------- */
+/* ---- madv runs ----------------------------------------------------------- */
 
 static void test_runs(void)
 {
@@ -118,7 +118,7 @@ static void test_runs(void)
 	CHECK(runs.n == 0);
 }
 
-/* ---- rangemap cursor ---------------------------------------------------- */
+/* ---- rangemap cursor ----------------------------------------------------- */
 
 static void insert_at(struct rangemap *map, uintptr_t start)
 {
@@ -179,7 +179,7 @@ static void test_rangemap(void)
 	free(map.head);
 }
 
-/* ---- tracker bookkeeping ------------------------------------------------ */
+/* ---- tracker bookkeeping ------------------------------------------------- */
 
 static struct tracker_stats stats(void)
 {

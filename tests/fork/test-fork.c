@@ -56,7 +56,7 @@ enum impl {
 static enum impl impl;
 static size_t pg;
 
-/* ---- the implementation under test, as 0 / -errno ------------------------- */
+/* ---- the implementation under test, as 0 / -errno ------------------------ */
 
 static int do_init(void)
 {
@@ -184,7 +184,7 @@ static char *map_pages(size_t n)
 	return p;
 }
 
-/* ---- cases ----------------------------------------------------------------- */
+/* ---- cases --------------------------------------------------------------- */
 
 static int case_basic(void)
 {
@@ -236,7 +236,8 @@ static int case_unaligned(void)
 	CHECK(r[0] && !r[1] && r[2]);
 	if (ours()) {
 		after = stats();
-		CHECK(after.unaligned_bytes - before.unaligned_bytes == pg - 10);
+		CHECK(after.unaligned_bytes - before.unaligned_bytes ==
+		      pg - 10);
 	}
 	CHECK(unreg(p + pg + 100, 10) == 0);
 	CHECK(in_child(p + pg));
@@ -531,7 +532,9 @@ static void *worker_run(void *arg)
 	while (!__atomic_load_n(w->stop, __ATOMIC_RELAXED)) {
 		size_t i = 1 + w->cycles % 60, n = 1 + w->cycles % 3;
 
-		if (reg(w->buf + i * pg, n * pg) || unreg(w->buf + i * pg, n * pg))
+		char *r = w->buf + i * pg;
+
+		if (reg(r, n * pg) || unreg(r, n * pg))
 			w->error = 1;
 		w->cycles++;
 	}
@@ -548,7 +551,7 @@ static int case_threads(void)
 	for (int i = 0; i < 8; i++) {
 		w[i] = (struct worker){ .buf = map_pages(64), .stop = &stop };
 		CHECK(reg(w[i].buf, pg) == 0);
-		CHECK(pthread_create(&w[i].thread, NULL, worker_run, &w[i]) == 0);
+		CHECK(!pthread_create(&w[i].thread, NULL, worker_run, &w[i]));
 	}
 	for (int f = 0; f < 50; f++) {
 		char *addrs[9], r[9];
@@ -658,10 +661,10 @@ static int case_model(void)
 				count[i]++;
 		} else {
 			int k = rand_r(&seed) % live;
+			int first = held[k].first, n = held[k].n;
 
-			CHECK(unreg(p + held[k].first * pg, held[k].n * pg) == 0);
-			for (int i = held[k].first; i < held[k].first + held[k].n;
-			     i++)
+			CHECK(unreg(p + first * pg, n * pg) == 0);
+			for (int i = first; i < first + n; i++)
 				count[i]--;
 			held[k] = held[--live];
 		}
@@ -674,7 +677,7 @@ static int case_model(void)
 	return 0;
 }
 
-/* ---- driver ------------------------------------------------------------------ */
+/* ---- driver -------------------------------------------------------------- */
 
 struct test_case {
 	const char *name;
