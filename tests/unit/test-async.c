@@ -19,20 +19,9 @@
 #include "devices.h"
 #include "fake-c2.h"
 #include "sources.h"
+#include "check.h"
 
-static unsigned int failures;
 static unsigned int nlists;
-
-#define CHECK(cond, ...)                                                  \
-	do {                                                              \
-		if (!(cond)) {                                            \
-			fprintf(stderr, "FAIL %s:%d: %s: ", __func__,     \
-				__LINE__, #cond);                         \
-			fprintf(stderr, __VA_ARGS__);                     \
-			fputc('\n', stderr);                              \
-			failures++;                                       \
-		}                                                         \
-	} while (0)
 
 struct ibv_device **__real_ibv_get_device_list(int *n);
 struct ibv_device **__wrap_ibv_get_device_list(int *n);

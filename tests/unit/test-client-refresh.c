@@ -15,17 +15,7 @@
 #include <infiniband/verbs.h>
 
 #include "client-internal.h"
-
-static int failures;
-
-#define CHECK(cond)                                                            \
-	do {                                                                   \
-		if (!(cond)) {                                                 \
-			fprintf(stderr, "%s:%d: %s\n", __FILE__, __LINE__,     \
-				#cond);                                        \
-			failures++;                                            \
-		}                                                              \
-	} while (0)
+#include "check.h"
 
 #define MAX_FAKE 8
 

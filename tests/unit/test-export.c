@@ -13,19 +13,7 @@
 #include "devices.h"
 #include "export.h"
 #include "wire.h"
-
-static int failures;
-
-#define CHECK(cond, ...)                                                 \
-	do {                                                             \
-		if (!(cond)) {                                           \
-			failures++;                                      \
-			fprintf(stderr, "FAIL %s:%d: ", __FILE__,        \
-				__LINE__);                               \
-			fprintf(stderr, __VA_ARGS__);                    \
-			fputc('\n', stderr);                             \
-		}                                                        \
-	} while (0)
+#include "check.h"
 
 static void make_device(struct sysfs_device *d, const char *name,
 			const char *id, unsigned int nports)

@@ -29,25 +29,13 @@
 #include <rdma/rdma_netlink.h>
 
 #include "fake-c2.h"
+#include "check.h"
 #include "sources.h"
 
 /* Newer than Debian 12's header; see netlink.c. */
 #define MONITOR_CMD 28
 #define ATTR_EVENT_TYPE 102
 #define ATTR_MONITOR_MODE 103
-
-static unsigned int failures;
-
-#define CHECK(cond, ...)                                                  \
-	do {                                                              \
-		if (!(cond)) {                                            \
-			fprintf(stderr, "FAIL %s:%d: %s: ", __func__,     \
-				__LINE__, #cond);                         \
-			fprintf(stderr, __VA_ARGS__);                     \
-			fputc('\n', stderr);                              \
-			failures++;                                       \
-		}                                                         \
-	} while (0)
 
 /* ---- crafted RDMA netlink messages ---- */
 

@@ -26,20 +26,8 @@
 #include "commands.h"
 #include "output.h"
 #include "parser.h"
+#include "check.h"
 #include "wire.h"
-
-static int failures;
-
-#define CHECK(cond, ...)                                                       \
-	do {                                                                   \
-		if (!(cond)) {                                                 \
-			failures++;                                            \
-			fprintf(stderr, "FAIL %s:%d: %s: ", __FILE__,          \
-				__LINE__, #cond);                              \
-			fprintf(stderr, __VA_ARGS__);                          \
-			fputc('\n', stderr);                                   \
-		}                                                              \
-	} while (0)
 
 /* ---- argument table ------------------------------------------------------ */
 

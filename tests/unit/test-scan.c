@@ -18,6 +18,7 @@
 #include "devices.h"
 #include "fake-c2.h"
 #include "sources.h"
+#include "check.h"
 #include "sysfs.h"
 
 #define DEBOUNCE_MS 10
@@ -29,7 +30,6 @@ static char last_scanned[SYSFS_NAME_MAX];
 static struct event_base *base;
 static struct devices *table;
 static struct scan *scan;
-static unsigned int failures;
 
 int __real_sysfs_scan_all(const char *sysroot, struct sysfs_device **ret,
 			  size_t *ret_n, size_t *ret_skipped);
@@ -54,17 +54,6 @@ int __wrap_sysfs_scan_device(const char *sysroot, const char *name,
 	snprintf(last_scanned, sizeof(last_scanned), "%s", name);
 	return __real_sysfs_scan_device(sysroot, name, ret);
 }
-
-#define CHECK(cond, ...)                                                  \
-	do {                                                              \
-		if (!(cond)) {                                            \
-			fprintf(stderr, "FAIL %s:%d: %s: ", __func__,     \
-				__LINE__, #cond);                         \
-			fprintf(stderr, __VA_ARGS__);                     \
-			fputc('\n', stderr);                              \
-			failures++;                                       \
-		}                                                         \
-	} while (0)
 
 /* ---- fixture sysfs ---- */
 

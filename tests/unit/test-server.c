@@ -28,25 +28,13 @@
 #include "devices.h"
 #include "server.h"
 #include "sources.h"
+#include "check.h"
 #include "wire.h"
 
 #define NDEVS 600
 #define NSUBS 50
 #define MAX_QUEUE 8
 #define MAX_HOLDS 2
-
-static int failures;
-
-#define CHECK(cond, ...)                                                 \
-	do {                                                             \
-		if (!(cond)) {                                           \
-			failures++;                                      \
-			fprintf(stderr, "FAIL %s:%d: ", __FILE__,        \
-				__LINE__);                               \
-			fprintf(stderr, __VA_ARGS__);                    \
-			fputc('\n', stderr);                             \
-		}                                                        \
-	} while (0)
 
 static struct event_base *base;
 static struct devices *table;

@@ -9,17 +9,7 @@
 #include <string.h>
 
 #include "client-internal.h"
-
-static int failures;
-
-#define CHECK(cond)                                                            \
-	do {                                                                   \
-		if (!(cond)) {                                                 \
-			fprintf(stderr, "%s:%d: %s\n", __FILE__, __LINE__,     \
-				#cond);                                        \
-			failures++;                                            \
-		}                                                              \
-	} while (0)
+#include "check.h"
 
 struct fake_device {
 	Rdmad__Device msg;

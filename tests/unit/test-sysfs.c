@@ -16,20 +16,8 @@
 #include <sys/stat.h>
 
 #include "fixture-sysfs.h"
+#include "check.h"
 #include "sysfs.h"
-
-static int failures;
-
-#define CHECK(cond, ...)                                                    \
-	do {                                                                \
-		if (!(cond)) {                                              \
-			failures++;                                         \
-			fprintf(stderr, "%s:%d: FAIL %s: ", __FILE__,       \
-				__LINE__, #cond);                           \
-			fprintf(stderr, __VA_ARGS__);                       \
-			fputc('\n', stderr);                                \
-		}                                                           \
-	} while (0)
 
 /* The string fields of a scan and of its first port, by name. */
 #define DEV_STR(f) { #f, false, offsetof(struct sysfs_device, f) }

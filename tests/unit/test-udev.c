@@ -15,22 +15,10 @@
 #include <umockdev.h>
 
 #include "fake-c2.h"
+#include "check.h"
 #include "sources.h"
 
 #define PCI "/sys/devices/pci0000:00/0000:00:03.0"
-
-static unsigned int failures;
-
-#define CHECK(cond, ...)                                                  \
-	do {                                                              \
-		if (!(cond)) {                                            \
-			fprintf(stderr, "FAIL %s:%d: %s: ", __func__,     \
-				__LINE__, #cond);                         \
-			fprintf(stderr, __VA_ARGS__);                     \
-			fputc('\n', stderr);                              \
-			failures++;                                       \
-		}                                                         \
-	} while (0)
 
 static void test_decode(void)
 {
