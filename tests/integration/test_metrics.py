@@ -1,0 +1,72 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: MIT
+"""The OpenMetrics endpoint, scraped as Prometheus would, on loopback."""
+import os
+import socket
+import urllib.error
+import urllib.request
+
+import rdmatb
+from rdmatb import DaemonTest, rdmactl, status, wait_until
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+# Loopback only: never through a proxy from the environment.
+OPENER = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+
+
+def scrape(port, path="/metrics"):
+    with OPENER.open("http://127.0.0.1:%d%s" % (port, path), timeout=5) as r:
+        return r.headers.get("Content-Type", ""), r.read().decode()
+
+
+def samples(text):
+    out = {}
+    for line in text.splitlines():
+        if line and not line.startswith("#"):
+            key, value = line.rsplit(" ", 1)
+            out[key] = float(value)
+    return out
+
+
+class TestMetrics(DaemonTest):
+    def setUp(self):
+        super().setUp()
+        self.port = free_port()
+        self.conf = os.path.join(self.work, "rdmad.conf")
+        with open(self.conf, "w") as f:
+            f.write("[metrics]\nlisten = 127.0.0.1:%d\n" % self.port)
+
+    def test_scrape_follows_hotplug(self):
+        self.tb.plug("mlx5_0", "mlx5-ib", ports=2)
+        self.tb.plug("irdma0", "irdma")
+        self.start_daemon(config=self.conf)
+        ctype, text = scrape(self.port)
+        self.assertIn("openmetrics-text", ctype)
+        self.assertTrue(text.endswith("# EOF\n"), text[-40:])
+        m = samples(text)
+        self.assertEqual(m['rdmad_devices{state="present"}'], 2)
+        self.assertEqual(m["rdmad_ports_active"], 3)
+        self.assertEqual(m["rdmad_generation"], status(self.sock)["generation"])
+        self.tb.unplug("irdma0")
+        wait_until(lambda: samples(scrape(self.port)[1])
+                   ['rdmad_devices{state="present"}'] == 1,
+                   what="metrics to follow the unplug")
+        m = samples(scrape(self.port)[1])
+        self.assertGreaterEqual(m['rdmad_events_total{type="removed"}'], 1)
+
+    def test_unknown_path_is_404(self):
+        self.start_daemon(config=self.conf)
+        with self.assertRaises(urllib.error.HTTPError) as cm:
+            scrape(self.port, "/nope")
+        self.assertEqual(cm.exception.code, 404)
+        self.assertEqual(rdmactl(self.sock, "list").returncode, 0)
+
+
+if __name__ == "__main__":
+    rdmatb.main()
