@@ -221,11 +221,16 @@ class Daemon:
         self.log_path = os.path.join(workdir, "rdmad.log")
         self.status = []
 
-    def start(self, timeout=10):
-        notify_path = os.path.join(self.workdir, "notify-%d" % time.monotonic_ns())
-        ns = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
-        ns.bind(notify_path)
-        env = dict(os.environ, NOTIFY_SOCKET=notify_path)
+    def start(self, timeout=10, env=None):
+        """Start rdmad; return once it sent READY=1.  The notify socket
+        stays open: notifications() reads what rdmad says after that."""
+        self.notify_path = os.path.join(self.workdir,
+                                        "notify-%d" % time.monotonic_ns())
+        self.notify = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+        self.notify.bind(self.notify_path)
+        self.notify_lines = queue.Queue()
+        threading.Thread(target=self._read_notify, daemon=True).start()
+        env = dict(os.environ, NOTIFY_SOCKET=self.notify_path, **(env or {}))
         cmd = [RDMAD, "--foreground", "--socket", self.socket,
                "--state-dir", self.state_dir] + self.args
         if self.config:
@@ -233,29 +238,37 @@ class Daemon:
         self.log = open(self.log_path, "a")
         self.proc = subprocess.Popen(cmd, env=env, stdout=self.log,
                                      stderr=subprocess.STDOUT)
-        try:
-            self._await_ready(ns, timeout)
-        finally:
-            ns.close()
-            os.unlink(notify_path)
+        deadline = time.monotonic() + timeout
+        while "READY=1" not in self.notifications(deadline - time.monotonic()):
+            if time.monotonic() >= deadline:
+                raise AssertionError("rdmad sent no READY=1 within %ss:\n%s"
+                                     % (timeout, self.logtext()))
         return self
 
-    def _await_ready(self, ns, timeout):
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
+    def _read_notify(self):
+        # Always drain: sd_notify() blocks rdmad when this queue is full,
+        # as it would under a systemd that stopped reading.
+        while True:
+            try:
+                msg = self.notify.recv(4096)
+            except OSError:
+                return
+            if not msg:
+                return
+            self.notify_lines.put(msg.decode().split("\n"))
+
+    def notifications(self, timeout):
+        """sd_notify lines rdmad sent, waiting up to @timeout seconds for
+        the next datagram (an empty list if none came)."""
+        try:
+            lines = self.notify_lines.get(timeout=max(timeout, 0.01))
+        except queue.Empty:
             if self.proc.poll() is not None:
                 raise AssertionError("rdmad exited with %d:\n%s"
                                      % (self.proc.returncode, self.logtext()))
-            ns.settimeout(0.2)
-            try:
-                msg = ns.recv(4096).decode()
-            except socket.timeout:
-                continue
-            self.status += [l for l in msg.split("\n") if l.startswith("STATUS=")]
-            if "READY=1" in msg.split("\n"):
-                return
-        raise AssertionError("rdmad sent no READY=1 within %ss:\n%s"
-                             % (timeout, self.logtext()))
+            return []
+        self.status += [l for l in lines if l.startswith("STATUS=")]
+        return lines
 
     def logtext(self):
         try:
@@ -275,12 +288,19 @@ class Daemon:
                 raise AssertionError("rdmad ignored SIGTERM for %ss" % timeout)
             finally:
                 self.log.close()
+                self._close_notify()
         return self.proc.returncode if self.proc else None
 
     def kill9(self):
         self.proc.kill()
         self.proc.wait()
         self.log.close()
+        self._close_notify()
+
+    def _close_notify(self):
+        self.notify.shutdown(socket.SHUT_RDWR)
+        self.notify.close()
+        os.unlink(self.notify_path)
 
     def alive(self):
         return self.proc is not None and self.proc.poll() is None
@@ -410,8 +430,8 @@ class DaemonTest(unittest.TestCase):
         os.chmod(self.work, 0o755)
         self.tb = Testbed()
 
-    def start_daemon(self, **kw):
-        self.d = Daemon(self.work, args=self.daemon_args, **kw).start()
+    def start_daemon(self, env=None, **kw):
+        self.d = Daemon(self.work, args=self.daemon_args, **kw).start(env=env)
         self.sock = self.d.socket
         return self.d
 

@@ -209,6 +209,28 @@ class TestRestart(DaemonTest):
         self.assertEqual(present_names(status(self.sock)), ["mlx5_0"])
         self.assertEqual(self.d.stop(), 0)
 
+    def test_sd_notify_status_watchdog_stopping(self):
+        self.tb.plug("mlx5_0", "mlx5-ib")
+        self.start_daemon(env={"WATCHDOG_USEC": "400000"})
+        self.assertTrue(any("1 device" in s for s in self.d.status),
+                        self.d.status)
+        seen = []
+        deadline = time.monotonic() + 2
+        while time.monotonic() < deadline and "WATCHDOG=1" not in seen:
+            seen += self.d.notifications(deadline - time.monotonic())
+        self.assertIn("WATCHDOG=1", seen, "no keep-alive within 2 s "
+                      "with WatchdogSec=0.4s")
+        self.d.proc.send_signal(15)
+        seen = []
+        deadline = time.monotonic() + 5
+        while time.monotonic() < deadline and "STOPPING=1" not in seen:
+            try:
+                seen += self.d.notifications(deadline - time.monotonic())
+            except AssertionError:
+                break  # exited; what it said before is in seen
+        self.assertIn("STOPPING=1", seen)
+        self.assertEqual(self.d.stop(), 0)
+
     def test_unreachable_daemon_exit_3(self):
         sock = os.path.join(self.work, "nobody.sock")
         for verb in ("status", "list", "monitor"):
