@@ -1,44 +1,82 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * bench-notify N: how long one hot-plug takes to reach each of N
- * subscribed librdmad clients.  Opens N clients (each its own connection,
- * subscribed), prints "ready", then reads "T0_NS NAME" from stdin: the
- * CLOCK_MONOTONIC time at which the driver (bench/run-bench-client.sh)
- * started to plug device NAME, then "T1_NS" once the plug call (whose
- * last step sends the uevent) returned.  Two threads (one a core) poll the
- * clients' fds and run rdmad_client_process(); each client's callback stamps
- * the arrival of the ADDED event for NAME.  Prints p50/p99/max of arrival - T0
- * and of arrival - T1 (the uevent lies between the two) against the 5 ms
- * target.  CLOCK_MONOTONIC is system-wide, so the driver's stamp and ours
- * compare directly.
+ * bench-notify N: how long a uevent takes to reach each of N subscribed
+ * librdmad clients, over many events, with one stalled client present.
+ *
+ * Driven by bench/run-bench-client.sh, which runs rdmad under umockdev.
+ * We connect a stalled client (subscribed, never reads), fill its socket
+ * and part of its daemon-side queue with hold/release events, then open
+ * N clients, print "ready", and read lines "KIND T0 T1 NAME" from stdin:
+ * the driver sent one uevent (KIND change) or plugged a device (KIND
+ * plug; its last uevent is the uverbs one) between CLOCK_MONOTONIC T0 and
+ * T1.  "end" closes the run.  Every event is one generation, so event i
+ * is generation G0 + 1 + i.
+ *
+ * Receivers are as cheap as we can make them: two threads (one a core),
+ * each with one epoll over its half of the clients' fds, calling
+ * rdmad_client_process() on the ready ones; the callback stamps
+ * CLOCK_MONOTONIC into a preallocated slot.  A third thread watches the
+ * daemon's generation page every PAGE_POLL_US through the stalled client
+ * and stamps when each generation appeared: the daemon stores it right
+ * before its fan-out loop, so "from page" is the fan-out and the client
+ * path alone (the stamp is late by up to PAGE_POLL_US plus scheduling, so
+ * those figures err low).
+ *
+ * Baseline, same run, same threads: one sender thread sends a datagram of
+ * the size of an event to N receivers over AF_UNIX SOCK_SEQPACKET
+ * socketpairs with MSG_DONTWAIT, and two threads epoll and recv() them:
+ * the kernel's floor for this fan-out on this machine.
  */
 #include <errno.h>
 #include <inttypes.h>
 #include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/resource.h>
+#include <sys/socket.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "rdmad.h"
 
 #define N_THREADS 2
+#define MAX_EVENTS 256
+#define TARGET_MS 5.0
 #define WAIT_NS (10ull * 1000000000ull)
+#define PAGE_POLL_US 100
+/* Hold/release pairs sent to the stalled client before the run: enough
+ * to fill its socket, so that the run meets its daemon-side queue. */
+#define STALL_FILL_PAIRS 150
+#define RAW_ROUNDS 50
+#define RAW_SPACING_US 20000
+/* About the size of an encoded CHANGED event of a one-port device. */
+#define RAW_BYTES 360
 
 struct watcher {
 	struct rdmad_client *client;
 	int fd;
-	uint64_t arrival; /* 0 until the event came */
+	unsigned int idx;
+};
+
+struct run_event {
+	char kind[16];
+	char name[64];
+	uint64_t t0, t1;
+	_Atomic uint64_t page; /* when the page showed its generation */
+	char seen_name[64];    /* what client 0 got for this generation */
 };
 
 static struct watcher *watchers;
-static int n_watchers;
-static char target[64];
-static volatile int started;
-static int remaining;
-static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static unsigned int n_watchers;
+static uint64_t *arrival; /* [watcher][event], 0 until it came */
+static struct run_event events[MAX_EVENTS];
+static uint64_t gen0;
+static atomic_uint n_arrived;
+static atomic_bool stop;
 
 static uint64_t now_ns(void)
 {
@@ -48,55 +86,242 @@ static uint64_t now_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
+static void sleep_us(unsigned int us)
+{
+	struct timespec ts = {.tv_sec = us / 1000000,
+			      .tv_nsec = (long)(us % 1000000) * 1000};
+
+	nanosleep(&ts, NULL);
+}
+
+/* ---- percentiles ---- */
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+static double pct_ms(const uint64_t *sorted, size_t n, unsigned int pct)
+{
+	size_t i = (n * pct) / 100;
+
+	return (double)sorted[i < n ? i : n - 1] / 1e6;
+}
+
+static void print_header(void)
+{
+	printf("%-22s %7s %8s %7s %8s %8s %8s %8s %8s\n", "what", "clients",
+	       "samples", "missing", "p50 ms", "p99 ms", "max ms", "p99/5ms",
+	       "p99/floor");
+}
+
+/* Sort @lat (n samples) and print one row; returns the p99 in ms. */
+static double print_row(const char *what, uint64_t *lat, size_t n,
+			size_t missing, double floor_p99)
+{
+	double p99;
+
+	if (n == 0) {
+		printf("%-22s %7u %8zu %7zu   (no samples)\n", what, n_watchers,
+		       n, missing);
+		return 0;
+	}
+	qsort(lat, n, sizeof(*lat), cmp_u64);
+	p99 = pct_ms(lat, n, 99);
+	printf("%-22s %7u %8zu %7zu %8.3f %8.3f %8.3f %7.2fx", what,
+	       n_watchers, n, missing, pct_ms(lat, n, 50), p99,
+	       pct_ms(lat, n, 100), p99 / TARGET_MS);
+	if (floor_p99 > 0)
+		printf(" %8.1fx", p99 / floor_p99);
+	printf("\n");
+	return p99;
+}
+
+/* ---- baseline: raw SEQPACKET fan-out ---- */
+
+struct raw {
+	int (*pairs)[2];
+	uint64_t sent[RAW_ROUNDS];
+	uint64_t *got; /* [receiver][round] */
+	atomic_uint n_got;
+};
+
+struct raw_thread {
+	struct raw *raw;
+	unsigned int id;
+};
+
+static void *raw_receiver(void *arg)
+{
+	struct raw_thread *self = arg;
+	struct raw *raw = self->raw;
+	unsigned int id = self->id;
+	struct epoll_event evs[64];
+	int ep = epoll_create1(EPOLL_CLOEXEC);
+	char buf[4096];
+	unsigned int i;
+	int n, k;
+
+	for (i = id; i < n_watchers; i += N_THREADS) {
+		struct epoll_event ev = {.events = EPOLLIN, .data.u32 = i};
+
+		epoll_ctl(ep, EPOLL_CTL_ADD, raw->pairs[i][1], &ev);
+	}
+	while (!atomic_load(&stop)) {
+		n = epoll_wait(ep, evs, 64, 10);
+		for (k = 0; k < n; k++) {
+			uint32_t r = evs[k].data.u32;
+			uint32_t round;
+
+			while (recv(raw->pairs[r][1], buf, sizeof(buf),
+				    MSG_DONTWAIT) == RAW_BYTES) {
+				memcpy(&round, buf, sizeof(round));
+				raw->got[(size_t)r * RAW_ROUNDS + round] =
+					now_ns();
+				atomic_fetch_add(&raw->n_got, 1);
+			}
+		}
+	}
+	close(ep);
+	return NULL;
+}
+
+static void raw_send_round(struct raw *raw, uint32_t round)
+{
+	char buf[RAW_BYTES] = {0};
+	unsigned int i;
+
+	memcpy(buf, &round, sizeof(round));
+	raw->sent[round] = now_ns();
+	for (i = 0; i < n_watchers; i++)
+		send(raw->pairs[i][0], buf, sizeof(buf),
+		     MSG_DONTWAIT | MSG_NOSIGNAL);
+}
+
+static double raw_report(struct raw *raw)
+{
+	size_t n = 0, missing = 0, r, i;
+	uint64_t *lat = malloc((size_t)n_watchers * RAW_ROUNDS * sizeof(*lat));
+	double p99;
+
+	for (i = 0; lat && i < n_watchers; i++)
+		for (r = 0; r < RAW_ROUNDS; r++) {
+			uint64_t t = raw->got[i * RAW_ROUNDS + r];
+
+			if (t)
+				lat[n++] = t - raw->sent[r];
+			else
+				missing++;
+		}
+	p99 = lat ? print_row("floor: raw fan-out", lat, n, missing, 0) : 0;
+	free(lat);
+	return p99;
+}
+
+/* The floor: p99 in ms of RAW_ROUNDS raw fan-outs to n_watchers. */
+static double raw_baseline(void)
+{
+	struct raw raw = {0};
+	pthread_t threads[N_THREADS];
+	struct raw_thread args[N_THREADS];
+	unsigned int i;
+	double p99;
+
+	raw.pairs = calloc(n_watchers, sizeof(*raw.pairs));
+	raw.got = calloc((size_t)n_watchers * RAW_ROUNDS, sizeof(*raw.got));
+	if (!raw.pairs || !raw.got)
+		return 0;
+	for (i = 0; i < n_watchers; i++)
+		if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0,
+			       raw.pairs[i]) < 0)
+			return 0;
+	atomic_store(&stop, false);
+	for (i = 0; i < N_THREADS; i++) {
+		args[i] = (struct raw_thread){.raw = &raw, .id = i};
+		pthread_create(&threads[i], NULL, raw_receiver, &args[i]);
+	}
+	sleep_us(RAW_SPACING_US);
+	for (i = 0; i < RAW_ROUNDS; i++) {
+		raw_send_round(&raw, i);
+		sleep_us(RAW_SPACING_US);
+	}
+	for (i = 0; i < 500 && atomic_load(&raw.n_got) <
+				       n_watchers * RAW_ROUNDS; i++)
+		sleep_us(10000);
+	atomic_store(&stop, true);
+	for (i = 0; i < N_THREADS; i++)
+		pthread_join(threads[i], NULL);
+	p99 = raw_report(&raw);
+	for (i = 0; i < n_watchers; i++) {
+		close(raw.pairs[i][0]);
+		close(raw.pairs[i][1]);
+	}
+	free(raw.pairs);
+	free(raw.got);
+	return p99;
+}
+
+/* ---- rdmad clients ---- */
+
 static void on_event(struct rdmad_client *client, enum rdmad_event_type type,
 		     const struct rdmad_device *device, uint64_t generation,
 		     void *userdata)
 {
+	uint64_t t = now_ns();
 	struct watcher *w = userdata;
+	uint64_t i = generation - gen0 - 1;
 
 	(void)client;
-	(void)generation;
-	if (type != RDMAD_EVENT_ADDED || w->arrival || !started ||
-	    strcmp(rdmad_device_get_name(device), target) != 0)
+	if (type == RDMAD_EVENT_RESYNC || generation <= gen0 || i >= MAX_EVENTS)
 		return;
-	w->arrival = now_ns();
-	pthread_mutex_lock(&lock);
-	remaining--;
-	pthread_mutex_unlock(&lock);
+	arrival[(size_t)w->idx * MAX_EVENTS + i] = t;
+	atomic_fetch_add_explicit(&n_arrived, 1, memory_order_relaxed);
+	if (w->idx == 0)
+		snprintf(events[i].seen_name, sizeof(events[i].seen_name), "%s",
+			 rdmad_device_get_name(device));
 }
 
-static int left(void)
-{
-	int n;
-
-	pthread_mutex_lock(&lock);
-	n = remaining;
-	pthread_mutex_unlock(&lock);
-	return n;
-}
-
-/* Thread @arg polls every N_THREADS-th client. */
 static void *poller(void *arg)
 {
 	long id = (long)arg;
 	struct epoll_event evs[64];
 	int ep = epoll_create1(EPOLL_CLOEXEC);
-	int i, n;
-	uint64_t deadline = now_ns() + WAIT_NS + 60ull * 1000000000ull;
+	unsigned int i;
+	int n, k;
 
-	for (i = (int)id; i < n_watchers; i += N_THREADS) {
+	for (i = (unsigned int)id; i < n_watchers; i += N_THREADS) {
 		struct epoll_event ev = {.events = EPOLLIN,
 					 .data.ptr = &watchers[i]};
 
 		epoll_ctl(ep, EPOLL_CTL_ADD, watchers[i].fd, &ev);
 	}
-	while (left() > 0 && now_ns() < deadline) {
-		n = epoll_wait(ep, evs, 64, 100);
-		for (i = 0; i < n; i++) {
-			struct watcher *w = evs[i].data.ptr;
+	while (!atomic_load(&stop)) {
+		n = epoll_wait(ep, evs, 64, 10);
+		for (k = 0; k < n; k++) {
+			struct watcher *w = evs[k].data.ptr;
 
 			rdmad_client_process(w->client);
 		}
+	}
+	close(ep);
+	return NULL;
+}
+
+/* Stamps each generation as it shows on the page. */
+static void *page_watcher(void *arg)
+{
+	struct rdmad_client *stalled = arg;
+	uint64_t seen = gen0, g, t;
+
+	while (!atomic_load(&stop)) {
+		g = rdmad_client_get_generation(stalled);
+		t = now_ns();
+		for (; seen < g; seen++)
+			if (seen - gen0 < MAX_EVENTS)
+				atomic_store(&events[seen - gen0].page, t);
+		sleep_us(PAGE_POLL_US);
 	}
 	return NULL;
 }
@@ -104,15 +329,19 @@ static void *poller(void *arg)
 static int open_watchers(void)
 {
 	struct rlimit rl = {65536, 65536};
-	int i;
+	unsigned int i;
+	int err;
 
 	/* Three descriptors a client: socket, epoll, eventfd. */
 	setrlimit(RLIMIT_NOFILE, &rl);
-	watchers = calloc((size_t)n_watchers, sizeof(*watchers));
-	for (i = 0; watchers && i < n_watchers; i++) {
+	watchers = calloc(n_watchers, sizeof(*watchers));
+	arrival = calloc((size_t)n_watchers * MAX_EVENTS, sizeof(*arrival));
+	if (!watchers || !arrival)
+		return -ENOMEM;
+	for (i = 0; i < n_watchers; i++) {
 		struct watcher *w = &watchers[i];
-		int err;
 
+		w->idx = i;
 		w->client = rdmad_client_new(NULL);
 		if (!w->client)
 			return -ENOMEM;
@@ -123,87 +352,191 @@ static int open_watchers(void)
 		rdmad_client_process(w->client); /* the first resync */
 		w->fd = rdmad_client_get_fd(w->client);
 	}
-	return watchers ? 0 : -ENOMEM;
+	return 0;
 }
 
-static int cmp_u64(const void *a, const void *b)
+/* A client that subscribes and never reads, its socket filled by hold and
+ * release events on @name before anyone else connects. */
+static struct rdmad_client *open_stalled(const char *name)
 {
-	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+	struct rdmad_client *stalled = rdmad_client_new(NULL);
+	struct rdmad_client *holder = rdmad_client_new(NULL);
+	int i, err = -ENOMEM;
 
-	return x < y ? -1 : x > y;
-}
-
-static double percentile_ms(const uint64_t *sorted, int n, int pct)
-{
-	int i = (n * pct) / 100;
-
-	return (double)sorted[i < n ? i : n - 1] / 1e6;
-}
-
-static void report_row(const char *from, uint64_t t0)
-{
-	uint64_t *lat = calloc((size_t)n_watchers, sizeof(*lat));
-	double p99;
-	int i, got = 0;
-
-	for (i = 0; lat && i < n_watchers; i++)
-		if (watchers[i].arrival)
-			lat[got++] = watchers[i].arrival > t0
-					     ? watchers[i].arrival - t0
-					     : 0;
-	if (got == 0) {
-		printf("clients %d: no client got the event\n", n_watchers);
-		free(lat);
-		return;
+	if (stalled && holder) {
+		err = rdmad_client_connect(stalled);
+		if (err == 0)
+			err = rdmad_client_connect(holder);
 	}
-	qsort(lat, (size_t)got, sizeof(*lat), cmp_u64);
-	p99 = percentile_ms(lat, got, 99);
-	printf("%-8d %-9d %-10s %9.3f %9.3f %9.3f %9.3f %6.2fx %s\n",
-	       n_watchers, got, from, percentile_ms(lat, got, 50), p99,
-	       percentile_ms(lat, got, 100), 5.0, p99 / 5.0,
-	       got == n_watchers && p99 <= 5.0 ? "met" : "NOT met");
+	for (i = 0; err == 0 && i < STALL_FILL_PAIRS; i++) {
+		err = rdmad_client_hold(holder, name);
+		if (err == 0)
+			err = rdmad_client_release(holder, name);
+	}
+	rdmad_client_unref(holder);
+	if (err < 0) {
+		fprintf(stderr, "bench-notify: stalled client: %s\n",
+			strerror(-err));
+		return rdmad_client_unref(stalled);
+	}
+	return stalled;
+}
+
+/* Read the driver's lines; returns the number of events. */
+static unsigned int read_events(void)
+{
+	char line[256];
+	unsigned int n = 0;
+
+	while (n < MAX_EVENTS && fgets(line, sizeof(line), stdin)) {
+		struct run_event *e = &events[n];
+
+		if (strncmp(line, "end", 3) == 0)
+			break;
+		if (sscanf(line, "%15s %" SCNu64 " %" SCNu64 " %63s", e->kind,
+			   &e->t0, &e->t1, e->name) == 4)
+			n++;
+	}
+	return n;
+}
+
+static void wait_arrivals(unsigned int n_events)
+{
+	uint64_t deadline = now_ns() + WAIT_NS;
+
+	while (atomic_load(&n_arrived) < n_watchers * n_events &&
+	       now_ns() < deadline)
+		sleep_us(10000);
+}
+
+enum since {
+	SINCE_T0,
+	SINCE_T1,
+	SINCE_PAGE,
+};
+
+static uint64_t since(const struct run_event *e, enum since from)
+{
+	switch (from) {
+	case SINCE_T0:
+		return e->t0;
+	case SINCE_T1:
+		return e->t1;
+	case SINCE_PAGE:
+		return atomic_load(&e->page);
+	}
+	return 0;
+}
+
+static void report_kind(const char *kind, const char *what, enum since from,
+			unsigned int n_events, double floor_p99)
+{
+	uint64_t *lat = malloc((size_t)n_watchers * n_events * sizeof(*lat));
+	size_t n = 0, missing = 0;
+	unsigned int i, e;
+
+	for (e = 0; lat && e < n_events; e++) {
+		uint64_t t0 = since(&events[e], from);
+
+		if (strcmp(events[e].kind, kind) != 0)
+			continue;
+		for (i = 0; i < n_watchers; i++) {
+			uint64_t t = arrival[(size_t)i * MAX_EVENTS + e];
+
+			if (!t || !t0)
+				missing++;
+			else
+				lat[n++] = t > t0 ? t - t0 : 0;
+		}
+	}
+	if (lat)
+		print_row(what, lat, n, missing, floor_p99);
 	free(lat);
 }
 
-static void report(uint64_t t0, uint64_t t1)
+/* Each event must be the one the driver caused, in order. */
+static unsigned int check_names(unsigned int n_events)
 {
-	printf("%-8s %-9s %-10s %9s %9s %9s %9s %7s\n", "clients", "notified",
-	       "from", "p50 ms", "p99 ms", "max ms", "target", "p99/tgt");
-	report_row("plug-start", t0);
-	report_row("plug-end", t1);
+	unsigned int e, bad = 0;
+
+	for (e = 0; e < n_events; e++)
+		if (strcmp(events[e].name, events[e].seen_name) != 0) {
+			if (bad++ < 3)
+				fprintf(stderr, "event %u: expected %s, got "
+					"'%s'\n", e, events[e].name,
+					events[e].seen_name);
+		}
+	return bad;
 }
 
-int main(int argc, char **argv)
+static void report(unsigned int n_events, double floor_p99)
 {
-	pthread_t threads[N_THREADS];
-	uint64_t t0 = 0, t1 = 0;
+	report_kind("change", "change, from uevent", SINCE_T1, n_events,
+		    floor_p99);
+	report_kind("change", "change, from page", SINCE_PAGE, n_events,
+		    floor_p99);
+	report_kind("plug", "plug, from last uevent", SINCE_T1, n_events,
+		    floor_p99);
+	report_kind("plug", "plug, from plug start", SINCE_T0, n_events,
+		    floor_p99);
+	report_kind("plug", "plug, from page", SINCE_PAGE, n_events,
+		    floor_p99);
+	if (check_names(n_events))
+		printf("WARNING: some events were not the ones driven (see "
+		       "stderr): figures are not per uevent\n");
+}
+
+static int run(const char *stall_name, double floor_p99)
+{
+	pthread_t threads[N_THREADS], page;
+	struct rdmad_client *stalled = open_stalled(stall_name);
+	unsigned int n_events;
 	long i;
 	int err;
 
-	n_watchers = argc > 1 ? atoi(argv[1]) : 100;
-	if (n_watchers <= 0)
-		return 2;
+	if (!stalled)
+		return 3;
 	err = open_watchers();
 	if (err < 0) {
 		fprintf(stderr, "bench-notify: connecting clients: %s\n",
 			strerror(-err));
 		return 3;
 	}
-	remaining = n_watchers;
-	printf("ready\n");
-	fflush(stdout);
-	if (scanf("%" SCNu64 " %63s", &t0, target) != 2)
-		return 2;
-	started = 1;
+	gen0 = rdmad_client_get_generation(stalled);
+	atomic_store(&stop, false);
 	for (i = 0; i < N_THREADS; i++)
 		pthread_create(&threads[i], NULL, poller, (void *)i);
-	if (scanf("%" SCNu64, &t1) != 1)
-		t1 = t0;
+	pthread_create(&page, NULL, page_watcher, stalled);
+	printf("ready\n");
+	fflush(stdout);
+	n_events = read_events();
+	wait_arrivals(n_events);
+	atomic_store(&stop, true);
 	for (i = 0; i < N_THREADS; i++)
 		pthread_join(threads[i], NULL);
-	report(t0, t1);
-	for (i = 0; i < n_watchers; i++)
+	pthread_join(page, NULL);
+	report(n_events, floor_p99);
+	for (i = 0; i < (long)n_watchers; i++)
 		rdmad_client_unref(watchers[i].client);
+	rdmad_client_unref(stalled);
 	free(watchers);
+	free(arrival);
 	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	const char *stall_name = argc > 2 ? argv[2] : "mlx5_0";
+	double floor_p99;
+	int n = argc > 1 ? atoi(argv[1]) : 100;
+
+	if (n <= 0 || n > 100000) {
+		fprintf(stderr, "usage: bench-notify CLIENTS [HOLD_DEVICE]\n");
+		return 2;
+	}
+	n_watchers = (unsigned int)n;
+	print_header();
+	floor_p99 = raw_baseline();
+	fflush(stdout);
+	return run(stall_name, floor_p99);
 }

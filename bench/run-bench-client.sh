@@ -2,65 +2,86 @@
 # SPDX-License-Identifier: MIT
 # Run the client benchmarks (bench-devlist, bench-notify) against the real
 # rdmad on 64 fake devices under umockdev.  Usage:
-#   bench/run-bench-client.sh [BUILD_DIR]     (default: build)
+#   bench/run-bench-client.sh [BUILD_DIR] [CLIENTS...]
+# (default: build, 100 and 1000 clients).  bench-notify gets, per client
+# count, 50 port-change uevents and 20 hot-plugs, SPACING_MS apart so the
+# daemon's debounce never merges two; see bench/bench-notify.c.
+# RDMAD_BENCH_DEVLIST=0 skips bench-devlist.
 # Needs umockdev-wrapper and Debian's python3 with gir1.2-umockdev-1.0.
 set -eu
 src=$(cd "$(dirname "$0")/.." && pwd)
 build=$(cd "${1:-$src/build}" && pwd)
+[ $# -gt 0 ] && shift
 export RDMAD_BUILD_DIR="$build"
+export RDMAD_BENCH_CLIENTS="${*:-100 1000}"
 export PYTHONPATH="$src/tests/integration"
 export PYTHONDONTWRITEBYTECODE=1
+echo "load: $(uptime)"
 exec umockdev-wrapper /usr/bin/python3 - <<'PY'
 import os, subprocess, sys, tempfile, time
 import rdmatb
 
+CHANGES, PLUGS, SPACING_MS = 50, 20, 40
 build = os.environ["RDMAD_BUILD_DIR"]
 bench = os.path.join(build, "bench")
 work = tempfile.TemporaryDirectory(prefix="rdmad-bench-")
 tb = rdmatb.Testbed()
 for i in range(64):
     tb.plug("mlx5_%d" % i, "mlx5-ib")
-# The daemon's default uevent debounce (10 ms) is a latency floor of its
-# own; the second round shows the fan-out without it.
-config = os.path.join(work.name, "nodebounce.conf")
-with open(config, "w") as f:
-    f.write("[scan]\ndebounce_ms = 0\n")
+now = lambda: time.clock_gettime_ns(time.CLOCK_MONOTONIC)
 
 
-def notify(env, debounce):
-    for n in (100, 1000):
-        print("== bench-notify %d clients, one hot-plug, debounce %s"
-              % (n, debounce), flush=True)
-        p = subprocess.Popen([os.path.join(bench, "bench-notify"), str(n)],
-                             env=env, stdin=subprocess.PIPE,
-                             stdout=subprocess.PIPE, text=True)
-        line = p.stdout.readline()
-        if line.strip() != "ready":
-            sys.exit("bench-notify did not get ready: %r" % line)
-        name = "hot_%d_%s" % (n, debounce.split()[0])
-        t0 = time.clock_gettime_ns(time.CLOCK_MONOTONIC)
-        p.stdin.write("%d %s\n" % (t0, name))
+def change(i):
+    """One port-state flip of mlx5_1: one change uevent, one event."""
+    dev = tb.devices["mlx5_1"]
+    state = "1: DOWN" if i % 2 == 0 else "4: ACTIVE"
+    tb.tb.set_attribute(dev.ib_path, "ports/1/state", state)
+    t0 = now()
+    tb.tb.uevent(dev.ib_path, "change")
+    return t0, now(), "mlx5_1"
+
+
+def plug(n, i):
+    """A hot-plug: PCI, ib and uverbs devices, each with its add uevent;
+    the uverbs one, last, completes the device."""
+    name = "hot%d_%d" % (n, i)
+    t0 = now()
+    tb.plug(name, "mlx5-ib")
+    return t0, now(), name
+
+
+def notify(env, n):
+    print("== bench-notify %d clients + 1 stalled: %d changes, %d plugs, "
+          "%d ms apart" % (n, CHANGES, PLUGS, SPACING_MS), flush=True)
+    p = subprocess.Popen([os.path.join(bench, "bench-notify"), str(n)],
+                         env=env, stdin=subprocess.PIPE,
+                         stdout=subprocess.PIPE, text=True)
+    for line in p.stdout:
+        if line.strip() == "ready":
+            break
+        print(line, end="", flush=True)
+    else:
+        sys.exit("bench-notify did not get ready")
+    kinds = ["change"] * CHANGES + ["plug"] * PLUGS
+    for i, kind in enumerate(kinds):
+        time.sleep(SPACING_MS / 1000)
+        t0, t1, name = change(i) if kind == "change" else plug(n, i)
+        p.stdin.write("%s %d %d %s\n" % (kind, t0, t1, name))
         p.stdin.flush()
-        tb.plug(name, "mlx5-ib")
-        t1 = time.clock_gettime_ns(time.CLOCK_MONOTONIC)
-        out = p.communicate("%d\n" % t1, timeout=120)[0]
-        print(out, end="")
-        print("(the umockdev plug call took %.3f ms; its uevent goes out "
-              "at its end)" % ((t1 - t0) / 1e6), flush=True)
+    out = p.communicate("end\n", timeout=120)[0]
+    print(out, end="", flush=True)
 
 
 d = rdmatb.Daemon(work.name).start()
 env = dict(os.environ, RDMAD_SOCKET=d.socket)
 try:
-    print("== bench-devlist (64 fake devices)", flush=True)
-    subprocess.run([os.path.join(bench, "bench-devlist")], env=env,
-                   check=True)
-    notify(env, "default")
-finally:
-    d.stop()
-d = rdmatb.Daemon(work.name, config=config).start()
-try:
-    notify(env, "0 ms")
+    for n in os.environ["RDMAD_BENCH_CLIENTS"].split():
+        notify(env, int(n))
+    # Last: its libibverbs baseline keeps a core busy for seconds.
+    if os.environ.get("RDMAD_BENCH_DEVLIST", "1") != "0":
+        print("== bench-devlist (64 fake devices)", flush=True)
+        subprocess.run([os.path.join(bench, "bench-devlist")], env=env,
+                       check=True)
 finally:
     d.stop()
 PY
