@@ -86,6 +86,10 @@ int fork_api_status(void)
 
 static bool enabled(void)
 {
+	/* Enabled implies the environment was read (both happen under
+	 * env_once or after it): one load on the hot path. */
+	if (__atomic_load_n(&state, __ATOMIC_ACQUIRE) == RDMAD_FORK_ENABLED)
+		return true;
 	pthread_once(&env_once, env_init);
 	if (__atomic_load_n(&state, __ATOMIC_ACQUIRE) == RDMAD_FORK_ENABLED)
 		return true;
@@ -114,21 +118,27 @@ const struct fork_api_ops fork_api_self = {
 };
 
 static pthread_once_t ops_once = PTHREAD_ONCE_INIT;
-static const struct fork_api_ops *ops = &fork_api_self;
+static const struct fork_api_ops *ops; /* set once found */
 
 static void find_preload(void)
 {
 	const struct fork_api_ops *const *shim;
+	const struct fork_api_ops *found = &fork_api_self;
 
 	shim = dlsym(RTLD_DEFAULT, "rdmad_preload_fork_ops");
 	if (shim && *shim)
-		ops = *shim;
+		found = *shim;
+	__atomic_store_n(&ops, found, __ATOMIC_RELEASE);
 }
 
 static const struct fork_api_ops *api(void)
 {
+	const struct fork_api_ops *o = __atomic_load_n(&ops, __ATOMIC_ACQUIRE);
+
+	if (o)
+		return o;
 	pthread_once(&ops_once, find_preload);
-	return ops;
+	return __atomic_load_n(&ops, __ATOMIC_ACQUIRE);
 }
 
 /* ---- public calls -------------------------------------------------------- */

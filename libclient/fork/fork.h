@@ -47,9 +47,13 @@ int rangemap_init(struct rangemap *map);
 struct rangemap_node *rangemap_node_new(void);
 /* A position between two nodes, kept with the last node passed on every
  * level, so that a walk in address order can insert and remove at no
- * further search. */
+ * further search.  Only the @level lowest levels of @update are filled:
+ * above them the head is the last node passed (they were empty when the
+ * cursor was placed, and nodes are only ever inserted there ahead of it),
+ * filled in when an insertion or removal reaches them. */
 struct rangemap_cursor {
 	struct rangemap *map;
+	unsigned int level;
 	struct rangemap_node *update[RANGEMAP_MAX_LEVEL];
 };
 
@@ -58,8 +62,18 @@ void rangemap_seek(struct rangemap *map, struct rangemap_cursor *c,
 		   uintptr_t key);
 /* The node just before the cursor (NULL at the start) and just after;
  * rangemap_next() is the node after @node. */
-struct rangemap_node *rangemap_cursor_prev(const struct rangemap_cursor *c);
-struct rangemap_node *rangemap_cursor_next(const struct rangemap_cursor *c);
+static inline struct rangemap_node *
+rangemap_cursor_prev(const struct rangemap_cursor *c)
+{
+	return c->update[0] == c->map->head ? NULL : c->update[0];
+}
+
+static inline struct rangemap_node *
+rangemap_cursor_next(const struct rangemap_cursor *c)
+{
+	return c->update[0]->next[0].node;
+}
+
 /* Move past @node, which must be the cursor's next. */
 static inline struct rangemap_node *
 rangemap_next(const struct rangemap_node *node)

@@ -61,36 +61,28 @@ int rangemap_init(struct rangemap *map)
 	return 0;
 }
 
-/* Fill @update with, per level, the last node starting below @key. */
-static void find_before(const struct rangemap *map, uintptr_t key,
-			struct rangemap_node **update)
-{
-	struct rangemap_node *x = map->head;
-
-	for (int i = RANGEMAP_MAX_LEVEL - 1; i >= (int)map->level; i--)
-		update[i] = x;
-	for (int i = (int)map->level - 1; i >= 0; i--) {
-		while (x->next[i].node && x->next[i].start < key)
-			x = x->next[i].node;
-		update[i] = x;
-	}
-}
-
+/* Fill @update with, per level in use, the last node starting below
+ * @key. */
 void rangemap_seek(struct rangemap *map, struct rangemap_cursor *c,
 		   uintptr_t key)
 {
+	struct rangemap_node *x = map->head;
+
 	c->map = map;
-	find_before(map, key, c->update);
+	c->level = map->level;
+	for (int i = (int)map->level - 1; i >= 0; i--) {
+		while (x->next[i].node && x->next[i].start < key)
+			x = x->next[i].node;
+		c->update[i] = x;
+	}
 }
 
-struct rangemap_node *rangemap_cursor_prev(const struct rangemap_cursor *c)
+/* Levels from c->level up to @level: the head, see struct
+ * rangemap_cursor. */
+static void fill_to(struct rangemap_cursor *c, unsigned int level)
 {
-	return c->update[0] == c->map->head ? NULL : c->update[0];
-}
-
-struct rangemap_node *rangemap_cursor_next(const struct rangemap_cursor *c)
-{
-	return c->update[0]->next[0].node;
+	for (; c->level < level; c->level++)
+		c->update[c->level] = c->map->head;
 }
 
 /* Step over @node, the cursor's next: it becomes the last one passed on
@@ -100,13 +92,14 @@ void rangemap_cursor_advance(struct rangemap_cursor *c,
 {
 	for (unsigned int i = 0; i < node->level; i++)
 		c->update[i] = node;
+	if (c->level < node->level)
+		c->level = node->level;
 }
 
 void rangemap_cursor_insert(struct rangemap_cursor *c,
 			    struct rangemap_node *node)
 {
-	/* Levels above the old top had only the head before the cursor,
-	 * which seeking filled in already. */
+	fill_to(c, node->level);
 	if (node->level > c->map->level)
 		c->map->level = node->level;
 	for (unsigned int i = 0; i < node->level; i++) {
@@ -121,6 +114,7 @@ void rangemap_cursor_remove_next(struct rangemap_cursor *c)
 {
 	struct rangemap_node *node = c->update[0]->next[0].node;
 
+	fill_to(c, node->level);
 	for (unsigned int i = 0; i < node->level; i++)
 		c->update[i]->next[i] = node->next[i];
 	c->map->count--;

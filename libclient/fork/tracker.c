@@ -225,18 +225,17 @@ static void split_next(struct shard *sh, const struct rangemap_cursor *c,
 
 /* ---- marking ------------------------------------------------------------- */
 
-/* Runs of [start, end) to mark, and how many nodes applying will need. */
-static int plan_mark(struct rangemap *map, uintptr_t start, uintptr_t end,
-		     struct madv_runs *runs, size_t *nodes,
-		     struct rangemap_cursor *ret_c)
+/* Runs of [start, end) to mark, and how many nodes applying will need;
+ * @c is positioned before @start. */
+static int plan_mark(const struct rangemap_cursor *c, uintptr_t start,
+		     uintptr_t end, struct madv_runs *runs, size_t *nodes)
 {
 	struct rangemap_node *n, *p;
 	uintptr_t at = start;
 	int r = 0;
 
-	rangemap_seek(map, ret_c, start);
-	p = rangemap_cursor_prev(ret_c);
-	n = p && p->end > start ? p : rangemap_cursor_next(ret_c);
+	p = rangemap_cursor_prev(c);
+	n = p && p->end > start ? p : rangemap_cursor_next(c);
 	*nodes += n == p;
 	for (; n && n->start < end && !r; n = rangemap_next(n)) {
 		if (n->start > at) {
@@ -306,11 +305,12 @@ static uintptr_t piece_end(uintptr_t s, uintptr_t end)
 	return min_addr(granule_end(s), end);
 }
 
-/* Plan every piece; @ret_c is left before the first piece's start, still
- * valid for applying it since nothing changes in between. */
+/* Plan every piece.  @c is positioned before @start already (the caller
+ * looked there first) and stays valid for applying the first piece, since
+ * nothing changes in between. */
 static int plan_all(struct shard *first, uintptr_t start, uintptr_t end,
 		    struct madv_runs *runs, struct rangemap_node **pool,
-		    struct rangemap_cursor *ret_c)
+		    const struct rangemap_cursor *c)
 {
 	struct rangemap_cursor other;
 	size_t nodes = 0;
@@ -319,8 +319,9 @@ static int plan_all(struct shard *first, uintptr_t start, uintptr_t end,
 
 	for (s = start; s < end; s = e) {
 		e = piece_end(s, end);
-		r = plan_mark(&shards[shard_index(s)].map, s, e, runs, &nodes,
-			      s == start ? ret_c : &other);
+		if (s != start)
+			rangemap_seek(&shards[shard_index(s)].map, &other, s);
+		r = plan_mark(s == start ? c : &other, s, e, runs, &nodes);
 		if (r < 0)
 			return r;
 	}
@@ -363,26 +364,34 @@ static int round_range(void *base, size_t size, uintptr_t *ret_start,
 	return 0;
 }
 
+/* A failed mark: a huge page table that said otherwise is stale. */
+static int mark_failed(int r)
+{
+	if (r == -EINVAL && policy.hugepages_safe)
+		hugepage_invalidate();
+	return r;
+}
+
+/* The general case: plan every piece, take the nodes, mark, apply.  @c is
+ * positioned before @start in @first's map. */
 static int mark_locked(struct shard *first, uintptr_t start, uintptr_t end,
-		       void *base, size_t size)
+		       void *base, size_t size,
+		       const struct rangemap_cursor *c)
 {
 	struct rangemap_node *pool = NULL;
-	struct rangemap_cursor c;
 	struct madv_runs runs;
 	uintptr_t s, e;
 	int r;
 
 	madv_runs_init(&runs);
-	r = plan_all(first, start, end, &runs, &pool, &c);
+	r = plan_all(first, start, end, &runs, &pool, c);
 	if (!r)
-		r = madv_mark_all(&runs, &first->madvise_calls);
-	if (r == -EINVAL && policy.hugepages_safe)
-		hugepage_invalidate();
+		r = mark_failed(madv_mark_all(&runs, &first->madvise_calls));
 	if (!r) {
 		for (s = start; s < end; s = e) {
 			e = piece_end(s, end);
 			apply_mark(&shards[shard_index(s)], s, e, &pool,
-				   s == start ? &c : NULL);
+				   s == start ? c : NULL);
 		}
 		first->ranges++;
 		first->unaligned_bytes += unaligned_marked(
@@ -393,8 +402,76 @@ static int mark_locked(struct shard *first, uintptr_t start, uintptr_t end,
 	return r;
 }
 
+/* ---- fast paths: exactly one node, one shard ----------------------------- */
+
+/* The cursor's next node when it is exactly [start, end) with @refcnt
+ * registrations, else NULL.  A node never crosses a granule, so a match
+ * also means that @start's shard is the only one concerned. */
+static struct rangemap_node *exact(const struct rangemap_cursor *c,
+				   uintptr_t start, uintptr_t end,
+				   unsigned int refcnt)
+{
+	struct rangemap_node *n = rangemap_cursor_next(c);
+
+	if (n && n->start == start && n->end == end && n->refcnt == refcnt)
+		return n;
+	return NULL;
+}
+
+/* Register again exactly a deferred range, @c's next: nothing to plan,
+ * no node to take, one mark re-issued in case the memory was replaced
+ * (none with REMARK=fork).  The madvise runs under the shard lock, as in
+ * the general case: a fork then never sees the range live but unmarked,
+ * and a failure needs no undo.  The kernel serialises the call on its
+ * mmap lock anyway. */
+static int remark_exact(struct shard *sh, struct rangemap_cursor *c,
+			struct rangemap_node *n, void *base, size_t size)
+{
+	if (policy.remark == POLICY_REMARK_REGISTER) {
+		sh->madvise_calls++;
+		if (madvise((void *)n->start, n->end - n->start,
+			    MADV_DONTFORK))
+			return mark_failed(-errno);
+		/* As unaligned_marked() counts a re-marked run. */
+		sh->unaligned_bytes += ((uintptr_t)base - n->start) +
+				       (n->end - ((uintptr_t)base + size));
+	}
+	hold(sh, n);
+	sh->ranges++;
+	pass(sh, c, n);
+	merge_next(sh, c);
+	return 0;
+}
+
+/* Lock what [start, end) needs: the one shard of @first when the range
+ * stays in one granule (returns 0), else a mask of shards. */
+static uint64_t lock_range(struct shard *first, uintptr_t start,
+			   uintptr_t end)
+{
+	uint64_t mask;
+
+	if (start >> GRANULE_SHIFT == (end - 1) >> GRANULE_SHIFT) {
+		pthread_mutex_lock(&first->lock);
+		return 0;
+	}
+	mask = range_mask(start, end);
+	lock_shards(mask);
+	return mask;
+}
+
+static void unlock_range(struct shard *first, uint64_t mask)
+{
+	if (mask)
+		unlock_shards(mask);
+	else
+		pthread_mutex_unlock(&first->lock);
+}
+
 int tracker_mark(void *base, size_t size)
 {
+	struct rangemap_cursor c;
+	struct rangemap_node *n;
+	struct shard *first;
 	uintptr_t start, end;
 	uint64_t mask;
 	int r;
@@ -404,11 +481,18 @@ int tracker_mark(void *base, size_t size)
 	r = round_range(base, size, &start, &end);
 	if (r < 0)
 		return r;
-	mask = range_mask(start, end);
-	lock_shards(mask);
-	__atomic_store_n(&any_ranges, true, __ATOMIC_RELAXED);
-	r = mark_locked(&shards[shard_index(start)], start, end, base, size);
-	unlock_shards(mask);
+	first = &shards[shard_index(start)];
+	mask = lock_range(first, start, end);
+	/* Written once: a shared line stays clean for other threads. */
+	if (!__atomic_load_n(&any_ranges, __ATOMIC_RELAXED))
+		__atomic_store_n(&any_ranges, true, __ATOMIC_RELAXED);
+	rangemap_seek(&first->map, &c, start);
+	n = exact(&c, start, end, 0);
+	if (n)
+		r = remark_exact(first, &c, n, base, size);
+	else
+		r = mark_locked(first, start, end, base, size, &c);
+	unlock_range(first, mask);
 	return r;
 }
 
@@ -425,14 +509,19 @@ static void unmark_now(struct shard *sh, struct rangemap_cursor *c,
 }
 
 /* Drop one reference from [start, end) of one shard; pages reaching zero
- * stay marked (deferred) or, without deferral, are un-marked now. */
+ * stay marked (deferred) or, without deferral, are un-marked now.  @seeded,
+ * if not NULL, is a cursor positioned before @start. */
 static void apply_release(struct shard *sh, uintptr_t start, uintptr_t end,
-			  struct rangemap_node **pool)
+			  struct rangemap_node **pool,
+			  const struct rangemap_cursor *seeded)
 {
 	struct rangemap_cursor c;
 	struct rangemap_node *n;
 
-	rangemap_seek(&sh->map, &c, start);
+	if (seeded)
+		c = *seeded;
+	else
+		rangemap_seek(&sh->map, &c, start);
 	split_prev(sh, &c, start, pool);
 	while ((n = rangemap_cursor_next(&c)) && n->start < end) {
 		split_next(sh, &c, n, end, pool);
@@ -449,7 +538,8 @@ static void apply_release(struct shard *sh, uintptr_t start, uintptr_t end,
 	merge_next(sh, &c);
 }
 
-static int release_locked(struct shard *first, uintptr_t start, uintptr_t end)
+static int release_locked(struct shard *first, uintptr_t start, uintptr_t end,
+			  const struct rangemap_cursor *c)
 {
 	struct rangemap_node *pool = NULL;
 	uintptr_t s, e;
@@ -463,7 +553,8 @@ static int release_locked(struct shard *first, uintptr_t start, uintptr_t end)
 	if (!r) {
 		for (s = start; s < end; s = e) {
 			e = piece_end(s, end);
-			apply_release(&shards[shard_index(s)], s, e, &pool);
+			apply_release(&shards[shard_index(s)], s, e, &pool,
+				      s == start ? c : NULL);
 		}
 		first->ranges--;
 	}
@@ -471,21 +562,42 @@ static int release_locked(struct shard *first, uintptr_t start, uintptr_t end)
 	return r;
 }
 
+/* Release the only registration of exactly the range of @n, @c's next:
+ * no split, no node; it stays marked until the next fork. */
+static void release_exact(struct shard *sh, struct rangemap_cursor *c,
+			  struct rangemap_node *n)
+{
+	n->refcnt = 0;
+	sh->deferred++;
+	sh->madvise_saved++;
+	sh->ranges--;
+	pass(sh, c, n);
+	merge_next(sh, c);
+}
+
 int tracker_release(void *base, size_t size)
 {
+	struct rangemap_cursor c;
+	struct rangemap_node *n;
+	struct shard *first;
 	uintptr_t start, end;
 	uint64_t mask;
-	int r;
+	int r = 0;
 
 	if (!base || !size)
 		return 0;
 	r = round_range(base, size, &start, &end);
 	if (r < 0)
 		return r;
-	mask = range_mask(start, end);
-	lock_shards(mask);
-	r = release_locked(&shards[shard_index(start)], start, end);
-	unlock_shards(mask);
+	first = &shards[shard_index(start)];
+	mask = lock_range(first, start, end);
+	rangemap_seek(&first->map, &c, start);
+	n = policy.defer ? exact(&c, start, end, 1) : NULL;
+	if (n)
+		release_exact(first, &c, n);
+	else
+		r = release_locked(first, start, end, &c);
+	unlock_range(first, mask);
 	return r;
 }
 

@@ -189,6 +189,33 @@ static struct tracker_stats stats(void)
 	return s;
 }
 
+/* Registering exactly a deferred range again: an unaligned one counts its
+ * edges again, as a fresh one does; one whose memory is gone fails and
+ * stays deferred. */
+static void test_tracker_edges(char *a, size_t pg)
+{
+	struct tracker_stats s0 = stats(), s;
+	char *gone = a + 12 * pg;
+
+	CHECK(tracker_mark(a + pg / 2, pg) == 0);
+	CHECK(tracker_release(a + pg / 2, pg) == 0);
+	CHECK(tracker_mark(a + pg / 2, pg) == 0);
+	CHECK(tracker_release(a + pg / 2, pg) == 0);
+	s = stats();
+	CHECK(s.unaligned_bytes - s0.unaligned_bytes == 2 * pg);
+	CHECK(s.madvise_calls - s0.madvise_calls == 2);
+	CHECK(tracker_mark(gone, 2 * pg) == 0);
+	CHECK(tracker_release(gone, 2 * pg) == 0);
+	CHECK(munmap(gone, 2 * pg) == 0);
+	s0 = stats();
+	CHECK(tracker_mark(gone, 2 * pg) == -ENOMEM);
+	s = stats();
+	CHECK(s.ranges == s0.ranges && s.deferred_ranges == s0.deferred_ranges);
+	CHECK(s.madvise_calls == s0.madvise_calls + 1);
+	tracker_flush();
+	CHECK(stats().pages_marked == 0 && stats().deferred_ranges == 0);
+}
+
 static void test_tracker(void)
 {
 	size_t pg = (size_t)sysconf(_SC_PAGESIZE);
@@ -210,6 +237,12 @@ static void test_tracker(void)
 		{ -1, 0, 4, 0, 4, 1, 3, 3 },
 		{ 1, 8, 1, 1, 5, 1, 4, 3 },
 		{ -1, 8, 1, 0, 5, 2, 4, 4 },
+		{ 1, 8, 1, 1, 5, 1, 5, 4 },  /* exactly a deferred one */
+		{ 1, 9, 1, 2, 6, 1, 6, 4 },  /* fresh, joins 8 (both held) */
+		{ -1, 8, 1, 1, 6, 2, 6, 5 }, /* part of a node: split */
+		{ -1, 9, 1, 0, 6, 2, 6, 6 }, /* exact, rejoins 8: 8-9 */
+		{ 1, 8, 2, 1, 6, 1, 7, 6 },  /* exactly the joined one */
+		{ -1, 8, 2, 0, 6, 2, 7, 7 },
 	};
 
 	CHECK(a != MAP_FAILED);
@@ -240,7 +273,8 @@ static void test_tracker(void)
 	}
 	tracker_flush();
 	CHECK(stats().pages_marked == 0 && stats().deferred_ranges == 0);
-	CHECK(stats().madvise_calls == 6); /* one DOFORK per deferred run */
+	CHECK(stats().madvise_calls == 9); /* one DOFORK per deferred run */
+	test_tracker_edges(a, pg);
 	/* Bad ranges. */
 	CHECK(tracker_mark((void *)(UINTPTR_MAX - pg), 2 * pg) == -EINVAL);
 	CHECK(tracker_mark(NULL, pg) == 0 && tracker_mark(a, 0) == 0);
