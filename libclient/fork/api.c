@@ -84,7 +84,7 @@ int fork_api_status(void)
 	return __atomic_load_n(&state, __ATOMIC_ACQUIRE);
 }
 
-static bool enabled(void)
+static inline bool enabled(void)
 {
 	/* Enabled implies the environment was read (both happen under
 	 * env_once or after it): one load on the hot path. */

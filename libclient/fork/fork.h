@@ -32,7 +32,8 @@ struct rangemap_node {
 	uintptr_t end;	     /* one past the last byte, page aligned */
 	unsigned int refcnt; /* 0: released but still marked (deferred) */
 	unsigned int level;
-	bool unverified; /* re-registered, mark re-issued at fork */
+	bool unverified;	    /* re-registered, mark re-issued at fork */
+	struct rangemap_node *prev; /* on level 0, NULL for the first */
 	struct rangemap_node *pool_next; /* free list while unused */
 	struct rangemap_link next[];
 };
@@ -41,6 +42,10 @@ struct rangemap {
 	struct rangemap_node *head; /* sentinel with RANGEMAP_MAX_LEVEL links */
 	size_t count;
 	unsigned int level; /* highest level in use: searches start there */
+	/* The node the last search ended before, and its start (a node's
+	 * start never changes): the same buffer is often asked for again. */
+	struct rangemap_node *hint;
+	uintptr_t hint_start;
 };
 
 int rangemap_init(struct rangemap *map);
@@ -60,6 +65,14 @@ struct rangemap_cursor {
 /* Position before the first node starting at or above @key. */
 void rangemap_seek(struct rangemap *map, struct rangemap_cursor *c,
 		   uintptr_t key);
+
+/* The node starting at @key if it is the map's hint, with no search and
+ * without loading any node; else NULL (it may still exist). */
+static inline struct rangemap_node *rangemap_hint(const struct rangemap *map,
+						  uintptr_t key)
+{
+	return map->hint && map->hint_start == key ? map->hint : NULL;
+}
 /* The node just before the cursor (NULL at the start) and just after;
  * rangemap_next() is the node after @node. */
 static inline struct rangemap_node *

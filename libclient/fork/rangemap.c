@@ -75,6 +75,11 @@ void rangemap_seek(struct rangemap *map, struct rangemap_cursor *c,
 			x = x->next[i].node;
 		c->update[i] = x;
 	}
+	x = x->next[0].node;
+	if (x) {
+		map->hint = x;
+		map->hint_start = x->start;
+	}
 }
 
 /* Levels from c->level up to @level: the head, see struct
@@ -107,6 +112,9 @@ void rangemap_cursor_insert(struct rangemap_cursor *c,
 		c->update[i]->next[i].node = node;
 		c->update[i]->next[i].start = node->start;
 	}
+	node->prev = c->update[0] == c->map->head ? NULL : c->update[0];
+	if (node->next[0].node)
+		node->next[0].node->prev = node;
 	c->map->count++;
 }
 
@@ -117,6 +125,10 @@ void rangemap_cursor_remove_next(struct rangemap_cursor *c)
 	fill_to(c, node->level);
 	for (unsigned int i = 0; i < node->level; i++)
 		c->update[i]->next[i] = node->next[i];
+	if (node->next[0].node)
+		node->next[0].node->prev = node->prev;
+	if (c->map->hint == node)
+		c->map->hint = NULL;
 	c->map->count--;
 	free(node);
 }

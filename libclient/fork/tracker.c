@@ -176,13 +176,19 @@ static void split_prev(struct shard *sh, struct rangemap_cursor *c,
 /* Move past the cursor's next node @n, merged into the previous one when
  * they touch and have equal counts: fewer nodes, and neighbouring
  * deferred ranges are un-marked in one call. */
+static inline bool joins(const struct rangemap_node *p,
+			 const struct rangemap_node *n)
+{
+	return p && n && p->end == n->start && p->refcnt == n->refcnt &&
+	       p->unverified == n->unverified;
+}
+
 static void pass(struct shard *sh, struct rangemap_cursor *c,
 		 struct rangemap_node *n)
 {
 	struct rangemap_node *p = rangemap_cursor_prev(c);
 
-	if (p && p->end == n->start && p->refcnt == n->refcnt &&
-	    p->unverified == n->unverified) {
+	if (joins(p, n)) {
 		p->end = n->end;
 		if (!n->refcnt)
 			sh->deferred--;
@@ -345,8 +351,8 @@ static uint64_t unaligned_marked(const struct madv_runs *runs, uintptr_t start,
 }
 
 /* Round [base, base + size) to whole pages of its mapping, or refuse. */
-static int round_range(void *base, size_t size, uintptr_t *ret_start,
-		       uintptr_t *ret_end)
+static inline int round_range(void *base, size_t size, uintptr_t *ret_start,
+			      uintptr_t *ret_end)
 {
 	uintptr_t b = (uintptr_t)base;
 	size_t ps = page_size;
@@ -375,8 +381,7 @@ static int mark_failed(int r)
 /* The general case: plan every piece, take the nodes, mark, apply.  @c is
  * positioned before @start in @first's map. */
 static int mark_locked(struct shard *first, uintptr_t start, uintptr_t end,
-		       void *base, size_t size,
-		       const struct rangemap_cursor *c)
+		       void *base, size_t size, const struct rangemap_cursor *c)
 {
 	struct rangemap_node *pool = NULL;
 	struct madv_runs runs;
@@ -404,33 +409,52 @@ static int mark_locked(struct shard *first, uintptr_t start, uintptr_t end,
 
 /* ---- fast paths: exactly one node, one shard ----------------------------- */
 
-/* The cursor's next node when it is exactly [start, end) with @refcnt
- * registrations, else NULL.  A node never crosses a granule, so a match
- * also means that @start's shard is the only one concerned. */
-static struct rangemap_node *exact(const struct rangemap_cursor *c,
-				   uintptr_t start, uintptr_t end,
-				   unsigned int refcnt)
+/* The node that is exactly [start, end) with @refcnt registrations: the
+ * map's hint when it is that node (no search), else found by positioning
+ * @c before @start, which the general path then uses.  A node never
+ * crosses a granule, so a match also means that @start's shard is the
+ * only one concerned. */
+static inline struct rangemap_node *find_exact(struct rangemap *map,
+					       struct rangemap_cursor *c,
+					       uintptr_t start, uintptr_t end,
+					       unsigned int refcnt)
 {
-	struct rangemap_node *n = rangemap_cursor_next(c);
+	struct rangemap_node *n = rangemap_hint(map, start);
 
-	if (n && n->start == start && n->end == end && n->refcnt == refcnt)
-		return n;
-	return NULL;
+	if (!n || n->end != end || n->refcnt != refcnt) {
+		rangemap_seek(map, c, start);
+		n = rangemap_cursor_next(c);
+		if (!n || n->start != start)
+			return NULL;
+	}
+	return n->end == end && n->refcnt == refcnt ? n : NULL;
 }
 
-/* Register again exactly a deferred range, @c's next: nothing to plan,
- * no node to take, one mark re-issued in case the memory was replaced
- * (none with REMARK=fork).  The madvise runs under the shard lock, as in
- * the general case: a fork then never sees the range live but unmarked,
- * and a failure needs no undo.  The kernel serialises the call on its
- * mmap lock anyway. */
-static int remark_exact(struct shard *sh, struct rangemap_cursor *c,
-			struct rangemap_node *n, void *base, size_t size)
+/* After @n's count changed in place, merge it with a neighbour of equal
+ * count, as a walk would have; only then is a search needed. */
+static inline void settle(struct shard *sh, struct rangemap_node *n)
+{
+	struct rangemap_cursor c;
+
+	if (!joins(n->prev, n) && !joins(n, rangemap_next(n)))
+		return;
+	rangemap_seek(&sh->map, &c, n->start);
+	pass(sh, &c, n);
+	merge_next(sh, &c);
+}
+
+/* Register again exactly a deferred range @n: nothing to plan, no node to
+ * take, one mark re-issued in case the memory was replaced (none with
+ * REMARK=fork).  The madvise runs under the shard lock, as in the general
+ * case: a fork then never sees the range live but unmarked, and a failure
+ * needs no undo.  The kernel serialises the call on its mmap lock
+ * anyway. */
+static int remark_exact(struct shard *sh, struct rangemap_node *n, void *base,
+			size_t size)
 {
 	if (policy.remark == POLICY_REMARK_REGISTER) {
 		sh->madvise_calls++;
-		if (madvise((void *)n->start, n->end - n->start,
-			    MADV_DONTFORK))
+		if (madvise((void *)n->start, n->end - n->start, MADV_DONTFORK))
 			return mark_failed(-errno);
 		/* As unaligned_marked() counts a re-marked run. */
 		sh->unaligned_bytes += ((uintptr_t)base - n->start) +
@@ -438,15 +462,14 @@ static int remark_exact(struct shard *sh, struct rangemap_cursor *c,
 	}
 	hold(sh, n);
 	sh->ranges++;
-	pass(sh, c, n);
-	merge_next(sh, c);
+	settle(sh, n);
 	return 0;
 }
 
 /* Lock what [start, end) needs: the one shard of @first when the range
  * stays in one granule (returns 0), else a mask of shards. */
-static uint64_t lock_range(struct shard *first, uintptr_t start,
-			   uintptr_t end)
+static inline uint64_t lock_range(struct shard *first, uintptr_t start,
+				  uintptr_t end)
 {
 	uint64_t mask;
 
@@ -459,7 +482,7 @@ static uint64_t lock_range(struct shard *first, uintptr_t start,
 	return mask;
 }
 
-static void unlock_range(struct shard *first, uint64_t mask)
+static inline void unlock_range(struct shard *first, uint64_t mask)
 {
 	if (mask)
 		unlock_shards(mask);
@@ -486,10 +509,9 @@ int tracker_mark(void *base, size_t size)
 	/* Written once: a shared line stays clean for other threads. */
 	if (!__atomic_load_n(&any_ranges, __ATOMIC_RELAXED))
 		__atomic_store_n(&any_ranges, true, __ATOMIC_RELAXED);
-	rangemap_seek(&first->map, &c, start);
-	n = exact(&c, start, end, 0);
+	n = find_exact(&first->map, &c, start, end, 0);
 	if (n)
-		r = remark_exact(first, &c, n, base, size);
+		r = remark_exact(first, n, base, size);
 	else
 		r = mark_locked(first, start, end, base, size, &c);
 	unlock_range(first, mask);
@@ -562,17 +584,15 @@ static int release_locked(struct shard *first, uintptr_t start, uintptr_t end,
 	return r;
 }
 
-/* Release the only registration of exactly the range of @n, @c's next:
- * no split, no node; it stays marked until the next fork. */
-static void release_exact(struct shard *sh, struct rangemap_cursor *c,
-			  struct rangemap_node *n)
+/* Release the only registration of exactly the range of @n: no split, no
+ * node; it stays marked until the next fork. */
+static void release_exact(struct shard *sh, struct rangemap_node *n)
 {
 	n->refcnt = 0;
 	sh->deferred++;
 	sh->madvise_saved++;
 	sh->ranges--;
-	pass(sh, c, n);
-	merge_next(sh, c);
+	settle(sh, n);
 }
 
 int tracker_release(void *base, size_t size)
@@ -591,10 +611,14 @@ int tracker_release(void *base, size_t size)
 		return r;
 	first = &shards[shard_index(start)];
 	mask = lock_range(first, start, end);
-	rangemap_seek(&first->map, &c, start);
-	n = policy.defer ? exact(&c, start, end, 1) : NULL;
+	if (policy.defer) {
+		n = find_exact(&first->map, &c, start, end, 1);
+	} else {
+		rangemap_seek(&first->map, &c, start);
+		n = NULL;
+	}
 	if (n)
-		release_exact(first, &c, n);
+		release_exact(first, n);
 	else
 		r = release_locked(first, start, end, &c);
 	unlock_range(first, mask);

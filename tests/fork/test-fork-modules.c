@@ -131,13 +131,30 @@ static void insert_at(struct rangemap *map, uintptr_t start)
 	rangemap_cursor_insert(&c, n);
 }
 
+/* Nodes in ascending order, each linked back to the one before: their
+ * number, or 0 when a link is wrong. */
+static unsigned int walk_ok(struct rangemap *map)
+{
+	struct rangemap_cursor c;
+	struct rangemap_node *n, *before = NULL;
+	unsigned int count = 0;
+
+	rangemap_seek(map, &c, 0);
+	for (n = rangemap_cursor_next(&c); n; n = rangemap_next(n)) {
+		if (n->prev != before || (before && n->start <= before->start))
+			return 0;
+		before = n;
+		count++;
+	}
+	return count;
+}
+
 static void test_rangemap(void)
 {
 	struct rangemap map = { 0 };
 	struct rangemap_cursor c;
 	struct rangemap_node *n;
-	uintptr_t prev = 0;
-	unsigned int seed = 7, count = 0;
+	unsigned int seed = 7;
 
 	CHECK(rangemap_init(&map) == 0);
 	/* Distinct even keys in a scrambled order (the multiplier is prime
@@ -145,13 +162,7 @@ static void test_rangemap(void)
 	for (uint64_t i = 0; i < 5000; i++)
 		insert_at(&map, 2 + 2 * (uintptr_t)(i * 2654435761u % 5000));
 	CHECK(map.count == 5000);
-	rangemap_seek(&map, &c, 0);
-	for (n = rangemap_cursor_next(&c); n; n = rangemap_next(n)) {
-		CHECK(n->start > prev);
-		prev = n->start;
-		count++;
-	}
-	CHECK(count == 5000);
+	CHECK(walk_ok(&map) == 5000);
 	/* Seeking an odd key lands between its even neighbours. */
 	for (int i = 0; i < 100; i++) {
 		uintptr_t key = 3 + 2 * (rand_r(&seed) % 4998);
@@ -159,6 +170,9 @@ static void test_rangemap(void)
 		rangemap_seek(&map, &c, key);
 		CHECK(rangemap_cursor_prev(&c)->start == key - 1);
 		CHECK(rangemap_cursor_next(&c)->start == key + 1);
+		/* The search leaves its node as the hint, for that key only. */
+		CHECK(rangemap_hint(&map, key + 1) == rangemap_cursor_next(&c));
+		CHECK(!rangemap_hint(&map, key - 1));
 	}
 	/* Remove every other node through a walking cursor. */
 	rangemap_seek(&map, &c, 0);
@@ -168,7 +182,12 @@ static void test_rangemap(void)
 		else
 			rangemap_cursor_advance(&c, n);
 	}
-	CHECK(map.count == 2500);
+	CHECK(map.count == 2500 && walk_ok(&map) == 2500);
+	rangemap_seek(&map, &c, 4);
+	rangemap_cursor_remove_next(&c); /* the hint: forgotten */
+	CHECK(!rangemap_hint(&map, 6));
+	insert_at(&map, 6);
+	CHECK(walk_ok(&map) == 2500);
 	rangemap_seek(&map, &c, 4);
 	CHECK(rangemap_cursor_prev(&c)->start == 2);
 	CHECK(rangemap_cursor_next(&c)->start == 6);
