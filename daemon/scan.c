@@ -1,9 +1,18 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Rescans on request.  Event sources ask for a device (or everything) to
- * be read again; the requests collect in a coalescing set for a short
- * debounce window, then one pass reads sysfs and applies the result to
- * the device table.  A storm of thousands of uevents thus costs one pass.
+ * be read again.  An isolated request is served at once (on the next turn
+ * of the event loop, so a burst read in one go still makes one pass);
+ * requests that come within the debounce window after a pass collect in
+ * a coalescing set and are served by one pass when the window closes.  A
+ * storm of thousands of uevents thus costs a pass a window, while a lone
+ * uevent costs no waiting.
+ *
+ * The kernel adds a device's uverbs char device a moment after the ib
+ * device.  A pass that finds a new device without it parks the device
+ * (see below); the uevent of its uverbs then gets one early pass, inside
+ * the window, so a hot-plug is announced as soon as it is complete, and
+ * still only once.
  *
  * A device caught half-created or half-removed (sysfs_scan_device() says
  * -EBADMSG, or its uverbs char device is missing, see in_transition()) is
@@ -14,6 +23,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <event2/event.h>
 
@@ -34,20 +44,50 @@ struct scan {
 	struct coalesce *retry;	  /* half-created devices, second try */
 	struct event *timer;
 	struct event *retry_timer;
+	uint64_t window_end_ms; /* requests before this wait for it */
+	bool parked;	     /* a pass parked a device for its uverbs */
+	bool early_used;     /* this window had its early pass */
 	bool lost_request;   /* a request failed (ENOMEM): scan all */
 	bool garbage_logged; /* rate limit for garbage warnings */
 };
 
-static void arm(struct event *timer, unsigned int ms)
+static uint64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+static void arm(struct event *timer, uint64_t ms)
 {
 	struct timeval tv = {
-		.tv_sec = ms / 1000,
-		.tv_usec = (ms % 1000) * 1000,
+		.tv_sec = (time_t)(ms / 1000),
+		.tv_usec = (suseconds_t)(ms % 1000) * 1000,
 	};
 
 	/* Never re-arm a pending timer: a steady storm must not starve. */
 	if (!evtimer_pending(timer, NULL))
 		evtimer_add(timer, &tv);
+}
+
+/*
+ * How long a new request waits: nothing after a quiet spell, else until
+ * the current window closes.  A device parked for its uverbs gets one
+ * early pass a window, so that a device stuck without uverbs cannot make
+ * a storm cost more than two passes a window.
+ */
+static uint64_t request_delay_ms(struct scan *scan)
+{
+	uint64_t now = now_ms();
+
+	if (now >= scan->window_end_ms)
+		return 0;
+	if (scan->parked && !scan->early_used) {
+		scan->early_used = true;
+		return 0;
+	}
+	return scan->window_end_ms - now;
 }
 
 static void log_garbage(struct scan *scan, const char *what)
@@ -135,6 +175,7 @@ static void scan_one(struct scan *scan, const char *name, bool last_try)
 	} else if (!last_try && in_transition(scan, &info)) {
 		sysfs_device_clear(&info);
 		retry_later(scan, name);
+		scan->parked = true;
 		return;
 	} else {
 		/* The table takes the ports, also on failure. */
@@ -166,8 +207,15 @@ static void drain(struct scan *scan, struct coalesce *set, bool last_try)
 static void on_timer(evutil_socket_t fd, short what, void *arg)
 {
 	struct scan *scan = arg;
+	bool early = scan->early_used && now_ms() < scan->window_end_ms;
 
+	scan->parked = false;
 	drain(scan, scan->pending, false);
+	/* An early pass leaves the window it came in as it was. */
+	if (!early) {
+		scan->window_end_ms = now_ms() + scan->debounce_ms;
+		scan->early_used = false;
+	}
 }
 
 static void on_retry_timer(evutil_socket_t fd, short what, void *arg)
@@ -233,7 +281,8 @@ void scan_request(struct scan *scan, const char *ibdev)
 {
 	if (coalesce_add(scan->pending, ibdev) < 0)
 		scan->lost_request = true;
-	arm(scan->timer, scan->debounce_ms);
+	if (!evtimer_pending(scan->timer, NULL))
+		arm(scan->timer, request_delay_ms(scan));
 }
 
 unsigned int scan_request_netdev(struct scan *scan, const char *ifname)
