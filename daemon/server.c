@@ -7,7 +7,7 @@
  * when the client's queue is empty and queues only on EAGAIN, so the
  * common fan-out costs one sendmsg() per subscriber and no allocation.  A
  * broadcast event is encoded once into a refcounted outbuf that every
- * queue shares.  A queue holds at most max_queue frames of events; a
+ * queue shares (outq.c).  A queue holds at most max_queue frames of events; a
  * subscriber that lets it fill loses its queued events and, once it reads
  * again, gets a fresh unsolicited snapshot (seq 0) instead: it can fall
  * behind but never make the daemon hold unbounded memory or stall others.
@@ -40,6 +40,7 @@
 #include "devices.h"
 #include "export.h"
 #include "log.h"
+#include "outq.h"
 #include "rdmad-config.h"
 #include "server.h"
 #include "sources.h"
@@ -61,15 +62,6 @@ struct genpage {
 	_Atomic uint64_t generation;
 };
 
-/* One encoded frame, shared by every queue it sits in. */
-struct outbuf {
-	unsigned int refs;
-	bool event;    /* droppable on overflow (replies never are) */
-	int pass_fd;   /* sent with SCM_RIGHTS, or -1 */
-	size_t len;
-	uint8_t *data;
-};
-
 struct client {
 	struct client *prev, *next;
 	struct server *srv;
@@ -87,9 +79,7 @@ struct client {
 	bool read_paused;
 	uint8_t bad_requests;
 	unsigned int nholds;
-	/* Ring of queued frames; grows by doubling, starts empty. */
-	struct outbuf **ring;
-	unsigned int head, count, cap;
+	struct outq out;    /* frames waiting for the socket */
 };
 
 struct server {
@@ -121,33 +111,6 @@ enum request_class {
 static void client_close(struct client *c);
 static int send_snapshot(struct client *c, uint64_t seq);
 
-/* ---- outbufs ---- */
-
-static struct outbuf *outbuf_encode(const Rdmad__Frame *frame, bool event,
-				    int pass_fd)
-{
-	struct outbuf *ob = malloc(sizeof(*ob));
-
-	if (!ob)
-		return NULL;
-	if (wire_encode(frame, WIRE_MAX_FRAME, &ob->data, &ob->len) < 0) {
-		free(ob);
-		return NULL;
-	}
-	ob->refs = 1;
-	ob->event = event;
-	ob->pass_fd = pass_fd;
-	return ob;
-}
-
-static void outbuf_unref(struct outbuf *ob)
-{
-	if (--ob->refs)
-		return;
-	free(ob->data);
-	free(ob);
-}
-
 /* ---- per-client output queue ---- */
 
 static void client_kill(struct client *c)
@@ -158,68 +121,24 @@ static void client_kill(struct client *c)
 	event_active(c->ev_write, EV_WRITE, 0);
 }
 
-static int queue_grow(struct client *c)
-{
-	unsigned int cap = c->cap ? c->cap * 2 : 4;
-	struct outbuf **ring = malloc(cap * sizeof(*ring));
-
-	if (!ring)
-		return -ENOMEM;
-	for (unsigned int i = 0; i < c->count; i++)
-		ring[i] = c->ring[(c->head + i) % c->cap];
-	free(c->ring);
-	c->ring = ring;
-	c->cap = cap;
-	c->head = 0;
-	return 0;
-}
-
 static int queue_append(struct client *c, struct outbuf *ob)
 {
-	if (c->count == c->cap && queue_grow(c) < 0)
+	if (outq_append(&c->out, ob) < 0)
 		return -ENOMEM;
-	ob->refs++;
-	c->ring[(c->head + c->count) % c->cap] = ob;
-	if (c->count++ == 0)
+	if (c->out.count == 1)
 		event_add(c->ev_write, NULL);
 	return 0;
-}
-
-static void queue_pop(struct client *c)
-{
-	outbuf_unref(c->ring[c->head]);
-	c->head = (c->head + 1) % c->cap;
-	c->count--;
 }
 
 /* Overflow: drop queued events (replies stay) and owe a snapshot. */
 static void queue_drop_events(struct client *c)
 {
-	unsigned int kept = 0;
-
-	for (unsigned int i = 0; i < c->count; i++) {
-		struct outbuf *ob = c->ring[(c->head + i) % c->cap];
-
-		if (ob->event)
-			outbuf_unref(ob);
-		else
-			c->ring[(c->head + kept++) % c->cap] = ob;
-	}
-	c->count = kept;
+	outq_drop_events(&c->out);
 	if (!c->resync)
 		log_debug("client pid %d (%s): queue overflow, resync", c->pid,
 			  c->comm);
 	c->resync = true;
 	event_add(c->ev_write, NULL);
-}
-
-static void queue_clear(struct client *c)
-{
-	while (c->count)
-		queue_pop(c);
-	free(c->ring);
-	c->ring = NULL;
-	c->cap = 0;
 }
 
 /* Send now if nothing is queued ahead, else queue. */
@@ -229,7 +148,7 @@ static int client_push(struct client *c, struct outbuf *ob)
 
 	if (c->dead)
 		return -EPIPE;
-	if (c->count == 0) {
+	if (c->out.count == 0) {
 		r = wire_send(c->fd, ob->data, ob->len, ob->pass_fd);
 		if (r != -EAGAIN) {
 			if (r < 0)
@@ -245,7 +164,7 @@ static int client_push(struct client *c, struct outbuf *ob)
 
 static void push_event(struct client *c, struct outbuf *ob)
 {
-	if (c->count >= c->srv->opts.max_queue) {
+	if (c->out.count >= c->srv->opts.max_queue) {
 		queue_drop_events(c);
 		return;
 	}
@@ -258,8 +177,7 @@ static void client_flush(struct client *c)
 	struct outbuf *ob;
 	int r;
 
-	while (c->count) {
-		ob = c->ring[c->head];
+	while ((ob = outq_peek(&c->out))) {
 		r = wire_send(c->fd, ob->data, ob->len, ob->pass_fd);
 		if (r == -EAGAIN)
 			return;
@@ -267,7 +185,7 @@ static void client_flush(struct client *c)
 			client_close(c);
 			return;
 		}
-		queue_pop(c);
+		outq_pop(&c->out);
 	}
 	event_del(c->ev_write);
 	if (c->resync) {
@@ -277,7 +195,7 @@ static void client_flush(struct client *c)
 			return;
 		}
 	}
-	if (c->read_paused && c->count < c->srv->opts.max_queue) {
+	if (c->read_paused && c->out.count < c->srv->opts.max_queue) {
 		c->read_paused = false;
 		event_add(c->ev_read, NULL);
 	}
@@ -599,7 +517,7 @@ static int client_read(struct client *c)
 		r = handle_datagram(c, n);
 		if (r < 0)
 			return r;
-		if (c->count >= c->srv->opts.max_queue) {
+		if (c->out.count >= c->srv->opts.max_queue) {
 			/* Backpressure: no more requests until it reads. */
 			c->read_paused = true;
 			event_del(c->ev_read);
@@ -704,7 +622,7 @@ static void client_close(struct client *c)
 	event_free(c->ev_read);
 	event_free(c->ev_write);
 	close(c->fd);
-	queue_clear(c);
+	outq_clear(&c->out);
 	/* Unlinked first: the events this causes go to the others only. */
 	if (c->nholds)
 		devices_release_owner(srv->table, c);
