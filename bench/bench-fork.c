@@ -7,7 +7,11 @@
  * checked with a real fork), 20,000 scattered live ranges, huge pages with
  * RDMAV_HUGEPAGES_SAFE (reserved through /proc/sys/vm/nr_hugepages when
  * run as root, restored at exit), and 8 threads registering at once.
- * Each figure is the best of a few repetitions, in ns per operation.
+ * Each figure is the median of ROUNDS rounds, in ns per operation; in each
+ * round every implementation runs once, after an untimed warm-up, and the
+ * one that goes first rotates from round to round, so that load from
+ * elsewhere on the machine and the faults after a fork hit all alike.
+ * Every ratio is between figures of this run.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -129,6 +133,10 @@ static double churn(enum impl impl, long n, bool remap, int *ret_correct)
 
 	if (!area)
 		die("mmap");
+	/* Untimed: the first cycles fault in what a fork left shared. */
+	for (long i = 0; i < n / 100; i++)
+		if (reg(impl, buf, len) || unreg(impl, buf, len))
+			die("churn");
 	t0 = now_ns();
 	for (long i = 0; i < n; i++) {
 		if (reg(impl, buf, len) || unreg(impl, buf, len))
@@ -223,9 +231,12 @@ static void scatter(char *const area[IMPL_COUNT], unsigned int n, size_t size,
 	turn++;
 	warm_up();
 	if (!interleave) {
-		for (int k = 0; k < IMPL_COUNT; k++)
+		for (int j = 0; j < IMPL_COUNT; j++) {
+			int k = (j + turn) % IMPL_COUNT;
+
 			scatter_one(k, area[k], n, size, &ret_reg[k],
 				    &ret_unreg[k]);
+		}
 		free(order);
 		return;
 	}
@@ -303,7 +314,35 @@ static double threads(enum impl impl, int nthreads, long n)
 
 /* ---- table --------------------------------------------------------------- */
 
-#define REPS 5
+#define ROUNDS 7
+
+/* The implementation that runs @j-th in round @k. */
+static enum impl impl_at(int k, int j)
+{
+	return (enum impl)((k + j) % IMPL_COUNT);
+}
+
+static double median(const double *v, int n)
+{
+	double s[ROUNDS];
+
+	for (int i = 0; i < n; i++) {
+		int j = i;
+
+		for (; j > 0 && s[j - 1] > v[i]; j--)
+			s[j] = s[j - 1];
+		s[j] = v[i];
+	}
+	return n % 2 ? s[n / 2] : (s[n / 2 - 1] + s[n / 2]) / 2;
+}
+
+/* Fill a row's figures with the medians of @v. */
+static void medians(double r[IMPL_COUNT], double v[IMPL_COUNT][ROUNDS],
+		    int n)
+{
+	for (int i = 0; i < IMPL_COUNT; i++)
+		r[i] = median(v[i], n);
+}
 
 struct row {
 	const char *name;
@@ -322,11 +361,6 @@ static void print_row(const struct row *r)
 	       r->ns[IMPL_OURS] / r->ns[IMPL_RAW], r->target,
 	       r->pass ? "PASS" : "MISS", r->note ? "  " : "",
 	       r->note ? r->note : "");
-}
-
-static double best(double a, double b)
-{
-	return a < b ? a : b;
 }
 
 /* What one MADV_DONTFORK on an already marked range costs here: the
@@ -353,17 +387,20 @@ static void row_churn(const char *name)
 	static char note[2][80];
 	static int rows;
 	char *text = note[rows++ % 2];
-	struct row r = { name, { 1e18, 1e18, 1e18 },
-			 "rdma/ours >= 10x", false, text };
-	double remark = 1e18;
+	struct row r = { name, { 0 }, "rdma/ours >= 10x", false, text };
+	double v[IMPL_COUNT][ROUNDS], floor[ROUNDS], remark;
 
-	for (int k = 0; k < REPS; k++)
-		for (int i = 0; i < IMPL_COUNT; i++)
-			r.ns[i] = best(r.ns[i],
-				       churn(i, i == IMPL_OURS ? 100000 : 20000,
-					     false, NULL));
-	for (int k = 0; k < REPS; k++)
-		remark = best(remark, remark_ns());
+	for (int k = 0; k < ROUNDS; k++) {
+		for (int j = 0; j < IMPL_COUNT; j++) {
+			enum impl i = impl_at(k, j);
+
+			v[i][k] = churn(i, i == IMPL_OURS ? 100000 : 20000,
+					false, NULL);
+		}
+		floor[k] = remark_ns();
+	}
+	medians(r.ns, v, ROUNDS);
+	remark = median(floor, ROUNDS);
 	r.pass = r.ns[IMPL_RDMA_CORE] / r.ns[IMPL_OURS] >= 10;
 	snprintf(text, sizeof(note[0]),
 		 "(a bare re-issued DONTFORK: %.0f ns, rdma/that %.1fx)",
@@ -374,13 +411,19 @@ static void row_churn(const char *name)
 static void row_churn_remap(const char *name)
 {
 	static char note[64];
-	struct row r = { name, { 1e18, 1e18, 1e18 },
-			 "child misses new map", true, note };
-	int ok[IMPL_COUNT];
+	struct row r = { name, { 0 }, "child misses new map", true, note };
+	double v[IMPL_COUNT][ROUNDS];
+	int ok[IMPL_COUNT] = { 1, 1, 1 };
 
-	for (int k = 0; k < REPS; k++)
-		for (int i = 0; i < IMPL_COUNT; i++)
-			r.ns[i] = best(r.ns[i], churn(i, 5000, true, &ok[i]));
+	for (int k = 0; k < ROUNDS; k++)
+		for (int j = 0; j < IMPL_COUNT; j++) {
+			enum impl i = impl_at(k, j);
+			int correct;
+
+			v[i][k] = churn(i, 5000, true, &correct);
+			ok[i] &= correct;
+		}
+	medians(r.ns, v, ROUNDS);
 	r.pass = ok[IMPL_OURS];
 	snprintf(note, sizeof(note), "(correct: ours %s, rdma-core %s)",
 		 ok[IMPL_OURS] ? "yes" : "NO",
@@ -434,12 +477,11 @@ static void max_map_raise(long want)
 static void rows_scatter(void)
 {
 	const unsigned int n = 20000;
-	struct row reg_row = { "20000 scattered: register",
-			       { 1e18, 1e18, 1e18 },
+	struct row reg_row = { "20000 scattered: register", { 0 },
 			       "ours/raw <= 1.05x", false, NULL };
-	struct row unreg_row = { "20000 scattered: release",
-				 { 1e18, 1e18, 1e18 },
+	struct row unreg_row = { "20000 scattered: release", { 0 },
 				 "(info: deferred)", true, NULL };
+	double vr[IMPL_COUNT][ROUNDS], vu[IMPL_COUNT][ROUNDS];
 	char *area[IMPL_COUNT];
 
 	max_map_raise(200000);
@@ -451,15 +493,17 @@ static void rows_scatter(void)
 		if (area[i] == MAP_FAILED)
 			die("mmap");
 	}
-	for (int k = 0; k < REPS; k++) {
+	for (int k = 0; k < ROUNDS; k++) {
 		double r[IMPL_COUNT], u[IMPL_COUNT];
 
 		scatter(area, n, pg, r, u);
 		for (int i = 0; i < IMPL_COUNT; i++) {
-			reg_row.ns[i] = best(reg_row.ns[i], r[i]);
-			unreg_row.ns[i] = best(unreg_row.ns[i], u[i]);
+			vr[i][k] = r[i];
+			vu[i][k] = u[i];
 		}
 	}
+	medians(reg_row.ns, vr, ROUNDS);
+	medians(unreg_row.ns, vu, ROUNDS);
 	reg_row.pass = reg_row.ns[IMPL_OURS] / reg_row.ns[IMPL_RAW] <= 1.05;
 	print_row(&reg_row);
 	print_row(&unreg_row);
@@ -469,15 +513,18 @@ static void rows_scatter(void)
 
 static void row_threads(void)
 {
-	struct row r = { "8 threads churn 16 KiB", { 1e18, 1e18, 1e18 },
-			 "rdma/ours >= 1x", false, NULL };
+	struct row r = { "8 threads churn 16 KiB", { 0 }, "rdma/ours >= 1x",
+			 false, NULL };
+	double v[IMPL_COUNT][ROUNDS];
 
-	for (int k = 0; k < 3; k++)
-		for (int i = 0; i < IMPL_COUNT; i++) {
-			long n = i == IMPL_OURS ? 20000 : 4000;
+	for (int k = 0; k < 5; k++)
+		for (int j = 0; j < IMPL_COUNT; j++) {
+			enum impl i = impl_at(k, j);
 
-			r.ns[i] = best(r.ns[i], threads(i, 8, n));
+			threads(i, 8, 400); /* warm-up */
+			v[i][k] = threads(i, 8, i == IMPL_OURS ? 20000 : 4000);
 		}
+	medians(r.ns, v, 5);
 	r.pass = r.ns[IMPL_RDMA_CORE] >= r.ns[IMPL_OURS];
 	print_row(&r);
 }
@@ -526,8 +573,8 @@ static void rows_huge(void)
 	const unsigned int n = 32;
 	struct row r = { "huge pages: register", { 0 },
 			 "huge/plain <= 1.5x", false, NULL };
-	double plain[IMPL_COUNT] = { 1e18, 1e18, 1e18 }, hp[IMPL_COUNT] = {
-		1e18, 1e18, 1e18 }, t[IMPL_COUNT], u[IMPL_COUNT];
+	double plain[IMPL_COUNT], hp[IMPL_COUNT], t[IMPL_COUNT], u[IMPL_COUNT];
+	double vp[IMPL_COUNT][ROUNDS], vh[IMPL_COUNT][ROUNDS];
 	char *normal[IMPL_COUNT], *hmap[IMPL_COUNT];
 	static char note[96];
 
@@ -542,19 +589,21 @@ static void rows_huge(void)
 			return;
 		}
 	}
-	for (int k = 0; k < REPS; k++) {
+	for (int k = 0; k < ROUNDS; k++) {
 		scatter(normal, n, huge, t, u);
 		for (int i = 0; i < IMPL_COUNT; i++)
-			plain[i] = best(plain[i], t[i]);
+			vp[i][k] = t[i];
 	}
+	medians(plain, vp, ROUNDS);
 	setenv("RDMAV_HUGEPAGES_SAFE", "1", 1);
 	rdmad_fork_init();
 	ibv_fork_init(); /* rdma-core re-reads it too */
-	for (int k = 0; k < REPS; k++) {
+	for (int k = 0; k < ROUNDS; k++) {
 		scatter(hmap, n, huge, t, u);
 		for (int i = 0; i < IMPL_COUNT; i++)
-			hp[i] = best(hp[i], t[i]);
+			vh[i][k] = t[i];
 	}
+	medians(hp, vh, ROUNDS);
 	for (int i = 0; i < IMPL_COUNT; i++)
 		r.ns[i] = hp[i];
 	r.pass = hp[IMPL_OURS] / plain[IMPL_OURS] <= 1.5;
