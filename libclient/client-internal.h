@@ -167,7 +167,13 @@ struct rdmad_client {
 	uint64_t next_attempt_ms;
 	int last_error;
 
+	/* The device list is @snapshot plus the events in @unfolded, oldest
+	 * first: an event costs no copy of the list until someone asks for
+	 * it (sync_fold()). */
 	struct rdmad_snapshot *snapshot;
+	struct client_event *unfolded;
+	size_t n_unfolded;
+	size_t cap_unfolded;
 	uint64_t subscribe_seq;
 	bool awaiting_snapshot;
 	bool resync_pending;
@@ -207,6 +213,12 @@ int sync_queue_event(struct rdmad_client *client, enum rdmad_event_type type,
 		     struct rdmad_device *device, uint64_t generation);
 void sync_reset(struct rdmad_client *client);
 void sync_clear_queue(struct rdmad_client *client);
+/* The generation of the device list, 0 before the first snapshot. */
+uint64_t sync_generation(const struct rdmad_client *client);
+/* Apply the unfolded events to @client->snapshot; 0 or -ENOMEM. */
+int sync_fold(struct rdmad_client *client);
+/* Drop the list: the snapshot and the unfolded events. */
+void sync_drop_list(struct rdmad_client *client);
 
 /* client.c, with @client->lock held. */
 int client_ensure_connected(struct rdmad_client *client, bool force);

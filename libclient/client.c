@@ -82,7 +82,7 @@ static void reset_in_child(struct rdmad_client *c)
 	sync_reset(c);
 	sync_clear_queue(c);
 	holds_clear(c);
-	c->snapshot = rdmad_snapshot_unref(c->snapshot);
+	sync_drop_list(c);
 }
 
 static void atfork_child(void)
@@ -181,7 +181,7 @@ static void client_free(struct rdmad_client *c)
 	while (c->n_opens)
 		free(c->opens[--c->n_opens].name);
 	free(c->opens);
-	rdmad_snapshot_unref(c->snapshot);
+	sync_drop_list(c);
 	pthread_cond_destroy(&c->dispatch_done);
 	pthread_mutex_destroy(&c->lock);
 	free(c->path);
@@ -576,8 +576,8 @@ EXPORT uint64_t rdmad_client_get_generation(struct rdmad_client *client)
 		client_ensure_connected(client, false);
 	if (client->connected)
 		generation = conn_page_generation(&client->conn);
-	else if (client->snapshot)
-		generation = client->snapshot->generation;
+	else
+		generation = sync_generation(client);
 	client_wake(client);
 	pthread_mutex_unlock(&client->lock);
 	return generation;
@@ -587,7 +587,7 @@ EXPORT uint64_t rdmad_client_get_generation(struct rdmad_client *client)
 static bool snapshot_current(const struct rdmad_client *c)
 {
 	return c->connected && c->snapshot && !c->awaiting_snapshot &&
-	       conn_page_generation(&c->conn) <= c->snapshot->generation;
+	       conn_page_generation(&c->conn) <= sync_generation(c);
 }
 
 /*
@@ -624,6 +624,8 @@ rdmad_client_get_snapshot(struct rdmad_client *client)
 	pthread_mutex_lock(&client->lock);
 	if (!snapshot_current(client))
 		err = catch_up(client);
+	if (err == 0)
+		err = sync_fold(client);
 	if (err == 0 && client->snapshot)
 		snap = rdmad_snapshot_ref(client->snapshot);
 	else if (err == 0)

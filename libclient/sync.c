@@ -3,11 +3,15 @@
  * Keeping a client's device list in step with the daemon: assembling
  * snapshot parts, applying events in generation order, resubscribing on a
  * gap, and queueing what happened for rdmad_client_process() to hand to
- * the callback.  Every function runs with the client's lock held and does
- * no I/O except sending Subscribe.
+ * the callback.  An event does not copy the device list: it is kept
+ * aside and folded in when the list is asked for (or 64 have piled up),
+ * so a subscriber pays for its list only when it reads it.  Every
+ * function runs with the client's lock held and does no I/O except
+ * sending Subscribe.
  */
 #include <errno.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "client-internal.h"
 
@@ -88,11 +92,91 @@ int sync_subscribe(struct rdmad_client *client)
 	return 0;
 }
 
+/* Unfolded events a client keeps at most before it folds them in. */
+#define SYNC_MAX_UNFOLDED 64
+
 static void replace_snapshot(struct rdmad_client *client,
 			     struct rdmad_snapshot *snap)
 {
 	rdmad_snapshot_unref(client->snapshot);
 	client->snapshot = snap;
+}
+
+/* Forget the first @n unfolded events. */
+static void drop_unfolded(struct rdmad_client *client, size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		snapshot_device_unref(client->unfolded[i].device);
+	client->n_unfolded -= n;
+	if (n && client->n_unfolded)
+		memmove(client->unfolded, client->unfolded + n,
+			client->n_unfolded * sizeof(*client->unfolded));
+}
+
+void sync_drop_list(struct rdmad_client *client)
+{
+	drop_unfolded(client, client->n_unfolded);
+	free(client->unfolded);
+	client->unfolded = NULL;
+	client->cap_unfolded = 0;
+	client->snapshot = rdmad_snapshot_unref(client->snapshot);
+}
+
+uint64_t sync_generation(const struct rdmad_client *client)
+{
+	if (client->n_unfolded)
+		return client->unfolded[client->n_unfolded - 1].generation;
+	return client->snapshot ? client->snapshot->generation : 0;
+}
+
+int sync_fold(struct rdmad_client *client)
+{
+	struct rdmad_snapshot *snap;
+	struct client_event *e;
+	size_t i;
+	int err = 0;
+
+	for (i = 0; i < client->n_unfolded; i++) {
+		e = &client->unfolded[i];
+		err = snapshot_apply_event(client->snapshot, e->type, e->device,
+					   e->generation, &snap);
+		if (err < 0)
+			break;
+		replace_snapshot(client, snap);
+	}
+	drop_unfolded(client, i);
+	return err;
+}
+
+/* Note an applied event; takes a reference on @device. */
+static int add_unfolded(struct rdmad_client *client, enum rdmad_event_type type,
+			struct rdmad_device *device, uint64_t generation)
+{
+	struct client_event *grown;
+	size_t cap;
+	int err;
+
+	if (client->n_unfolded >= SYNC_MAX_UNFOLDED) {
+		err = sync_fold(client);
+		if (err < 0)
+			return err;
+	}
+	if (client->n_unfolded == client->cap_unfolded) {
+		cap = client->cap_unfolded ? 2 * client->cap_unfolded : 4;
+		grown = realloc(client->unfolded, cap * sizeof(*grown));
+		if (!grown)
+			return -ENOMEM;
+		client->unfolded = grown;
+		client->cap_unfolded = cap;
+	}
+	client->unfolded[client->n_unfolded++] = (struct client_event){
+		.type = type,
+		.device = snapshot_device_ref(device),
+		.generation = generation,
+	};
+	return 0;
 }
 
 /* All parts are in: build the snapshot and announce the resync. */
@@ -117,6 +201,8 @@ static int complete_snapshot(struct rdmad_client *client)
 	clear_parts(client);
 	if (!snap)
 		return -ENOMEM;
+	/* The snapshot contains whatever was unfolded. */
+	drop_unfolded(client, client->n_unfolded);
 	replace_snapshot(client, snap);
 	if (solicited)
 		client->awaiting_snapshot = false;
@@ -166,7 +252,6 @@ static int handle_part(struct rdmad_client *client, Rdmad__Frame *frame)
 
 static int handle_event(struct rdmad_client *client, const Rdmad__Event *ev)
 {
-	struct rdmad_snapshot *snap;
 	struct rdmad_device *dev;
 	uint64_t last;
 	int err;
@@ -174,7 +259,7 @@ static int handle_event(struct rdmad_client *client, const Rdmad__Event *ev)
 	/* Events before the snapshot we wait for are part of it. */
 	if (client->awaiting_snapshot || !client->snapshot)
 		return 0;
-	last = client->snapshot->generation;
+	last = sync_generation(client);
 	if (ev->generation <= last)
 		return 0;
 	/* A gap, or an event type newer than this library: resync. */
@@ -185,14 +270,12 @@ static int handle_event(struct rdmad_client *client, const Rdmad__Event *ev)
 	if (!dev)
 		return -ENOMEM;
 	/* The wire values equal the public ones (rdmad.proto, rdmad.h). */
-	err = snapshot_apply_event(client->snapshot,
-				   (enum rdmad_event_type)ev->type, dev,
-				   ev->generation, &snap);
+	err = add_unfolded(client, (enum rdmad_event_type)ev->type, dev,
+			   ev->generation);
 	if (err < 0) {
 		snapshot_device_unref(dev);
 		return err;
 	}
-	replace_snapshot(client, snap);
 	return sync_queue_event(client, (enum rdmad_event_type)ev->type, dev,
 				ev->generation);
 }

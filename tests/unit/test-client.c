@@ -505,6 +505,33 @@ static void test_no_daemon(void)
 	CHECK(rdmad_client_get_fd(NULL) == -EINVAL);
 }
 
+/* More events than the client keeps unfolded (64), in bursts that fit a
+ * socket's queue, with the list read only at the end: every event reaches
+ * the callback and the list. */
+static void test_many_events(struct rdmad_client *c, struct seen *seen)
+{
+	uint64_t gen0 = rdmad_client_get_generation(c), gen;
+	size_t before = snapshot_count(c, &gen);
+	unsigned int i, delivered = 0;
+	char name[32];
+
+	for (i = 0; i < 100; i++) {
+		snprintf(name, sizeof(name), "many%u", i);
+		fake_do(FAKE_EVENT, gen0 + 1 + i,
+			RDMAD__EVENT_TYPE__EVENT_TYPE_ADDED, name);
+		if (i % 8 == 7 || i == 99) {
+			seen->n = 0;
+			delivered += (unsigned int)rdmad_client_process(c);
+			CHECK(seen->n > 0 &&
+				      seen->gen[seen->n - 1] == gen0 + 1 + i,
+			      "burst up to %u", i);
+		}
+	}
+	CHECK(delivered == 100, "%u events delivered", delivered);
+	CHECK(snapshot_count(c, &gen) == before + 100 && gen == gen0 + 100,
+	      "list at generation %llu", (unsigned long long)gen);
+}
+
 int main(void)
 {
 	struct seen seen = {0};
@@ -519,6 +546,7 @@ int main(void)
 	test_unsolicited_snapshot(c, &seen);
 	test_holds(c, &seen);
 	test_reconnect(c, &seen);
+	test_many_events(c, &seen);
 	rdmad_client_unref(c);
 	test_bad_page();
 	test_no_daemon();
