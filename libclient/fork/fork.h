@@ -18,30 +18,52 @@
 
 /* ---- rangemap.c: ordered map of [start, end) page ranges ----------------- */
 
-#define RANGEMAP_MAX_LEVEL 20
-
-/* A link carries the start of the node it points to, so that a search
- * loads a node only when it moves onto it: fewer cache misses. */
-struct rangemap_link {
-	struct rangemap_node *node;
-	uintptr_t start;
-};
+/* The address space is cut into granules that no node crosses; each
+ * granule with nodes has an index of their starts, one slot per 4 KiB
+ * (node starts are page aligned), in chunks of 64 slots allocated as
+ * needed, and a list of its nodes in address order. */
+#define RANGEMAP_GRANULE_SHIFT 22
+#define RANGEMAP_SLOT_SHIFT 12
+#define RANGEMAP_CHUNK_SLOTS 64
+#define RANGEMAP_CHUNKS                                                        \
+	((1 << (RANGEMAP_GRANULE_SHIFT - RANGEMAP_SLOT_SHIFT)) /               \
+	 RANGEMAP_CHUNK_SLOTS)
 
 struct rangemap_node {
 	uintptr_t start;     /* first byte, page aligned */
 	uintptr_t end;	     /* one past the last byte, page aligned */
 	unsigned int refcnt; /* 0: released but still marked (deferred) */
-	unsigned int level;
-	bool unverified;	    /* re-registered, mark re-issued at fork */
-	struct rangemap_node *prev; /* on level 0, NULL for the first */
+	bool unverified;     /* re-registered, mark re-issued at fork */
+	/* Neighbours in the same granule, in address order. */
+	struct rangemap_node *prev;
+	struct rangemap_node *next;
 	struct rangemap_node *pool_next; /* free list while unused */
-	struct rangemap_link next[];
+};
+
+struct rangemap_chunk {
+	uint64_t bits; /* which slots hold a node */
+	struct rangemap_node *slot[RANGEMAP_CHUNK_SLOTS];
+};
+
+struct rangemap_granule {
+	size_t count;		     /* nodes */
+	struct rangemap_node *first; /* lowest */
+	struct rangemap_chunk *chunk[RANGEMAP_CHUNKS];
+};
+
+/* Granules by number (address >> RANGEMAP_GRANULE_SHIFT), open
+ * addressing. */
+struct rangemap_entry {
+	uintptr_t number;
+	struct rangemap_granule *granule; /* NULL: never used; see .c */
 };
 
 struct rangemap {
-	struct rangemap_node *head; /* sentinel with RANGEMAP_MAX_LEVEL links */
-	size_t count;
-	unsigned int level; /* highest level in use: searches start there */
+	struct rangemap_entry *table;
+	size_t cap;   /* a power of two, or 0 */
+	size_t used;  /* entries ever used since the last rehash */
+	size_t live;  /* granules */
+	size_t count; /* nodes */
 	/* The node the last search ended before, and its start (a node's
 	 * start never changes): the same buffer is often asked for again. */
 	struct rangemap_node *hint;
@@ -49,22 +71,33 @@ struct rangemap {
 };
 
 int rangemap_init(struct rangemap *map);
+/* Free every node and the index (tests). */
+void rangemap_clear(struct rangemap *map);
 struct rangemap_node *rangemap_node_new(void);
-/* A position between two nodes, kept with the last node passed on every
- * level, so that a walk in address order can insert and remove at no
- * further search.  Only the @level lowest levels of @update are filled:
- * above them the head is the last node passed (they were empty when the
- * cursor was placed, and nodes are only ever inserted there ahead of it),
- * filled in when an insertion or removal reaches them. */
+/* Make sure a node starting at @addr can be inserted without allocating:
+ * 0 or -ENOMEM, the map's contents unchanged either way. */
+int rangemap_reserve(struct rangemap *map, uintptr_t addr);
+/* Free the index of @addr's granule when it holds no node any more, or of
+ * every such granule. */
+void rangemap_trim(struct rangemap *map, uintptr_t addr);
+void rangemap_trim_all(struct rangemap *map);
+
+/* A position between two nodes of one granule. */
 struct rangemap_cursor {
 	struct rangemap *map;
-	unsigned int level;
-	struct rangemap_node *update[RANGEMAP_MAX_LEVEL];
+	struct rangemap_granule *granule; /* NULL until it has nodes */
+	struct rangemap_node *prev;	  /* NULL at the granule's start */
 };
 
-/* Position before the first node starting at or above @key. */
+/* Position before the first node starting at or above @key (page
+ * aligned), in @key's granule. */
 void rangemap_seek(struct rangemap *map, struct rangemap_cursor *c,
 		   uintptr_t key);
+/* Position at the start of the @i-th entry of the map's table; false when
+ * it holds no granule.  Walks every node, granule by granule, for i from 0
+ * to map->cap. */
+bool rangemap_seek_entry(struct rangemap *map, struct rangemap_cursor *c,
+			 size_t i);
 
 /* The node starting at @key if it is the map's hint, with no search and
  * without loading any node; else NULL (it may still exist). */
@@ -73,29 +106,39 @@ static inline struct rangemap_node *rangemap_hint(const struct rangemap *map,
 {
 	return map->hint && map->hint_start == key ? map->hint : NULL;
 }
+
 /* The node just before the cursor (NULL at the start) and just after;
- * rangemap_next() is the node after @node. */
+ * rangemap_next() is the node after @node in its granule. */
 static inline struct rangemap_node *
 rangemap_cursor_prev(const struct rangemap_cursor *c)
 {
-	return c->update[0] == c->map->head ? NULL : c->update[0];
+	return c->prev;
 }
 
 static inline struct rangemap_node *
 rangemap_cursor_next(const struct rangemap_cursor *c)
 {
-	return c->update[0]->next[0].node;
+	if (c->prev)
+		return c->prev->next;
+	return c->granule ? c->granule->first : NULL;
 }
 
-/* Move past @node, which must be the cursor's next. */
 static inline struct rangemap_node *
 rangemap_next(const struct rangemap_node *node)
 {
-	return node->next[0].node;
+	return node->next;
 }
-void rangemap_cursor_advance(struct rangemap_cursor *c,
-			     struct rangemap_node *node);
-/* Insert @node at the cursor (it becomes next), or remove and free next. */
+
+/* Move past @node, which must be the cursor's next. */
+static inline void rangemap_cursor_advance(struct rangemap_cursor *c,
+					   struct rangemap_node *node)
+{
+	c->prev = node;
+}
+
+/* Insert @node at the cursor (it becomes next; its start was reserved),
+ * or remove and free next.  Neither frees a granule's index: see
+ * rangemap_trim(). */
 void rangemap_cursor_insert(struct rangemap_cursor *c,
 			    struct rangemap_node *node);
 void rangemap_cursor_remove_next(struct rangemap_cursor *c);

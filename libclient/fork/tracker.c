@@ -26,7 +26,7 @@
 #include "fork.h"
 
 #define SHARD_COUNT 64
-#define GRANULE_SHIFT 22
+#define GRANULE_SHIFT RANGEMAP_GRANULE_SHIFT
 
 struct shard {
 	pthread_mutex_t lock;
@@ -231,6 +231,15 @@ static void split_next(struct shard *sh, const struct rangemap_cursor *c,
 
 /* ---- marking ------------------------------------------------------------- */
 
+/* Applying will insert a node starting at @addr: count it, and make room
+ * for it in the index now, while failing changes nothing. */
+static int need_node(const struct rangemap_cursor *c, uintptr_t addr,
+		     size_t *nodes)
+{
+	(*nodes)++;
+	return rangemap_reserve(c->map, addr);
+}
+
 /* Runs of [start, end) to mark, and how many nodes applying will need;
  * @c is positioned before @start. */
 static int plan_mark(const struct rangemap_cursor *c, uintptr_t start,
@@ -242,22 +251,26 @@ static int plan_mark(const struct rangemap_cursor *c, uintptr_t start,
 
 	p = rangemap_cursor_prev(c);
 	n = p && p->end > start ? p : rangemap_cursor_next(c);
-	*nodes += n == p;
+	if (p && n == p)
+		r = need_node(c, start, nodes);
 	for (; n && n->start < end && !r; n = rangemap_next(n)) {
 		if (n->start > at) {
 			r = madv_runs_add(runs, at, n->start, MADV_KIND_FRESH);
-			(*nodes)++;
+			if (!r)
+				r = need_node(c, at, nodes);
 		}
 		if (!r && !n->refcnt && policy.remark == POLICY_REMARK_REGISTER)
 			r = madv_runs_add(runs, max_addr(at, n->start),
 					  min_addr(end, n->end),
 					  MADV_KIND_REMARK);
-		*nodes += n->end > end;
+		if (!r && n->end > end)
+			r = need_node(c, end, nodes);
 		at = n->end;
 	}
 	if (!r && at < end) {
 		r = madv_runs_add(runs, at, end, MADV_KIND_FRESH);
-		(*nodes)++;
+		if (!r)
+			r = need_node(c, at, nodes);
 	}
 	return r;
 }
@@ -334,6 +347,13 @@ static int plan_all(struct shard *first, uintptr_t start, uintptr_t end,
 	return pool_fill(first, pool, nodes);
 }
 
+/* Free the index of every granule of [start, end) left without nodes. */
+static void trim_pieces(uintptr_t start, uintptr_t end)
+{
+	for (uintptr_t s = start; s < end; s = piece_end(s, end))
+		rangemap_trim(&shards[shard_index(s)].map, s);
+}
+
 /* Bytes of the rounded range outside the registration, on edge pages this
  * call marked: memory that a child will miss though nobody registered it. */
 static uint64_t unaligned_marked(const struct madv_runs *runs, uintptr_t start,
@@ -392,6 +412,8 @@ static int mark_locked(struct shard *first, uintptr_t start, uintptr_t end,
 	r = plan_all(first, start, end, &runs, &pool, c);
 	if (!r)
 		r = mark_failed(madv_mark_all(&runs, &first->madvise_calls));
+	if (r)
+		trim_pieces(start, end);
 	if (!r) {
 		for (s = start; s < end; s = e) {
 			e = piece_end(s, end);
@@ -566,12 +588,21 @@ static int release_locked(struct shard *first, uintptr_t start, uintptr_t end,
 	struct rangemap_node *pool = NULL;
 	uintptr_t s, e;
 	size_t pieces = 0;
-	int r;
+	int r = 0;
 
-	for (s = start; s < end; s = piece_end(s, end))
+	/* At most the two nodes straddling each piece's ends get split (at a
+	 * granule's end no node does). */
+	for (s = start; s < end && !r; s = e) {
+		struct rangemap *map = &shards[shard_index(s)].map;
+
+		e = piece_end(s, end);
 		pieces++;
-	/* At most the two nodes straddling each piece's ends get split. */
-	r = pool_fill(first, &pool, 2 * pieces);
+		r = rangemap_reserve(map, s);
+		if (!r && (e & ((UINT64_C(1) << GRANULE_SHIFT) - 1)))
+			r = rangemap_reserve(map, e);
+	}
+	if (!r)
+		r = pool_fill(first, &pool, 2 * pieces);
 	if (!r) {
 		for (s = start; s < end; s = e) {
 			e = piece_end(s, end);
@@ -580,6 +611,7 @@ static int release_locked(struct shard *first, uintptr_t start, uintptr_t end,
 		}
 		first->ranges--;
 	}
+	trim_pieces(start, end);
 	pool_return(first, pool);
 	return r;
 }
@@ -643,21 +675,26 @@ static void flush_shard(struct shard *sh)
 	struct rangemap_cursor c;
 	struct rangemap_node *n;
 
-	rangemap_seek(&sh->map, &c, 0);
-	while ((sh->deferred || sh->unverified) &&
-	       (n = rangemap_cursor_next(&c))) {
-		if (n->refcnt) {
-			if (n->unverified)
-				verify(sh, n);
-			rangemap_cursor_advance(&c, n);
+	for (size_t i = 0; i < sh->map.cap; i++) {
+		if (!rangemap_seek_entry(&sh->map, &c, i))
 			continue;
+		while ((sh->deferred || sh->unverified) &&
+		       (n = rangemap_cursor_next(&c))) {
+			if (n->refcnt) {
+				if (n->unverified)
+					verify(sh, n);
+				rangemap_cursor_advance(&c, n);
+				continue;
+			}
+			madv_unmark(n->start, n->end, page_size,
+				    &sh->madvise_calls);
+			sh->pages_marked -= (n->end - n->start) / page_size;
+			sh->deferred--;
+			sh->unverified -= n->unverified;
+			rangemap_cursor_remove_next(&c);
 		}
-		madv_unmark(n->start, n->end, page_size, &sh->madvise_calls);
-		sh->pages_marked -= (n->end - n->start) / page_size;
-		sh->deferred--;
-		sh->unverified -= n->unverified;
-		rangemap_cursor_remove_next(&c);
 	}
+	rangemap_trim_all(&sh->map);
 }
 
 void tracker_flush(void)

@@ -634,15 +634,20 @@ static int case_interpose(void)
 	return 0;
 }
 
-/* Random registrations and releases on 64 pages, checked against a model
- * (per-page counts) by a child after every few steps: splits, merges and
+/* Random registrations and releases on 64 pages across a 4 MiB boundary,
+ * checked against a model (per-page counts) by a child after every few
+ * steps: splits, merges and
  * deferral must never leave a page marked or unmarked wrongly.  With
  * @reuse, half the registrations take exactly a range released earlier,
  * as buffer pools do (the tracker's fast paths). */
 static void model(bool reuse)
 {
 	enum { PAGES = 64, LIVE = 24, FREED = 8 };
-	char *p = map_pages(PAGES), *addrs[PAGES], r[PAGES];
+	const uintptr_t granule = 4 << 20; /* the tracker's: see rangemap.c */
+	char *area = map_pages(2 * granule / pg + PAGES), *addrs[PAGES];
+	/* Half below a 4 MiB boundary, half above: two granules, two shards. */
+	char *p = (char *)((((uintptr_t)area + PAGES / 2 * pg + granule - 1) &
+			    ~(granule - 1)) - PAGES / 2 * pg), r[PAGES];
 	int count[PAGES] = { 0 }, live = 0, freed = 0;
 	struct { int first, n; } held[LIVE], gone[FREED];
 	unsigned int seed = 42;
