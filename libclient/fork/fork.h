@@ -82,11 +82,13 @@ int rangemap_reserve(struct rangemap *map, uintptr_t addr);
 void rangemap_trim(struct rangemap *map, uintptr_t addr);
 void rangemap_trim_all(struct rangemap *map);
 
-/* A position between two nodes of one granule. */
+/* A position between two nodes of one granule, with both: a search finds
+ * them in the index side by side, without loading either. */
 struct rangemap_cursor {
 	struct rangemap *map;
 	struct rangemap_granule *granule; /* NULL until it has nodes */
 	struct rangemap_node *prev;	  /* NULL at the granule's start */
+	struct rangemap_node *next;	  /* NULL at its end */
 };
 
 /* Position before the first node starting at or above @key (page
@@ -118,9 +120,7 @@ rangemap_cursor_prev(const struct rangemap_cursor *c)
 static inline struct rangemap_node *
 rangemap_cursor_next(const struct rangemap_cursor *c)
 {
-	if (c->prev)
-		return c->prev->next;
-	return c->granule ? c->granule->first : NULL;
+	return c->next;
 }
 
 static inline struct rangemap_node *
@@ -134,6 +134,7 @@ static inline void rangemap_cursor_advance(struct rangemap_cursor *c,
 					   struct rangemap_node *node)
 {
 	c->prev = node;
+	c->next = node->next;
 }
 
 /* Insert @node at the cursor (it becomes next; its start was reserved),

@@ -197,11 +197,17 @@ static struct rangemap_node *highest(const struct rangemap_chunk *ch,
 	return ch->slot[63 - __builtin_clzll(bits)];
 }
 
-/* The last node of @g starting below @key (page aligned), or NULL. */
-static struct rangemap_node *last_before(const struct rangemap_granule *g,
-					 uintptr_t key)
+static struct rangemap_node *lowest(const struct rangemap_chunk *ch,
+				    uint64_t bits, unsigned int *ret_slot)
 {
-	unsigned int s = slot_of(key);
+	*ret_slot = (unsigned int)__builtin_ctzll(bits);
+	return ch->slot[*ret_slot];
+}
+
+/* The last node of @g starting in a slot below @s, or NULL. */
+static struct rangemap_node *last_before(const struct rangemap_granule *g,
+					 unsigned int s)
+{
 	int ci = (int)(s / RANGEMAP_CHUNK_SLOTS);
 	const struct rangemap_chunk *ch = g->chunk[ci];
 	uint64_t below = (UINT64_C(1) << (s % RANGEMAP_CHUNK_SLOTS)) - 1;
@@ -216,19 +222,51 @@ static struct rangemap_node *last_before(const struct rangemap_granule *g,
 	return NULL;
 }
 
+/* The first node of @g starting in slot @s or above, or NULL; its slot in
+ * @ret_slot. */
+static struct rangemap_node *first_from(const struct rangemap_granule *g,
+					unsigned int s, unsigned int *ret_slot)
+{
+	uint64_t from = ~((UINT64_C(1) << (s % RANGEMAP_CHUNK_SLOTS)) - 1);
+
+	for (unsigned int ci = s / RANGEMAP_CHUNK_SLOTS; ci < RANGEMAP_CHUNKS;
+	     ci++) {
+		const struct rangemap_chunk *ch = g->chunk[ci];
+		uint64_t bits = ch ? ch->bits & from : 0;
+		struct rangemap_node *n;
+		unsigned int bit;
+
+		from = ~UINT64_C(0);
+		if (!bits)
+			continue;
+		n = lowest(ch, bits, &bit);
+		*ret_slot = ci * RANGEMAP_CHUNK_SLOTS + bit;
+		return n;
+	}
+	return NULL;
+}
+
+/* Both neighbours come from the index, so that their loads (likely cache
+ * misses) overlap instead of one waiting for the other's link. */
 void rangemap_seek(struct rangemap *map, struct rangemap_cursor *c,
 		   uintptr_t key)
 {
-	struct rangemap_node *next;
+	unsigned int s = slot_of(key), at;
 
 	c->map = map;
 	c->granule = find_granule(map, key);
-	c->prev = c->granule && c->granule->count ? last_before(c->granule, key)
-						  : NULL;
-	next = rangemap_cursor_next(c);
-	if (next) {
-		map->hint = next;
-		map->hint_start = next->start;
+	c->prev = NULL;
+	c->next = NULL;
+	if (!c->granule || !c->granule->count)
+		return;
+	c->prev = last_before(c->granule, s);
+	c->next = first_from(c->granule, s, &at);
+	if (c->next) {
+		map->hint = c->next;
+		map->hint_start =
+			(key &
+			 ~(((uintptr_t)1 << RANGEMAP_GRANULE_SHIFT) - 1)) +
+			((uintptr_t)at << RANGEMAP_SLOT_SHIFT);
 	}
 }
 
@@ -242,6 +280,7 @@ bool rangemap_seek_entry(struct rangemap *map, struct rangemap_cursor *c,
 	c->map = map;
 	c->granule = g;
 	c->prev = NULL;
+	c->next = g->first;
 	return true;
 }
 
@@ -271,13 +310,14 @@ void rangemap_cursor_insert(struct rangemap_cursor *c,
 	*slot = node;
 	*bits |= bit;
 	node->prev = c->prev;
-	node->next = rangemap_cursor_next(c);
+	node->next = c->next;
 	if (node->next)
 		node->next->prev = node;
 	if (c->prev)
 		c->prev->next = node;
 	else
 		c->granule->first = node;
+	c->next = node;
 	c->granule->count++;
 	c->map->count++;
 }
@@ -295,6 +335,7 @@ void rangemap_cursor_remove_next(struct rangemap_cursor *c)
 		c->prev->next = node->next;
 	else
 		c->granule->first = node->next;
+	c->next = node->next;
 	if (c->map->hint == node)
 		c->map->hint = NULL;
 	c->granule->count--;
