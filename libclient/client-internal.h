@@ -88,6 +88,12 @@ int snapshot_apply_event(const struct rdmad_snapshot *old,
 			 enum rdmad_event_type type,
 			 struct rdmad_device *device, uint64_t generation,
 			 struct rdmad_snapshot **ret_snapshot);
+/* The same for @n events in order, in one pass and one allocation; the
+ * result has the generation of the last event (@old's if @n is 0). */
+struct client_event;
+int snapshot_apply_events(const struct rdmad_snapshot *old,
+			  const struct client_event *events, size_t n,
+			  struct rdmad_snapshot **ret_snapshot);
 
 /* ---- conn.c: one connection to the daemon -------------------------------- */
 

@@ -213,36 +213,67 @@ static bool event_keeps(enum rdmad_event_type type,
 	return false;
 }
 
+/* Apply one event to @snap, which has room for one more device. */
+static void apply_in_place(struct rdmad_snapshot *snap,
+			   enum rdmad_event_type type,
+			   struct rdmad_device *device)
+{
+	bool keep = event_keeps(type, device);
+	size_t i;
+
+	for (i = 0; i < snap->count; i++)
+		if (same_device(snap->devices[i], device, type))
+			break;
+	if (i == snap->count) {
+		if (keep)
+			snap->devices[snap->count++] =
+				snapshot_device_ref(device);
+		return;
+	}
+	snapshot_device_unref(snap->devices[i]);
+	if (keep) {
+		snap->devices[i] = snapshot_device_ref(device);
+		return;
+	}
+	snap->count--;
+	memmove(&snap->devices[i], &snap->devices[i + 1],
+		(snap->count - i) * sizeof(snap->devices[0]));
+}
+
+int snapshot_apply_events(const struct rdmad_snapshot *old,
+			  const struct client_event *events, size_t n,
+			  struct rdmad_snapshot **ret_snapshot)
+{
+	size_t old_count = old ? old->count : 0;
+	struct rdmad_snapshot *snap;
+	size_t i;
+
+	snap = snapshot_alloc(old_count + n,
+			      n ? events[n - 1].generation
+				: rdmad_snapshot_get_generation(old));
+	if (!snap)
+		return -ENOMEM;
+	for (i = 0; i < old_count; i++)
+		snap->devices[snap->count++] =
+			snapshot_device_ref(old->devices[i]);
+	for (i = 0; i < n; i++)
+		apply_in_place(snap, events[i].type, events[i].device);
+	*ret_snapshot = snap;
+	return 0;
+}
+
 int snapshot_apply_event(const struct rdmad_snapshot *old,
 			 enum rdmad_event_type type,
 			 struct rdmad_device *device, uint64_t generation,
 			 struct rdmad_snapshot **ret_snapshot)
 {
-	size_t old_count = old ? old->count : 0;
-	bool keep = event_keeps(type, device);
-	bool placed = false;
-	struct rdmad_snapshot *snap;
-	size_t i;
+	struct client_event event = {
+		.type = type,
+		.device = device,
+		.generation = generation,
+	};
 
-	snap = snapshot_alloc(old_count + 1, generation);
-	if (!snap)
-		return -ENOMEM;
-	for (i = 0; i < old_count; i++) {
-		struct rdmad_device *cur = old->devices[i];
-
-		if (!placed && same_device(cur, device, type)) {
-			placed = true;
-			if (keep)
-				snap->devices[snap->count++] =
-					snapshot_device_ref(device);
-			continue;
-		}
-		snap->devices[snap->count++] = snapshot_device_ref(cur);
-	}
-	if (!placed && keep)
-		snap->devices[snap->count++] = snapshot_device_ref(device);
-	*ret_snapshot = snap;
-	return 0;
+	return snapshot_apply_events(old, &event, 1, ret_snapshot);
 }
 
 EXPORT struct rdmad_snapshot *

@@ -4,8 +4,9 @@
  * snapshot parts, applying events in generation order, resubscribing on a
  * gap, and queueing what happened for rdmad_client_process() to hand to
  * the callback.  An event does not copy the device list: it is kept
- * aside and folded in when the list is asked for (or 64 have piled up),
- * so a subscriber pays for its list only when it reads it.  Every
+ * aside and folded in, in one pass, when the list is asked for (beyond
+ * 64 events, the oldest is folded as each new one comes), so a
+ * subscriber pays for its list only when it reads it.  Every
  * function runs with the client's lock held and does no I/O except
  * sending Subscribe.
  */
@@ -131,23 +132,26 @@ uint64_t sync_generation(const struct rdmad_client *client)
 	return client->snapshot ? client->snapshot->generation : 0;
 }
 
-int sync_fold(struct rdmad_client *client)
+/* Fold the oldest @n unfolded events into the snapshot. */
+static int fold(struct rdmad_client *client, size_t n)
 {
 	struct rdmad_snapshot *snap;
-	struct client_event *e;
-	size_t i;
-	int err = 0;
+	int err;
 
-	for (i = 0; i < client->n_unfolded; i++) {
-		e = &client->unfolded[i];
-		err = snapshot_apply_event(client->snapshot, e->type, e->device,
-					   e->generation, &snap);
-		if (err < 0)
-			break;
-		replace_snapshot(client, snap);
-	}
-	drop_unfolded(client, i);
-	return err;
+	if (n == 0)
+		return 0;
+	err = snapshot_apply_events(client->snapshot, client->unfolded, n,
+				    &snap);
+	if (err < 0)
+		return err;
+	replace_snapshot(client, snap);
+	drop_unfolded(client, n);
+	return 0;
+}
+
+int sync_fold(struct rdmad_client *client)
+{
+	return fold(client, client->n_unfolded);
 }
 
 /* Note an applied event; takes a reference on @device. */
@@ -158,8 +162,11 @@ static int add_unfolded(struct rdmad_client *client, enum rdmad_event_type type,
 	size_t cap;
 	int err;
 
+	/* Past the bound, fold the oldest one only: each event then costs
+	 * one copy of the list, as it would without this scheme, instead
+	 * of every client paying for 64 at once. */
 	if (client->n_unfolded >= SYNC_MAX_UNFOLDED) {
-		err = sync_fold(client);
+		err = fold(client, 1);
 		if (err < 0)
 			return err;
 	}

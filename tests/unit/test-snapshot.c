@@ -286,6 +286,79 @@ static void test_sharing(void)
 	rdmad_snapshot_unref(next);
 }
 
+/* Every prefix of an event sequence, applied in one batch, gives the
+ * list (the very same device objects) and generation that applying it
+ * one event at a time gives. */
+static void test_batch(void)
+{
+	static const struct {
+		enum rdmad_event_type type;
+		const char *name, *id;
+		int holders;
+		bool removed;
+	} seq[] = {
+		{RDMAD_EVENT_ADDED, "mlx5_2", "C", 0, false},
+		{RDMAD_EVENT_CHANGED, "mlx5_0", "A", 1, false},
+		{RDMAD_EVENT_REMOVED, "mlx5_1", "B", 0, true},
+		{RDMAD_EVENT_REMOVED, "mlx5_2", "C", 1, true},
+		{RDMAD_EVENT_RELEASED, "mlx5_2", "C", 0, true},
+		{RDMAD_EVENT_ADDED, "mlx5_3", "D", 0, false},
+	};
+	enum { N = sizeof(seq) / sizeof(seq[0]) };
+	struct fake_device a, b, f;
+	Rdmad__Device *msgs[2] = {&a.msg, &b.msg};
+	struct client_event events[N];
+	struct rdmad_snapshot *base, *batch, *one, *next;
+	size_t i, k;
+
+	make_device(&a, "mlx5_0", "A", 0, false);
+	make_device(&b, "mlx5_1", "B", 0, false);
+	base = snapshot_new_from_wire(msgs, 2, 10);
+	for (i = 0; i < N; i++) {
+		make_device(&f, seq[i].name, seq[i].id, seq[i].holders,
+			    seq[i].removed);
+		events[i] = (struct client_event){
+			.type = seq[i].type,
+			.device = snapshot_device_new(&f.msg),
+			.generation = 11 + i,
+		};
+	}
+	for (k = 0; k <= N; k++) {
+		one = rdmad_snapshot_ref(base);
+		for (i = 0; i < k; i++) {
+			CHECK(snapshot_apply_event(one, events[i].type,
+						   events[i].device,
+						   events[i].generation,
+						   &next) == 0);
+			rdmad_snapshot_unref(one);
+			one = next;
+		}
+		CHECK(snapshot_apply_events(base, events, k, &batch) == 0);
+		CHECK(rdmad_snapshot_get_generation(batch) == 10 + k,
+		      "prefix %zu", k);
+		CHECK(rdmad_snapshot_get_count(batch) ==
+			      rdmad_snapshot_get_count(one),
+		      "prefix %zu", k);
+		for (i = 0; i < rdmad_snapshot_get_count(one); i++)
+			CHECK(rdmad_snapshot_get_device(batch, i) ==
+				      rdmad_snapshot_get_device(one, i),
+			      "prefix %zu, device %zu", k, i);
+		rdmad_snapshot_unref(batch);
+		rdmad_snapshot_unref(one);
+	}
+	/* All six: mlx5_0 changed, mlx5_1 and mlx5_2 gone, mlx5_3 added. */
+	CHECK(snapshot_apply_events(base, events, N, &batch) == 0);
+	CHECK(rdmad_snapshot_get_count(batch) == 2 &&
+	      rdmad_device_get_holder_count(
+		      rdmad_snapshot_get_device(batch, 0)) == 1 &&
+	      strcmp(rdmad_device_get_name(rdmad_snapshot_get_device(batch, 1)),
+		     "mlx5_3") == 0);
+	rdmad_snapshot_unref(batch);
+	for (i = 0; i < N; i++)
+		snapshot_device_unref(events[i].device);
+	rdmad_snapshot_unref(base);
+}
+
 int main(void)
 {
 	test_build_and_getters();
@@ -293,6 +366,7 @@ int main(void)
 	test_nameless_rejected();
 	test_events();
 	test_sharing();
+	test_batch();
 	if (failures)
 		fprintf(stderr, "%d check(s) failed\n", failures);
 	return failures ? 1 : 0;
