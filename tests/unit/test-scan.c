@@ -319,6 +319,51 @@ static void test_netdev_and_uverbs(void)
 	CHECK(nscan_all == 1, "%u full passes", nscan_all);
 }
 
+/* An isolated request is served at once; a parked device's uverbs gets
+ * one early pass inside the window; other requests in the window wait
+ * for its end.  Windows of a second keep this independent of the
+ * machine's speed. */
+static void test_leading_edge(void)
+{
+	struct scan_options opts = {
+		.sysroot = root,
+		.debounce_ms = 1000,
+		.storm_threshold = STORM,
+	};
+	struct scan *slow = scan_new(base, table, &opts);
+	struct scan *fresh = scan_new(base, table, &opts);
+
+	reset_counts();
+	put_dev("dev7", "0002:c903:0000:0007\n", "4: ACTIVE\n", "eth7\n");
+	scan_request(slow, "dev7");
+	run_for(5);
+	CHECK(nscan_device == 1 && fake_calls_total() == 0,
+	      "isolated request: %u passes, %s", nscan_device,
+	      fake_calls_dump());
+	put("class/infiniband_verbs/uverbs7/ibdev", "dev7\n");
+	scan_request(slow, "dev7");
+	run_for(5);
+	CHECK(fake_calls_count("added:dev7") == 1 && fake_calls_total() == 1,
+	      "uverbs came: %s", fake_calls_dump());
+	put("class/infiniband/dev0/ports/1/state", "1: DOWN\n");
+	scan_request(slow, "dev0");
+	run_for(5);
+	CHECK(fake_calls_count("changed:dev0") == 0,
+	      "inside the window: %s", fake_calls_dump());
+	run_for(600);
+	run_for(600);
+	CHECK(fake_calls_count("changed:dev0") == 1 && fake_calls_total() == 2,
+	      "at the window's end: %s", fake_calls_dump());
+
+	put("class/infiniband/dev0/ports/1/state", "4: ACTIVE\n");
+	scan_request(fresh, "dev0");
+	run_for(5);
+	CHECK(fake_calls_count("changed:dev0") == 2,
+	      "isolated change: %s", fake_calls_dump());
+	scan_free(fresh);
+	scan_free(slow);
+}
+
 static void test_no_class_dir(void)
 {
 	reset_counts();
@@ -342,6 +387,7 @@ int main(void)
 	test_half_created();
 	test_uverbs_late();
 	test_netdev_and_uverbs();
+	test_leading_edge();
 	test_no_class_dir();
 
 	scan_free(scan);
