@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Internal interfaces of the fork tracker, shared by its modules:
- * rangemap.c (a skip list of page ranges with refcounts), madv.c (the
+ * rangemap.c (an index of page ranges with refcounts), madv.c (the
  * madvise calls and their rollback), hugepage.c (page size of a mapping),
  * policy.c (environment variables), cof.c (does the kernel copy pinned
  * pages at fork), tracker.c (sharded state, mark/release/flush), api.c
@@ -49,6 +49,7 @@ struct rangemap_granule {
 	size_t count;		     /* nodes */
 	struct rangemap_node *first; /* lowest */
 	struct rangemap_chunk *chunk[RANGEMAP_CHUNKS];
+	struct rangemap_granule *spare_next; /* while kept unused */
 };
 
 /* Granules by number (address >> RANGEMAP_GRANULE_SHIFT), open
@@ -64,6 +65,11 @@ struct rangemap {
 	size_t used;  /* entries ever used since the last rehash */
 	size_t live;  /* granules */
 	size_t count; /* nodes */
+	/* Emptied granules kept with their (empty) chunks for the next one:
+	 * a fork empties them all, and the first registrations after it
+	 * would otherwise allocate and zero them again. */
+	struct rangemap_granule *spare;
+	unsigned int spares;
 	/* The node the last search ended before, and its start (a node's
 	 * start never changes): the same buffer is often asked for again. */
 	struct rangemap_node *hint;

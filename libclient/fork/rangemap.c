@@ -120,7 +120,13 @@ static struct rangemap_granule *add_granule(struct rangemap *map,
 
 	if (make_room(map) < 0)
 		return NULL;
-	g = calloc(1, sizeof(*g));
+	g = map->spare;
+	if (g) {
+		map->spare = g->spare_next;
+		map->spares--;
+	} else {
+		g = calloc(1, sizeof(*g));
+	}
 	if (!g)
 		return NULL;
 	place(map->table, map->cap, number_of(addr), g);
@@ -150,15 +156,31 @@ static void free_granule(struct rangemap_granule *g)
 	free(g);
 }
 
+#define SPARE_GRANULES 4
+
+/* Take an empty granule out of the table: kept for reuse (its chunks are
+ * empty already) or freed. */
+static void retire(struct rangemap *map, struct rangemap_entry *e)
+{
+	struct rangemap_granule *g = e->granule;
+
+	if (map->spares < SPARE_GRANULES) {
+		g->spare_next = map->spare;
+		map->spare = g;
+		map->spares++;
+	} else {
+		free_granule(g);
+	}
+	e->granule = &gone;
+	map->live--;
+}
+
 void rangemap_trim(struct rangemap *map, uintptr_t addr)
 {
 	struct rangemap_entry *e = find_entry(map, number_of(addr));
 
-	if (!e || e->granule->count)
-		return;
-	free_granule(e->granule);
-	e->granule = &gone;
-	map->live--;
+	if (e && !e->granule->count)
+		retire(map, e);
 }
 
 void rangemap_trim_all(struct rangemap *map)
@@ -166,11 +188,8 @@ void rangemap_trim_all(struct rangemap *map)
 	for (size_t i = 0; i < map->cap; i++) {
 		struct rangemap_entry *e = &map->table[i];
 
-		if (!e->granule || e->granule == &gone || e->granule->count)
-			continue;
-		free_granule(e->granule);
-		e->granule = &gone;
-		map->live--;
+		if (e->granule && e->granule != &gone && !e->granule->count)
+			retire(map, e);
 	}
 }
 
@@ -184,6 +203,12 @@ void rangemap_clear(struct rangemap *map)
 		while (rangemap_cursor_next(&c))
 			rangemap_cursor_remove_next(&c);
 		free_granule(c.granule);
+	}
+	while (map->spare) {
+		struct rangemap_granule *g = map->spare;
+
+		map->spare = g->spare_next;
+		free_granule(g);
 	}
 	free(map->table);
 	rangemap_init(map);

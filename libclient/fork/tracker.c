@@ -13,9 +13,15 @@
  *   each with its own lock and range map, so threads registering in
  *   different places do not wait for one another.  A range spanning
  *   granules locks its shards in ascending order; fork locks them all.
- * - Work is planned first (which runs need marking, how many nodes), then
- *   madvise is called, then the map is changed: a failed madvise leaves the
- *   map as it was and un-marks what this call had marked.
+ * - Work is planned first (which runs need marking, how many nodes, room
+ *   in the index), then madvise is called, then the map is changed: a
+ *   failed madvise leaves the map as it was and un-marks what this call
+ *   had marked.
+ *
+ * The common cases of a buffer pool, registering again exactly a range
+ * whose release is deferred and releasing the only registration of a
+ * range, take a fast path: one shard lock, the node found through the
+ * map's hint without a search, its count changed in place.
  */
 #include <errno.h>
 #include <pthread.h>

@@ -235,6 +235,12 @@ static void test_rangemap(void)
 	CHECK(map.live == live && map.count == 2500 - GRANULE_PAGES / 4);
 	rangemap_trim_all(&map);
 	CHECK(map.live == live - 1 && walk_ok(&map) == map.count);
+	/* A granule kept for reuse comes back empty. */
+	insert_at(&map, (uintptr_t)1 << 40);
+	rangemap_seek(&map, &c, ((uintptr_t)1 << 40) + PG);
+	CHECK(rangemap_cursor_prev(&c)->start == (uintptr_t)1 << 40);
+	CHECK(!rangemap_cursor_next(&c) && walk_ok(&map) == map.count);
+	CHECK(map.live == live);
 	rangemap_clear(&map);
 	CHECK(map.count == 0 && map.live == 0);
 }
