@@ -248,7 +248,19 @@ static int remaining_ms(uint64_t deadline)
 	return now >= deadline ? 0 : (int)(deadline - now);
 }
 
-int client_drain(struct rdmad_client *c, int timeout_ms)
+/* Every event the page announced is in (the page is stored before the
+ * event is sent), and no snapshot is half read. */
+static bool caught_up(const struct rdmad_client *c)
+{
+	return c->snapshot && !c->awaiting_snapshot && c->n_parts == 0 &&
+	       conn_page_generation(&c->conn) <= sync_generation(c);
+}
+
+/* Read and handle frames until none is pending or, with @events_only,
+ * until caught_up(): then what is left (a late reply) stays for the next
+ * call, the fd still readable, and one event costs one recvmsg(), not a
+ * second one that says EAGAIN. */
+static int drain(struct rdmad_client *c, int timeout_ms, bool events_only)
 {
 	Rdmad__Frame *frame = NULL;
 	int err;
@@ -265,10 +277,17 @@ int client_drain(struct rdmad_client *c, int timeout_ms)
 		err = sync_handle_frame(c, frame);
 		if (err < 0)
 			goto drop;
+		if (events_only && caught_up(c))
+			return 0;
 	}
 drop:
 	client_drop_connection(c, err);
 	return -ECONNRESET;
+}
+
+int client_drain(struct rdmad_client *c, int timeout_ms)
+{
+	return drain(c, timeout_ms, false);
 }
 
 /* Wait for the reply to @seq; -ETIMEDOUT, or the reply frame. */
@@ -550,7 +569,7 @@ EXPORT int rdmad_client_process(struct rdmad_client *client)
 	while (c->dispatching)
 		pthread_cond_wait(&c->dispatch_done, &c->lock);
 	if (client_ensure_connected(c, false) == 0)
-		client_drain(c, 0);
+		drain(c, 0, true);
 	clear_wake(c);
 	c->dispatching = true;
 	c->dispatcher = pthread_self();
