@@ -82,6 +82,9 @@ static struct run_event events[MAX_EVENTS];
 static uint64_t gen0;
 static atomic_uint n_arrived;
 static atomic_bool stop;
+/* CPU time the receiver threads spent, in ns: what librdmad (and the
+ * kernel on its behalf) costs per delivered event. */
+static _Atomic uint64_t poller_cpu_ns;
 /* $BENCH_NOTIFY_NO_STALL set: the page watcher's client reads its
  * socket, so no client is stalled (the comparison run). */
 static bool no_stall;
@@ -91,6 +94,14 @@ static uint64_t now_ns(void)
 	struct timespec ts;
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static uint64_t thread_cpu_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
@@ -154,6 +165,7 @@ struct raw {
 	uint64_t sent[RAW_ROUNDS];
 	uint64_t *got; /* [receiver][round] */
 	atomic_uint n_got;
+	_Atomic uint64_t cpu_ns; /* the receiver threads' */
 };
 
 struct raw_thread {
@@ -169,6 +181,7 @@ static void *raw_receiver(void *arg)
 	struct epoll_event evs[64];
 	int ep = epoll_create1(EPOLL_CLOEXEC);
 	char buf[4096];
+	uint64_t cpu0 = thread_cpu_ns();
 	unsigned int i;
 	int n, k;
 
@@ -192,6 +205,7 @@ static void *raw_receiver(void *arg)
 			}
 		}
 	}
+	atomic_fetch_add(&raw->cpu_ns, thread_cpu_ns() - cpu0);
 	close(ep);
 	return NULL;
 }
@@ -224,6 +238,9 @@ static double raw_report(struct raw *raw)
 				missing++;
 		}
 	p99 = lat ? print_row("floor: raw fan-out", lat, n, missing, 0) : 0;
+	if (n)
+		printf("floor receiver threads' CPU: %.2f us per datagram\n",
+		       (double)atomic_load(&raw->cpu_ns) / 1e3 / (double)n);
 	free(lat);
 	return p99;
 }
@@ -298,6 +315,7 @@ static void *poller(void *arg)
 	long id = (long)arg;
 	struct epoll_event evs[64];
 	int ep = epoll_create1(EPOLL_CLOEXEC);
+	uint64_t cpu0 = thread_cpu_ns();
 	unsigned int i;
 	int n, k;
 
@@ -315,6 +333,7 @@ static void *poller(void *arg)
 			rdmad_client_process(w->client);
 		}
 	}
+	atomic_fetch_add(&poller_cpu_ns, thread_cpu_ns() - cpu0);
 	close(ep);
 	return NULL;
 }
@@ -495,6 +514,10 @@ static void report(unsigned int n_events, double floor_p99)
 	report_kind("plug", "plug, from plug start", SINCE_T0, n_events,
 		    floor_p99);
 	report_kind("plug", "plug, from page", SINCE_PAGE, n_events, floor_p99);
+	if (atomic_load(&n_arrived))
+		printf("receiver threads' CPU: %.2f us per delivered event\n",
+		       (double)atomic_load(&poller_cpu_ns) / 1e3 /
+			       atomic_load(&n_arrived));
 	if (check_names(n_events))
 		printf("WARNING: some events were not the ones driven (see "
 		       "stderr): figures are not per uevent\n");
