@@ -275,10 +275,12 @@ static void on_table_event(void *userdata, enum devices_event event,
 			 d->cfg.state_dir);
 	}
 	d->genstore_failed = r < 0;
-	if (d->async)
-		async_source_device_event(d->async, event, dev);
+	/* Clients first: opening a new device for its async events takes
+	 * milliseconds (a device list, an open) and they need not wait. */
 	if (d->server)
 		server_device_event(d->server, event, dev, old_name);
+	if (d->async)
+		async_source_device_event(d->async, event, dev);
 	metrics_note_event(d->metrics, event);
 	schedule_status(d);
 }
@@ -389,6 +391,11 @@ static int setup_signals(struct rdmad *d)
 
 static void free_signals(struct rdmad *d)
 {
+	/* Freeing the events restores the default actions; a second SIGTERM
+	 * during the rest of the tear-down must not kill us (the alarm set
+	 * in on_stop() bounds it). */
+	signal(SIGTERM, SIG_IGN);
+	signal(SIGINT, SIG_IGN);
 	if (d->ev_term)
 		event_free(d->ev_term);
 	if (d->ev_int)
