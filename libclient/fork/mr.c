@@ -8,6 +8,7 @@
  * libibverbs 44 does not mark anything for it either.
  */
 #include <errno.h>
+#include <stdbool.h>
 
 #include <infiniband/verbs.h>
 
@@ -25,20 +26,29 @@ static struct ibv_mr *track(struct ibv_mr *mr, void *addr, size_t length)
 	return mr;
 }
 
-FORK_EXPORT struct ibv_mr *rdmad_reg_mr(struct ibv_pd *pd, void *addr,
-					size_t length, int access)
+/* Mark the range before the kernel pins it; false with errno set if we
+ * cannot (then nothing is registered). */
+static bool mark(struct ibv_pd *pd, void *addr, size_t length)
 {
 	int r;
 
 	if (!pd) {
 		errno = EINVAL;
-		return NULL;
+		return false;
 	}
 	r = rdmad_dontfork_range(addr, length);
 	if (r < 0) {
 		errno = -r;
-		return NULL;
+		return false;
 	}
+	return true;
+}
+
+FORK_EXPORT struct ibv_mr *rdmad_reg_mr(struct ibv_pd *pd, void *addr,
+					size_t length, int access)
+{
+	if (!mark(pd, addr, length))
+		return NULL;
 	return track(ibv_reg_mr(pd, addr, length, access), addr, length);
 }
 
@@ -46,17 +56,8 @@ FORK_EXPORT struct ibv_mr *rdmad_reg_mr_iova(struct ibv_pd *pd, void *addr,
 					     size_t length, uint64_t iova,
 					     int access)
 {
-	int r;
-
-	if (!pd) {
-		errno = EINVAL;
+	if (!mark(pd, addr, length))
 		return NULL;
-	}
-	r = rdmad_dontfork_range(addr, length);
-	if (r < 0) {
-		errno = -r;
-		return NULL;
-	}
 	return track(ibv_reg_mr_iova(pd, addr, length, iova, access), addr,
 		     length);
 }
