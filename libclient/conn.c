@@ -88,21 +88,15 @@ int conn_map_page(struct conn *conn, int fd)
 
 int conn_send(struct conn *conn, Rdmad__Frame *frame, uint64_t *ret_seq)
 {
-	uint8_t *buf;
-	size_t len;
+	uint64_t seq;
 	int err;
 
 	if (conn->fd < 0)
 		return -ENOTCONN;
-	frame->version = WIRE_VERSION;
-	frame->seq = conn->next_seq++;
-	err = wire_encode(frame, WIRE_MAX_REQUEST, &buf, &len);
-	if (err < 0)
-		return err;
-	err = wire_send(conn->fd, buf, len, -1);
-	free(buf);
+	seq = conn->next_seq++;
+	err = wire_send_request(conn->fd, frame, seq);
 	if (err == 0 && ret_seq)
-		*ret_seq = frame->seq;
+		*ret_seq = seq;
 	return err;
 }
 

@@ -226,6 +226,22 @@ static void collect_fds(struct msghdr *msg, int *ret_fd)
 	}
 }
 
+int wire_send_request(int fd, Rdmad__Frame *frame, uint64_t seq)
+{
+	uint8_t *buf;
+	size_t len;
+	int r;
+
+	frame->version = WIRE_VERSION;
+	frame->seq = seq;
+	r = wire_encode(frame, WIRE_MAX_REQUEST, &buf, &len);
+	if (r < 0)
+		return r;
+	r = wire_send(fd, buf, len, -1);
+	free(buf);
+	return r;
+}
+
 ssize_t wire_recv(int fd, void *buf, size_t cap, int *ret_fd)
 {
 	union {

@@ -40,6 +40,11 @@ void wire_free(Rdmad__Frame *frame);
 /* Send one datagram, optionally passing @pass_fd (-1 for none) with
  * SCM_RIGHTS; MSG_NOSIGNAL|MSG_DONTWAIT.  -EAGAIN when the socket is full. */
 int wire_send(int fd, const void *buf, size_t len, int pass_fd);
+/* A client's request: stamp @frame with WIRE_VERSION and @seq, encode it
+ * (at most WIRE_MAX_REQUEST bytes) and send it.  -EMSGSIZE, -ENOMEM, or
+ * what wire_send() returns. */
+int wire_send_request(int fd, Rdmad__Frame *frame, uint64_t seq);
+
 /* Receive one datagram into @buf; a passed fd lands in *ret_fd (else -1),
  * opened O_CLOEXEC.  Returns its length, 0 on orderly close, -EMSGSIZE if
  * truncated, or -errno. */

@@ -85,21 +85,14 @@ static int do_connect(struct session *s, const char *path)
 
 int session_send(struct session *s, Rdmad__Frame *frame, uint64_t *ret_seq)
 {
-	uint8_t *buf;
-	size_t len;
+	uint64_t seq = s->next_seq++;
 	int r;
 
-	frame->version = WIRE_VERSION;
-	frame->seq = s->next_seq++;
-	r = wire_encode(frame, WIRE_MAX_REQUEST, &buf, &len);
-	if (r < 0)
-		return fail(s, r, "cannot encode request: %s", strerror(-r));
-	r = wire_send(s->fd, buf, len, -1);
-	free(buf);
+	r = wire_send_request(s->fd, frame, seq);
 	if (r < 0)
 		return fail(s, r, "cannot send request: %s", strerror(-r));
 	if (ret_seq)
-		*ret_seq = frame->seq;
+		*ret_seq = seq;
 	return 0;
 }
 
