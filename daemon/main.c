@@ -290,7 +290,16 @@ static void on_table_event(void *userdata, enum devices_event event,
 static void on_stop(evutil_socket_t sig, short what, void *arg)
 {
 	struct rdmad *d = arg;
+	sigset_t stop_signals;
 
+	/* Tearing down restores the default actions of the signals; a second
+	 * SIGTERM meanwhile must not kill us, so block them from now on (the
+	 * alarm bounds the tear-down, and exit discards what is pending). */
+	sigemptyset(&stop_signals);
+	sigaddset(&stop_signals, SIGTERM);
+	sigaddset(&stop_signals, SIGINT);
+	sigaddset(&stop_signals, SIGHUP);
+	sigprocmask(SIG_BLOCK, &stop_signals, NULL);
 	log_info("signal %d: stopping", (int)sig);
 	notify_stopping(d->notify);
 	alarm(SHUTDOWN_TIMEOUT_SEC);
@@ -391,11 +400,6 @@ static int setup_signals(struct rdmad *d)
 
 static void free_signals(struct rdmad *d)
 {
-	/* Freeing the events restores the default actions; a second SIGTERM
-	 * during the rest of the tear-down must not kill us (the alarm set
-	 * in on_stop() bounds it). */
-	signal(SIGTERM, SIG_IGN);
-	signal(SIGINT, SIG_IGN);
 	if (d->ev_term)
 		event_free(d->ev_term);
 	if (d->ev_int)

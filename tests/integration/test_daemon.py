@@ -231,6 +231,22 @@ class TestRestart(DaemonTest):
         self.assertIn("STOPPING=1", seen)
         self.assertEqual(self.d.stop(), 0)
 
+    def test_signals_during_stop_still_exit_zero(self):
+        """systemd and impatient users signal again while rdmad stops."""
+        for i in range(5):
+            self.tb.plug("mlx5_%d" % i, "mlx5-ib")
+        self.start_daemon()
+        clients = [Monitor(self.sock) for _ in range(20)]
+        sent = 0
+        while self.d.proc.poll() is None and sent < 20000:
+            self.d.proc.send_signal((15, 2, 1)[sent % 3])
+            sent += 1
+            time.sleep(0.0002)
+        self.assertEqual(self.d.proc.wait(10), 0,
+                         "after %d signals:\n%s" % (sent, self.d.logtext()))
+        for m in clients:
+            m.close()
+
     def test_unreachable_daemon_exit_3(self):
         sock = os.path.join(self.work, "nobody.sock")
         for verb in ("status", "list", "monitor"):
