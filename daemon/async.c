@@ -260,10 +260,12 @@ void async_source_device_event(struct async_source *src,
 		rename_device(src, dev);
 		break;
 	case DEVICES_EVENT_REMOVED:
-	case DEVICES_EVENT_RELEASED:
 		src->list_stale = true;
 		remove_device(src, device_info(dev)->id);
 		break;
+	case DEVICES_EVENT_RELEASED:
+		/* Its context went at REMOVED; the id may belong to a
+		 * re-plugged successor by now, whose context must stay. */
 	case DEVICES_EVENT_CHANGED:
 		break;
 	}

@@ -529,8 +529,13 @@ static int rdmad_run(struct rdmad *d)
 	log_info("rdmad %s ready: %s", RDMAD_VERSION, status);
 	r = event_base_dispatch(d->base) < 0 ? -EIO : 0;
 
-	metrics_free(d->metrics);
+	/* Closing the clients releases their holds: table events nobody is
+	 * left to hear, and the modules they would reach are going away. */
+	devices_set_listener(d->table, NULL, NULL);
 	server_free(d->server);
+	d->server = NULL;
+	metrics_free(d->metrics);
+	d->metrics = NULL;
 out_sources:
 	stop_sources(d);
 out_table:

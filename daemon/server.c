@@ -14,8 +14,10 @@
  *
  * Input: one datagram of at most WIRE_MAX_REQUEST bytes is one request.
  * Requests are classed read-only, mutating or admin and checked against
- * SO_PEERCRED (never against what the message says).  While a client's
- * queue is full we stop reading from it, so replies cannot pile up either.
+ * SO_PEERCRED (never against what the message says).  While anything is
+ * queued for a client we read no more of its requests, so a client that
+ * pipelines requests and never reads holds at most one reply (a snapshot)
+ * plus max_queue events here.
  * Malformed input is logged at debug level only.
  *
  * The generation page: a 4 KiB memfd that the daemon maps read-write and
@@ -195,7 +197,7 @@ static void client_flush(struct client *c)
 			return;
 		}
 	}
-	if (c->read_paused && c->out.count < c->srv->opts.max_queue) {
+	if (c->read_paused && c->out.count == 0) {
 		c->read_paused = false;
 		event_add(c->ev_read, NULL);
 	}
@@ -517,7 +519,7 @@ static int client_read(struct client *c)
 		r = handle_datagram(c, n);
 		if (r < 0)
 			return r;
-		if (c->out.count >= c->srv->opts.max_queue) {
+		if (c->out.count > 0) {
 			/* Backpressure: no more requests until it reads. */
 			c->read_paused = true;
 			event_del(c->ev_read);

@@ -346,6 +346,12 @@ int client_request(struct rdmad_client *c, Rdmad__Frame__BodyCase body,
 		return -ECONNRESET;
 	}
 	err = wait_reply(c, seq, &frame, NULL);
+	if (err == -ETIMEDOUT) {
+		/* The daemon may still act on it: start over on a fresh
+		 * connection, which holds exactly what we recorded. */
+		client_drop_connection(c, err);
+		return err;
+	}
 	if (err < 0)
 		return err;
 	err = status_error(frame->status);

@@ -6,10 +6,12 @@
  * client.c decide what the frames mean.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <unistd.h>
@@ -70,7 +72,18 @@ void conn_fini(struct conn *conn)
 int conn_map_page(struct conn *conn, int fd)
 {
 	const struct conn_page *page;
+	struct stat st;
+	int seals;
 
+	/* Reading a mapping past the end of its file is SIGBUS: only map a
+	 * page that is whole and sealed so that it stays whole. */
+	seals = fcntl(fd, F_GET_SEALS);
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) ||
+	    st.st_size < CONN_PAGE_SIZE || seals < 0 ||
+	    !(seals & F_SEAL_SHRINK)) {
+		close(fd);
+		return -EPROTO;
+	}
 	page = mmap(NULL, CONN_PAGE_SIZE, PROT_READ, MAP_SHARED, fd, 0);
 	close(fd);
 	if (page == MAP_FAILED)

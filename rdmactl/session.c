@@ -77,6 +77,14 @@ static int do_connect(struct session *s, const char *path)
 	s->fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
 	if (s->fd < 0)
 		return fail(s, -errno, "%s", strerror(errno));
+	/* A listener whose backlog is full makes connect() wait; bound that
+	 * by the reply timeout too (AF_UNIX honours SO_SNDTIMEO there). */
+	if (s->timeout_ms >= 0) {
+		struct timeval tv = {.tv_sec = s->timeout_ms / 1000,
+				     .tv_usec = s->timeout_ms % 1000 * 1000};
+
+		setsockopt(s->fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+	}
 	if (connect(s->fd, (struct sockaddr *)&sun, sizeof(sun)) < 0)
 		return fail(s, -errno, "%s", strerror(errno));
 	s->connected = true;

@@ -8,6 +8,7 @@
  * and a dropped connection (reconnect, holds announced again, RESYNC).
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -290,8 +291,10 @@ static pthread_t fake_start(void)
 	    pipe(fake.ack_fd) < 0)
 		abort();
 	fake.client_fd = -1;
-	fake.page_fd = memfd_create("gen", MFD_CLOEXEC);
-	if (ftruncate(fake.page_fd, 4096) < 0)
+	/* Sized and sealed as rdmad makes it (daemon/server.c). */
+	fake.page_fd = memfd_create("gen", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+	if (ftruncate(fake.page_fd, 4096) < 0 ||
+	    fcntl(fake.page_fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW) < 0)
 		abort();
 	fake.page = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED,
 			 fake.page_fd, 0);
@@ -480,6 +483,33 @@ static void test_bad_page(void)
 	rdmad_client_unref(c);
 }
 
+/* A page that is short, or could be made short, would be SIGBUS on read:
+ * refused before it is mapped. */
+static void test_short_page(void)
+{
+	static const struct {
+		const char *what;
+		off_t size;
+		unsigned int seals;
+	} cases[] = {
+		{"empty", 0, F_SEAL_SHRINK},
+		{"short", 100, F_SEAL_SHRINK},
+		{"not sealed", 4096, 0},
+	};
+	struct conn conn;
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		int fd = memfd_create("page", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+
+		conn_init(&conn);
+		CHECK(ftruncate(fd, cases[i].size) == 0);
+		if (cases[i].seals)
+			CHECK(fcntl(fd, F_ADD_SEALS, cases[i].seals) == 0);
+		CHECK(conn_map_page(&conn, fd) == -EPROTO, "%s", cases[i].what);
+		conn_fini(&conn);
+	}
+}
+
 static void test_no_daemon(void)
 {
 	struct rdmad_client *c = rdmad_client_new("/nonexistent/rdmad.sock");
@@ -549,6 +579,7 @@ int main(void)
 	test_many_events(c, &seen);
 	rdmad_client_unref(c);
 	test_bad_page();
+	test_short_page();
 	test_no_daemon();
 	unlink(fake.path);
 	if (failures)
