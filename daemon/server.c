@@ -831,7 +831,10 @@ static int genpage_open(struct server *srv, int fd)
 			      memory_order_release);
 	/* From here on nobody may write it but through our mapping, and
 	 * the fd clients get is read-only besides. */
-	fcntl(srv->gen_fd, F_ADD_SEALS, F_SEAL_FUTURE_WRITE);
+	if (fcntl(srv->gen_fd, F_ADD_SEALS, F_SEAL_FUTURE_WRITE) < 0)
+		log_warn("cannot seal the generation page against writes "
+			 "(Linux >= 5.1 can): a client could reopen it "
+			 "writable and mislead the others");
 	snprintf(path, sizeof(path), "/proc/self/fd/%d", srv->gen_fd);
 	srv->gen_ro_fd = open(path, O_RDONLY | O_CLOEXEC);
 	return srv->gen_ro_fd < 0 ? -errno : 0;

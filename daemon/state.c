@@ -3,10 +3,10 @@
  * Generation persistence.  <dir>/generation holds, in decimal, a ceiling:
  * no generation above it has been published.  At start the daemon
  * resumes from the old ceiling and reserves the next block of
- * GENSTORE_BLOCK; publishing a generation at or past the ceiling reserves
- * another block first.  So a crash at any point (kill -9) loses at most
- * the unused rest of a block, never goes back, and costs one write per
- * block.  The file is replaced by rename(), so it is either the old or
+ * GENSTORE_BLOCK; publishing a generation within half a block of the
+ * ceiling reserves another block first.  So a crash at any point (kill -9)
+ * loses at most the unused rest of a block, never goes back, and costs one
+ * write per half block.  The file is replaced by rename(), so it is either the old or
  * the new ceiling, never a torn write.
  */
 #include <errno.h>
@@ -137,7 +137,10 @@ int genstore_open(const char *dir, struct genstore **ret_store,
 
 int genstore_note(struct genstore *store, uint64_t generation)
 {
-	if (generation < store->ceiling)
+	/* Reserve the next block half a block early: a write that fails
+	 * (a full /run) is retried on every later change while half a block
+	 * of headroom is left, before anything past the ceiling goes out. */
+	if (generation + GENSTORE_BLOCK / 2 < store->ceiling)
 		return 0;
 	return reserve(store, generation);
 }

@@ -3,7 +3,7 @@
  * A generation that never goes back, not even across daemon restarts or
  * kill -9: the daemon reserves blocks of generations in a small file under
  * the state directory (default /run/rdmad) and starts after the last
- * reserved block.  One write per block, not per change.
+ * reserved block.  One write per half block, not per change.
  */
 #ifndef RDMAD_STATE_H
 #define RDMAD_STATE_H

@@ -3,7 +3,7 @@
  * Unit test of the generation store: whatever was noted before a "crash"
  * (dropping the store without closing it cleanly is the same as reopening
  * the file), the next start is never lower; garbage in the file starts
- * from 0; one write per block, not per generation.
+ * from 0; one write per half block, not per generation.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -121,7 +121,7 @@ static void test_never_back(void)
 	}
 }
 
-static void test_one_write_per_block(void)
+static void test_one_write_per_half_block(void)
 {
 	struct genstore *s;
 	uint64_t start, before;
@@ -130,9 +130,17 @@ static void test_one_write_per_block(void)
 	CHECK(genstore_open(dir, &s, &start) == 0 && start == 0, "open");
 	before = file_value();
 	CHECK(before == 1024, "first ceiling %" PRIu64, before);
-	for (uint64_t g = 1; g < 1024; g++)
+	/* The next block is reserved half a block early, so that a failed
+	 * write is retried while there is headroom. */
+	for (uint64_t g = 1; g < 512; g++)
 		genstore_note(s, g);
-	CHECK(file_value() == before, "rewrote within a block: %" PRIu64,
+	CHECK(file_value() == before, "rewrote too early: %" PRIu64,
+	      file_value());
+	CHECK(genstore_note(s, 512) == 0 && file_value() == 1536,
+	      "reserve ahead %" PRIu64, file_value());
+	for (uint64_t g = 513; g < 1024; g++)
+		genstore_note(s, g);
+	CHECK(file_value() == 1536, "rewrote within half a block: %" PRIu64,
 	      file_value());
 	CHECK(genstore_note(s, 1024) == 0 && file_value() == 2048,
 	      "next block %" PRIu64, file_value());
@@ -182,7 +190,7 @@ int main(void)
 	}
 	test_open();
 	test_never_back();
-	test_one_write_per_block();
+	test_one_write_per_half_block();
 	test_not_a_directory();
 	test_missing_parent();
 	remove_state();
