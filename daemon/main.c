@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <syslog.h>
 #include <unistd.h>
@@ -503,11 +504,29 @@ static void stop_sources(struct rdmad *d)
 	scan_free(d->scan);
 }
 
+/*
+ * Every client is a descriptor, and a scan must never fail for lack of
+ * one (a device would look removed): take the hard limit as our soft one,
+ * as systemd advises for services that need many (its default soft limit
+ * is 1024 while max_clients is 4096).
+ */
+static void raise_fd_limit(void)
+{
+	struct rlimit rl;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) < 0 || rl.rlim_cur == rl.rlim_max)
+		return;
+	rl.rlim_cur = rl.rlim_max;
+	if (setrlimit(RLIMIT_NOFILE, &rl) < 0)
+		log_warn("cannot raise the open file limit");
+}
+
 static int rdmad_run(struct rdmad *d)
 {
 	char status[128];
 	int r = -ENOMEM;
 
+	raise_fd_limit();
 	d->base = event_base_new();
 	if (!d->base)
 		goto out;
