@@ -92,9 +92,11 @@ int rdmad_client_get_fd(struct rdmad_client *client);
 /* Milliseconds until the next reconnect attempt is due, -1 if none. */
 int rdmad_client_get_timeout(struct rdmad_client *client);
 
-/* Read and apply everything pending without blocking, running the
- * callback for each change.  Returns the number of events applied (>= 0)
- * or -errno. */
+/* Reconnect if due, read and apply everything pending, running the
+ * callback for each change.  Returns the number of events applied (>= 0;
+ * 0 while the daemon is out of reach, which is retried later, not an
+ * error) or -errno.  It does not wait for news; a reconnect's handshake
+ * may wait for the daemon's answers, up to 2 s a step. */
 int rdmad_client_process(struct rdmad_client *client);
 
 /* Register the callback (one per client; NULL removes it). */
