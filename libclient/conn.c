@@ -13,7 +13,6 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/socket.h>
-#include <sys/un.h>
 #include <unistd.h>
 
 #include "client-internal.h"
@@ -28,28 +27,13 @@ void conn_init(struct conn *conn)
 
 int conn_open(struct conn *conn, const char *path)
 {
-	struct sockaddr_un addr = {.sun_family = AF_UNIX};
-	int fd, err;
-
-	if (strlen(path) >= sizeof(addr.sun_path))
-		return -ENAMETOOLONG;
 	if (!conn->buf) {
 		conn->buf = malloc(WIRE_MAX_FRAME);
 		if (!conn->buf)
 			return -ENOMEM;
 	}
-	strcpy(addr.sun_path, path);
-	fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-	if (fd < 0)
-		return -errno;
-	if (connect(fd, (struct sockaddr *)&addr, sizeof(addr)) < 0) {
-		/* A full backlog (EAGAIN) is retried like a refusal. */
-		err = -errno;
-		close(fd);
-		return err;
-	}
-	conn->fd = fd;
-	return 0;
+	/* A full backlog (-EAGAIN) is retried like a refusal. */
+	return wire_connect(path, &conn->fd);
 }
 
 void conn_close(struct conn *conn)

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include "wire.h"
@@ -170,6 +171,26 @@ void wire_free(Rdmad__Frame *frame)
 {
 	if (frame)
 		rdmad__frame__free_unpacked(frame, NULL);
+}
+
+int wire_connect(const char *path, int *ret_fd)
+{
+	struct sockaddr_un addr = {.sun_family = AF_UNIX};
+	int fd, err;
+
+	if (strlen(path) >= sizeof(addr.sun_path))
+		return -ENAMETOOLONG;
+	strcpy(addr.sun_path, path);
+	fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	if (fd < 0)
+		return -errno;
+	if (connect(fd, (struct sockaddr *)&addr, sizeof(addr)) < 0) {
+		err = -errno;
+		close(fd);
+		return err;
+	}
+	*ret_fd = fd;
+	return 0;
 }
 
 int wire_send(int fd, const void *buf, size_t len, int pass_fd)

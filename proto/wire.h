@@ -37,6 +37,11 @@ int wire_decode(const uint8_t *buf, size_t len, size_t max,
 		Rdmad__Frame **ret_frame);
 void wire_free(Rdmad__Frame *frame);
 
+/* Connect a non-blocking, close-on-exec SOCK_SEQPACKET socket to the
+ * daemon at @path.  -ENAMETOOLONG, or connect()'s -errno: a listener
+ * whose backlog is full gives -EAGAIN at once instead of making us wait. */
+int wire_connect(const char *path, int *ret_fd);
+
 /* Send one datagram, optionally passing @pass_fd (-1 for none) with
  * SCM_RIGHTS; MSG_NOSIGNAL|MSG_DONTWAIT.  -EAGAIN when the socket is full. */
 int wire_send(int fd, const void *buf, size_t len, int pass_fd);

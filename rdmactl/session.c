@@ -14,7 +14,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
-#include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -69,24 +68,10 @@ void session_free(struct session *s)
 
 static int do_connect(struct session *s, const char *path)
 {
-	struct sockaddr_un sun = {.sun_family = AF_UNIX};
+	int r = wire_connect(path, &s->fd);
 
-	if (strlen(path) >= sizeof(sun.sun_path))
-		return fail(s, -ENAMETOOLONG, "%s", strerror(ENAMETOOLONG));
-	strcpy(sun.sun_path, path);
-	s->fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
-	if (s->fd < 0)
-		return fail(s, -errno, "%s", strerror(errno));
-	/* A listener whose backlog is full makes connect() wait; bound that
-	 * by the reply timeout too (AF_UNIX honours SO_SNDTIMEO there). */
-	if (s->timeout_ms >= 0) {
-		struct timeval tv = {.tv_sec = s->timeout_ms / 1000,
-				     .tv_usec = s->timeout_ms % 1000 * 1000};
-
-		setsockopt(s->fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
-	}
-	if (connect(s->fd, (struct sockaddr *)&sun, sizeof(sun)) < 0)
-		return fail(s, -errno, "%s", strerror(errno));
+	if (r < 0)
+		return fail(s, r, "%s", strerror(-r));
 	s->connected = true;
 	return 0;
 }
