@@ -3,8 +3,8 @@
  * The madvise(2) calls of the fork tracker.  A registration may need
  * several runs marked; when one fails (ENOMEM once vm.max_map_count VMAs
  * exist, EFAULT/ENOMEM on unmapped memory, EINVAL on a huge page split)
- * the fresh runs already marked are un-marked again so that nothing is
- * left half-marked.
+ * the fresh runs already marked, and whatever the kernel marked of the
+ * failing one, are un-marked again so that nothing is left half-marked.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -77,13 +77,17 @@ int madv_mark_all(const struct madv_runs *runs, uint64_t *calls)
 
 undo:
 	err = errno;
-	/* Re-marked runs were marked before this call: leave them so. */
-	while (i-- > 0) {
-		if (runs->v[i].kind != MADV_KIND_FRESH)
+	/* The kernel marks VMA by VMA and stops at the first it cannot split
+	 * (no VMA left under vm.max_map_count): the failing run itself may be
+	 * marked in part.  Un-mark it with the fresh runs before it; DOFORK
+	 * needs no split there, the marked VMAs lie inside the run.  Re-marked
+	 * runs were marked before this call: leave them so. */
+	for (size_t j = 0; j <= i; j++) {
+		if (runs->v[j].kind != MADV_KIND_FRESH)
 			continue;
 		(*calls)++;
-		madvise((void *)runs->v[i].start,
-			runs->v[i].end - runs->v[i].start, MADV_DOFORK);
+		madvise((void *)runs->v[j].start,
+			runs->v[j].end - runs->v[j].start, MADV_DOFORK);
 	}
 	return -err;
 }
