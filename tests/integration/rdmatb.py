@@ -16,9 +16,11 @@ real hot-unplug does); and re-creating a /dev node name that was removed
 earlier asserts, so every plug takes a fresh uverbsN number.
 """
 
+import glob
 import json
 import os
 import queue
+import select
 import signal
 import socket
 import subprocess
@@ -82,11 +84,58 @@ class FakeDevice:
         return self.pci_path + "/infiniband_verbs/" + self.uverbs
 
 
+class PacedTestbed:
+    """A UMockdev.Testbed whose uevents never overflow a listener.
+
+    umockdev sends each uevent on a non-blocking socket to every listener
+    (the sockets `$UMOCKDEV_DIR/eventN` its preload library gives libudev
+    monitors) and aborts this process when a listener's queue is full:
+    net.unix.max_dgram_qlen, 10 datagrams by default.  A daemon slowed by a
+    loaded machine or a sanitizer falls ten behind easily.  So before every
+    call that may send a uevent, wait until each listener has room: a
+    datagram socket connected to it polls writable only then (the kernel's
+    unix_dgram_poll).  Nothing else sends to those sockets, so the room
+    is still there when umockdev sends."""
+
+    SENDS = ("add_from_string", "add_device", "uevent", "remove_device")
+
+    def __init__(self, timeout=60):
+        self.tb = UMockdev.Testbed.new()
+        self.timeout = timeout
+
+    def __getattr__(self, name):
+        attr = getattr(self.tb, name)
+        if name not in self.SENDS:
+            return attr
+
+        def paced(*args):
+            self.wait_for_room()
+            return attr(*args)
+        return paced
+
+    def wait_for_room(self):
+        root = self.tb.get_root_dir()
+        deadline = time.monotonic() + self.timeout
+        for path in glob.glob(os.path.join(root, "event[0-9]*")):
+            with socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM) as s:
+                try:
+                    s.connect(path)
+                except OSError:
+                    continue  # the listener is gone: umockdev skips it too
+                p = select.poll()
+                p.register(s, select.POLLOUT)
+                left = deadline - time.monotonic()
+                if not p.poll(max(0, left) * 1000):
+                    raise AssertionError("a uevent listener (%s) read "
+                                         "nothing for %ss" % (path,
+                                                              self.timeout))
+
+
 class Testbed:
     """Fake sysfs, /dev nodes and uevents for RDMA devices."""
 
     def __init__(self):
-        self.tb = UMockdev.Testbed.new()
+        self.tb = PacedTestbed()
         self.sys = self.tb.get_sys_dir()
         self.devices = {}
         self.next_uverbs = 0
@@ -443,6 +492,25 @@ class DaemonTest(unittest.TestCase):
                 print(d.logtext(), file=sys.stderr)
             self.assertEqual(rc, 0, "rdmad did not exit 0 on SIGTERM")
         self.tmp.cleanup()
+
+
+def reexec_in_private_netns():
+    """Run this script again in a network namespace of its own, so that the
+    netdevs a test makes never touch the host's: `unshare --net` as root,
+    else inside a user namespace too.  Where neither is allowed, exit 77
+    (meson: skipped) with the reason."""
+    if os.environ.get("RDMAD_TEST_PRIVATE_NETNS") == "1":
+        return
+    why = []
+    for cmd in (["unshare", "--net"],
+                ["unshare", "--user", "--map-root-user", "--net"]):
+        r = subprocess.run(cmd + ["true"], capture_output=True, text=True)
+        if r.returncode == 0:
+            env = dict(os.environ, RDMAD_TEST_PRIVATE_NETNS="1")
+            os.execvpe(cmd[0], cmd + [sys.executable] + sys.argv, env)
+        why.append("%s: %s" % (" ".join(cmd), r.stderr.strip()))
+    print("SKIP: no network namespace of our own here (%s)" % "; ".join(why))
+    sys.exit(77)
 
 
 def main():
