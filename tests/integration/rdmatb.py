@@ -84,6 +84,12 @@ class FakeDevice:
         return self.pci_path + "/infiniband_verbs/" + self.uverbs
 
 
+# How long a test waits for what it expects (an event, a reply, a start):
+# a deadline, not a pace, so generous; a loaded machine running the
+# sanitizer build is slow, and a passing test never waits for it.
+DEADLINE = 30
+
+
 class PacedTestbed:
     """A UMockdev.Testbed whose uevents never overflow a listener.
 
@@ -270,7 +276,7 @@ class Daemon:
         self.log_path = os.path.join(workdir, "rdmad.log")
         self.status = []
 
-    def start(self, timeout=10, env=None):
+    def start(self, timeout=DEADLINE, env=None):
         """Start rdmad; return once it sent READY=1.  The notify socket
         stays open: notifications() reads what rdmad says after that."""
         self.notify_path = os.path.join(self.workdir,
@@ -326,7 +332,7 @@ class Daemon:
         except OSError:
             return ""
 
-    def stop(self, timeout=10):
+    def stop(self, timeout=DEADLINE):
         if self.proc and self.proc.poll() is None:
             self.proc.send_signal(signal.SIGTERM)
             try:
@@ -355,7 +361,7 @@ class Daemon:
         return self.proc is not None and self.proc.poll() is None
 
 
-def rdmactl(sock, *args, check=True, timeout=10):
+def rdmactl(sock, *args, check=True, timeout=DEADLINE):
     """Run the real rdmactl; parse JSON when --json is among the args."""
     cmd = [RDMACTL, "--socket", sock] + list(args)
     r = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
@@ -385,7 +391,7 @@ def find(st, name, state=None):
 def ibv_devices():
     """Names the real libibverbs lists right now (in this testbed)."""
     r = subprocess.run(["ibv_devices"], capture_output=True, text=True,
-                       timeout=10)
+                       timeout=DEADLINE)
     names = []
     for line in r.stdout.splitlines()[2:]:
         if line.strip():
@@ -413,7 +419,7 @@ class Monitor:
         for line in self.proc.stdout:
             self.lines.put(line)
 
-    def next(self, timeout=5):
+    def next(self, timeout=DEADLINE):
         try:
             line = self.lines.get(timeout=timeout)
         except queue.Empty:
@@ -423,7 +429,7 @@ class Monitor:
         self.seen.append(obj)
         return obj
 
-    def expect(self, event, name, timeout=5):
+    def expect(self, event, name, timeout=DEADLINE):
         """Read lines until one has @event for device @name; return it."""
         deadline = time.monotonic() + timeout
         while True:
@@ -453,7 +459,7 @@ class Monitor:
         return self.proc.returncode
 
 
-def wait_until(fn, timeout=5, interval=0.05, what="condition"):
+def wait_until(fn, timeout=DEADLINE, interval=0.05, what="condition"):
     deadline = time.monotonic() + timeout
     last = None
     while time.monotonic() < deadline:

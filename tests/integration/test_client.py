@@ -44,7 +44,7 @@ class Lines:
         for line in self.proc.stdout:
             self.lines.put(line.rstrip("\n"))
 
-    def next(self, timeout=5):
+    def next(self, timeout=rdmatb.DEADLINE):
         try:
             line = self.lines.get(timeout=timeout)
         except queue.Empty:
@@ -53,7 +53,7 @@ class Lines:
         self.seen.append(line)
         return line
 
-    def expect(self, prefix, timeout=5):
+    def expect(self, prefix, timeout=rdmatb.DEADLINE):
         """Read until a line starts with @prefix; return its fields."""
         deadline = time.monotonic() + timeout
         while True:
@@ -103,7 +103,7 @@ class ClientTest(DaemonTest):
     def refresh(self, *args, env=None):
         r = subprocess.run([program("client-refresh")] + list(args),
                            env=env or self.env(), capture_output=True,
-                           text=True, timeout=10)
+                           text=True, timeout=rdmatb.DEADLINE)
         self.assertEqual(r.returncode, 0, r.stderr)
         lines = r.stdout.split()
         self.assertEqual(lines[0], "count")
@@ -228,11 +228,11 @@ class TestHolds(ClientTest):
         time.sleep(0.3)
         self.start_daemon()
         wait_until(lambda: self.holders("mlx5_0") ==
-                   [(h.proc.pid, "client-hold")], timeout=5,
+                   [(h.proc.pid, "client-hold")], timeout=rdmatb.DEADLINE,
                    what="hold announced again after the restart")
-        resync = h.expect("event", timeout=5)
+        resync = h.expect("event")
         while resync[2] != "resync":
-            resync = h.expect("event", timeout=5)
+            resync = h.expect("event")
         self.assertGreater(int(resync[1]), gen)
         self.assertIsNone(h.proc.poll())
 

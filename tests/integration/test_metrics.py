@@ -21,7 +21,7 @@ OPENER = urllib.request.build_opener(urllib.request.ProxyHandler({}))
 
 
 def scrape(port, path="/metrics"):
-    with OPENER.open("http://127.0.0.1:%d%s" % (port, path), timeout=5) as r:
+    with OPENER.open("http://127.0.0.1:%d%s" % (port, path), timeout=rdmatb.DEADLINE) as r:
         return r.headers.get("Content-Type", ""), r.read().decode()
 
 

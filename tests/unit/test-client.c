@@ -433,13 +433,36 @@ static void test_holds(struct rdmad_client *c, struct seen *seen)
 	CHECK(poll(&pfd, 1, 0) == 0);
 }
 
-/* Drive the client as an application's poll loop would. */
-static void run_loop(struct rdmad_client *c, int ms)
+static bool resynced(const struct seen *seen)
+{
+	for (unsigned int i = 0; i < seen->n; i++)
+		if (seen->type[i] == RDMAD_EVENT_RESYNC)
+			return true;
+	return false;
+}
+
+struct reconnected {
+	unsigned int hellos;
+	const struct seen *seen;
+};
+
+/* Back, holds announced again, and the application told to resync. */
+static bool is_reconnected(const struct reconnected *r)
+{
+	return fake_count(&fake.hellos) > r->hellos &&
+	       fake_count(&fake.n_held) == 1 && resynced(r->seen);
+}
+
+/* Drive the client as an application's poll loop would, until it is
+ * reconnected or @ms pass: a deadline, not a pace (a loaded machine is
+ * slow). */
+static void run_until_reconnected(struct rdmad_client *c,
+				  const struct reconnected *r, int ms)
 {
 	uint64_t end = client_now_ms() + (uint64_t)ms;
 	int fd, timeout;
 
-	while (client_now_ms() < end) {
+	while (client_now_ms() < end && !is_reconnected(r)) {
 		struct pollfd pfd = {.events = POLLIN};
 
 		fd = rdmad_client_get_fd(c);
@@ -453,20 +476,17 @@ static void run_loop(struct rdmad_client *c, int ms)
 
 static void test_reconnect(struct rdmad_client *c, struct seen *seen)
 {
-	unsigned int hellos = fake_count(&fake.hellos);
-	unsigned int i;
+	struct reconnected r = {fake_count(&fake.hellos), seen};
 
 	seen->n = 0;
 	fake_do(FAKE_DROP, 0, 0, NULL);
 	CHECK(fake_count(&fake.n_held) == 0);
-	run_loop(c, 300);
-	CHECK(fake_count(&fake.hellos) == hellos + 1);
+	run_until_reconnected(c, &r, 30000);
+	CHECK(fake_count(&fake.hellos) == r.hellos + 1);
 	/* The hold is back without the application asking. */
 	CHECK(fake_count(&fake.n_held) == 1);
 	CHECK(rdmad_client_get_fd(c) >= 0);
-	for (i = 0; i < seen->n && seen->type[i] != RDMAD_EVENT_RESYNC; i++)
-		;
-	CHECK(i < seen->n);
+	CHECK(resynced(seen));
 	CHECK(rdmad_client_release(c, "mlx5_0") == 0);
 	CHECK(rdmad_client_release(c, "mlx5_0") == -ENOENT);
 }
