@@ -313,6 +313,30 @@ static void log_restart_key(const char *section, const char *key, void *arg)
 		  section, key);
 }
 
+/* Descriptors kept for all but clients: listeners, event sources, the
+ * verbs contexts of the devices, metrics, the scanner's reserve. */
+#define FDS_NOT_FOR_CLIENTS 256
+
+/* @want clients, or fewer when the open file limit would run out first:
+ * then a client's accept() fails before anything else does. */
+static unsigned int clients_within_fd_limit(unsigned int want)
+{
+	struct rlimit rl;
+	rlim_t room;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) < 0 || rl.rlim_cur == RLIM_INFINITY)
+		return want;
+	room = rl.rlim_cur > 2 * FDS_NOT_FOR_CLIENTS ?
+		       rl.rlim_cur - FDS_NOT_FOR_CLIENTS :
+		       rl.rlim_cur / 2;
+	if (want <= room)
+		return want;
+	log_warnx("max_clients = %u, but the open file limit is %llu: "
+		  "serving at most %llu clients", want,
+		  (unsigned long long)rl.rlim_cur, (unsigned long long)room);
+	return (unsigned int)room;
+}
+
 static struct server_options server_options(const struct rdmad *d,
 					    const struct config *cfg)
 {
@@ -321,7 +345,7 @@ static struct server_options server_options(const struct rdmad *d,
 		.socket_mode = cfg->socket_mode,
 		.socket_group = cfg->socket_group,
 		.admin_group = cfg->admin_group,
-		.max_clients = cfg->max_clients,
+		.max_clients = clients_within_fd_limit(cfg->max_clients),
 		.max_holds = cfg->max_holds,
 		.max_queue = cfg->max_queue,
 		.listen_fd = -1,

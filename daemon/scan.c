@@ -19,11 +19,20 @@
  * tried once more after a short delay; garbage is then given up on with
  * one warning, a device without uverbs is taken as it is.  Garbage is logged
  * once per episode, not once per event.
+ *
+ * Descriptors.  A local user can fill rdmad's descriptor table (clients,
+ * metrics connections); a scan that then fails to open a device's files
+ * must not take the device for gone.  So the scanner keeps a few
+ * descriptors in reserve and gives them back just for the sysfs read, and
+ * a scan that still runs out of descriptors or memory fails as a whole:
+ * the table keeps what it had, and the pass is tried again a second later.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <event2/event.h>
 
@@ -35,6 +44,11 @@
 
 /* How long a half-created device gets to finish before its second try. */
 #define SCAN_RETRY_MS 200
+/* How long a scan that ran out of descriptors or memory waits to retry. */
+#define SCAN_STARVED_RETRY_MS 1000
+/* Descriptors held for the sysfs read: it needs at most about five at
+ * once (class, device, ports and uverbs directories, one attribute). */
+#define SCAN_RESERVE_FDS 8
 
 struct scan {
 	struct devices *table;
@@ -49,6 +63,8 @@ struct scan {
 	bool early_used;     /* this window had its early pass */
 	bool lost_request;   /* a request failed (ENOMEM): scan all */
 	bool garbage_logged; /* rate limit for garbage warnings */
+	bool starved_logged; /* rate limit for starvation warnings */
+	int reserve[SCAN_RESERVE_FDS]; /* -1 where not held */
 };
 
 static uint64_t now_ms(void)
@@ -100,13 +116,57 @@ static void log_garbage(struct scan *scan, const char *what)
 	log_warnx("scan: %s (further ones logged at debug level)", what);
 }
 
+static void reserve_take(struct scan *scan)
+{
+	for (int i = 0; i < SCAN_RESERVE_FDS; i++)
+		if (scan->reserve[i] < 0)
+			scan->reserve[i] = open("/dev/null", O_RDONLY | O_CLOEXEC);
+}
+
+static void reserve_release(struct scan *scan)
+{
+	for (int i = 0; i < SCAN_RESERVE_FDS; i++) {
+		if (scan->reserve[i] >= 0)
+			close(scan->reserve[i]);
+		scan->reserve[i] = -1;
+	}
+}
+
+/* Out of descriptors or memory: keep the table, try again later. */
+static void starved(struct scan *scan, const char *name, int r)
+{
+	if (!scan->starved_logged)
+		log_warnx("scan: %s: %s; keeping the devices as they were, "
+			  "retrying every %d ms", name ? name : "full rescan",
+			  strerror(-r), SCAN_STARVED_RETRY_MS);
+	scan->starved_logged = true;
+	if (!name || coalesce_add(scan->retry, name) < 0)
+		scan->lost_request = true;
+	arm(scan->retry_timer, SCAN_STARVED_RETRY_MS);
+}
+
+/* A scan read sysfs whole again after running short. */
+static void fed(struct scan *scan)
+{
+	if (scan->starved_logged)
+		log_info("scan: sysfs read again in full");
+	scan->starved_logged = false;
+}
+
 static int scan_all(struct scan *scan)
 {
 	struct sysfs_device *devs = NULL;
 	size_t n = 0, skipped = 0;
 	int r;
 
+	reserve_release(scan);
 	r = sysfs_scan_all(scan->sysroot, &devs, &n, &skipped);
+	reserve_take(scan);
+	if (sysfs_is_starvation(r)) {
+		starved(scan, NULL, r);
+		return r;
+	}
+	fed(scan);
 	/* No class directory means no RDMA device (or no RDMA in the kernel
 	 * at all): an empty scan, which removes whatever was there. */
 	if (r == -ENOENT)
@@ -162,7 +222,14 @@ static void scan_one(struct scan *scan, const char *name, bool last_try)
 	int r;
 
 	memset(&info, 0, sizeof(info));
+	reserve_release(scan);
 	r = sysfs_scan_device(scan->sysroot, name, &info);
+	reserve_take(scan);
+	if (sysfs_is_starvation(r)) {
+		starved(scan, name, r);
+		return;
+	}
+	fed(scan);
 	if (r == -ENOENT) {
 		r = devices_apply_one(scan->table, name, NULL);
 	} else if (r == -EBADMSG && !last_try) {
@@ -233,6 +300,9 @@ struct scan *scan_new(struct event_base *base, struct devices *table,
 	scan = calloc(1, sizeof(*scan));
 	if (!scan)
 		return NULL;
+	for (int i = 0; i < SCAN_RESERVE_FDS; i++)
+		scan->reserve[i] = -1;
+	reserve_take(scan);
 	scan->table = table;
 	scan->debounce_ms = opts->debounce_ms;
 	scan->sysroot = strdup(opts->sysroot ? opts->sysroot : "/sys");
@@ -253,6 +323,7 @@ void scan_free(struct scan *scan)
 {
 	if (!scan)
 		return;
+	reserve_release(scan);
 	if (scan->retry_timer)
 		event_free(scan->retry_timer);
 	if (scan->timer)

@@ -70,6 +70,38 @@ static bool valid_name(const char *name, size_t max)
 }
 
 /*
+ * Descriptors or memory ran out while scanning (EMFILE, ENFILE, ENOMEM):
+ * the first such error of the scan in progress, else 0.  A device we could
+ * not read for want of a descriptor has not left, so any one makes the
+ * whole scan fail and the caller keep what it had.  Errors of optional
+ * files are otherwise swallowed, hence this flag rather than return
+ * values.  The daemon scans from its one thread.
+ */
+static int starved;
+
+bool sysfs_is_starvation(int r)
+{
+	return r == -EMFILE || r == -ENFILE || r == -ENOMEM;
+}
+
+static int note_starvation(int r)
+{
+	if (sysfs_is_starvation(r) && !starved)
+		starved = r;
+	return r;
+}
+
+/* openat(), noting starvation. */
+static int open_at(int dirfd, const char *path, int flags)
+{
+	int fd = openat(dirfd, path, flags);
+
+	if (fd < 0)
+		note_starvation(-errno);
+	return fd;
+}
+
+/*
  * Read one attribute into @buf (size @size) with a single bounded read.
  * The trailing newline and spaces are stripped.  -ENODATA if empty,
  * -EBADMSG if not printable ASCII, -EOVERFLOW if it does not fit.
@@ -81,7 +113,7 @@ static int read_attr(int dirfd, const char *path, char *buf, size_t size)
 	int fd;
 
 	buf[0] = '\0';
-	fd = openat(dirfd, path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+	fd = open_at(dirfd, path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
 	if (fd < 0)
 		return -errno;
 	n = read(fd, tmp, sizeof(tmp));
@@ -281,7 +313,7 @@ static int read_ports(int devfd, struct sysfs_device *dev)
 	size_t n;
 	int fd;
 
-	fd = openat(devfd, "ports", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	fd = open_at(devfd, "ports", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (fd < 0)
 		return errno == ENOMEM ? -ENOMEM : 0;
 	n = list_ports(fd, numbers);
@@ -426,7 +458,7 @@ static int find_uverbs_in(int fd, const char *name, char *ret, size_t size)
 	dir = fdopendir(fd);
 	if (!dir) {
 		close(fd);
-		return -ENOMEM;
+		return note_starvation(-ENOMEM);
 	}
 	while (r < 0 && (de = readdir(dir))) {
 		if (strncmp(de->d_name, "uverbs", 6) != 0 ||
@@ -451,7 +483,7 @@ static int open_class(const char *sysroot, const char *class)
 	if (snprintf(path, sizeof(path), "%s/class/%s", sysroot, class) >=
 	    (int)sizeof(path))
 		return -ENAMETOOLONG;
-	fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	fd = open_at(AT_FDCWD, path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	return fd < 0 ? -errno : fd;
 }
 
@@ -466,7 +498,7 @@ static void find_uverbs(const char *sysroot, int devfd, bool has_parent,
 	int fd;
 
 	if (has_parent) {
-		fd = openat(devfd, "device/infiniband_verbs",
+		fd = open_at(devfd, "device/infiniband_verbs",
 			    O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 		if (fd >= 0 && find_uverbs_in(fd, dev->name, dev->uverbs,
 					      sizeof(dev->uverbs)) == 0)
@@ -576,7 +608,7 @@ static int scan_one(const struct scan_ctx *ctx, const char *name,
 	ret->numa_node = -1;
 	if (!valid_name(name, sizeof(ret->name)))
 		return -EBADMSG;
-	devfd = openat(ctx->classfd, name, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	devfd = open_at(ctx->classfd, name, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (devfd < 0)
 		return errno == ENOTDIR ? -EBADMSG : -errno;
 	strcpy(ret->name, name);
@@ -604,12 +636,15 @@ int sysfs_scan_device(const char *sysroot, const char *name,
 
 	memset(ret, 0, sizeof(*ret));
 	ret->numa_node = -1;
+	starved = 0;
 	ctx.classfd = open_class(sysroot, "infiniband");
 	if (ctx.classfd < 0)
 		return ctx.classfd;
 	r = scan_one(&ctx, name, ret);
 	close(ctx.classfd);
-	return r;
+	if (starved && r == 0)
+		sysfs_device_clear(ret);
+	return starved ? starved : r;
 }
 
 int sysfs_ibdev_of_uverbs(const char *sysroot, const char *uverbs,
@@ -627,6 +662,10 @@ int sysfs_ibdev_of_uverbs(const char *sysroot, const char *uverbs,
 	snprintf(path, sizeof(path), "%s/ibdev", uverbs);
 	r = read_attr(classfd, path, ret_name, SYSFS_NAME_MAX);
 	close(classfd);
+	if (sysfs_is_starvation(r)) {
+		ret_name[0] = '\0';
+		return r;
+	}
 	if (r < 0 && r != -ENOENT) {
 		ret_name[0] = '\0';
 		return -EBADMSG;
@@ -682,6 +721,8 @@ static int scan_class(const struct scan_ctx *ctx,
 		r = 0;
 	}
 	closedir(dir);
+	if (r == 0)
+		r = starved;
 	if (r < 0) {
 		sysfs_devices_free(devs, n);
 		return r;
@@ -706,6 +747,7 @@ int sysfs_scan_all(const char *sysroot, struct sysfs_device **ret_devices,
 	*ret_n = 0;
 	if (ret_skipped)
 		*ret_skipped = 0;
+	starved = 0;
 	ctx.classfd = open_class(sysroot, "infiniband");
 	if (ctx.classfd == -ENOENT)
 		return 0;

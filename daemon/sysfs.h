@@ -9,6 +9,7 @@
 #ifndef RDMAD_SYSFS_H
 #define RDMAD_SYSFS_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -45,12 +46,20 @@ struct sysfs_device {
  * malloc'd array (free with sysfs_devices_free()), or -errno when the
  * class directory cannot be read at all.  Devices that vanish or are
  * unreadable mid-scan are skipped; *ret_skipped (may be NULL) counts them.
+ * When descriptors or memory run out anywhere in the scan (see
+ * sysfs_is_starvation()) the whole scan fails with that error: a device
+ * we could not read has not left.
  */
+/* EMFILE, ENFILE or ENOMEM (as -errno): the machine, not the device, is
+ * the problem; try again later and keep what is known. */
+bool sysfs_is_starvation(int r);
+
 int sysfs_scan_all(const char *sysroot, struct sysfs_device **ret_devices,
 		   size_t *ret_n, size_t *ret_skipped);
 
 /* Scan one ib device by name.  -ENOENT if it is gone, -EBADMSG if what is
- * there is unusable (half-created, garbage); @ret is left zeroed then. */
+ * there is unusable (half-created, garbage), a starvation error when
+ * descriptors or memory ran out; @ret is left zeroed then. */
 int sysfs_scan_device(const char *sysroot, const char *name,
 		      struct sysfs_device *ret);
 

@@ -276,7 +276,7 @@ class Daemon:
         self.log_path = os.path.join(workdir, "rdmad.log")
         self.status = []
 
-    def start(self, timeout=DEADLINE, env=None):
+    def start(self, timeout=DEADLINE, env=None, preexec_fn=None):
         """Start rdmad; return once it sent READY=1.  The notify socket
         stays open: notifications() reads what rdmad says after that."""
         self.notify_path = os.path.join(self.workdir,
@@ -292,7 +292,8 @@ class Daemon:
             cmd += ["--config", self.config]
         self.log = open(self.log_path, "a")
         self.proc = subprocess.Popen(cmd, env=env, stdout=self.log,
-                                     stderr=subprocess.STDOUT)
+                                     stderr=subprocess.STDOUT,
+                                     preexec_fn=preexec_fn)
         deadline = time.monotonic() + timeout
         while "READY=1" not in self.notifications(deadline - time.monotonic()):
             if time.monotonic() >= deadline:
@@ -485,8 +486,9 @@ class DaemonTest(unittest.TestCase):
         os.chmod(self.work, 0o755)
         self.tb = Testbed()
 
-    def start_daemon(self, env=None, **kw):
-        self.d = Daemon(self.work, args=self.daemon_args, **kw).start(env=env)
+    def start_daemon(self, env=None, preexec_fn=None, **kw):
+        self.d = Daemon(self.work, args=self.daemon_args, **kw).start(
+            env=env, preexec_fn=preexec_fn)
         self.sock = self.d.socket
         return self.d
 

@@ -8,6 +8,7 @@ kinds are listed as libibverbs lists them, hotplug and rename show up in
 loses nothing, and garbage on the socket or in sysfs harms nobody.
 """
 import os
+import resource
 import socket
 import struct
 import subprocess
@@ -245,6 +246,15 @@ class TestRestart(DaemonTest):
                          "after %d signals:\n%s" % (sent, self.d.logtext()))
         for m in clients:
             m.close()
+
+    def test_max_clients_within_open_file_limit(self):
+        """Under a low open file limit, clients run out before the
+        descriptors that scans and event sources need."""
+        self.tb.plug("mlx5_0", "mlx5-ib")
+        self.start_daemon(preexec_fn=lambda: resource.setrlimit(
+            resource.RLIMIT_NOFILE, (300, 300)))
+        self.assertIn("serving at most 150 clients", self.d.logtext())
+        self.assertEqual(present_names(status(self.sock)), ["mlx5_0"])
 
     def test_unreachable_daemon_exit_3(self):
         sock = os.path.join(self.work, "nobody.sock")

@@ -10,6 +10,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -26,6 +28,7 @@
 
 static char root[64];
 static unsigned int nscan_all, nscan_device;
+static int starve; /* -errno the wrapped scans fail with, or 0 */
 static char last_scanned[SYSFS_NAME_MAX];
 static struct event_base *base;
 static struct devices *table;
@@ -44,6 +47,8 @@ int __wrap_sysfs_scan_all(const char *sysroot, struct sysfs_device **ret,
 			  size_t *ret_n, size_t *ret_skipped)
 {
 	nscan_all++;
+	if (starve)
+		return starve;
 	return __real_sysfs_scan_all(sysroot, ret, ret_n, ret_skipped);
 }
 
@@ -52,6 +57,8 @@ int __wrap_sysfs_scan_device(const char *sysroot, const char *name,
 {
 	nscan_device++;
 	snprintf(last_scanned, sizeof(last_scanned), "%s", name);
+	if (starve)
+		return starve;
 	return __real_sysfs_scan_device(sysroot, name, ret);
 }
 
@@ -120,7 +127,8 @@ static void on_event(void *userdata, enum devices_event event,
 
 static void run_for(unsigned int ms)
 {
-	struct timeval tv = { .tv_sec = 0, .tv_usec = ms * 1000 };
+	struct timeval tv = { .tv_sec = ms / 1000,
+			      .tv_usec = (ms % 1000) * 1000 };
 
 	event_base_loopexit(base, &tv);
 	event_base_dispatch(base);
@@ -364,6 +372,72 @@ static void test_leading_edge(void)
 	scan_free(slow);
 }
 
+static unsigned int present(void)
+{
+	unsigned int n = 0;
+
+	for (const struct device *d = devices_first(table); d;
+	     d = devices_next(table, d))
+		n += device_state(d) == DEVICE_STATE_PRESENT;
+	return n;
+}
+
+/* Every descriptor taken, as a local user filling rdmad's table with
+ * connections would: the scanner's reserve still reads sysfs whole. */
+static void test_fd_table_full(void)
+{
+	static int fds[4096];
+	unsigned int before = present(), n = 0;
+	struct rlimit old, low;
+
+	reset_counts();
+	getrlimit(RLIMIT_NOFILE, &old);
+	low = old;
+	low.rlim_cur = old.rlim_cur < 1024 ? old.rlim_cur : 1024;
+	setrlimit(RLIMIT_NOFILE, &low);
+	while (n < sizeof(fds) / sizeof(fds[0]) &&
+	       (fds[n] = open("/dev/null", O_RDONLY)) >= 0)
+		n++;
+	CHECK(errno == EMFILE, "filled %u descriptors: %s", n, strerror(errno));
+	CHECK(scan_full_now(scan) == 0, "full rescan with no descriptor left");
+	scan_request(scan, "dev0");
+	run_for(5 * DEBOUNCE_MS);
+	while (n > 0)
+		close(fds[--n]);
+	setrlimit(RLIMIT_NOFILE, &old);
+	CHECK(nscan_all == 1 && nscan_device == 1, "%u full, %u one",
+	      nscan_all, nscan_device);
+	CHECK(fake_calls_total() == 0, "events: %s", fake_calls_dump());
+	CHECK(present() == before, "%u of %u present", present(), before);
+}
+
+/* A scan that runs out anyway (ENFILE, ENOMEM) fails whole: nothing is
+ * reported removed, one warning, and the pass is retried until it
+ * works. */
+static void test_starved(void)
+{
+	unsigned int before = present();
+
+	reset_counts();
+	starve = -ENFILE;
+	CHECK(scan_full_now(scan) == -ENFILE, "a starved scan succeeded");
+	scan_request(scan, "dev1");
+	run_for(5 * DEBOUNCE_MS);
+	run_for(2500); /* two retries, both starved */
+	CHECK(fake_calls_total() == 0, "events: %s", fake_calls_dump());
+	CHECK(present() == before, "%u of %u present", present(), before);
+	CHECK(nscan_all >= 2, "%u full passes", nscan_all);
+	CHECK(fake_log_warnings == 1, "%u warnings", fake_log_warnings);
+	starve = 0;
+	remove_tree("class/infiniband/dev1");
+	run_for(1500);
+	CHECK(fake_calls_count("removed:dev1") == 1,
+	      "the retry after starvation: %s", fake_calls_dump());
+	put_dev("dev1", "0002:c903:0000:0001\n", "4: ACTIVE\n", "eth1\n");
+	scan_request(scan, "dev1");
+	run_for(5 * DEBOUNCE_MS);
+}
+
 static void test_no_class_dir(void)
 {
 	reset_counts();
@@ -388,6 +462,8 @@ int main(void)
 	test_uverbs_late();
 	test_netdev_and_uverbs();
 	test_leading_edge();
+	test_fd_table_full();
+	test_starved();
 	test_no_class_dir();
 
 	scan_free(scan);

@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "fixture-sysfs.h"
 #include "check.h"
@@ -698,6 +699,68 @@ static void test_races(void)
 	}
 }
 
+/* Take every descriptor but @spare (the scan then runs out half-way);
+ * returns how many were taken, to give back with give_back(). */
+static int fds_taken[65536];
+
+static size_t take_all_but(int spare)
+{
+	size_t n = 0;
+
+	while (n < sizeof(fds_taken) / sizeof(fds_taken[0]) &&
+	       (fds_taken[n] = open("/dev/null", O_RDONLY)) >= 0)
+		n++;
+	for (; spare > 0 && n > 0; spare--)
+		close(fds_taken[--n]);
+	return n;
+}
+
+static void give_back(size_t n)
+{
+	while (n > 0)
+		close(fds_taken[--n]);
+}
+
+/* Out of descriptors at any point of a scan: the scan fails whole with
+ * EMFILE, never a shorter list (which the table would take for devices
+ * that left), and one device's scan fails with EMFILE, not "gone" or
+ * "garbage". */
+static void test_starvation(void)
+{
+	struct fixture *fx = fixture_new();
+	struct sysfs_device *all, one;
+	size_t n, skipped, taken;
+	int r, seen_emfile = 0;
+
+	for (size_t i = 0; i < N_DEVICES; i++)
+		fixture_add_device(fx, &devices[i].dev);
+	for (int spare = 0; spare <= 8; spare++) {
+		taken = take_all_but(spare);
+		r = sysfs_scan_all(fixture_root(fx), &all, &n, &skipped);
+		give_back(taken);
+		CHECK((r == 0 && n == N_DEVICES && skipped == 0) ||
+		      (r == -EMFILE && n == 0),
+		      "%d spare descriptors: r=%d n=%zu skipped=%zu", spare, r,
+		      n, skipped);
+		seen_emfile += r == -EMFILE;
+		if (r == 0)
+			sysfs_devices_free(all, n);
+		taken = take_all_but(spare);
+		r = sysfs_scan_device(fixture_root(fx), devices[0].dev.name,
+				      &one);
+		give_back(taken);
+		CHECK(r == 0 || r == -EMFILE, "%d spare: one device: %d", spare,
+		      r);
+		if (r == 0)
+			sysfs_device_clear(&one);
+	}
+	CHECK(seen_emfile > 0, "no scan ran out of descriptors");
+	CHECK(sysfs_is_starvation(-EMFILE) && sysfs_is_starvation(-ENFILE) &&
+	      sysfs_is_starvation(-ENOMEM) && !sysfs_is_starvation(-ENOENT) &&
+	      !sysfs_is_starvation(-EBADMSG) && !sysfs_is_starvation(0));
+	fixture_free(fx);
+}
+
 int main(void)
 {
 	memset(overlong, 'a', sizeof(overlong) - 1);
@@ -711,6 +774,7 @@ int main(void)
 	test_copy_equal();
 	test_races();
 	test_device_cap();
+	test_starvation();
 	if (failures)
 		fprintf(stderr, "%d failure(s)\n", failures);
 	else
