@@ -3,6 +3,8 @@
  * device -> Rdmad__Device.  Each message, its ports and its holders live
  * in one malloc'd block whose strings point into the device itself, so a
  * snapshot of 512 devices costs 512 allocations and no string copies.
+ * At most WIRE_MAX_HOLDERS_LISTED holders are listed, with their count, so
+ * that one device held from thousands of connections still encodes.
  */
 #include <errno.h>
 #include <stdint.h>
@@ -10,6 +12,7 @@
 
 #include "devices.h"
 #include "export.h"
+#include "wire.h"
 
 /* One block: the Device, the two pointer arrays, then the sub-messages
  * (all pointer-aligned, so the layout needs no padding). */
@@ -73,7 +76,9 @@ int export_device(const struct device *dev, const char *old_name,
 		  Rdmad__Device **ret_msg)
 {
 	const struct sysfs_device *info = device_info(dev);
-	size_t nports = info->nports, nholders = device_holder_count(dev);
+	size_t nports = info->nports, holders_total = device_holder_count(dev);
+	size_t nholders = holders_total < WIRE_MAX_HOLDERS_LISTED ?
+				  holders_total : WIRE_MAX_HOLDERS_LISTED;
 	Rdmad__Device *msg = malloc(block_size(nports, nholders));
 	Rdmad__Port *ports;
 	Rdmad__Holder *holders;
@@ -85,6 +90,7 @@ int export_device(const struct device *dev, const char *old_name,
 	msg->n_ports = nports;
 	msg->ports = (Rdmad__Port **)(msg + 1);
 	msg->n_holders = nholders;
+	msg->holder_count = holders_total;
 	msg->holders = (Rdmad__Holder **)(msg->ports + nports);
 	ports = (Rdmad__Port *)(msg->holders + nholders);
 	holders = (Rdmad__Holder *)(ports + nports);

@@ -170,9 +170,11 @@ const char *rdmad_port_get_netdev(const struct rdmad_port *port);
 int rdmad_port_get_netdev_up(const struct rdmad_port *port);
 unsigned int rdmad_port_get_lid(const struct rdmad_port *port);
 
+/* How many connections hold @device.  The daemon lists the first 64 of
+ * them: rdmad_device_get_holder() returns NULL past those. */
 unsigned int rdmad_device_get_holder_count(const struct rdmad_device *device);
 /* Holder @index: pid and uid through ret_ pointers (either may be NULL);
- * returns the command name, NULL when out of range. */
+ * returns the command name, NULL when out of range or not listed. */
 const char *rdmad_device_get_holder(const struct rdmad_device *device,
 				    unsigned int index, pid_t *ret_pid,
 				    uid_t *ret_uid);

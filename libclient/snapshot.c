@@ -129,6 +129,9 @@ struct rdmad_device *snapshot_device_new(const Rdmad__Device *msg)
 	atomic_init(&dev->refs, 1);
 	dev->n_ports = msg->n_ports;
 	dev->n_holders = msg->n_holders;
+	/* A daemon before holder_count lists every holder. */
+	dev->holder_count = msg->holder_count > msg->n_holders ?
+				    msg->holder_count : msg->n_holders;
 	dev->ports = (struct rdmad_port *)(dev + 1);
 	dev->holders = (struct rdmad_holder *)((char *)dev->ports + ports_size);
 	cursor = (char *)dev->holders + holders_size;
@@ -206,7 +209,7 @@ static bool event_keeps(enum rdmad_event_type type,
 		return true;
 	case RDMAD_EVENT_REMOVED:
 		/* The daemon keeps a removed device listed while held. */
-		return device->n_holders > 0;
+		return device->holder_count > 0;
 	case RDMAD_EVENT_RELEASED:
 		return false;
 	}
@@ -414,7 +417,7 @@ EXPORT unsigned int rdmad_port_get_lid(const struct rdmad_port *port)
 EXPORT unsigned int
 rdmad_device_get_holder_count(const struct rdmad_device *device)
 {
-	return device ? device->n_holders : 0;
+	return device ? device->holder_count : 0;
 }
 
 EXPORT const char *rdmad_device_get_holder(const struct rdmad_device *device,

@@ -20,6 +20,9 @@
 #define WIRE_MAX_REQUEST 4096
 /* Longest device name accepted in a request (IB_DEVICE_NAME_MAX is 64). */
 #define WIRE_MAX_NAME 64
+/* Holders a Device lists (Device.holder_count counts them all): a device
+ * held from thousands of connections must still fit a frame. */
+#define WIRE_MAX_HOLDERS_LISTED 64
 
 /* Encode @frame into a new malloc'd buffer.  -EMSGSIZE if it is larger
  * than @max, -ENOMEM. */

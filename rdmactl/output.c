@@ -95,6 +95,14 @@ static struct json_object *ports_json(const Rdmad__Device *dev)
 	return arr;
 }
 
+/* Every holder, also those past the ones listed (a daemon before
+ * holder_count lists them all). */
+static uint32_t holder_total(const Rdmad__Device *dev)
+{
+	return dev->holder_count > dev->n_holders ? dev->holder_count :
+						    (uint32_t)dev->n_holders;
+}
+
 static struct json_object *holders_json(const Rdmad__Device *dev)
 {
 	struct json_object *arr = json_object_new_array();
@@ -123,6 +131,7 @@ struct json_object *output_device_json(const Rdmad__Device *dev)
 	add_uint(obj, "generation", dev->generation);
 	json_object_object_add(obj, "ports", ports_json(dev));
 	json_object_object_add(obj, "holders", holders_json(dev));
+	add_uint(obj, "holder_count", holder_total(dev));
 	return obj;
 }
 
@@ -230,6 +239,9 @@ static void device_text(FILE *f, const Rdmad__Device *dev)
 		fprintf(f, "\tholder:\tpid %u uid %u comm %s\n",
 			dev->holders[i]->pid, dev->holders[i]->uid,
 			or_dash(dev->holders[i]->comm));
+	if (holder_total(dev) > dev->n_holders)
+		fprintf(f, "\tholders:\t%u (%zu listed)\n", holder_total(dev),
+			dev->n_holders);
 }
 
 void output_status_text(FILE *f, uint64_t generation,
@@ -262,9 +274,9 @@ void output_event_text(FILE *f, const Rdmad__Event *event)
 		output_event_name(event->type), dev->name);
 	if (event->type == RDMAD__EVENT_TYPE__EVENT_TYPE_RENAMED)
 		fprintf(f, " (was %s)", or_dash(dev->old_name));
-	fprintf(f, " [%s, %s, %zu port%s, %zu holder%s]\n",
+	fprintf(f, " [%s, %s, %zu port%s, %u holder%s]\n",
 		output_state_name(dev->state), or_dash(dev->uverbs),
-		dev->n_ports, dev->n_ports == 1 ? "" : "s", dev->n_holders,
-		dev->n_holders == 1 ? "" : "s");
+		dev->n_ports, dev->n_ports == 1 ? "" : "s", holder_total(dev),
+		holder_total(dev) == 1 ? "" : "s");
 	fflush(f);
 }

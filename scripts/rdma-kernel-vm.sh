@@ -157,6 +157,11 @@ rxe=$(cat /ctl/rxe)
 cwd=$(cat /ctl/cwd)
 R=/newroot
 mount -t 9p -o "$o9p,ro,cache=loose" hostroot $R || fail "cannot mount the host root"
+# the whole module tree from the host's cache, for the kernel's own
+# module autoloading (crypto, rdma-link-*, ...) through busybox modprobe
+mkdir -p /lib/modules
+mount --bind "$R$(cat /ctl/kdir)/lib/modules" /lib/modules &&
+	echo /bin/modprobe > /proc/sys/kernel/modprobe
 mount --move /proc $R/proc && mount --move /sys $R/sys && mount --move /dev $R/dev ||
 	fail "cannot move proc/sys/dev"
 mkdir -p $R/dev/pts $R/dev/shm
@@ -184,8 +189,10 @@ ip link set lo up
 inroot() { chroot $R /usr/bin/env -i PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
 	HOME=/root TERM=dumb LANG=C.UTF-8 USER=root LOGNAME=root SHELL=/bin/sh "$@"; }
 if [ "$rxe" = 1 ]; then
-	ip link add dummy0 type dummy && ip addr add 10.77.0.1/24 dev dummy0 &&
-		ip link set dummy0 up || echo "rdmad-vm: cannot create dummy0"
+	# loading dummy.ko may already have made dummy0
+	{ ip link show dummy0 >/dev/null 2>&1 || ip link add dummy0 type dummy; } &&
+		ip addr add 10.77.0.1/24 dev dummy0 && ip link set dummy0 up ||
+		echo "rdmad-vm: cannot set up dummy0"
 	inroot rdma link add rxe0 type rxe netdev dummy0 </dev/null ||
 		echo "rdmad-vm: cannot create rxe0"
 fi
@@ -221,6 +228,7 @@ echo "${RDMAD_VM_RXE:-0}" > "$RUN/rxe"
 echo "${RDMAD_VM_QUIET:-0}" > "$RUN/quiet"
 cwd=${RDMAD_VM_CWD:-$PROJECT}
 echo "$cwd" > "$RUN/cwd"
+echo "$KDIR" > "$RUN/kdir"
 : > "$RUN/shares"
 shares=()
 n=0

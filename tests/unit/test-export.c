@@ -218,9 +218,49 @@ static void test_event_types(void)
 		      RDMAD__EVENT_TYPE__EVENT_TYPE_RELEASED, "RELEASED");
 }
 
+/* Held from 5,000 connections with the longest comm each: the device
+ * lists the first WIRE_MAX_HOLDERS_LISTED with the count of all, and an
+ * event and a snapshot of it still fit a frame. */
+static void test_many_holders(void)
+{
+	enum { HOLDERS = 5000 };
+	static struct holder h[HOLDERS];
+	struct sysfs_device scan;
+	struct seen seen = { 0 };
+	struct devices *t = devices_new(1);
+	Rdmad__Device **msgs;
+	Rdmad__Frame *back;
+	size_t n;
+
+	devices_set_listener(t, on_event, &seen);
+	make_device(&scan, "mlx5_0", "pci-0000:03:00.0", 2);
+	CHECK(devices_apply_scan(t, &scan, 1) == 1, "scan");
+	for (int i = 0; i < HOLDERS; i++) {
+		h[i] = (struct holder){ .owner = &h[i], .pid = 1000 + i,
+					.uid = 1001 };
+		memset(h[i].comm, 'x', sizeof(h[i].comm) - 1);
+		CHECK(devices_hold(t, "mlx5_0", &h[i]) == 0, "hold %d", i);
+	}
+	CHECK(seen.msg && seen.msg->n_holders == WIRE_MAX_HOLDERS_LISTED &&
+		      seen.msg->holder_count == HOLDERS,
+	      "listed %zu of %u", seen.msg ? seen.msg->n_holders : 0,
+	      seen.msg ? seen.msg->holder_count : 0);
+	CHECK(seen.msg && seen.msg->holders[0]->pid == 1000 &&
+		      seen.msg->holders[63]->pid == 1063, "the first listed");
+	back = seen.msg ? round_trip(seen.msg) : NULL;
+	CHECK(back && back->event->device->holder_count == HOLDERS,
+	      "count on the wire");
+	wire_free(back);
+	CHECK(export_table(t, &msgs, &n) == 0 && n == 1, "snapshot");
+	export_table_free(msgs, n);
+	export_device_free(seen.msg);
+	devices_free(t);
+}
+
 int main(void)
 {
 	test_table();
+	test_many_holders();
 	test_event_types();
 	if (failures) {
 		fprintf(stderr, "%d failures\n", failures);
