@@ -62,6 +62,12 @@ static const struct config_key keys[] = {
 	KEY_STR("socket", "admin_group", CONFIG_TYPE_GROUP, admin_group,
 		false),
 	KEY_UINT("socket", "max_clients", max_clients, 1, 65536, false),
+	KEY_UINT("socket", "max_clients_per_uid", max_clients_per_uid, 1,
+		 65536, false),
+	KEY_UINT("socket", "reserved_clients", reserved_clients, 0, 65535,
+		 false),
+	KEY_UINT("socket", "hello_timeout_ms", hello_timeout_ms, 100, 600000,
+		 false),
 	KEY_UINT("socket", "max_holds_per_client", max_holds, 1, 65536,
 		 false),
 	KEY_UINT("socket", "max_queue", max_queue, 4, 65536, false),
@@ -103,6 +109,9 @@ void config_defaults(struct config *cfg)
 	cfg->socket_group = (gid_t)-1;
 	cfg->admin_group = (gid_t)-1;
 	cfg->max_clients = 4096;
+	cfg->max_clients_per_uid = 1024;
+	cfg->reserved_clients = 64;
+	cfg->hello_timeout_ms = 10000;
 	cfg->max_holds = 1024;
 	cfg->max_queue = 256;
 	cfg->debounce_ms = 10;

@@ -96,6 +96,25 @@ static void render_devices(const struct metrics *m, struct out *o)
 	       "rdmad_ports_active %zu\n", active);
 }
 
+/* Connections turned away, by the limit that did it (server.c). */
+static void render_refusals(const struct metrics *m, struct out *o)
+{
+	static const char *const reason[SERVER_REFUSED_COUNT] = {
+		[SERVER_REFUSED_FULL] = "max_clients",
+		[SERVER_REFUSED_RESERVED] = "reserved_clients",
+		[SERVER_REFUSED_PER_UID] = "max_clients_per_uid",
+		[SERVER_REFUSED_NO_HELLO] = "hello_timeout",
+	};
+
+	out(o, "# TYPE rdmad_clients_refused counter\n"
+	       "# HELP rdmad_clients_refused Connections turned away or "
+	       "closed, by the limit that did it.\n");
+	for (int r = SERVER_REFUSED_FULL; r < SERVER_REFUSED_COUNT; r++)
+		out(o, "rdmad_clients_refused_total{limit=\"%s\"} %llu\n",
+		    reason[r], (unsigned long long)(m->srv ?
+			server_refusals(m->srv, r) : 0));
+}
+
 size_t metrics_render(const struct metrics *m, char *buf, size_t size)
 {
 	struct out o = { .buf = buf, .size = size };
@@ -114,6 +133,7 @@ size_t metrics_render(const struct metrics *m, char *buf, size_t size)
 		"# HELP rdmad_clients Connected clients.\n"
 		"rdmad_clients %u\n",
 	    m->srv ? server_client_count(m->srv) : 0);
+	render_refusals(m, &o);
 	out(&o, "# TYPE rdmad_events counter\n"
 		"# HELP rdmad_events Device table events, by type.\n");
 	for (int e = 0; e < N_EVENTS; e++)

@@ -20,6 +20,15 @@
  * plus max_queue events here.
  * Malformed input is logged at debug level only.
  *
+ * Admission.  The socket is usually open to every local user, so nothing
+ * one user does may lock out the others: a uid other than root or the
+ * admin group gets at most max_clients_per_uid connections, and the last
+ * reserved_clients of max_clients are kept for root and the admin group.
+ * A connection must say Hello within hello_timeout_ms, and says it once:
+ * the generation page goes with the one Welcome, so a client cannot pin
+ * descriptors in flight by asking again.  Refusals are counted
+ * (server_refusals()) and logged once until a client is admitted again.
+ *
  * The generation page: a 4 KiB memfd that the daemon maps read-write and
  * every client maps read-only, through an O_RDONLY re-open of it passed
  * with Welcome; clients can check for news without a syscall.
@@ -69,6 +78,7 @@ struct client {
 	struct server *srv;
 	struct event *ev_read;
 	struct event *ev_write;
+	struct event *ev_hello; /* the Hello deadline, until it came */
 	int fd;
 	pid_t pid;
 	uid_t uid;
@@ -94,7 +104,8 @@ struct server {
 	struct event *ev_accept;
 	struct event *ev_backoff;
 	bool logged_emfile;
-	bool logged_full;
+	bool logged_refusal[SERVER_REFUSED_COUNT];
+	uint64_t refusals[SERVER_REFUSED_COUNT];
 	struct client *clients;
 	unsigned int nclients;
 	int gen_fd;          /* read-write, ours */
@@ -112,6 +123,7 @@ enum request_class {
 
 static void client_close(struct client *c);
 static int send_snapshot(struct client *c, uint64_t seq);
+static int bad_request(struct client *c, uint64_t seq, const char *why);
 
 /* ---- per-client output queue ---- */
 
@@ -273,10 +285,12 @@ static int handle_hello(struct client *c, const Rdmad__Frame *req)
 	Rdmad__Welcome welcome = RDMAD__WELCOME__INIT;
 	Rdmad__Frame frame;
 
-	if (!c->hello)
-		log_debug("client pid %d uid %d (%s) says hello as '%.32s'",
-			  c->pid, c->uid, c->comm, req->hello->client_name);
+	if (c->hello)
+		return bad_request(c, req->seq, "Hello was said already");
+	log_debug("client pid %d uid %d (%s) says hello as '%.32s'", c->pid,
+		  c->uid, c->comm, req->hello->client_name);
 	c->hello = true;
+	event_del(c->ev_hello);
 	wire_frame_init(&frame, req->seq);
 	frame.body_case = RDMAD__FRAME__BODY_WELCOME;
 	frame.welcome = &welcome;
@@ -394,10 +408,17 @@ static bool in_group(int fd, gid_t primary, gid_t group)
 	return found;
 }
 
+static bool peer_is_admin(const struct server *srv, int fd,
+			  const struct ucred *cred)
+{
+	return cred->uid == 0 || in_group(fd, cred->gid, srv->opts.admin_group);
+}
+
 static bool client_is_admin(const struct client *c)
 {
-	return c->uid == 0 ||
-	       in_group(c->fd, c->gid, c->srv->opts.admin_group);
+	struct ucred cred = { .pid = c->pid, .uid = c->uid, .gid = c->gid };
+
+	return peer_is_admin(c->srv, c->fd, &cred);
 }
 
 /* Malformed input: debug log only, and a bounded number of chances. */
@@ -561,34 +582,55 @@ static void read_comm(pid_t pid, char comm[16])
 	comm[strcspn(comm, "\n")] = '\0';
 }
 
-static struct client *client_new(struct server *srv, int fd)
+/* No Hello in time: a slot held for nothing. */
+static void on_hello_timeout(evutil_socket_t fd, short what, void *arg)
 {
-	struct client *c = calloc(1, sizeof(*c));
-	struct ucred cred;
-	socklen_t len = sizeof(cred);
+	struct client *c = arg;
 
-	if (!c)
-		return NULL;
-	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0)
-		goto fail;
-	c->srv = srv;
-	c->fd = fd;
-	c->pid = cred.pid;
-	c->uid = cred.uid;
-	c->gid = cred.gid;
-	read_comm(cred.pid, c->comm);
-	c->ev_read = event_new(srv->base, fd, EV_READ | EV_PERSIST,
-			       on_client_read, c);
-	c->ev_write = event_new(srv->base, fd, EV_WRITE | EV_PERSIST,
-				on_client_write, c);
-	if (!c->ev_read || !c->ev_write || event_add(c->ev_read, NULL) < 0)
-		goto fail;
-	return c;
-fail:
+	c->srv->refusals[SERVER_REFUSED_NO_HELLO]++;
+	log_debug("client pid %d (%s): no Hello within %u ms", c->pid, c->comm,
+		  c->srv->opts.hello_timeout_ms);
+	client_kill(c);
+}
+
+static void client_free_events(struct client *c)
+{
 	if (c->ev_read)
 		event_free(c->ev_read);
 	if (c->ev_write)
 		event_free(c->ev_write);
+	if (c->ev_hello)
+		event_free(c->ev_hello);
+}
+
+static struct client *client_new(struct server *srv, int fd,
+				 const struct ucred *cred)
+{
+	struct client *c = calloc(1, sizeof(*c));
+	struct timeval tv = {
+		.tv_sec = srv->opts.hello_timeout_ms / 1000,
+		.tv_usec = srv->opts.hello_timeout_ms % 1000 * 1000,
+	};
+
+	if (!c)
+		return NULL;
+	c->srv = srv;
+	c->fd = fd;
+	c->pid = cred->pid;
+	c->uid = cred->uid;
+	c->gid = cred->gid;
+	read_comm(cred->pid, c->comm);
+	c->ev_read = event_new(srv->base, fd, EV_READ | EV_PERSIST,
+			       on_client_read, c);
+	c->ev_write = event_new(srv->base, fd, EV_WRITE | EV_PERSIST,
+				on_client_write, c);
+	c->ev_hello = evtimer_new(srv->base, on_hello_timeout, c);
+	if (!c->ev_read || !c->ev_write || !c->ev_hello ||
+	    event_add(c->ev_read, NULL) < 0 || evtimer_add(c->ev_hello, &tv) < 0)
+		goto fail;
+	return c;
+fail:
+	client_free_events(c);
 	free(c);
 	return NULL;
 }
@@ -611,8 +653,6 @@ static void client_unlink(struct server *srv, struct client *c)
 	if (c->next)
 		c->next->prev = c->prev;
 	srv->nclients--;
-	if (srv->nclients < srv->opts.max_clients)
-		srv->logged_full = false;
 }
 
 static void client_close(struct client *c)
@@ -621,8 +661,7 @@ static void client_close(struct client *c)
 
 	log_debug("client pid %d (%s) gone", c->pid, c->comm);
 	client_unlink(srv, c);
-	event_free(c->ev_read);
-	event_free(c->ev_write);
+	client_free_events(c);
 	close(c->fd);
 	outq_clear(&c->out);
 	/* Unlinked first: the events this causes go to the others only. */
@@ -652,9 +691,56 @@ static void accept_backoff(struct server *srv)
 	evtimer_add(srv->ev_backoff, &tv);
 }
 
+static unsigned int clients_of_uid(const struct server *srv, uid_t uid)
+{
+	unsigned int n = 0;
+
+	for (const struct client *c = srv->clients; c; c = c->next)
+		n += c->uid == uid;
+	return n;
+}
+
+/* May this peer take one more slot?  See "Admission" at the top. */
+static enum server_refusal refusal(const struct server *srv, int fd,
+				   const struct ucred *cred)
+{
+	const struct server_options *o = &srv->opts;
+
+	if (srv->nclients >= o->max_clients)
+		return SERVER_REFUSED_FULL;
+	if (peer_is_admin(srv, fd, cred))
+		return SERVER_REFUSED_NONE;
+	if (srv->nclients + o->reserved_clients >= o->max_clients)
+		return SERVER_REFUSED_RESERVED;
+	if (clients_of_uid(srv, cred->uid) >= o->max_clients_per_uid)
+		return SERVER_REFUSED_PER_UID;
+	return SERVER_REFUSED_NONE;
+}
+
+static void refuse(struct server *srv, enum server_refusal why,
+		   const struct ucred *cred)
+{
+	static const char *const text[SERVER_REFUSED_COUNT] = {
+		[SERVER_REFUSED_FULL] = "max_clients reached",
+		[SERVER_REFUSED_RESERVED] =
+			"the rest is reserved for root and the admin group",
+		[SERVER_REFUSED_PER_UID] = "max_clients_per_uid reached",
+	};
+
+	srv->refusals[why]++;
+	if (!srv->logged_refusal[why])
+		log_warnx("refusing a connection of uid %u: %u clients, %s "
+			  "(logged once until one is admitted)",
+			  (unsigned int)cred->uid, srv->nclients, text[why]);
+	srv->logged_refusal[why] = true;
+}
+
 /* Returns false when accept() has nothing more for now. */
 static bool accept_one(struct server *srv)
 {
+	enum server_refusal why;
+	struct ucred cred;
+	socklen_t len = sizeof(cred);
 	struct client *c;
 	int fd;
 
@@ -669,18 +755,22 @@ static bool accept_one(struct server *srv)
 		return errno == EINTR || errno == ECONNABORTED;
 	}
 	srv->logged_emfile = false;
-	if (srv->nclients >= srv->opts.max_clients) {
-		if (!srv->logged_full)
-			log_warnx("%u clients: refusing more", srv->nclients);
-		srv->logged_full = true;
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0) {
 		close(fd);
 		return true;
 	}
-	c = client_new(srv, fd);
+	why = refusal(srv, fd, &cred);
+	if (why != SERVER_REFUSED_NONE) {
+		refuse(srv, why, &cred);
+		close(fd);
+		return true;
+	}
+	c = client_new(srv, fd, &cred);
 	if (!c) {
 		close(fd);
 		return true;
 	}
+	memset(srv->logged_refusal, 0, sizeof(srv->logged_refusal));
 	client_link(srv, c);
 	log_debug("client pid %d uid %d (%s) connected", c->pid, c->uid,
 		  c->comm);
@@ -924,6 +1014,9 @@ void server_set_limits(struct server *srv, const struct server_options *opts)
 {
 	srv->opts.max_clients = opts->max_clients;
 	srv->opts.max_holds = opts->max_holds;
+	srv->opts.max_clients_per_uid = opts->max_clients_per_uid;
+	srv->opts.reserved_clients = opts->reserved_clients;
+	srv->opts.hello_timeout_ms = opts->hello_timeout_ms;
 	srv->opts.max_queue = opts->max_queue;
 	srv->opts.admin_group = opts->admin_group;
 }
@@ -984,4 +1077,9 @@ void server_device_event(struct server *srv, enum devices_event event,
 unsigned int server_client_count(const struct server *srv)
 {
 	return srv->nclients;
+}
+
+uint64_t server_refusals(const struct server *srv, enum server_refusal why)
+{
+	return why < SERVER_REFUSED_COUNT ? srv->refusals[why] : 0;
 }

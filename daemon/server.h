@@ -24,11 +24,24 @@ struct server_options {
 	gid_t socket_group;            /* (gid_t)-1: leave as is */
 	gid_t admin_group;             /* may send admin requests; root always */
 	unsigned int max_clients;      /* e.g. 4096 */
+	unsigned int max_clients_per_uid; /* but root and the admin group */
+	unsigned int reserved_clients; /* of max_clients, for root and admins */
+	unsigned int hello_timeout_ms; /* to say Hello after connecting */
 	unsigned int max_holds;        /* per client, e.g. 1024 */
 	unsigned int max_queue;        /* frames queued per client, e.g. 256 */
 	int listen_fd;                 /* from sd_listen_fds, or -1 to bind */
 	int generation_fd;             /* memfd with the generation, or -1;
 					* the server takes it over */
+};
+
+/* Why a connection was turned away (counted, see server_refusals()). */
+enum server_refusal {
+	SERVER_REFUSED_NONE,
+	SERVER_REFUSED_FULL,     /* max_clients */
+	SERVER_REFUSED_RESERVED, /* the reserved slots, for a non-admin */
+	SERVER_REFUSED_PER_UID,  /* max_clients_per_uid */
+	SERVER_REFUSED_NO_HELLO, /* closed: no Hello within the timeout */
+	SERVER_REFUSED_COUNT,
 };
 
 struct server;
@@ -39,6 +52,8 @@ void server_free(struct server *srv);
 void server_device_event(struct server *srv, enum devices_event event,
 			 const struct device *dev, const char *old_name);
 unsigned int server_client_count(const struct server *srv);
+/* Connections turned away (or closed) for @why since start. */
+uint64_t server_refusals(const struct server *srv, enum server_refusal why);
 /* SIGHUP: take max_clients, max_holds, max_queue and admin_group from
  * @opts (the rest needs a restart). */
 void server_set_limits(struct server *srv, const struct server_options *opts);

@@ -60,6 +60,20 @@ class TestMetrics(DaemonTest):
         m = samples(scrape(self.port)[1])
         self.assertGreaterEqual(m['rdmad_events_total{type="removed"}'], 1)
 
+    def test_refused_clients_counted(self):
+        """A connection that never says Hello is closed and counted."""
+        with open(self.conf, "a") as f:
+            f.write("[socket]\nhello_timeout_ms = 200\n")
+        self.start_daemon(config=self.conf)
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        s.settimeout(rdmatb.DEADLINE)
+        s.connect(self.sock)
+        self.assertEqual(s.recv(100), b"", "closed without a Hello")
+        s.close()
+        m = samples(scrape(self.port)[1])
+        self.assertEqual(m['rdmad_clients_refused_total{limit="hello_timeout"}'], 1)
+        self.assertEqual(m['rdmad_clients_refused_total{limit="max_clients_per_uid"}'], 0)
+
     def test_unknown_path_is_404(self):
         self.start_daemon(config=self.conf)
         with self.assertRaises(urllib.error.HTTPError) as cm:

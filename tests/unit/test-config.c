@@ -20,6 +20,7 @@ struct good_case {
 	const char *text;
 	int log_level;
 	unsigned int max_clients, max_holds, max_queue;
+	unsigned int max_clients_per_uid, reserved_clients, hello_timeout_ms;
 	unsigned int debounce_ms, storm_threshold;
 	unsigned int socket_mode;
 	const char *socket_path, *state_dir, *metrics_listen;
@@ -30,6 +31,8 @@ struct good_case {
 /* Each row starts from the defaults (DEF) and overrides what it sets. */
 #pragma GCC diagnostic ignored "-Woverride-init"
 #define DEF .log_level = LOG_INFO, .max_clients = 4096, .max_holds = 1024, \
+	    .max_clients_per_uid = 1024, .reserved_clients = 64,          \
+	    .hello_timeout_ms = 10000,                                     \
 	    .max_queue = 256, .debounce_ms = 10, .storm_threshold = 64,   \
 	    .socket_mode = 0666, .socket_path = "", .state_dir = "/run/rdmad", \
 	    .metrics_listen = "", .admin_group = (gid_t)-1
@@ -45,6 +48,9 @@ static const struct good_case good[] = {
 	  DEF, .max_clients = 1, .max_holds = 65536, .max_queue = 4,
 	  .socket_mode = 0600, .socket_path = "/tmp/r.sock" },
 	{ "[socket]\nadmin_group = 0\n", DEF, .admin_group = 0 },
+	{ "[socket]\nmax_clients_per_uid = 3\nreserved_clients = 0\n"
+	  "hello_timeout_ms = 100\n", DEF, .max_clients_per_uid = 3,
+	  .reserved_clients = 0, .hello_timeout_ms = 100 },
 	{ "[socket]\nadmin_group = root\n", DEF, .admin_group = 0 },
 	{ "[scan]\ndebounce_ms = 0\nstorm_threshold = 1000000\n", DEF,
 	  .debounce_ms = 0, .storm_threshold = 1000000 },
@@ -134,6 +140,11 @@ static void check_good(size_t i, const struct good_case *t)
 	CHECK(r == 0 && n == 0, "good[%zu]: r=%d n=%u err=%s", i, r, n, err);
 	CHECK(cfg.log_level == t->log_level, "good[%zu]: log_level %d", i,
 	      cfg.log_level);
+	CHECK(cfg.max_clients_per_uid == t->max_clients_per_uid &&
+		      cfg.reserved_clients == t->reserved_clients &&
+		      cfg.hello_timeout_ms == t->hello_timeout_ms,
+	      "good[%zu]: admission %u %u %u", i, cfg.max_clients_per_uid,
+	      cfg.reserved_clients, cfg.hello_timeout_ms);
 	CHECK(cfg.max_clients == t->max_clients &&
 		      cfg.max_holds == t->max_holds &&
 		      cfg.max_queue == t->max_queue,

@@ -174,6 +174,9 @@ static void cl_request(int fd, uint64_t seq, Rdmad__Frame__BodyCase body,
 }
 
 /* Let the server run once; a child without a server just waits. */
+/* How long a reply or a close may take: a deadline, not a pace. */
+#define DEADLINE_MS 10000
+
 static void pump_or_wait(int fd)
 {
 	struct pollfd pfd = { .fd = fd, .events = POLLIN };
@@ -229,7 +232,7 @@ static Rdmad__Frame *cl_recv_fd(int fd, int timeout_ms, bool *ret_closed,
 
 static Rdmad__Frame *cl_recv(int fd)
 {
-	return cl_recv_fd(fd, 2000, NULL, NULL);
+	return cl_recv_fd(fd, DEADLINE_MS, NULL, NULL);
 }
 
 static Rdmad__Status cl_status(int fd, uint64_t seq)
@@ -253,7 +256,7 @@ static bool cl_closed(int fd)
 	bool closed;
 	Rdmad__Frame *f;
 
-	while ((f = cl_recv_fd(fd, 2000, &closed, NULL)))
+	while ((f = cl_recv_fd(fd, DEADLINE_MS, &closed, NULL)))
 		wire_free(f);
 	return closed;
 }
@@ -568,6 +571,129 @@ static void test_max_clients(void)
 	pump();
 }
 
+/* ---- admission ---- */
+
+/* Wait for one byte on @fd, pumping the server meanwhile. */
+static void pump_until_readable(int fd)
+{
+	struct pollfd pfd = { .fd = fd, .events = POLLIN };
+	uint64_t end = now_ms() + DEADLINE_MS;
+
+	while (poll(&pfd, 1, 0) == 0 && now_ms() < end)
+		pump();
+}
+
+static void step(int to, int from)
+{
+	char b = 0;
+
+	if (write(to, &b, 1) != 1 || read(from, &b, 1) != 1)
+		_exit(3);
+}
+
+/* The unprivileged peer: uid 65534 when we are root, else ourselves in a
+ * child.  Phase 1 (one connection per uid): a second is refused.  Phase
+ * 2 (the rest reserved): one more is admitted, the next refused. */
+static int child_admission(int up, int down)
+{
+	int a, b, c, d, ok = 1;
+
+	if (getuid() == 0 && (setgid(65534) < 0 || setuid(65534) < 0))
+		return 2;
+	base = NULL; /* the parent serves */
+	a = cl_hello();
+	b = cl_connect();
+	ok &= cl_closed(b);
+	step(up, down);
+	c = cl_hello();
+	d = cl_connect();
+	ok &= cl_closed(d);
+	step(up, down);
+	close(a);
+	close(c);
+	return ok ? 0 : 1;
+}
+
+/* Not root or the admin group: max_clients_per_uid connections, and not
+ * the reserved slots, which root and the admin group still get. */
+static void test_admission(void)
+{
+	struct server_options o = opts;
+	uint64_t per_uid = server_refusals(srv, SERVER_REFUSED_PER_UID);
+	uint64_t reserved = server_refusals(srv, SERVER_REFUSED_RESERVED);
+	int up[2], down[2], status = -1, admin;
+	pid_t pid;
+
+	CHECK(pipe(up) == 0 && pipe(down) == 0, "pipes");
+	o.max_clients_per_uid = 1;
+	server_set_limits(srv, &o);
+	fflush(NULL);
+	pid = fork();
+	if (pid == 0)
+		_exit(child_admission(up[1], down[0]));
+	pump_until_readable(up[0]);
+	CHECK(server_refusals(srv, SERVER_REFUSED_PER_UID) == per_uid + 1,
+	      "refused past max_clients_per_uid");
+	/* Room for two more, both reserved but for one. */
+	o.max_clients_per_uid = 100;
+	o.reserved_clients = 1;
+	o.max_clients = server_client_count(srv) + 2;
+	server_set_limits(srv, &o);
+	step(down[1], up[0]);
+	pump_until_readable(up[0]);
+	CHECK(server_refusals(srv, SERVER_REFUSED_RESERVED) == reserved + 1,
+	      "refused the reserved slot");
+	/* Root is admin; not root, this process's group becomes it. */
+	o.admin_group = getgid();
+	server_set_limits(srv, &o);
+	admin = cl_hello();
+	cl_request(admin, 3, RDMAD__FRAME__BODY_GET_STATUS, NULL);
+	CHECK(cl_snapshot(admin, 3, &(uint64_t){ 0 }, NULL) == NDEVS,
+	      "root or admin group: served in a reserved slot");
+	close(admin);
+	step(down[1], up[0]);
+	while (waitpid(pid, &status, WNOHANG) == 0)
+		pump();
+	CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+	      "unprivileged peer saw its refusals (status %d)", status);
+	server_set_limits(srv, &opts);
+	for (int i = 0; i < 2; i++) {
+		close(up[i]);
+		close(down[i]);
+	}
+	pump();
+}
+
+/* A connection that never says Hello is closed after hello_timeout_ms;
+ * one that says it twice gets an error, not a second generation page. */
+static void test_hello_rules(void)
+{
+	struct server_options o = opts;
+	uint64_t before = server_refusals(srv, SERVER_REFUSED_NO_HELLO);
+	Rdmad__Frame *f;
+	int silent, fd, gfd = -1;
+
+	o.hello_timeout_ms = 200;
+	server_set_limits(srv, &o);
+	silent = cl_connect();
+	CHECK(cl_closed(silent), "silent connection closed");
+	CHECK(server_refusals(srv, SERVER_REFUSED_NO_HELLO) == before + 1,
+	      "counted");
+	close(silent);
+	server_set_limits(srv, &opts);
+	fd = cl_hello();
+	cl_request(fd, 2, RDMAD__FRAME__BODY_HELLO, NULL);
+	f = cl_recv_fd(fd, DEADLINE_MS, NULL, &gfd);
+	CHECK(f && f->seq == 2 &&
+		      f->status == RDMAD__STATUS__STATUS_BAD_REQUEST &&
+		      f->body_case != RDMAD__FRAME__BODY_WELCOME,
+	      "a second Hello is a bad request");
+	CHECK(gfd < 0, "no second generation page");
+	wire_free(f);
+	close(fd);
+	pump();
+}
+
 static void test_emfile(void)
 {
 	struct rlimit old, low;
@@ -698,6 +824,9 @@ static void setup(void)
 		.socket_group = (gid_t)-1,
 		.admin_group = (gid_t)-1,
 		.max_clients = 4096,
+		.max_clients_per_uid = 1024,
+		.reserved_clients = 4,
+		.hello_timeout_ms = 10000,
 		.max_holds = MAX_HOLDS,
 		.max_queue = MAX_QUEUE,
 		.listen_fd = -1,
@@ -746,6 +875,8 @@ int main(void)
 	test_holds();
 	test_overflow();
 	test_max_clients();
+	test_admission();
+	test_hello_rules();
 	test_emfile();
 	test_admin();
 	test_stale_socket();
