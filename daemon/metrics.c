@@ -21,6 +21,9 @@
 #include "rdmad-config.h"
 #include "server.h"
 
+/* Bytes of request line and headers a scraper may send. */
+#define METRICS_MAX_HEADERS 8192
+
 #define N_EVENTS (DEVICES_EVENT_RELEASED + 1)
 
 struct metrics {
@@ -199,7 +202,11 @@ struct metrics *metrics_new(struct event_base *base, const char *listen,
 	m->http = evhttp_new(base);
 	if (!m->http)
 		goto fail;
+	/* A scrape is a GET with a few headers: anything bigger is refused
+	 * before it is buffered (evhttp's defaults are unbounded). */
 	evhttp_set_allowed_methods(m->http, EVHTTP_REQ_GET);
+	evhttp_set_max_headers_size(m->http, METRICS_MAX_HEADERS);
+	evhttp_set_max_body_size(m->http, 0);
 	evhttp_set_timeout(m->http, 10);
 	if (evhttp_set_cb(m->http, "/metrics", on_request, m) < 0)
 		goto fail;

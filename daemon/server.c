@@ -580,6 +580,12 @@ static void read_comm(pid_t pid, char comm[16])
 	}
 	comm[n] = '\0';
 	comm[strcspn(comm, "\n")] = '\0';
+	/* Any process sets its own comm (prctl): what we relay to every
+	 * client and terminal, and put in protobuf strings that must be
+	 * UTF-8, is printable ASCII. */
+	for (char *p = comm; *p; p++)
+		if (*p < 0x20 || *p > 0x7e)
+			*p = '?';
 }
 
 /* No Hello in time: a slot held for nothing. */

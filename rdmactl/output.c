@@ -196,10 +196,32 @@ int output_json_print(FILE *f, struct json_object *obj, bool pretty)
 	return 0;
 }
 
-/* sysfs leaves some values empty (a virtual device has no PCI address). */
+/*
+ * A value for the terminal: "-" when empty (sysfs leaves some values
+ * empty, a virtual device has no PCI address), and every byte that is not
+ * printable ASCII as \xNN, so that nothing the daemon relays (a process
+ * name, a sysfs value) can send escape sequences to the administrator's
+ * terminal.  The result lives until the fourth call after this one.
+ */
 static const char *or_dash(const char *s)
 {
-	return s && *s ? s : "-";
+	static char ring[4][4 * 64 + 1];
+	static unsigned int next;
+	char *out = ring[next++ % 4];
+	size_t n = 0;
+
+	if (!s || !*s)
+		return "-";
+	for (; *s && n + 5 <= sizeof(ring[0]); s++) {
+		unsigned char ch = (unsigned char)*s;
+
+		if (ch >= 0x20 && ch < 0x7f && ch != '\\')
+			out[n++] = (char)ch;
+		else
+			n += (size_t)snprintf(out + n, 5, "\\x%02x", ch);
+	}
+	out[n] = '\0';
+	return out;
 }
 
 static void port_text(FILE *f, const Rdmad__Port *port)
@@ -220,7 +242,7 @@ static void device_text(FILE *f, const Rdmad__Device *dev)
 {
 	size_t i;
 
-	fprintf(f, "hca_id:\t%s\n", dev->name);
+	fprintf(f, "hca_id:\t%s\n", or_dash(dev->name));
 	fprintf(f, "\tstate:\t\t\t%s\n", output_state_name(dev->state));
 	fprintf(f, "\tuverbs:\t\t\t%s\n", or_dash(dev->uverbs));
 	fprintf(f, "\tnode_type:\t\t%s\n", or_dash(dev->node_type));
@@ -262,7 +284,7 @@ void output_list_text(FILE *f, Rdmad__Device *const *devices, size_t n)
 	size_t i;
 
 	for (i = 0; i < n; i++)
-		fprintf(f, "%s\n", devices[i]->name);
+		fprintf(f, "%s\n", or_dash(devices[i]->name));
 }
 
 void output_event_text(FILE *f, const Rdmad__Event *event)
@@ -271,7 +293,7 @@ void output_event_text(FILE *f, const Rdmad__Event *event)
 
 	fprintf(f, "generation %llu: %s %s",
 		(unsigned long long)event->generation,
-		output_event_name(event->type), dev->name);
+		output_event_name(event->type), or_dash(dev->name));
 	if (event->type == RDMAD__EVENT_TYPE__EVENT_TYPE_RENAMED)
 		fprintf(f, " (was %s)", or_dash(dev->old_name));
 	fprintf(f, " [%s, %s, %zu port%s, %u holder%s]\n",

@@ -74,6 +74,27 @@ class TestMetrics(DaemonTest):
         self.assertEqual(m['rdmad_clients_refused_total{limit="hello_timeout"}'], 1)
         self.assertEqual(m['rdmad_clients_refused_total{limit="max_clients_per_uid"}'], 0)
 
+    def test_oversized_request_refused(self):
+        """200 KB of headers are refused, not buffered; scrapes go on."""
+        self.start_daemon(config=self.conf)
+        s = socket.create_connection(("127.0.0.1", self.port),
+                                     timeout=rdmatb.DEADLINE)
+        reply = b""
+        try:
+            s.sendall(b"GET /metrics HTTP/1.1\r\nHost: x\r\n")
+            for i in range(2000):
+                s.sendall(b"X-Junk-%d: %s\r\n" % (i, b"a" * 90))
+        except OSError:
+            pass  # closed on us: refused
+        try:
+            reply = s.recv(200)
+        except OSError:
+            pass
+        s.close()
+        self.assertTrue(reply == b"" or reply.startswith(b"HTTP/1.1 4"),
+                        reply)
+        self.assertIn("rdmad_generation", scrape(self.port)[1])
+
     def test_unknown_path_is_404(self):
         self.start_daemon(config=self.conf)
         with self.assertRaises(urllib.error.HTTPError) as cm:

@@ -300,6 +300,28 @@ static void test_json(void)
 	CHECK(!strcmp(output_event_name(77), "unknown"), "unknown event");
 }
 
+/* What the daemon relays is printed so that it cannot drive the
+ * terminal: control bytes and bytes past ASCII become \xNN. */
+static void test_text_escapes(void)
+{
+	struct sample_dev a;
+	Rdmad__Device *devs[1] = {&a.dev};
+	char *text = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&text, &len);
+
+	sample_dev_init(&a, 0, true);
+	a.holder.comm = "t\x1b]0;x\x07\xff";
+	a.dev.fw_ver = "\x1b[2J";
+	output_status_text(f, 1, devs, 1);
+	fclose(f);
+	CHECK(text && !strpbrk(text, "\x1b\x07\xff"), "raw escapes: %s", text);
+	CHECK(text && strstr(text, "comm t\\x1b]0;x\\x07\\xff"),
+	      "escaped comm: %s", text);
+	CHECK(text && strstr(text, "\\x1b[2J"), "escaped fw_ver: %s", text);
+	free(text);
+}
+
 /* ---- a fake rdmad -------------------------------------------------------- */
 
 enum script {
@@ -712,6 +734,7 @@ int main(void)
 {
 	test_parser();
 	test_json();
+	test_text_escapes();
 	test_status_exchange();
 	test_failures();
 	test_monitor();

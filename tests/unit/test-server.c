@@ -16,6 +16,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -468,8 +469,16 @@ static void test_bad_input(void)
 
 static void test_holds(void)
 {
-	int fd = cl_hello();
+	char name[16];
+	int fd;
 	const struct device *dev;
+
+	/* Any process names itself: escapes and bytes that are not UTF-8
+	 * reach no client. */
+	prctl(PR_GET_NAME, name);
+	prctl(PR_SET_NAME, "t\x1b]0;x\x07\xff");
+	fd = cl_hello();
+	prctl(PR_SET_NAME, name);
 
 	cl_request(fd, 20, RDMAD__FRAME__BODY_HOLD, "dev_010");
 	CHECK(cl_status(fd, 20) == RDMAD__STATUS__STATUS_OK, "hold");
@@ -492,8 +501,10 @@ static void test_holds(void)
 	dev = devices_find(table, "dev_010");
 	CHECK(dev && device_holder_count(dev) == 1, "one holder");
 	if (dev && device_holder_count(dev) == 1)
-		CHECK(device_holder(dev, 0)->pid == getpid(),
-		      "holder pid from SO_PEERCRED");
+		CHECK(device_holder(dev, 0)->pid == getpid() &&
+			      !strcmp(device_holder(dev, 0)->comm, "t?]0;x??"),
+		      "holder pid from SO_PEERCRED, comm printable: %s",
+		      device_holder(dev, 0)->comm);
 	close(fd);
 	for (int i = 0; i < 20; i++)
 		pump();
