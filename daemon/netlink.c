@@ -32,6 +32,7 @@
 
 #include "devices.h"
 #include "log.h"
+#include "name.h"
 #include "sources.h"
 
 #ifndef NETLINK_RDMA
@@ -151,18 +152,15 @@ int netlink_parse_sys(const void *buf, size_t len, struct netlink_rdma_sys *ret)
 static void copy_name_attr(char *ret, size_t size, const struct nlattr *a)
 {
 	const char *s;
-	size_t n, i;
+	size_t n;
 
 	if (!a)
 		return;
+	/* The attribute need not hold a NUL: never read past it. */
 	s = nla_data(a);
 	n = strnlen(s, (size_t)nla_len(a));
-	if (n == 0 || n >= size || strcmp(s, ".") == 0 || strcmp(s, "..") == 0)
+	if (n >= size || !rdmad_name_valid(s, n))
 		return;
-	for (i = 0; i < n; i++) {
-		if (s[i] == '/' || s[i] <= ' ' || s[i] > '~')
-			return;
-	}
 	memcpy(ret, s, n);
 	ret[n] = '\0';
 }

@@ -35,6 +35,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "name.h"
 #include "sysfs.h"
 
 /* Bounds on what one scan reads: a sysfs attribute we keep is short. */
@@ -61,12 +62,13 @@ static bool printable(const char *s, size_t len)
 	return true;
 }
 
-/* A name we accept for an ib device, uverbs device or port directory. */
+/* A name we accept for an ib device, uverbs device or port directory,
+ * that fits @max bytes with its NUL. */
 static bool valid_name(const char *name, size_t max)
 {
-	size_t len = strlen(name);
+	size_t len = strnlen(name, max);
 
-	return len > 0 && len < max && name[0] != '.' && printable(name, len);
+	return len < max && rdmad_name_valid(name, len);
 }
 
 /*

@@ -26,6 +26,7 @@
 
 #include "coalesce.h"
 #include "log.h"
+#include "name.h"
 #include "sources.h"
 
 /* Big enough for a storm of SR-IOV VFs appearing at once. */
@@ -48,19 +49,9 @@ struct udev_source {
 /* Copy @name into @ret if it is a plausible kernel device name. */
 static int copy_name(char ret[64], const char *name)
 {
-	size_t len, i;
-
-	if (!name)
+	if (!rdmad_name_valid_str(name))
 		return -EINVAL;
-	len = strlen(name);
-	if (len == 0 || len >= 64 || strcmp(name, ".") == 0 ||
-	    strcmp(name, "..") == 0)
-		return -EINVAL;
-	for (i = 0; i < len; i++) {
-		if (name[i] == '/' || !isgraph((unsigned char)name[i]))
-			return -EINVAL;
-	}
-	memcpy(ret, name, len + 1);
+	memcpy(ret, name, strlen(name) + 1);
 	return 0;
 }
 

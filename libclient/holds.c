@@ -12,16 +12,7 @@
 #include <infiniband/verbs.h>
 
 #include "client-internal.h"
-
-static bool name_valid(const char *name)
-{
-	size_t len;
-
-	if (!name)
-		return false;
-	len = strlen(name);
-	return len > 0 && len < WIRE_MAX_NAME && !strchr(name, '/');
-}
+#include "name.h"
 
 static ssize_t find_hold(const struct rdmad_client *c, const char *name)
 {
@@ -94,7 +85,7 @@ EXPORT int rdmad_client_hold(struct rdmad_client *client, const char *name)
 {
 	int err;
 
-	if (!client || !name_valid(name))
+	if (!client || !rdmad_name_valid_str(name))
 		return -EINVAL;
 	pthread_mutex_lock(&client->lock);
 	if (find_hold(client, name) >= 0)
@@ -115,7 +106,7 @@ EXPORT int rdmad_client_release(struct rdmad_client *client, const char *name)
 	ssize_t index;
 	int err = 0;
 
-	if (!client || !name_valid(name))
+	if (!client || !rdmad_name_valid_str(name))
 		return -EINVAL;
 	pthread_mutex_lock(&client->lock);
 	index = find_hold(client, name);
@@ -178,7 +169,7 @@ EXPORT struct ibv_context *rdmad_client_open_device(struct rdmad_client *client,
 	struct ibv_context *context;
 	int err;
 
-	if (!client || !name_valid(name)) {
+	if (!client || !rdmad_name_valid_str(name)) {
 		errno = EINVAL;
 		return NULL;
 	}

@@ -51,14 +51,6 @@ int wire_encode(const Rdmad__Frame *frame, size_t max, uint8_t **ret_buf,
 	return 0;
 }
 
-/* A device name from a client ends up in sysfs paths and logs. */
-static bool name_ok(const char *name)
-{
-	size_t len = strlen(name);
-
-	return len > 0 && len < WIRE_MAX_NAME && !strchr(name, '/');
-}
-
 static bool device_ok(const Rdmad__Device *dev)
 {
 	return dev && dev->name[0] != '\0';
@@ -78,9 +70,10 @@ static bool body_ok(const Rdmad__Frame *frame)
 	case RDMAD__FRAME__BODY_WELCOME:
 		return frame->seq != 0;
 	case RDMAD__FRAME__BODY_HOLD:
-		return frame->seq != 0 && name_ok(frame->hold->name);
+		return frame->seq != 0 && rdmad_name_valid_str(frame->hold->name);
 	case RDMAD__FRAME__BODY_RELEASE:
-		return frame->seq != 0 && name_ok(frame->release->name);
+		return frame->seq != 0 &&
+		       rdmad_name_valid_str(frame->release->name);
 	case RDMAD__FRAME__BODY_SNAPSHOT:
 		return frame->snapshot->parts >= 1 &&
 		       frame->snapshot->part < frame->snapshot->parts;

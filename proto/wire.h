@@ -11,6 +11,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "name.h"
 #include "rdmad.pb-c.h"
 
 #define WIRE_VERSION 1
@@ -18,8 +19,8 @@
 #define WIRE_MAX_FRAME (64 * 1024)
 /* Largest request the daemon accepts from a client. */
 #define WIRE_MAX_REQUEST 4096
-/* Longest device name accepted in a request (IB_DEVICE_NAME_MAX is 64). */
-#define WIRE_MAX_NAME 64
+/* Longest device name accepted in a request, with its NUL (name.h). */
+#define WIRE_MAX_NAME RDMAD_NAME_MAX
 /* Holders a Device lists (Device.holder_count counts them all): a device
  * held from thousands of connections must still fit a frame. */
 #define WIRE_MAX_HOLDERS_LISTED 64

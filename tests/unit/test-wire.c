@@ -813,6 +813,51 @@ static void test_scm_rights(void)
 	close(sv[1]);
 }
 
+/* The one rule for a name (proto/name.h), as every module applies it. */
+static void test_names(void)
+{
+	static const struct {
+		const char *name;
+		size_t len; /* 0: strlen */
+		bool valid;
+	} cases[] = {
+		{ "mlx5_0", 0, true },
+		{ "ibp3s0f1", 0, true },
+		{ "rxe-eth0.100", 0, true },
+		{ "a", 0, true },
+		{ "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa",
+		  0, true },   /* 63 bytes */
+		{ "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa",
+		  0, false },  /* 64 */
+		{ "", 0, false },
+		{ ".", 0, false },
+		{ "..", 0, false },
+		{ ".hidden", 0, false },
+		{ "../etc", 0, false },
+		{ "a/b", 0, false },
+		{ "mlx5 0", 0, false },
+		{ "mlx5\t0", 0, false },
+		{ "mlx5\x1b", 0, false },
+		{ "mlx5\x7f", 0, false },
+		{ "ml\xc3\xa9", 0, false },
+		{ "mlx5_0\0x", 7, false }, /* a NUL inside */
+		{ "mlx5_0", 4, true },      /* "mlx5" of a longer buffer */
+	};
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		size_t len = cases[i].len ? cases[i].len :
+					    strlen(cases[i].name);
+
+		CHECK(rdmad_name_valid(cases[i].name, len) == cases[i].valid,
+		      "name[%zu] '%s'", i, cases[i].name);
+		if (!cases[i].len)
+			CHECK(rdmad_name_valid_str(cases[i].name) ==
+				      cases[i].valid,
+			      "name_str[%zu] '%s'", i, cases[i].name);
+	}
+	CHECK(!rdmad_name_valid_str(NULL), "NULL");
+}
+
 int main(int argc, char **argv)
 {
 	if (argc > 1 && !strcmp(argv[1], "--print-golden")) {
@@ -829,6 +874,7 @@ int main(int argc, char **argv)
 	test_statuses();
 	test_split();
 	test_scm_rights();
+	test_names();
 	if (failures) {
 		fprintf(stderr, "%d check(s) failed\n", failures);
 		return 1;
