@@ -50,6 +50,7 @@
 
 #include "devices.h"
 #include "export.h"
+#include "genpage.h"
 #include "log.h"
 #include "outq.h"
 #include "rdmad-config.h"
@@ -57,21 +58,12 @@
 #include "sources.h"
 #include "wire.h"
 
-#define GENPAGE_SIZE 4096
-#define GENPAGE_MAGIC 0x52444d47u /* "RDMG" */
-#define GENPAGE_LAYOUT 1
 /* Bad requests a client may send before we hang up on it. */
 #define MAX_BAD_REQUESTS 3
 /* Datagrams read from one client per wake-up, for fairness. */
 #define READ_BURST 16
 #define ACCEPT_BURST 64
 #define ACCEPT_BACKOFF_SEC 1
-
-struct genpage {
-	uint32_t magic;
-	uint32_t layout;
-	_Atomic uint64_t generation;
-};
 
 struct client {
 	struct client *prev, *next;
@@ -922,15 +914,17 @@ static int genpage_open(struct server *srv, int fd)
 	srv->page = p;
 	srv->page->magic = GENPAGE_MAGIC;
 	srv->page->layout = GENPAGE_LAYOUT;
-	atomic_store_explicit(&srv->page->generation,
-			      devices_generation(srv->table),
-			      memory_order_release);
+	genpage_store(srv->page, devices_generation(srv->table));
 	/* From here on nobody may write it but through our mapping, and
 	 * the fd clients get is read-only besides. */
 	if (fcntl(srv->gen_fd, F_ADD_SEALS, F_SEAL_FUTURE_WRITE) < 0)
 		log_warn("cannot seal the generation page against writes "
 			 "(Linux >= 5.1 can): a client could reopen it "
 			 "writable and mislead the others");
+	/* And no seal more: a client could otherwise add F_SEAL_SEAL (or
+	 * others) through /proc/self/fd before we are done. */
+	if (fcntl(srv->gen_fd, F_ADD_SEALS, F_SEAL_SEAL) < 0)
+		log_warn("cannot seal the generation page's seals");
 	snprintf(path, sizeof(path), "/proc/self/fd/%d", srv->gen_fd);
 	srv->gen_ro_fd = open(path, O_RDONLY | O_CLOEXEC);
 	return srv->gen_ro_fd < 0 ? -errno : 0;
@@ -1062,9 +1056,7 @@ void server_device_event(struct server *srv, enum devices_event event,
 	struct outbuf *ob = NULL;
 	struct client *c;
 
-	atomic_store_explicit(&srv->page->generation,
-			      devices_generation(srv->table),
-			      memory_order_release);
+	genpage_store(srv->page, devices_generation(srv->table));
 	for (c = srv->clients; c; c = c->next) {
 		if (!c->subscribed || c->dead || c->resync)
 			continue;

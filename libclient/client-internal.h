@@ -15,6 +15,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "genpage.h"
 #include "rdmad.h"
 #include "wire.h"
 
@@ -98,20 +99,9 @@ int snapshot_apply_events(const struct rdmad_snapshot *old,
 
 /* ---- conn.c: one connection to the daemon -------------------------------- */
 
-/* The daemon's generation page (PROTOCOL.md). */
-#define CONN_PAGE_MAGIC 0x52444d47u
-#define CONN_PAGE_LAYOUT 1u
-#define CONN_PAGE_SIZE 4096
-
-struct conn_page {
-	uint32_t magic;
-	uint32_t layout;
-	uint64_t generation;
-};
-
 struct conn {
 	int fd;
-	const struct conn_page *page; /* NULL until the Welcome came */
+	const struct genpage *page; /* NULL until the Welcome came */
 	uint64_t next_seq;
 	uint8_t *buf; /* WIRE_MAX_FRAME bytes, kept across reconnects */
 };
@@ -139,7 +129,7 @@ int conn_recv(struct conn *conn, int timeout_ms, Rdmad__Frame **ret_frame,
 
 static inline uint64_t conn_page_generation(const struct conn *conn)
 {
-	return __atomic_load_n(&conn->page->generation, __ATOMIC_ACQUIRE);
+	return genpage_load(conn->page);
 }
 
 /* ---- the client handle --------------------------------------------------- */

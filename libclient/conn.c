@@ -42,7 +42,7 @@ void conn_close(struct conn *conn)
 		close(conn->fd);
 	conn->fd = -1;
 	if (conn->page)
-		munmap((void *)conn->page, CONN_PAGE_SIZE);
+		munmap((void *)conn->page, GENPAGE_SIZE);
 	conn->page = NULL;
 }
 
@@ -55,7 +55,7 @@ void conn_fini(struct conn *conn)
 
 int conn_map_page(struct conn *conn, int fd)
 {
-	const struct conn_page *page;
+	const struct genpage *page;
 	struct stat st;
 	int seals;
 
@@ -63,22 +63,22 @@ int conn_map_page(struct conn *conn, int fd)
 	 * page that is whole and sealed so that it stays whole. */
 	seals = fcntl(fd, F_GET_SEALS);
 	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) ||
-	    st.st_size < CONN_PAGE_SIZE || seals < 0 ||
+	    st.st_size < GENPAGE_SIZE || seals < 0 ||
 	    !(seals & F_SEAL_SHRINK)) {
 		close(fd);
 		return -EPROTO;
 	}
-	page = mmap(NULL, CONN_PAGE_SIZE, PROT_READ, MAP_SHARED, fd, 0);
+	page = mmap(NULL, GENPAGE_SIZE, PROT_READ, MAP_SHARED, fd, 0);
 	close(fd);
 	if (page == MAP_FAILED)
 		return -errno;
-	if (page->magic != CONN_PAGE_MAGIC ||
-	    page->layout != CONN_PAGE_LAYOUT) {
-		munmap((void *)page, CONN_PAGE_SIZE);
+	if (page->magic != GENPAGE_MAGIC ||
+	    page->layout != GENPAGE_LAYOUT) {
+		munmap((void *)page, GENPAGE_SIZE);
 		return -EPROTO;
 	}
 	if (conn->page)
-		munmap((void *)conn->page, CONN_PAGE_SIZE);
+		munmap((void *)conn->page, GENPAGE_SIZE);
 	conn->page = page;
 	return 0;
 }

@@ -45,7 +45,7 @@ static struct {
 	int cmd_fd[2];
 	int ack_fd[2];
 	int page_fd;
-	struct conn_page *page;
+	struct genpage *page;
 	pthread_mutex_t lock;
 	/* Seen by the server, read by the test under @lock. */
 	unsigned int hellos;
@@ -298,8 +298,8 @@ static pthread_t fake_start(void)
 		abort();
 	fake.page = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED,
 			 fake.page_fd, 0);
-	fake.page->magic = CONN_PAGE_MAGIC;
-	fake.page->layout = CONN_PAGE_LAYOUT;
+	fake.page->magic = GENPAGE_MAGIC;
+	fake.page->layout = GENPAGE_LAYOUT;
 	fake_set_generation(5);
 	pthread_mutex_init(&fake.lock, NULL);
 	fake.n_devices = 2;
@@ -499,7 +499,7 @@ static void test_bad_page(void)
 	fake.page->magic = 0;
 	CHECK(rdmad_client_connect(c) == -EPROTO);
 	CHECK(rdmad_client_get_fd(c) == -ENOTCONN);
-	fake.page->magic = CONN_PAGE_MAGIC;
+	fake.page->magic = GENPAGE_MAGIC;
 	rdmad_client_unref(c);
 }
 

@@ -27,6 +27,7 @@
 #include <event2/event.h>
 
 #include "devices.h"
+#include "genpage.h"
 #include "server.h"
 #include "sources.h"
 #include "check.h"
@@ -306,10 +307,7 @@ static size_t cl_snapshot(int fd, uint64_t seq, uint64_t *ret_gen,
 
 static void test_hello(void)
 {
-	struct genpage {
-		uint32_t magic, layout;
-		uint64_t generation;
-	} *page;
+	struct genpage *page;
 	Rdmad__Frame *f;
 	int fd = cl_connect(), gfd = -1;
 	struct stat st;
@@ -336,6 +334,9 @@ static void test_hello(void)
 	if (p != MAP_FAILED)
 		munmap(p, 4096);
 	CHECK(write(gfd, "x", 1) < 0, "write to the page fd must fail");
+	CHECK(fcntl(gfd, F_GET_SEALS) & F_SEAL_SEAL,
+	      "no client may add seals to the page");
+	CHECK(fcntl(gfd, F_ADD_SEALS, F_SEAL_WRITE) < 0, "seals sealed");
 	page = mmap(NULL, 4096, PROT_READ, MAP_SHARED, gfd, 0);
 	CHECK(page != MAP_FAILED, "PROT_READ mapping");
 	if (page != MAP_FAILED) {
