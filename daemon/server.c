@@ -50,7 +50,7 @@
 
 #include "devices.h"
 #include "export.h"
-#include "genpage.h"
+#include "genshare.h"
 #include "log.h"
 #include "outq.h"
 #include "rdmad-config.h"
@@ -100,9 +100,7 @@ struct server {
 	uint64_t refusals[SERVER_REFUSED_COUNT];
 	struct client *clients;
 	unsigned int nclients;
-	int gen_fd;          /* read-write, ours */
-	int gen_ro_fd;       /* what clients get */
-	struct genpage *page;
+	struct genshare gen;  /* the generation page */
 	uint8_t rxbuf[WIRE_MAX_REQUEST];
 };
 
@@ -110,7 +108,6 @@ enum request_class {
 	REQUEST_CLASS_READONLY,
 	REQUEST_CLASS_MUTATING,
 	REQUEST_CLASS_ADMIN,
-	REQUEST_CLASS_INVALID,
 };
 
 static void client_close(struct client *c);
@@ -289,8 +286,8 @@ static int handle_hello(struct client *c, const Rdmad__Frame *req)
 	welcome.version = WIRE_VERSION;
 	welcome.generation = devices_generation(srv->table);
 	welcome.daemon_version = (char *)RDMAD_VERSION;
-	welcome.generation_page = srv->gen_ro_fd >= 0;
-	return reply_frame(c, &frame, srv->gen_ro_fd);
+	welcome.generation_page = srv->gen.ro_fd >= 0;
+	return reply_frame(c, &frame, srv->gen.ro_fd);
 }
 
 static int handle_get_status(struct client *c, const Rdmad__Frame *req)
@@ -347,28 +344,6 @@ static int handle_rescan(struct client *c, const Rdmad__Frame *req)
 	return reply_status(c, req->seq, r, strerror(-r));
 }
 
-static enum request_class request_class(Rdmad__Frame__BodyCase body)
-{
-	switch (body) {
-	case RDMAD__FRAME__BODY_HELLO:
-	case RDMAD__FRAME__BODY_SUBSCRIBE:
-	case RDMAD__FRAME__BODY_GET_STATUS:
-		return REQUEST_CLASS_READONLY;
-	case RDMAD__FRAME__BODY_HOLD:
-	case RDMAD__FRAME__BODY_RELEASE:
-		return REQUEST_CLASS_MUTATING;
-	case RDMAD__FRAME__BODY_RESCAN:
-		return REQUEST_CLASS_ADMIN;
-	case RDMAD__FRAME__BODY__NOT_SET:
-	case RDMAD__FRAME__BODY_WELCOME:
-	case RDMAD__FRAME__BODY_SNAPSHOT:
-	case RDMAD__FRAME__BODY_EVENT:
-	case _RDMAD__FRAME__BODY__CASE_IS_INT_SIZE:
-		break;
-	}
-	return REQUEST_CLASS_INVALID;
-}
-
 static bool gid_listed(const gid_t *groups, size_t n, gid_t group)
 {
 	for (size_t i = 0; i < n; i++)
@@ -423,55 +398,53 @@ static int bad_request(struct client *c, uint64_t seq, const char *why)
 	return ++c->bad_requests >= MAX_BAD_REQUESTS ? -EPROTO : 0;
 }
 
-static int dispatch(struct client *c, const Rdmad__Frame *req)
+/*
+ * Every request, named once: who may send it and what answers it.  Holds
+ * mutate, but anyone who may connect may hold: holds are per connection,
+ * capped, and released with it.  Admin requests need root or the admin
+ * group (SO_PEERCRED, never the message).
+ */
+struct request_type {
+	enum request_class class;
+	int (*handle)(struct client *c, const Rdmad__Frame *req);
+};
+
+static const struct request_type requests[] = {
+	[RDMAD__FRAME__BODY_HELLO] = { REQUEST_CLASS_READONLY, handle_hello },
+	[RDMAD__FRAME__BODY_SUBSCRIBE] = { REQUEST_CLASS_READONLY,
+					   handle_subscribe },
+	[RDMAD__FRAME__BODY_GET_STATUS] = { REQUEST_CLASS_READONLY,
+					    handle_get_status },
+	[RDMAD__FRAME__BODY_HOLD] = { REQUEST_CLASS_MUTATING, handle_hold },
+	[RDMAD__FRAME__BODY_RELEASE] = { REQUEST_CLASS_MUTATING,
+					 handle_release },
+	[RDMAD__FRAME__BODY_RESCAN] = { REQUEST_CLASS_ADMIN, handle_rescan },
+};
+
+static const struct request_type *request_type(Rdmad__Frame__BodyCase body)
 {
-	switch (req->body_case) {
-	case RDMAD__FRAME__BODY_HELLO:
-		return handle_hello(c, req);
-	case RDMAD__FRAME__BODY_SUBSCRIBE:
-		return handle_subscribe(c, req);
-	case RDMAD__FRAME__BODY_GET_STATUS:
-		return handle_get_status(c, req);
-	case RDMAD__FRAME__BODY_HOLD:
-		return handle_hold(c, req);
-	case RDMAD__FRAME__BODY_RELEASE:
-		return handle_release(c, req);
-	case RDMAD__FRAME__BODY_RESCAN:
-		return handle_rescan(c, req);
-	case RDMAD__FRAME__BODY__NOT_SET:
-	case RDMAD__FRAME__BODY_WELCOME:
-	case RDMAD__FRAME__BODY_SNAPSHOT:
-	case RDMAD__FRAME__BODY_EVENT:
-	case _RDMAD__FRAME__BODY__CASE_IS_INT_SIZE:
-		break;
-	}
-	return bad_request(c, req->seq, "not a request");
+	if ((size_t)body >= sizeof(requests) / sizeof(requests[0]) ||
+	    !requests[body].handle)
+		return NULL; /* Welcome, Snapshot, Event: ours, not requests */
+	return &requests[body];
 }
 
 static int handle_request(struct client *c, const Rdmad__Frame *req)
 {
-	switch (request_class(req->body_case)) {
-	case REQUEST_CLASS_INVALID:
+	const struct request_type *t = request_type(req->body_case);
+
+	if (!t)
 		return bad_request(c, req->seq, "not a request");
-	case REQUEST_CLASS_READONLY:
-		break;
-	case REQUEST_CLASS_MUTATING:
-		/* Anyone who may connect may hold: holds are per
-		 * connection, capped, and released with it. */
-		break;
-	case REQUEST_CLASS_ADMIN:
-		if (c->hello && !client_is_admin(c)) {
-			log_debug("client pid %d uid %d: admin request refused",
-				  c->pid, c->uid);
-			return reply_status(c, req->seq, -EPERM,
-					    "needs root or the admin group");
-		}
-		break;
-	}
 	if (!c->hello && req->body_case != RDMAD__FRAME__BODY_HELLO)
 		return bad_request(c, req->seq, "the first request must be "
 						"Hello");
-	return dispatch(c, req);
+	if (t->class == REQUEST_CLASS_ADMIN && !client_is_admin(c)) {
+		log_debug("client pid %d uid %d: admin request refused", c->pid,
+			  c->uid);
+		return reply_status(c, req->seq, -EPERM,
+				    "needs root or the admin group");
+	}
+	return t->handle(c, req);
 }
 
 /* Undecodable: if protobuf can still read a seq, answer it once. */
@@ -876,60 +849,6 @@ static int adopt_socket(struct server *srv, int fd)
 	return 0;
 }
 
-/* ---- the generation page ---- */
-
-static int genpage_create(struct server *srv)
-{
-	int fd = memfd_create("rdmad-generation",
-			      MFD_CLOEXEC | MFD_ALLOW_SEALING);
-
-	if (fd < 0)
-		return -errno;
-	if (ftruncate(fd, GENPAGE_SIZE) < 0 ||
-	    fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW) < 0) {
-		close(fd);
-		return -errno;
-	}
-	srv->gen_fd = fd;
-	return 0;
-}
-
-static int genpage_open(struct server *srv, int fd)
-{
-	char path[64];
-	void *p;
-	int r;
-
-	if (fd < 0) {
-		r = genpage_create(srv);
-		if (r < 0)
-			return r;
-	} else {
-		srv->gen_fd = fd;
-	}
-	p = mmap(NULL, GENPAGE_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED,
-		 srv->gen_fd, 0);
-	if (p == MAP_FAILED)
-		return -errno;
-	srv->page = p;
-	srv->page->magic = GENPAGE_MAGIC;
-	srv->page->layout = GENPAGE_LAYOUT;
-	genpage_store(srv->page, devices_generation(srv->table));
-	/* From here on nobody may write it but through our mapping, and
-	 * the fd clients get is read-only besides. */
-	if (fcntl(srv->gen_fd, F_ADD_SEALS, F_SEAL_FUTURE_WRITE) < 0)
-		log_warn("cannot seal the generation page against writes "
-			 "(Linux >= 5.1 can): a client could reopen it "
-			 "writable and mislead the others");
-	/* And no seal more: a client could otherwise add F_SEAL_SEAL (or
-	 * others) through /proc/self/fd before we are done. */
-	if (fcntl(srv->gen_fd, F_ADD_SEALS, F_SEAL_SEAL) < 0)
-		log_warn("cannot seal the generation page's seals");
-	snprintf(path, sizeof(path), "/proc/self/fd/%d", srv->gen_fd);
-	srv->gen_ro_fd = open(path, O_RDONLY | O_CLOEXEC);
-	return srv->gen_ro_fd < 0 ? -errno : 0;
-}
-
 /* ---- public ---- */
 
 static int server_listen(struct server *srv)
@@ -967,9 +886,8 @@ struct server *server_new(struct event_base *base, struct devices *table,
 	srv->scan = scan;
 	srv->opts = *opts;
 	srv->listen_fd = -1;
-	srv->gen_fd = -1;
-	srv->gen_ro_fd = -1;
-	r = genpage_open(srv, opts->generation_fd);
+	r = genshare_open(&srv->gen, opts->generation_fd,
+			  devices_generation(table));
 	if (r < 0) {
 		errno = -r;
 		log_warn("generation page");
@@ -1001,12 +919,7 @@ void server_free(struct server *srv)
 		unlink(srv->socket_path);
 		free(srv->socket_path);
 	}
-	if (srv->page)
-		munmap(srv->page, GENPAGE_SIZE);
-	if (srv->gen_ro_fd >= 0)
-		close(srv->gen_ro_fd);
-	if (srv->gen_fd >= 0)
-		close(srv->gen_fd);
+	genshare_close(&srv->gen);
 	free(srv);
 }
 
@@ -1056,7 +969,7 @@ void server_device_event(struct server *srv, enum devices_event event,
 	struct outbuf *ob = NULL;
 	struct client *c;
 
-	genpage_store(srv->page, devices_generation(srv->table));
+	genshare_publish(&srv->gen, devices_generation(srv->table));
 	for (c = srv->clients; c; c = c->next) {
 		if (!c->subscribed || c->dead || c->resync)
 			continue;
