@@ -11,7 +11,7 @@
 # command runs as root, in the project directory, with stdin from /dev/null;
 # its output goes to this terminal and its exit status is this script's.
 #
-# Usage (as root, on Debian 12, with /dev/kvm):
+# Usage (as root, on Debian 12):
 #   scripts/rdma-kernel-vm.sh 'COMMAND'
 #   e.g. scripts/rdma-kernel-vm.sh 'rdma system show; ibv_devices'
 #        RDMAD_VM_RXE=1 scripts/rdma-kernel-vm.sh 'ibv_devinfo'
@@ -21,17 +21,24 @@
 #   RDMAD_VM_SHARE="D..." more host directories to share read-write at the
 #                         same path (e.g. a build dir under /tmp)
 #   RDMAD_VM_CWD=DIR      where the command runs (default: the project dir)
-#   RDMAD_VM_MODULES="m"  more kernel modules to load in the guest
+#   RDMAD_VM_MODULES="m"  more kernel modules to load at boot (others load
+#                         on demand through the kernel's own autoloading)
 #   RDMAD_VM_TIMEOUT=S    wall-clock limit for the guest (default 900 s)
 #   RDMAD_VM_MEM=MiB, RDMAD_VM_CPUS=N   guest size (default 2048, 2)
+#   RDMAD_VM_ACCEL=kvm|tcg  default: kvm where /dev/kvm is hardware KVM
+#                         (kvm_intel/kvm_amd), else tcg (emulation; this is
+#                         the case under PVM, kvm_pvm, which cannot boot a
+#                         stock kernel); RDMAD_VM_TCG_CPU (default max)
+#   RDMAD_VM_APPEND="..." more guest kernel parameters
 #   RDMAD_VM_QUIET=1      no "rdmad-vm:" banner lines from the guest
 #   RDMAD_VM_VERBOSE=1    show the guest kernel's boot messages
 #   RDMAD_VM_KVER=VER     kernel version (e.g. 6.1.0-56-amd64); default: the
 #                         newest one already cached, else linux-image-amd64's
 # What it installs from Debian's archive when missing: qemu-system-x86,
-# busybox-static.  The kernel package is only downloaded and unpacked into
-# the cache /var/tmp/rdmad-vm/ (not installed); the initramfs is cached
-# there too, so later runs boot in a few seconds.
+# busybox-static, iproute2 (for rdma).  The kernel package is only
+# downloaded and unpacked into the cache /var/tmp/rdmad-vm/ (not installed);
+# the initramfs is cached there too, so later runs only boot (about 10 s
+# under emulation).
 # Exit status: the command's; 124 on timeout; 125 when the VM itself failed.
 set -u
 
@@ -49,8 +56,10 @@ CMD=$1
 # ---------------------------------------------------------------- packages
 need=""
 command -v qemu-system-x86_64 >/dev/null || need="$need qemu-system-x86"
-[ -x /bin/busybox ] && /bin/busybox --list 2>/dev/null | grep -qx depmod ||
+# the static build: it runs as the guest's init, with no libraries
+dpkg-query -W -f='${Status}' busybox-static 2>/dev/null | grep -q 'ok installed' ||
 	need="$need busybox-static"
+command -v rdma >/dev/null || need="$need iproute2"
 if [ -n "$need" ]; then
 	echo "rdma-kernel-vm: installing$need" >&2
 	export DEBIAN_FRONTEND=noninteractive
@@ -65,11 +74,15 @@ BB=/bin/busybox
 mkdir -p "$CACHE/kernel" || die "cannot create $CACHE"
 exec 9>"$CACHE/lock"
 flock 9 || die "cannot lock $CACHE/lock"
+# leftovers of runs that were killed
+find "$CACHE" -maxdepth 1 \( -name 'run.*' -o -name 'initrd.*' \) -mmin +1440 \
+	-exec rm -rf {} + 2>/dev/null
 
 # ------------------------------------------------------------------ kernel
 kver=${RDMAD_VM_KVER:-}
 if [ -z "$kver" ]; then
-	kver=$(ls "$CACHE/kernel" 2>/dev/null | grep -v '\.tmp$' | sort -V | tail -n 1)
+	kver=$(for d in "$CACHE"/kernel/*/lib/modules/*/modules.dep; do
+		[ -f "$d" ] && basename "$(dirname "$d")"; done | sort -V | tail -n 1)
 fi
 if [ -z "$kver" ]; then
 	dep() { apt-cache depends linux-image-amd64 2>/dev/null |
@@ -82,7 +95,7 @@ fi
 KDIR="$CACHE/kernel/$kver"
 if [ ! -f "$KDIR/lib/modules/$kver/modules.dep" ]; then
 	echo "rdma-kernel-vm: fetching linux-image-$kver" >&2
-	rm -rf "$KDIR.tmp" && mkdir -p "$KDIR.tmp/dl" || die "mkdir failed"
+	rm -rf "$KDIR.tmp"; mkdir -p "$KDIR.tmp/dl" || die "mkdir failed"
 	# apt drops privileges to _apt while downloading
 	chown _apt "$KDIR.tmp/dl" 2>/dev/null
 	( cd "$KDIR.tmp/dl" && apt-get download -q "linux-image-$kver" >&2 ) ||
@@ -93,7 +106,7 @@ if [ ! -f "$KDIR/lib/modules/$kver/modules.dep" ]; then
 	rm -rf "$KDIR.tmp/dl" "$KDIR.tmp/usr/share/doc"
 	# Debian's package leaves modules.dep to depmod in its postinst
 	$BB depmod -b "$KDIR.tmp" "$kver" || die "depmod failed"
-	rm -rf "$KDIR" && mv "$KDIR.tmp" "$KDIR" || die "mv failed"
+	rm -rf "$KDIR"; mv "$KDIR.tmp" "$KDIR" || die "mv failed"
 fi
 VMLINUZ="$KDIR/boot/vmlinuz-$kver"
 [ -f "$VMLINUZ" ] || die "no $VMLINUZ"
@@ -244,7 +257,7 @@ done
 # guest kernels, and Debian's hangs there, so fall back to emulation (TCG).
 accel=${RDMAD_VM_ACCEL:-}
 if [ -z "$accel" ]; then
-	if [ -w /dev/kvm ] && [ -d /sys/module/kvm_intel ] || [ -d /sys/module/kvm_amd ]; then
+	if [ -w /dev/kvm ] && { [ -d /sys/module/kvm_intel ] || [ -d /sys/module/kvm_amd ]; }; then
 		accel=kvm
 	else
 		accel=tcg
@@ -252,7 +265,7 @@ if [ -z "$accel" ]; then
 fi
 case $accel in
 kvm) accel=(-enable-kvm -cpu host) ;;
-tcg) accel=(-accel tcg,thread=multi -cpu max) ;;
+tcg) accel=(-accel "tcg,thread=multi" -cpu "${RDMAD_VM_TCG_CPU:-max}") ;;
 *) die "RDMAD_VM_ACCEL must be kvm or tcg" ;;
 esac
 if [ "${RDMAD_VM_VERBOSE:-0}" = 1 ]; then loglevel=7; else loglevel=1; fi
@@ -262,7 +275,7 @@ timeout -k 10 "${RDMAD_VM_TIMEOUT:-900}" \
 	-smp "${RDMAD_VM_CPUS:-2}" -nographic -nodefaults -no-user-config \
 	-serial stdio -no-reboot -bios qboot.rom \
 	-kernel "$VMLINUZ" -initrd "$INITRD" \
-	-append "console=ttyS0 loglevel=$loglevel printk.time=0 panic=-1 8250.nr_uarts=1 edd=off" \
+	-append "console=ttyS0 loglevel=$loglevel printk.time=0 panic=-1 8250.nr_uarts=1 edd=off ${RDMAD_VM_APPEND:-}" \
 	-virtfs local,path=/,mount_tag=hostroot,security_model=none,readonly=on,multidevs=remap \
 	-virtfs "local,path=$RUN,mount_tag=ctl,security_model=none,multidevs=remap" \
 	"${shares[@]}" </dev/null |
