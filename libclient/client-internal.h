@@ -174,8 +174,7 @@ struct rdmad_client {
 	uint64_t subscribe_seq;
 	bool awaiting_snapshot;
 	bool resync_pending;
-	Rdmad__Frame **parts;
-	size_t n_parts;
+	struct wire_assembly assembly; /* snapshot parts so far */
 
 	struct client_event *queue;
 	size_t queue_len;

@@ -18,13 +18,7 @@
 
 static void clear_parts(struct rdmad_client *client)
 {
-	size_t i;
-
-	for (i = 0; i < client->n_parts; i++)
-		wire_free(client->parts[i]);
-	free(client->parts);
-	client->parts = NULL;
-	client->n_parts = 0;
+	wire_assembly_clear(&client->assembly);
 }
 
 void sync_reset(struct rdmad_client *client)
@@ -189,22 +183,12 @@ static int add_unfolded(struct rdmad_client *client, enum rdmad_event_type type,
 /* All parts are in: build the snapshot and announce the resync. */
 static int complete_snapshot(struct rdmad_client *client)
 {
-	Rdmad__Device **devices;
+	struct wire_assembly *a = &client->assembly;
 	struct rdmad_snapshot *snap;
-	uint64_t generation = client->parts[0]->snapshot->generation;
-	bool solicited = client->parts[0]->seq == client->subscribe_seq;
-	size_t i, j, n = 0;
+	uint64_t generation = a->generation;
+	bool solicited = a->seq == client->subscribe_seq;
 
-	for (i = 0; i < client->n_parts; i++)
-		n += client->parts[i]->snapshot->n_devices;
-	devices = malloc((n ? n : 1) * sizeof(*devices));
-	if (!devices)
-		return -ENOMEM;
-	for (i = 0, n = 0; i < client->n_parts; i++)
-		for (j = 0; j < client->parts[i]->snapshot->n_devices; j++)
-			devices[n++] = client->parts[i]->snapshot->devices[j];
-	snap = snapshot_new_from_wire(devices, n, generation);
-	free(devices);
+	snap = snapshot_new_from_wire(a->devices, a->n_devices, generation);
 	clear_parts(client);
 	if (!snap)
 		return -ENOMEM;
@@ -222,38 +206,16 @@ static int complete_snapshot(struct rdmad_client *client)
 	return 0;
 }
 
-/* Whether @frame continues the snapshot being assembled. */
-static bool part_follows(const struct rdmad_client *client,
-			 const Rdmad__Frame *frame)
-{
-	const Rdmad__Frame *first = client->parts[0];
-
-	return frame->snapshot->part == client->n_parts &&
-	       frame->seq == first->seq &&
-	       frame->snapshot->parts == first->snapshot->parts &&
-	       frame->snapshot->generation == first->snapshot->generation;
-}
-
 static int handle_part(struct rdmad_client *client, Rdmad__Frame *frame)
 {
-	Rdmad__Frame **parts;
+	int r = wire_assembly_add(&client->assembly, frame);
 
-	if (frame->snapshot->part == 0)
-		clear_parts(client);
-	else if (client->n_parts == 0 || !part_follows(client, frame)) {
-		/* Parts out of order: start over with a fresh snapshot. */
-		wire_free(frame);
+	/* Parts out of order, or more than any daemon sends: start over
+	 * with a fresh snapshot. */
+	if (r == -EPROTO || r == -E2BIG)
 		return sync_subscribe(client);
-	}
-	parts = realloc(client->parts, (client->n_parts + 1) * sizeof(*parts));
-	if (!parts) {
-		wire_free(frame);
-		return -ENOMEM;
-	}
-	client->parts = parts;
-	client->parts[client->n_parts++] = frame;
-	if (client->n_parts < frame->snapshot->parts)
-		return 0;
+	if (r <= 0)
+		return r;
 	return complete_snapshot(client);
 }
 

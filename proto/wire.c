@@ -451,3 +451,83 @@ out:
 	free(costs);
 	return r;
 }
+
+/* ---- snapshot reassembly (beside the splitter above) ---- */
+
+void wire_assembly_init(struct wire_assembly *a)
+{
+	memset(a, 0, sizeof(*a));
+}
+
+void wire_assembly_clear(struct wire_assembly *a)
+{
+	for (size_t i = 0; i < a->n_frames; i++)
+		wire_free(a->frames[i]);
+	free(a->frames);
+	free(a->devices);
+	wire_assembly_init(a);
+}
+
+static bool part_follows(const struct wire_assembly *a,
+			 const Rdmad__Frame *frame)
+{
+	const Rdmad__Snapshot *part = frame->snapshot;
+
+	if (part->part == 0)
+		return part->parts > 0 && part->parts <= WIRE_MAX_SNAPSHOT_PARTS;
+	return a->n_frames > 0 && part->part == a->n_frames &&
+	       part->part < a->parts && frame->seq == a->seq && part->parts == a->parts &&
+	       part->generation == a->generation;
+}
+
+static int append_part(struct wire_assembly *a, Rdmad__Frame *frame)
+{
+	const Rdmad__Snapshot *part = frame->snapshot;
+	Rdmad__Frame **frames;
+	Rdmad__Device **devices;
+
+	if (a->n_devices + part->n_devices > WIRE_MAX_SNAPSHOT_DEVICES)
+		return -E2BIG;
+	frames = reallocarray(a->frames, a->n_frames + 1, sizeof(*frames));
+	if (!frames)
+		return -ENOMEM;
+	a->frames = frames;
+	devices = reallocarray(a->devices, a->n_devices + part->n_devices + 1,
+			       sizeof(*devices));
+	if (!devices)
+		return -ENOMEM;
+	a->devices = devices;
+	if (part->n_devices)
+		memcpy(devices + a->n_devices, part->devices,
+		       part->n_devices * sizeof(*devices));
+	a->n_devices += part->n_devices;
+	a->frames[a->n_frames++] = frame;
+	return 0;
+}
+
+int wire_assembly_add(struct wire_assembly *a, Rdmad__Frame *frame)
+{
+	int r;
+
+	if (!frame || frame->body_case != RDMAD__FRAME__BODY_SNAPSHOT) {
+		wire_free(frame);
+		return -EINVAL;
+	}
+	if (frame->snapshot->part == 0)
+		wire_assembly_clear(a);
+	if (!part_follows(a, frame)) {
+		wire_assembly_clear(a);
+		wire_free(frame);
+		return -EPROTO;
+	}
+	r = append_part(a, frame);
+	if (r < 0) {
+		wire_assembly_clear(a);
+		wire_free(frame);
+		return r;
+	}
+	a->seq = frame->seq;
+	a->parts = frame->snapshot->parts;
+	a->generation = frame->snapshot->generation;
+	return a->n_frames == a->parts;
+}

@@ -77,6 +77,38 @@ int wire_split_snapshot(Rdmad__Device *const *devices, size_t n,
 			uint64_t generation, uint64_t seq, wire_emit_fn emit,
 			void *userdata);
 
+/* Most parts a snapshot may announce, and most devices it may hold in
+ * all: a peer cannot make the receiver keep more (4096 full parts are
+ * 256 MiB, far above 8192 devices with 64 holders each). */
+#define WIRE_MAX_SNAPSHOT_PARTS 4096
+#define WIRE_MAX_SNAPSHOT_DEVICES 65536
+
+/*
+ * Joins what wire_split_snapshot() cut: the parts of one snapshot, in
+ * order (part 0, 1, ... of one seq, parts count and generation).  The
+ * frames are owned; devices point into them.
+ */
+struct wire_assembly {
+	Rdmad__Frame **frames;
+	size_t n_frames;
+	Rdmad__Device **devices;
+	size_t n_devices;
+	uint64_t seq;
+	uint64_t generation;
+	uint32_t parts;
+};
+
+void wire_assembly_init(struct wire_assembly *a);
+void wire_assembly_clear(struct wire_assembly *a);
+/*
+ * Take @frame (a Snapshot part; always taken, freed on error).  Part 0
+ * starts over.  Returns 1 when the snapshot is whole, 0 when parts are
+ * still due, -EPROTO when @frame does not follow the parts so far or
+ * announces more than WIRE_MAX_SNAPSHOT_PARTS (the assembly is cleared),
+ * -E2BIG past WIRE_MAX_SNAPSHOT_DEVICES, -ENOMEM.
+ */
+int wire_assembly_add(struct wire_assembly *a, Rdmad__Frame *frame);
+
 /* Fill @frame as a reply/request skeleton (protobuf-c init + version). */
 void wire_frame_init(Rdmad__Frame *frame, uint64_t seq);
 

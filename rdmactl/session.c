@@ -246,45 +246,28 @@ int session_open(const char *path, int timeout_ms, struct session **ret_session)
 
 void session_snapshot_clear(struct session_snapshot *snap)
 {
-	size_t i;
-
-	for (i = 0; i < snap->n_frames; i++)
-		wire_free(snap->frames[i]);
-	free(snap->frames);
-	free(snap->devices);
+	wire_assembly_clear(&snap->parts);
 	memset(snap, 0, sizeof(*snap));
 }
 
-/* Append one part; parts must come in order with one generation. */
+/* Take one part (always); 1 when the snapshot is whole. */
 static int add_part(struct session *s, struct session_snapshot *snap,
 		    Rdmad__Frame *frame)
 {
-	Rdmad__Snapshot *part = frame->snapshot;
-	Rdmad__Device **devices;
-	Rdmad__Frame **frames;
+	uint32_t part = frame->snapshot->part, parts = frame->snapshot->parts;
+	int r = wire_assembly_add(&snap->parts, frame);
 
-	if (part->part != snap->n_frames ||
-	    (snap->n_frames && part->generation != snap->generation))
-		return fail(s, -EPROTO, "snapshot part %u of %u out of order",
-			    part->part, part->parts);
-	frames =
-		reallocarray(snap->frames, snap->n_frames + 1, sizeof(*frames));
-	if (!frames)
-		return fail(s, -ENOMEM, "%s", strerror(ENOMEM));
-	snap->frames = frames;
-	devices = reallocarray(snap->devices,
-			       snap->n_devices + part->n_devices + 1,
-			       sizeof(*devices));
-	if (!devices)
-		return fail(s, -ENOMEM, "%s", strerror(ENOMEM));
-	snap->devices = devices;
-	if (part->n_devices)
-		memcpy(devices + snap->n_devices, part->devices,
-		       part->n_devices * sizeof(*devices));
-	snap->n_devices += part->n_devices;
-	snap->frames[snap->n_frames++] = frame;
-	snap->generation = part->generation;
-	return 0;
+	if (r == -EPROTO)
+		return fail(s, r, "snapshot part %u of %u out of order", part,
+			    parts);
+	if (r < 0)
+		return fail(s, r, "snapshot: %s", strerror(-r));
+	if (r == 1) {
+		snap->generation = snap->parts.generation;
+		snap->devices = snap->parts.devices;
+		snap->n_devices = snap->parts.n_devices;
+	}
+	return r;
 }
 
 static bool is_part_of(const Rdmad__Frame *frame, uint64_t seq)
@@ -297,7 +280,6 @@ int session_collect(struct session *s, uint64_t seq, Rdmad__Frame *first,
 		    struct session_snapshot *ret_snap)
 {
 	Rdmad__Frame *frame = first;
-	uint32_t parts;
 	int r;
 
 	memset(ret_snap, 0, sizeof(*ret_snap));
@@ -312,15 +294,11 @@ int session_collect(struct session *s, uint64_t seq, Rdmad__Frame *first,
 			wire_free(frame);
 			frame = NULL;
 		}
-		parts = frame->snapshot->parts;
 		r = add_part(s, ret_snap, frame);
-		if (r < 0) {
-			wire_free(frame);
-			goto fail;
-		}
 		frame = NULL;
-	} while (ret_snap->n_frames < parts);
-	return 0;
+	} while (r == 0);
+	if (r == 1)
+		return 0;
 fail:
 	session_snapshot_clear(ret_snap);
 	return r;

@@ -16,13 +16,12 @@
 
 struct session;
 
-/* A whole snapshot reassembled from its parts. */
+/* A whole snapshot, reassembled from its parts by proto's assembler. */
 struct session_snapshot {
 	uint64_t generation;
 	size_t n_devices;
-	Rdmad__Device **devices; /* point into frames */
-	size_t n_frames;
-	Rdmad__Frame **frames;
+	Rdmad__Device **devices; /* point into the parts */
+	struct wire_assembly parts;
 };
 
 /*

@@ -858,6 +858,107 @@ static void test_names(void)
 	CHECK(!rdmad_name_valid_str(NULL), "NULL");
 }
 
+/* ---- snapshot reassembly ---- */
+
+static Rdmad__Frame *parts_out[8];
+static size_t n_parts_out;
+
+static int keep_part(const Rdmad__Frame *frame, void *userdata)
+{
+	uint8_t *buf;
+	size_t len;
+
+	CHECK(wire_encode(frame, WIRE_MAX_FRAME, &buf, &len) == 0, "encode");
+	CHECK(n_parts_out < 8, "at most 8 parts");
+	CHECK(wire_decode(buf, len, WIRE_MAX_FRAME,
+			  &parts_out[n_parts_out++]) == 0, "decode");
+	free(buf);
+	return 0;
+}
+
+/* Part @i of a snapshot of 600 devices (three or more parts), decoded as
+ * a receiver gets it. */
+static Rdmad__Frame *part(size_t i, uint64_t seq, uint64_t generation)
+{
+	static Rdmad__Device d[600], *devs[600];
+	static char names[600][16], fw[400];
+	Rdmad__Frame *f;
+
+	memset(fw, 'f', sizeof(fw) - 1);
+	for (int k = 0; k < 600; k++) {
+		rdmad__device__init(&d[k]);
+		snprintf(names[k], sizeof(names[k]), "mlx5_%d", k);
+		d[k].name = names[k];
+		d[k].fw_ver = fw;
+		devs[k] = &d[k];
+	}
+	n_parts_out = 0;
+	CHECK(wire_split_snapshot(devs, 600, generation, seq, keep_part,
+				  NULL) == 0, "split");
+	CHECK(n_parts_out >= 3 && i < n_parts_out, "%zu parts", n_parts_out);
+	f = parts_out[i];
+	parts_out[i] = NULL;
+	for (size_t k = 0; k < n_parts_out; k++)
+		wire_free(parts_out[k]);
+	return f;
+}
+
+static void test_assembly(void)
+{
+	static const struct {
+		const char *what;
+		int order[6]; /* -1 ends; 9: the last part */
+		int want;
+	} cases[] = {
+		{ "not yet whole", { 0, 1, -1 }, 0 },
+		{ "a part missing", { 0, 2, -1 }, -EPROTO },
+		{ "no part 0", { 1, -1 }, -EPROTO },
+		{ "part 0 starts over", { 0, 0, 1, -1 }, 0 },
+		{ "out of order", { 0, 2, 1, -1 }, -EPROTO },
+	};
+	struct wire_assembly a;
+	size_t parts;
+	Rdmad__Frame *f;
+	int r = 0;
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		wire_assembly_init(&a);
+		for (const int *o = cases[i].order; *o >= 0; o++)
+			r = wire_assembly_add(&a, part((size_t)*o, 5, 9));
+		CHECK(r == cases[i].want, "%s: %d", cases[i].what, r);
+		wire_assembly_clear(&a);
+	}
+
+	/* Whole: every device, in order. */
+	wire_assembly_init(&a);
+	f = part(0, 5, 9);
+	parts = f->snapshot->parts;
+	r = wire_assembly_add(&a, f);
+	for (size_t i = 1; i < parts; i++)
+		r = wire_assembly_add(&a, part(i, 5, 9));
+	CHECK(r == 1 && a.n_devices == 600 && a.generation == 9 &&
+		      a.seq == 5 && !strcmp(a.devices[599]->name, "mlx5_599"),
+	      "whole: %d, %zu devices", r, a.n_devices);
+	CHECK(wire_assembly_add(&a, part(1, 5, 9)) == -EPROTO,
+	      "a part past the last");
+	wire_assembly_clear(&a);
+
+	/* Parts of another seq or generation do not join. */
+	CHECK(wire_assembly_add(&a, part(0, 5, 9)) == 0, "first");
+	CHECK(wire_assembly_add(&a, part(1, 6, 9)) == -EPROTO, "other seq");
+	CHECK(wire_assembly_add(&a, part(0, 5, 9)) == 0, "first again");
+	CHECK(wire_assembly_add(&a, part(1, 5, 10)) == -EPROTO,
+	      "other generation");
+
+	/* A peer announcing 2^32 - 1 parts is refused at once. */
+	f = part(0, 5, 9);
+	f->snapshot->parts = UINT32_MAX;
+	CHECK(wire_assembly_add(&a, f) == -EPROTO && a.n_frames == 0,
+	      "endless snapshot");
+	CHECK(wire_assembly_add(&a, NULL) == -EINVAL, "no frame");
+	wire_assembly_clear(&a);
+}
+
 int main(int argc, char **argv)
 {
 	if (argc > 1 && !strcmp(argv[1], "--print-golden")) {
@@ -875,6 +976,7 @@ int main(int argc, char **argv)
 	test_split();
 	test_scm_rights();
 	test_names();
+	test_assembly();
 	if (failures) {
 		fprintf(stderr, "%d check(s) failed\n", failures);
 		return 1;
