@@ -98,6 +98,16 @@ void log_warn(const char *fmt, ...)
 	va_end(ap);
 }
 
+void log_warnc(int err, const char *fmt, ...)
+{
+	va_list ap;
+
+	errno = err < 0 ? -err : err;
+	va_start(ap, fmt);
+	vlog_errno(LOG_WARNING, fmt, ap);
+	va_end(ap);
+}
+
 void log_warnx(const char *fmt, ...)
 {
 	va_list ap;

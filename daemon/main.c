@@ -271,8 +271,7 @@ static void on_table_event(void *userdata, enum devices_event event,
 
 	r = genstore_note(d->genstore, devices_generation(d->table));
 	if (r < 0 && !d->genstore_failed) {
-		errno = -r;
-		log_warn("cannot persist the generation under %s",
+		log_warnc(r, "cannot persist the generation under %s",
 			 d->cfg.state_dir);
 	}
 	d->genstore_failed = r < 0;
@@ -404,8 +403,7 @@ static void on_reload(evutil_socket_t sig, short what, void *arg)
 			 d->cmd.config_path);
 	r = scan_full_now(d->scan);
 	if (r < 0) {
-		errno = -r;
-		log_warn("reload: rescan");
+		log_warnc(r, "reload: rescan");
 	}
 	format_status(d, status, sizeof(status));
 	notify_ready(d->notify, status);
@@ -480,8 +478,7 @@ static int start_table(struct rdmad *d)
 
 	r = genstore_open(d->cfg.state_dir, &d->genstore, &start);
 	if (r < 0) {
-		errno = -r;
-		log_warn("state directory %s", d->cfg.state_dir);
+		log_warnc(r, "state directory %s", d->cfg.state_dir);
 		return r;
 	}
 	d->table = devices_new(start);
@@ -511,8 +508,7 @@ static int start_sources(struct rdmad *d)
 	}
 	r = scan_full_now(d->scan);
 	if (r < 0) {
-		errno = -r;
-		log_warn("first scan of %s", d->cfg.sysfs_root);
+		log_warnc(r, "first scan of %s", d->cfg.sysfs_root);
 	}
 	d->netlink = netlink_source_new(d->base, d->table, d->scan);
 	if (!d->netlink)
@@ -615,8 +611,7 @@ int main(int argc, char **argv)
 	d.socket_path = socket_path(&d);
 	r = rdmad_run(&d);
 	if (r < 0) {
-		errno = -r;
-		log_warn("start-up failed");
+		log_warnc(r, "start-up failed");
 		return 1;
 	}
 	log_info("stopped");

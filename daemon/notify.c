@@ -61,8 +61,7 @@ struct notify *notify_new(struct event_base *base)
 	r = start_watchdog(n, base);
 	if (r < 0) {
 		/* A broken $WATCHDOG_USEC is systemd's problem, not fatal. */
-		errno = -r;
-		log_warn("watchdog");
+		log_warnc(r, "watchdog");
 	}
 	return n;
 }

@@ -860,8 +860,7 @@ static int server_listen(struct server *srv)
 	else
 		r = bind_socket(srv);
 	if (r < 0) {
-		errno = -r;
-		log_warn("socket %s", srv->opts.socket_path);
+		log_warnc(r, "socket %s", srv->opts.socket_path);
 		return r;
 	}
 	srv->ev_accept = event_new(srv->base, srv->listen_fd,
@@ -889,8 +888,7 @@ struct server *server_new(struct event_base *base, struct devices *table,
 	r = genshare_open(&srv->gen, opts->generation_fd,
 			  devices_generation(table));
 	if (r < 0) {
-		errno = -r;
-		log_warn("generation page");
+		log_warnc(r, "generation page");
 	} else {
 		r = server_listen(srv);
 	}

@@ -44,12 +44,12 @@ enum rdmad_event_type {
 	/* The connection was (re)established and the full list re-read;
 	 * the device argument is NULL.  Compare snapshots to find out what
 	 * changed while the daemon was out of reach. */
-	RDMAD_EVENT_RESYNC = 5,
+	RDMAD_EVENT_RESYNC = 5
 };
 
 enum rdmad_device_state {
 	RDMAD_DEVICE_PRESENT = 0,
-	RDMAD_DEVICE_REMOVED = 1,
+	RDMAD_DEVICE_REMOVED = 1
 };
 
 /*
@@ -194,7 +194,7 @@ struct ibv_device **ibv_refresh_device_list(int *num_devices);
 enum rdmad_fork_status {
 	RDMAD_FORK_DISABLED = 0,
 	RDMAD_FORK_ENABLED = 1,
-	RDMAD_FORK_UNNEEDED = 2, /* the kernel copies pinned pages at fork */
+	RDMAD_FORK_UNNEEDED = 2 /* the kernel copies pinned pages at fork */
 };
 
 /* As ibv_fork_init(3): 0, -EINVAL if a range was marked before it,

@@ -40,6 +40,12 @@ void log_warn(const char *fmt, ...)
 	LOG_BODY("warn");
 }
 
+void log_warnc(int err, const char *fmt, ...)
+{
+	fake_log_warnings++;
+	LOG_BODY("warn");
+}
+
 void log_warnx(const char *fmt, ...)
 {
 	fake_log_warnings++;
