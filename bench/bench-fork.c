@@ -200,8 +200,8 @@ static void warm_up(void)
 	}
 }
 
-static void scatter_one(enum impl impl, char *area, unsigned int n,
-			size_t size, double *ret_reg, double *ret_unreg)
+static void scatter_one(enum impl impl, char *area, unsigned int n, size_t size,
+			double *ret_reg, double *ret_unreg)
 {
 	unsigned int *order = shuffled(n);
 	double t0;
@@ -233,7 +233,7 @@ static void scatter(char *const area[IMPL_COUNT], unsigned int n, size_t size,
 {
 	static unsigned int turn; /* who goes first, right after a fork */
 	unsigned int *order = shuffled(n);
-	double sum[2][IMPL_COUNT] = { { 0 } };
+	double sum[2][IMPL_COUNT] = {{0}};
 
 	turn++;
 	warm_up();
@@ -252,16 +252,17 @@ static void scatter(char *const area[IMPL_COUNT], unsigned int n, size_t size,
 			for (int k = 0; k < IMPL_COUNT; k++) {
 				int impl = (b / SCATTER_BLOCK + k + turn) %
 					   IMPL_COUNT;
-				unsigned int e = b + SCATTER_BLOCK < n ?
-						 b + SCATTER_BLOCK : n;
+				unsigned int e = b + SCATTER_BLOCK < n
+							 ? b + SCATTER_BLOCK
+							 : n;
 				double t0 = now_ns();
 
 				for (unsigned int i = b; i < e; i++) {
 					char *p = area[impl] +
 						  2 * (size_t)order[i] * size;
 
-					if (phase ? unreg(impl, p, size) :
-						    reg(impl, p, size))
+					if (phase ? unreg(impl, p, size)
+						  : reg(impl, p, size))
 						die("scatter");
 				}
 				sum[phase][impl] += now_ns() - t0;
@@ -306,7 +307,7 @@ static double threads(enum impl impl, int nthreads, long n)
 	double t0, dt;
 
 	pthread_barrier_init(&barrier, NULL, nthreads + 1);
-	a = (struct thread_arg){ impl, n, &barrier };
+	a = (struct thread_arg){impl, n, &barrier};
 	for (int i = 0; i < nthreads; i++)
 		pthread_create(&t[i], NULL, thread_churn, &a);
 	pthread_barrier_wait(&barrier);
@@ -344,8 +345,7 @@ static double median(const double *v, int n)
 }
 
 /* Fill a row's figures with the medians of @v. */
-static void medians(double r[IMPL_COUNT], double v[IMPL_COUNT][ROUNDS],
-		    int n)
+static void medians(double r[IMPL_COUNT], double v[IMPL_COUNT][ROUNDS], int n)
 {
 	for (int i = 0; i < IMPL_COUNT; i++)
 		r[i] = median(v[i], n);
@@ -363,8 +363,7 @@ static void print_row(const struct row *r)
 {
 	printf("%-26s %10.0f %10.0f %10.0f %9.2fx %9.2fx  %-22s %s%s%s\n",
 	       r->name, r->ns[IMPL_OURS], r->ns[IMPL_RDMA_CORE],
-	       r->ns[IMPL_RAW],
-	       r->ns[IMPL_RDMA_CORE] / r->ns[IMPL_OURS],
+	       r->ns[IMPL_RAW], r->ns[IMPL_RDMA_CORE] / r->ns[IMPL_OURS],
 	       r->ns[IMPL_OURS] / r->ns[IMPL_RAW], r->target,
 	       r->pass ? "PASS" : "MISS", r->note ? "  " : "",
 	       r->note ? r->note : "");
@@ -394,7 +393,7 @@ static void row_churn(const char *name)
 	static char note[2][80];
 	static int rows;
 	char *text = note[rows++ % 2];
-	struct row r = { name, { 0 }, "rdma/ours >= 10x", false, text };
+	struct row r = {name, {0}, "rdma/ours >= 10x", false, text};
 	double v[IMPL_COUNT][ROUNDS], floor[ROUNDS], remark;
 
 	for (int k = 0; k < ROUNDS; k++) {
@@ -418,9 +417,9 @@ static void row_churn(const char *name)
 static void row_churn_remap(const char *name)
 {
 	static char note[64];
-	struct row r = { name, { 0 }, "child misses new map", true, note };
+	struct row r = {name, {0}, "child misses new map", true, note};
 	double v[IMPL_COUNT][ROUNDS];
-	int ok[IMPL_COUNT] = { 1, 1, 1 };
+	int ok[IMPL_COUNT] = {1, 1, 1};
 
 	for (int k = 0; k < ROUNDS; k++)
 		for (int j = 0; j < IMPL_COUNT; j++) {
@@ -484,10 +483,16 @@ static void max_map_raise(long want)
 static void rows_scatter(void)
 {
 	const unsigned int n = 20000;
-	struct row reg_row = { "20000 scattered: register", { 0 },
-			       "ours/raw <= 1.05x", false, NULL };
-	struct row unreg_row = { "20000 scattered: release", { 0 },
-				 "(info: deferred)", true, NULL };
+	struct row reg_row = {"20000 scattered: register",
+			      {0},
+			      "ours/raw <= 1.05x",
+			      false,
+			      NULL};
+	struct row unreg_row = {"20000 scattered: release",
+				{0},
+				"(info: deferred)",
+				true,
+				NULL};
 	double vr[IMPL_COUNT][ROUNDS], vu[IMPL_COUNT][ROUNDS];
 	char *area[IMPL_COUNT];
 
@@ -520,8 +525,8 @@ static void rows_scatter(void)
 
 static void row_threads(void)
 {
-	struct row r = { "8 threads churn 16 KiB", { 0 }, "rdma/ours >= 1x",
-			 false, NULL };
+	struct row r = {
+		"8 threads churn 16 KiB", {0}, "rdma/ours >= 1x", false, NULL};
 	double v[IMPL_COUNT][ROUNDS];
 
 	for (int k = 0; k < 5; k++)
@@ -578,8 +583,8 @@ static void hugepages_reserve(long want)
 static void rows_huge(void)
 {
 	const unsigned int n = 32;
-	struct row r = { "huge pages: register", { 0 },
-			 "huge/plain <= 1.5x", false, NULL };
+	struct row r = {
+		"huge pages: register", {0}, "huge/plain <= 1.5x", false, NULL};
 	double plain[IMPL_COUNT], hp[IMPL_COUNT], t[IMPL_COUNT], u[IMPL_COUNT];
 	double vp[IMPL_COUNT][ROUNDS], vh[IMPL_COUNT][ROUNDS];
 	char *normal[IMPL_COUNT], *hmap[IMPL_COUNT];
@@ -591,8 +596,8 @@ static void rows_huge(void)
 		hmap[i] = map(2 * n * huge, MAP_HUGETLB);
 		if (!normal[i] || !hmap[i]) {
 			printf("%-26s skipped: no %u free 2 MiB huge pages "
-			       "(run as root to reserve them)\n", r.name,
-			       2 * n * IMPL_COUNT);
+			       "(run as root to reserve them)\n",
+			       r.name, 2 * n * IMPL_COUNT);
 			return;
 		}
 	}
@@ -650,8 +655,11 @@ static int copy_on_fork_child(void)
  * kernel copies). */
 static void row_copy_on_fork(void)
 {
-	struct row r = { "copy-on-fork: churn", { 0 }, "ours <= 50 ns", false,
-			 "(unforced, in a child)" };
+	struct row r = {"copy-on-fork: churn",
+			{0},
+			"ours <= 50 ns",
+			false,
+			"(unforced, in a child)"};
 	char self[4096], cmd[4200];
 	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
 	FILE *f;
@@ -660,9 +668,11 @@ static void row_copy_on_fork(void)
 	if (n <= 0)
 		die("readlink");
 	self[n] = 0;
-	snprintf(cmd, sizeof(cmd), "env -u RDMAV_USE_MADVISE "
+	snprintf(cmd, sizeof(cmd),
+		 "env -u RDMAV_USE_MADVISE "
 		 "-u RDMAV_HUGEPAGES_SAFE RDMAD_FORK_COPY_ON_FORK=1 '%s' "
-		 "--copy-on-fork", self);
+		 "--copy-on-fork",
+		 self);
 	f = popen(cmd, "r");
 	if (!f)
 		die("popen");
@@ -712,9 +722,9 @@ int main(int argc, char **argv)
 			strerror(-r));
 		return 1;
 	}
-	printf("%-26s %10s %10s %10s %10s %10s  %-22s %s\n", "case",
-	       "ours ns", "rdma-core", "raw ns", "rdma/ours", "ours/raw",
-	       "target", "result");
+	printf("%-26s %10s %10s %10s %10s %10s  %-22s %s\n", "case", "ours ns",
+	       "rdma-core", "raw ns", "rdma/ours", "ours/raw", "target",
+	       "result");
 	row_churn("churn 64 KiB");
 	row_churn_remap("churn + munmap/mmap");
 	/* The mark of a re-registered range re-issued at fork, not at

@@ -39,55 +39,53 @@ struct config_key {
 	const char *name;
 	enum config_type type;
 	size_t offset;
-	size_t size;              /* strings: buffer size */
-	unsigned long min, max;   /* numbers */
-	bool restart;             /* a change needs a restart */
+	size_t size;		/* strings: buffer size */
+	unsigned long min, max; /* numbers */
+	bool restart;		/* a change needs a restart */
 };
 
-#define KEY_UINT(sec, key, field, lo, hi, rst)                          \
-	{ sec, key, CONFIG_TYPE_UINT, offsetof(struct config, field),    \
-	  sizeof(unsigned int), lo, hi, rst }
-#define KEY_STR(sec, key, type, field, rst)                             \
-	{ sec, key, type, offsetof(struct config, field),                \
-	  sizeof(((struct config *)0)->field), 0, 0, rst }
+#define KEY_UINT(sec, key, field, lo, hi, rst)                                 \
+	{                                                                      \
+		sec, key, CONFIG_TYPE_UINT, offsetof(struct config, field),    \
+			sizeof(unsigned int), lo, hi, rst                      \
+	}
+#define KEY_STR(sec, key, type, field, rst)                                    \
+	{                                                                      \
+		sec, key, type, offsetof(struct config, field),                \
+			sizeof(((struct config *)0)->field), 0, 0, rst         \
+	}
 
 static const struct config_key keys[] = {
-	KEY_STR("daemon", "log_level", CONFIG_TYPE_LOG_LEVEL, log_level,
-		false),
+	KEY_STR("daemon", "log_level", CONFIG_TYPE_LOG_LEVEL, log_level, false),
 	KEY_STR("daemon", "state_dir", CONFIG_TYPE_PATH, state_dir, true),
 	KEY_STR("daemon", "sysfs_root", CONFIG_TYPE_PATH, sysfs_root, true),
 	KEY_STR("socket", "path", CONFIG_TYPE_PATH, socket_path, true),
 	KEY_STR("socket", "mode", CONFIG_TYPE_MODE, socket_mode, true),
 	KEY_STR("socket", "group", CONFIG_TYPE_GROUP, socket_group, true),
-	KEY_STR("socket", "admin_group", CONFIG_TYPE_GROUP, admin_group,
-		false),
+	KEY_STR("socket", "admin_group", CONFIG_TYPE_GROUP, admin_group, false),
 	KEY_UINT("socket", "max_clients", max_clients, 1, 65536, false),
-	KEY_UINT("socket", "max_clients_per_uid", max_clients_per_uid, 1,
-		 65536, false),
+	KEY_UINT("socket", "max_clients_per_uid", max_clients_per_uid, 1, 65536,
+		 false),
 	KEY_UINT("socket", "reserved_clients", reserved_clients, 0, 65535,
 		 false),
 	KEY_UINT("socket", "hello_timeout_ms", hello_timeout_ms, 100, 600000,
 		 false),
-	KEY_UINT("socket", "max_holds_per_client", max_holds, 1, 65536,
-		 false),
+	KEY_UINT("socket", "max_holds_per_client", max_holds, 1, 65536, false),
 	KEY_UINT("socket", "max_queue", max_queue, 4, 65536, false),
 	KEY_UINT("scan", "debounce_ms", debounce_ms, 0, 10000, true),
-	KEY_UINT("scan", "storm_threshold", storm_threshold, 1, 1000000,
-		 true),
-	KEY_STR("metrics", "listen", CONFIG_TYPE_LISTEN, metrics_listen,
-		false),
+	KEY_UINT("scan", "storm_threshold", storm_threshold, 1, 1000000, true),
+	KEY_STR("metrics", "listen", CONFIG_TYPE_LISTEN, metrics_listen, false),
 };
 
 #define N_KEYS (sizeof(keys) / sizeof(keys[0]))
 
-static const char *const sections[] = { "daemon", "socket", "scan",
-					"metrics" };
+static const char *const sections[] = {"daemon", "socket", "scan", "metrics"};
 
 /* What the reader and the handler share while one file is parsed. */
 struct parse {
 	const char *name;
-	const char *text;         /* string input, or NULL */
-	FILE *file;               /* file input, or NULL */
+	const char *text; /* string input, or NULL */
+	FILE *file;	  /* file input, or NULL */
 	unsigned int line;
 	bool at_line_start;
 	struct config *cfg;
@@ -145,10 +143,10 @@ int config_parse_log_level(const char *text, int *ret_level)
 		const char *name;
 		int level;
 	} levels[] = {
-		{ "err", LOG_ERR },	    { "error", LOG_ERR },
-		{ "warning", LOG_WARNING }, { "warn", LOG_WARNING },
-		{ "notice", LOG_NOTICE },   { "info", LOG_INFO },
-		{ "debug", LOG_DEBUG },
+		{"err", LOG_ERR},	  {"error", LOG_ERR},
+		{"warning", LOG_WARNING}, {"warn", LOG_WARNING},
+		{"notice", LOG_NOTICE},	  {"info", LOG_INFO},
+		{"debug", LOG_DEBUG},
 	};
 
 	for (size_t i = 0; i < sizeof(levels) / sizeof(levels[0]); i++) {
@@ -192,7 +190,7 @@ int config_parse_listen(const char *text, char *ret_host, size_t host_len,
 		host++;
 		len -= 2;
 	} else if (memchr(host, ':', len)) {
-		return -EINVAL;  /* an IPv6 address needs brackets */
+		return -EINVAL; /* an IPv6 address needs brackets */
 	}
 	if (len == 0 || len >= host_len || memchr(host, ' ', len))
 		return -EINVAL;
@@ -354,7 +352,7 @@ static int on_key(void *user, const char *section, const char *name,
 		return 1;
 	}
 	if (!known_section(section))
-		return 1;  /* reported once, at its header, by the reader */
+		return 1; /* reported once, at its header, by the reader */
 	for (size_t i = 0; i < N_KEYS; i++) {
 		if (strcmp(keys[i].section, section) == 0 &&
 		    strcmp(keys[i].name, name) == 0) {
@@ -379,7 +377,7 @@ static void check_section_header(struct parse *p, const char *line)
 	start = line + 1;
 	end = strchr(start, ']');
 	if (!end)
-		return;  /* inih reports the syntax error */
+		return; /* inih reports the syntax error */
 	snprintf(name, sizeof(name), "%.*s", (int)(end - start), start);
 	if (!known_section(name))
 		parse_error(p, "unknown section [%s]", name);
@@ -451,11 +449,10 @@ static int run_parse(struct parse *p, struct config *ret_cfg, char *ret_error,
 }
 
 int config_load_string(const char *name, const char *text,
-		       struct config *ret_cfg,
-		       char ret_error[CONFIG_ERROR_MAX],
+		       struct config *ret_cfg, char ret_error[CONFIG_ERROR_MAX],
 		       unsigned int *ret_nerrors)
 {
-	struct parse p = { .name = name, .text = text };
+	struct parse p = {.name = name, .text = text};
 
 	return run_parse(&p, ret_cfg, ret_error, ret_nerrors);
 }
@@ -471,8 +468,8 @@ int config_check(const char *path, struct config *ret_cfg,
 		 void (*on_error)(const char *msg, void *userdata),
 		 void *userdata)
 {
-	struct parse p = { .name = path, .on_error = on_error,
-			   .userdata = userdata };
+	struct parse p = {
+		.name = path, .on_error = on_error, .userdata = userdata};
 	int r;
 
 	p.file = fopen(path, "re");
@@ -510,8 +507,8 @@ static bool key_equal(const struct config_key *k, const struct config *a,
 
 void config_each_restart_change(const struct config *old,
 				const struct config *new_cfg,
-				void (*fn)(const char *section,
-					   const char *key, void *userdata),
+				void (*fn)(const char *section, const char *key,
+					   void *userdata),
 				void *userdata)
 {
 	for (size_t i = 0; i < N_KEYS; i++) {

@@ -19,25 +19,25 @@
 
 struct config {
 	/* [daemon] */
-	int log_level;                 /* LOG_ERR .. LOG_DEBUG */
+	int log_level; /* LOG_ERR .. LOG_DEBUG */
 	char state_dir[CONFIG_PATH_MAX];
 	char sysfs_root[CONFIG_PATH_MAX];
 	/* [socket] */
-	char socket_path[CONFIG_SOCKET_PATH_MAX];  /* "" : built-in default */
+	char socket_path[CONFIG_SOCKET_PATH_MAX]; /* "" : built-in default */
 	mode_t socket_mode;
-	gid_t socket_group;            /* (gid_t)-1: unset */
-	gid_t admin_group;             /* (gid_t)-1: root only */
+	gid_t socket_group; /* (gid_t)-1: unset */
+	gid_t admin_group;  /* (gid_t)-1: root only */
 	unsigned int max_clients;
 	unsigned int max_clients_per_uid;
 	unsigned int reserved_clients;
 	unsigned int hello_timeout_ms;
-	unsigned int max_holds;        /* max_holds_per_client */
+	unsigned int max_holds; /* max_holds_per_client */
 	unsigned int max_queue;
 	/* [scan] */
 	unsigned int debounce_ms;
 	unsigned int storm_threshold;
 	/* [metrics] */
-	char metrics_listen[64];       /* "" : off; "host:port" */
+	char metrics_listen[64]; /* "" : off; "host:port" */
 };
 
 /* The built-in defaults, documented in rdmad.conf(5). */
@@ -63,8 +63,7 @@ int config_check(const char *path, struct config *ret_cfg,
 /* Like config_load() on an in-memory text (tests, fuzzing); @name stands
  * in for the file name in messages. */
 int config_load_string(const char *name, const char *text,
-		       struct config *ret_cfg,
-		       char ret_error[CONFIG_ERROR_MAX],
+		       struct config *ret_cfg, char ret_error[CONFIG_ERROR_MAX],
 		       unsigned int *ret_nerrors);
 
 /* Parse "debug", "info", "notice", "warning", "err" into LOG_*; -EINVAL. */
@@ -77,8 +76,8 @@ int config_parse_listen(const char *text, char *ret_host, size_t host_len,
 /* Calls @fn for each key that differs and only takes effect on restart. */
 void config_each_restart_change(const struct config *old,
 				const struct config *new_cfg,
-				void (*fn)(const char *section,
-					   const char *key, void *userdata),
+				void (*fn)(const char *section, const char *key,
+					   void *userdata),
 				void *userdata);
 
 #endif

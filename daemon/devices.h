@@ -37,7 +37,7 @@ enum devices_event {
 };
 
 struct holder {
-	const void *owner;  /* the client connection; identity of the hold */
+	const void *owner; /* the client connection; identity of the hold */
 	pid_t pid;
 	uid_t uid;
 	char comm[16];
@@ -74,8 +74,7 @@ int devices_set_netdev_state(struct devices *table, const char *ifname,
 int devices_hold(struct devices *table, const char *name,
 		 const struct holder *h);
 /* -ENODEV unknown name, -ENOENT not held by @owner. */
-int devices_release(struct devices *table, const char *name,
-		    const void *owner);
+int devices_release(struct devices *table, const char *name, const void *owner);
 /* A client went away: drop every hold it had. */
 void devices_release_owner(struct devices *table, const void *owner);
 /* Internal references (not listed as holders). */

@@ -77,8 +77,9 @@ int export_device(const struct device *dev, const char *old_name,
 {
 	const struct sysfs_device *info = device_info(dev);
 	size_t nports = info->nports, holders_total = device_holder_count(dev);
-	size_t nholders = holders_total < WIRE_MAX_HOLDERS_LISTED ?
-				  holders_total : WIRE_MAX_HOLDERS_LISTED;
+	size_t nholders = holders_total < WIRE_MAX_HOLDERS_LISTED
+				  ? holders_total
+				  : WIRE_MAX_HOLDERS_LISTED;
 	Rdmad__Device *msg = malloc(block_size(nports, nholders));
 	Rdmad__Port *ports;
 	Rdmad__Holder *holders;

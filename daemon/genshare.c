@@ -53,8 +53,8 @@ int genshare_open(struct genshare *g, int fd, uint64_t generation)
 	g->fd = fd >= 0 ? fd : create();
 	if (g->fd < 0)
 		return g->fd;
-	p = mmap(NULL, GENPAGE_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED,
-		 g->fd, 0);
+	p = mmap(NULL, GENPAGE_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, g->fd,
+		 0);
 	if (p == MAP_FAILED)
 		return -errno;
 	g->page = p;

@@ -12,8 +12,8 @@
 #include "genpage.h"
 
 struct genshare {
-	int fd;              /* read-write, ours; -1 when closed */
-	int ro_fd;           /* what clients get; -1 when closed */
+	int fd;	   /* read-write, ours; -1 when closed */
+	int ro_fd; /* what clients get; -1 when closed */
 	struct genpage *page;
 };
 

@@ -12,7 +12,7 @@
 #include <stdbool.h>
 
 void log_init(bool foreground, int max_level);
-void log_set_level(int max_level);  /* LOG_ERR .. LOG_DEBUG */
+void log_set_level(int max_level); /* LOG_ERR .. LOG_DEBUG */
 void log_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void log_warnc(int err, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));

@@ -80,16 +80,16 @@ enum {
 };
 
 static const struct option long_options[] = {
-	{ "foreground", no_argument, NULL, 'f' },
-	{ "debug", no_argument, NULL, 'd' },
-	{ "socket", required_argument, NULL, OPT_SOCKET },
-	{ "config", required_argument, NULL, OPT_CONFIG },
-	{ "check-config", no_argument, NULL, OPT_CHECK_CONFIG },
-	{ "sysfs", required_argument, NULL, OPT_SYSFS },
-	{ "state-dir", required_argument, NULL, OPT_STATE_DIR },
-	{ "version", no_argument, NULL, OPT_VERSION },
-	{ "help", no_argument, NULL, 'h' },
-	{ NULL, 0, NULL, 0 },
+	{"foreground", no_argument, NULL, 'f'},
+	{"debug", no_argument, NULL, 'd'},
+	{"socket", required_argument, NULL, OPT_SOCKET},
+	{"config", required_argument, NULL, OPT_CONFIG},
+	{"check-config", no_argument, NULL, OPT_CHECK_CONFIG},
+	{"sysfs", required_argument, NULL, OPT_SYSFS},
+	{"state-dir", required_argument, NULL, OPT_STATE_DIR},
+	{"version", no_argument, NULL, OPT_VERSION},
+	{"help", no_argument, NULL, 'h'},
+	{NULL, 0, NULL, 0},
 };
 
 static void usage(FILE *out)
@@ -255,7 +255,7 @@ static void on_status_timer(evutil_socket_t fd, short what, void *arg)
 
 static void schedule_status(struct rdmad *d)
 {
-	struct timeval tv = { .tv_usec = STATUS_DELAY_MSEC * 1000 };
+	struct timeval tv = {.tv_usec = STATUS_DELAY_MSEC * 1000};
 
 	if (d->ev_status && !evtimer_pending(d->ev_status, NULL))
 		evtimer_add(d->ev_status, &tv);
@@ -272,7 +272,7 @@ static void on_table_event(void *userdata, enum devices_event event,
 	r = genstore_note(d->genstore, devices_generation(d->table));
 	if (r < 0 && !d->genstore_failed) {
 		log_warnc(r, "cannot persist the generation under %s",
-			 d->cfg.state_dir);
+			  d->cfg.state_dir);
 	}
 	d->genstore_failed = r < 0;
 	/* Clients first: opening a new device for its async events takes
@@ -325,14 +325,15 @@ static unsigned int clients_within_fd_limit(unsigned int want)
 
 	if (getrlimit(RLIMIT_NOFILE, &rl) < 0 || rl.rlim_cur == RLIM_INFINITY)
 		return want;
-	room = rl.rlim_cur > 2 * FDS_NOT_FOR_CLIENTS ?
-		       rl.rlim_cur - FDS_NOT_FOR_CLIENTS :
-		       rl.rlim_cur / 2;
+	room = rl.rlim_cur > 2 * FDS_NOT_FOR_CLIENTS
+		       ? rl.rlim_cur - FDS_NOT_FOR_CLIENTS
+		       : rl.rlim_cur / 2;
 	if (want <= room)
 		return want;
 	log_warnx("max_clients = %u, but the open file limit is %llu: "
-		  "serving at most %llu clients", want,
-		  (unsigned long long)rl.rlim_cur, (unsigned long long)room);
+		  "serving at most %llu clients",
+		  want, (unsigned long long)rl.rlim_cur,
+		  (unsigned long long)room);
 	return (unsigned int)room;
 }
 
@@ -593,7 +594,7 @@ out:
 
 int main(int argc, char **argv)
 {
-	struct rdmad d = { 0 };
+	struct rdmad d = {0};
 	char err[CONFIG_ERROR_MAX];
 	int r;
 

@@ -87,16 +87,22 @@ static void render_devices(const struct metrics *m, struct out *o)
 		for (unsigned int i = 0; i < info->nports; i++)
 			active += strcmp(info->ports[i].state, "ACTIVE") == 0;
 	}
-	out(o, "# TYPE rdmad_devices gauge\n"
-	       "# HELP rdmad_devices RDMA devices listed, by state.\n"
-	       "rdmad_devices{state=\"present\"} %zu\n"
-	       "rdmad_devices{state=\"removed\"} %zu\n", present, removed);
-	out(o, "# TYPE rdmad_holds gauge\n"
-	       "# HELP rdmad_holds Holds of devices by client connections.\n"
-	       "rdmad_holds %zu\n", holders);
-	out(o, "# TYPE rdmad_ports_active gauge\n"
-	       "# HELP rdmad_ports_active Ports in state ACTIVE.\n"
-	       "rdmad_ports_active %zu\n", active);
+	out(o,
+	    "# TYPE rdmad_devices gauge\n"
+	    "# HELP rdmad_devices RDMA devices listed, by state.\n"
+	    "rdmad_devices{state=\"present\"} %zu\n"
+	    "rdmad_devices{state=\"removed\"} %zu\n",
+	    present, removed);
+	out(o,
+	    "# TYPE rdmad_holds gauge\n"
+	    "# HELP rdmad_holds Holds of devices by client connections.\n"
+	    "rdmad_holds %zu\n",
+	    holders);
+	out(o,
+	    "# TYPE rdmad_ports_active gauge\n"
+	    "# HELP rdmad_ports_active Ports in state ACTIVE.\n"
+	    "rdmad_ports_active %zu\n",
+	    active);
 }
 
 /* Connections turned away, by the limit that did it (server.c). */
@@ -114,34 +120,39 @@ static void render_refusals(const struct metrics *m, struct out *o)
 	       "closed, by the limit that did it.\n");
 	for (int r = SERVER_REFUSED_FULL; r < SERVER_REFUSED_COUNT; r++)
 		out(o, "rdmad_clients_refused_total{limit=\"%s\"} %llu\n",
-		    reason[r], (unsigned long long)(m->srv ?
-			server_refusals(m->srv, r) : 0));
+		    reason[r],
+		    (unsigned long long)(m->srv ? server_refusals(m->srv, r)
+						: 0));
 }
 
 size_t metrics_render(const struct metrics *m, char *buf, size_t size)
 {
-	struct out o = { .buf = buf, .size = size };
+	struct out o = {.buf = buf, .size = size};
 
 	if (size)
 		buf[0] = '\0';
-	out(&o, "# TYPE rdmad_build info\n"
-		"# HELP rdmad_build rdmad version.\n"
-		"rdmad_build_info{version=\"%s\"} 1\n", RDMAD_VERSION);
-	out(&o, "# TYPE rdmad_generation gauge\n"
-		"# HELP rdmad_generation Generation of the device list.\n"
-		"rdmad_generation %llu\n",
+	out(&o,
+	    "# TYPE rdmad_build info\n"
+	    "# HELP rdmad_build rdmad version.\n"
+	    "rdmad_build_info{version=\"%s\"} 1\n",
+	    RDMAD_VERSION);
+	out(&o,
+	    "# TYPE rdmad_generation gauge\n"
+	    "# HELP rdmad_generation Generation of the device list.\n"
+	    "rdmad_generation %llu\n",
 	    (unsigned long long)devices_generation(m->table));
 	render_devices(m, &o);
-	out(&o, "# TYPE rdmad_clients gauge\n"
-		"# HELP rdmad_clients Connected clients.\n"
-		"rdmad_clients %u\n",
+	out(&o,
+	    "# TYPE rdmad_clients gauge\n"
+	    "# HELP rdmad_clients Connected clients.\n"
+	    "rdmad_clients %u\n",
 	    m->srv ? server_client_count(m->srv) : 0);
 	render_refusals(m, &o);
 	out(&o, "# TYPE rdmad_events counter\n"
 		"# HELP rdmad_events Device table events, by type.\n");
 	for (int e = 0; e < N_EVENTS; e++)
-		out(&o, "rdmad_events_total{type=\"%s\"} %llu\n",
-		    event_name(e), (unsigned long long)m->events[e]);
+		out(&o, "rdmad_events_total{type=\"%s\"} %llu\n", event_name(e),
+		    (unsigned long long)m->events[e]);
 	out(&o, "# EOF\n");
 	return o.len;
 }

@@ -20,7 +20,7 @@
 
 struct notify {
 	struct event *watchdog;
-	uint64_t watchdog_usec;  /* keep-alive period, 0 when off */
+	uint64_t watchdog_usec; /* keep-alive period, 0 when off */
 	char last_status[256];
 };
 

@@ -59,11 +59,11 @@ struct scan {
 	struct event *timer;
 	struct event *retry_timer;
 	uint64_t window_end_ms; /* requests before this wait for it */
-	bool parked;	     /* a pass parked a device for its uverbs */
-	bool early_used;     /* this window had its early pass */
-	bool lost_request;   /* a request failed (ENOMEM): scan all */
-	bool garbage_logged; /* rate limit for garbage warnings */
-	bool starved_logged; /* rate limit for starvation warnings */
+	bool parked;		/* a pass parked a device for its uverbs */
+	bool early_used;	/* this window had its early pass */
+	bool lost_request;	/* a request failed (ENOMEM): scan all */
+	bool garbage_logged;	/* rate limit for garbage warnings */
+	bool starved_logged;	/* rate limit for starvation warnings */
 	int reserve[SCAN_RESERVE_FDS]; /* -1 where not held */
 };
 
@@ -120,7 +120,8 @@ static void reserve_take(struct scan *scan)
 {
 	for (int i = 0; i < SCAN_RESERVE_FDS; i++)
 		if (scan->reserve[i] < 0)
-			scan->reserve[i] = open("/dev/null", O_RDONLY | O_CLOEXEC);
+			scan->reserve[i] =
+				open("/dev/null", O_RDONLY | O_CLOEXEC);
 }
 
 static void reserve_release(struct scan *scan)
@@ -137,8 +138,9 @@ static void starved(struct scan *scan, const char *name, int r)
 {
 	if (!scan->starved_logged)
 		log_warnx("scan: %s: %s; keeping the devices as they were, "
-			  "retrying every %d ms", name ? name : "full rescan",
-			  strerror(-r), SCAN_STARVED_RETRY_MS);
+			  "retrying every %d ms",
+			  name ? name : "full rescan", strerror(-r),
+			  SCAN_STARVED_RETRY_MS);
 	scan->starved_logged = true;
 	if (!name || coalesce_add(scan->retry, name) < 0)
 		scan->lost_request = true;

@@ -78,12 +78,12 @@ struct client {
 	char comm[16];
 	bool hello;
 	bool subscribed;
-	bool resync;        /* overflowed: owes a seq-0 snapshot */
-	bool dead;          /* to be closed from its write callback */
+	bool resync; /* overflowed: owes a seq-0 snapshot */
+	bool dead;   /* to be closed from its write callback */
 	bool read_paused;
 	uint8_t bad_requests;
 	unsigned int nholds;
-	struct outq out;    /* frames waiting for the socket */
+	struct outq out; /* frames waiting for the socket */
 };
 
 struct server {
@@ -91,7 +91,7 @@ struct server {
 	struct devices *table;
 	struct scan *scan;
 	struct server_options opts;
-	char *socket_path;   /* set when we bound it, to unlink at exit */
+	char *socket_path; /* set when we bound it, to unlink at exit */
 	int listen_fd;
 	struct event *ev_accept;
 	struct event *ev_backoff;
@@ -100,7 +100,7 @@ struct server {
 	uint64_t refusals[SERVER_REFUSED_COUNT];
 	struct client *clients;
 	unsigned int nclients;
-	struct genshare gen;  /* the generation page */
+	struct genshare gen; /* the generation page */
 	uint8_t rxbuf[WIRE_MAX_REQUEST];
 };
 
@@ -217,8 +217,7 @@ static void on_client_write(evutil_socket_t fd, short what, void *arg)
 
 /* ---- replies ---- */
 
-static int reply_frame(struct client *c, const Rdmad__Frame *frame,
-		       int pass_fd)
+static int reply_frame(struct client *c, const Rdmad__Frame *frame, int pass_fd)
 {
 	struct outbuf *ob = outbuf_encode(frame, false, pass_fd);
 	int r;
@@ -311,7 +310,7 @@ static int handle_subscribe(struct client *c, const Rdmad__Frame *req)
 
 static int handle_hold(struct client *c, const Rdmad__Frame *req)
 {
-	struct holder h = { .owner = c, .pid = c->pid, .uid = c->uid };
+	struct holder h = {.owner = c, .pid = c->pid, .uid = c->uid};
 	int r;
 
 	if (c->nholds >= c->srv->opts.max_holds)
@@ -383,7 +382,7 @@ static bool peer_is_admin(const struct server *srv, int fd,
 
 static bool client_is_admin(const struct client *c)
 {
-	struct ucred cred = { .pid = c->pid, .uid = c->uid, .gid = c->gid };
+	struct ucred cred = {.pid = c->pid, .uid = c->uid, .gid = c->gid};
 
 	return peer_is_admin(c->srv, c->fd, &cred);
 }
@@ -391,8 +390,7 @@ static bool client_is_admin(const struct client *c)
 /* Malformed input: debug log only, and a bounded number of chances. */
 static int bad_request(struct client *c, uint64_t seq, const char *why)
 {
-	log_debug("client pid %d (%s): bad request: %s", c->pid, c->comm,
-		  why);
+	log_debug("client pid %d (%s): bad request: %s", c->pid, c->comm, why);
 	if (seq)
 		reply_status(c, seq, -EBADMSG, why);
 	return ++c->bad_requests >= MAX_BAD_REQUESTS ? -EPROTO : 0;
@@ -410,15 +408,14 @@ struct request_type {
 };
 
 static const struct request_type requests[] = {
-	[RDMAD__FRAME__BODY_HELLO] = { REQUEST_CLASS_READONLY, handle_hello },
-	[RDMAD__FRAME__BODY_SUBSCRIBE] = { REQUEST_CLASS_READONLY,
-					   handle_subscribe },
-	[RDMAD__FRAME__BODY_GET_STATUS] = { REQUEST_CLASS_READONLY,
-					    handle_get_status },
-	[RDMAD__FRAME__BODY_HOLD] = { REQUEST_CLASS_MUTATING, handle_hold },
-	[RDMAD__FRAME__BODY_RELEASE] = { REQUEST_CLASS_MUTATING,
-					 handle_release },
-	[RDMAD__FRAME__BODY_RESCAN] = { REQUEST_CLASS_ADMIN, handle_rescan },
+	[RDMAD__FRAME__BODY_HELLO] = {REQUEST_CLASS_READONLY, handle_hello},
+	[RDMAD__FRAME__BODY_SUBSCRIBE] = {REQUEST_CLASS_READONLY,
+					  handle_subscribe},
+	[RDMAD__FRAME__BODY_GET_STATUS] = {REQUEST_CLASS_READONLY,
+					   handle_get_status},
+	[RDMAD__FRAME__BODY_HOLD] = {REQUEST_CLASS_MUTATING, handle_hold},
+	[RDMAD__FRAME__BODY_RELEASE] = {REQUEST_CLASS_MUTATING, handle_release},
+	[RDMAD__FRAME__BODY_RESCAN] = {REQUEST_CLASS_ADMIN, handle_rescan},
 };
 
 static const struct request_type *request_type(Rdmad__Frame__BodyCase body)
@@ -436,8 +433,9 @@ static int handle_request(struct client *c, const Rdmad__Frame *req)
 	if (!t)
 		return bad_request(c, req->seq, "not a request");
 	if (!c->hello && req->body_case != RDMAD__FRAME__BODY_HELLO)
-		return bad_request(c, req->seq, "the first request must be "
-						"Hello");
+		return bad_request(c, req->seq,
+				   "the first request must be "
+				   "Hello");
 	if (t->class == REQUEST_CLASS_ADMIN && !client_is_admin(c)) {
 		log_debug("client pid %d uid %d: admin request refused", c->pid,
 			  c->uid);
@@ -460,8 +458,9 @@ static int handle_undecodable(struct client *c, size_t len, int err)
 		rdmad__frame__free_unpacked(frame, NULL);
 		return bad_request(c, seq, "malformed request");
 	}
-	bad_request(c, 0, err == -EMSGSIZE ? "oversized datagram" :
-					    "undecodable datagram");
+	bad_request(c, 0,
+		    err == -EMSGSIZE ? "oversized datagram"
+				     : "undecodable datagram");
 	return -EPROTO;
 }
 
@@ -472,8 +471,8 @@ static int handle_datagram(struct client *c, size_t len)
 
 	r = wire_decode(c->srv->rxbuf, len, WIRE_MAX_REQUEST, &req);
 	if (r == -EPROTONOSUPPORT) {
-		log_debug("client pid %d (%s): protocol version %u",
-			  c->pid, c->comm, req->version);
+		log_debug("client pid %d (%s): protocol version %u", c->pid,
+			  c->comm, req->version);
 		reply_status(c, req->seq, r, "protocol version 1 only");
 		wire_free(req);
 		return -EPROTONOSUPPORT;
@@ -495,7 +494,7 @@ static int client_read(struct client *c)
 		n = wire_recv(c->fd, c->srv->rxbuf, sizeof(c->srv->rxbuf),
 			      &passed_fd);
 		if (passed_fd >= 0)
-			close(passed_fd);  /* we never take fds */
+			close(passed_fd); /* we never take fds */
 		if (n == -EAGAIN)
 			return 0;
 		if (n == -EMSGSIZE)
@@ -597,7 +596,8 @@ static struct client *client_new(struct server *srv, int fd,
 				on_client_write, c);
 	c->ev_hello = evtimer_new(srv->base, on_hello_timeout, c);
 	if (!c->ev_read || !c->ev_write || !c->ev_hello ||
-	    event_add(c->ev_read, NULL) < 0 || evtimer_add(c->ev_hello, &tv) < 0)
+	    event_add(c->ev_read, NULL) < 0 ||
+	    evtimer_add(c->ev_hello, &tv) < 0)
 		goto fail;
 	return c;
 fail:
@@ -653,7 +653,7 @@ static void on_backoff(evutil_socket_t fd, short what, void *arg)
 /* Out of descriptors: stop accepting for a while instead of spinning. */
 static void accept_backoff(struct server *srv)
 {
-	struct timeval tv = { .tv_sec = ACCEPT_BACKOFF_SEC };
+	struct timeval tv = {.tv_sec = ACCEPT_BACKOFF_SEC};
 
 	if (!srv->logged_emfile)
 		log_warn("accept: pausing for %d s", ACCEPT_BACKOFF_SEC);
@@ -762,7 +762,7 @@ static void on_accept(evutil_socket_t fd, short what, void *arg)
 /* Unlink @path only if it is a socket nobody answers on any more. */
 static int remove_stale_socket(const char *path)
 {
-	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
 	struct stat st;
 	int fd, r;
 
@@ -811,7 +811,7 @@ static int set_socket_access(const struct server_options *opts)
 static int bind_socket(struct server *srv)
 {
 	const struct server_options *opts = &srv->opts;
-	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
 	int fd, r;
 
 	if (strlen(opts->socket_path) >= sizeof(sa.sun_path))

@@ -20,26 +20,26 @@ enum devices_event;
 
 struct server_options {
 	const char *socket_path;
-	mode_t socket_mode;            /* e.g. 0666 */
-	gid_t socket_group;            /* (gid_t)-1: leave as is */
-	gid_t admin_group;             /* may send admin requests; root always */
-	unsigned int max_clients;      /* e.g. 4096 */
+	mode_t socket_mode;	  /* e.g. 0666 */
+	gid_t socket_group;	  /* (gid_t)-1: leave as is */
+	gid_t admin_group;	  /* may send admin requests; root always */
+	unsigned int max_clients; /* e.g. 4096 */
 	unsigned int max_clients_per_uid; /* but root and the admin group */
 	unsigned int reserved_clients; /* of max_clients, for root and admins */
 	unsigned int hello_timeout_ms; /* to say Hello after connecting */
-	unsigned int max_holds;        /* per client, e.g. 1024 */
-	unsigned int max_queue;        /* frames queued per client, e.g. 256 */
-	int listen_fd;                 /* from sd_listen_fds, or -1 to bind */
-	int generation_fd;             /* memfd with the generation, or -1;
+	unsigned int max_holds;	       /* per client, e.g. 1024 */
+	unsigned int max_queue;	       /* frames queued per client, e.g. 256 */
+	int listen_fd;		       /* from sd_listen_fds, or -1 to bind */
+	int generation_fd;	       /* memfd with the generation, or -1;
 					* the server takes it over */
 };
 
 /* Why a connection was turned away (counted, see server_refusals()). */
 enum server_refusal {
 	SERVER_REFUSED_NONE,
-	SERVER_REFUSED_FULL,     /* max_clients */
+	SERVER_REFUSED_FULL,	 /* max_clients */
 	SERVER_REFUSED_RESERVED, /* the reserved slots, for a non-admin */
-	SERVER_REFUSED_PER_UID,  /* max_clients_per_uid */
+	SERVER_REFUSED_PER_UID,	 /* max_clients_per_uid */
 	SERVER_REFUSED_NO_HELLO, /* closed: no Hello within the timeout */
 	SERVER_REFUSED_COUNT,
 };

@@ -22,9 +22,9 @@ enum devices_event;
  * that device; more than @storm_threshold pending (or a NULL name)
  * becomes one full rescan. */
 struct scan_options {
-	const char *sysroot;           /* "/sys" */
-	unsigned int debounce_ms;      /* coalescing window, e.g. 10 */
-	unsigned int storm_threshold;  /* e.g. 64 */
+	const char *sysroot;	      /* "/sys" */
+	unsigned int debounce_ms;     /* coalescing window, e.g. 10 */
+	unsigned int storm_threshold; /* e.g. 64 */
 };
 struct scan;
 struct scan *scan_new(struct event_base *base, struct devices *table,
@@ -44,30 +44,29 @@ void scan_request_uverbs(struct scan *scan, const char *uverbs);
 /* udev.c: libudev monitor on infiniband, infiniband_verbs and net.
  * Create it before the first full scan so nothing slips between. */
 struct udev_source;
-struct udev_source *udev_source_new(struct event_base *base,
-				    struct scan *scan);
+struct udev_source *udev_source_new(struct event_base *base, struct scan *scan);
 void udev_source_free(struct udev_source *src);
 
 /* What one uevent asks for, decoded from its properties alone (exposed for
  * the unit test and the fuzzer).  Names are validated: at most 63 bytes,
  * no '/', not "." or "..", printable ASCII. */
 enum udev_target_kind {
-	UDEV_TARGET_IBDEV,   /* rescan ib device @name (and @old_name) */
-	UDEV_TARGET_UVERBS,  /* rescan the device behind uverbs @name */
-	UDEV_TARGET_NETDEV,  /* rescan devices on netdev @name (and @old_name) */
+	UDEV_TARGET_IBDEV,  /* rescan ib device @name (and @old_name) */
+	UDEV_TARGET_UVERBS, /* rescan the device behind uverbs @name */
+	UDEV_TARGET_NETDEV, /* rescan devices on netdev @name (and @old_name) */
 };
 struct udev_uevent {
-	const char *action;       /* "add", "remove", "change", "move", ... */
-	const char *subsystem;    /* "infiniband", "infiniband_verbs", "net" */
+	const char *action;    /* "add", "remove", "change", "move", ... */
+	const char *subsystem; /* "infiniband", "infiniband_verbs", "net" */
 	const char *sysname;
-	const char *devpath_old;  /* DEVPATH_OLD, for "move" */
-	const char *ibdev;        /* sysattr "ibdev" of a uverbs device */
-	const char *ifname_old;   /* INTERFACE_OLD, for a netdev rename */
+	const char *devpath_old; /* DEVPATH_OLD, for "move" */
+	const char *ibdev;	 /* sysattr "ibdev" of a uverbs device */
+	const char *ifname_old;	 /* INTERFACE_OLD, for a netdev rename */
 };
 struct udev_target {
 	enum udev_target_kind kind;
 	char name[64];
-	char old_name[64];        /* empty unless renamed */
+	char old_name[64]; /* empty unless renamed */
 };
 /* 0 and *ret filled; -ENOMSG for events to ignore; -EINVAL for garbage. */
 int udev_decode(const struct udev_uevent *ev, struct udev_target *ret);
@@ -88,9 +87,9 @@ bool netlink_copy_on_fork(const struct netlink_source *src);
 /* Decoding of the kernel's RDMA netlink messages (exposed for the unit test
  * and the fuzzer).  @buf holds one message as read from the socket. */
 struct netlink_rdma_sys {
-	bool has_copy_on_fork;  /* the attribute is there at all */
+	bool has_copy_on_fork; /* the attribute is there at all */
 	bool copy_on_fork;
-	bool has_monitor;       /* RDMA_NLDEV_SYS_ATTR_MONITOR_MODE: >= 6.12 */
+	bool has_monitor; /* RDMA_NLDEV_SYS_ATTR_MONITOR_MODE: >= 6.12 */
 };
 /* A SYS_GET reply: 0; -ENOMSG other type; -EBADMSG malformed; a kernel
  * error reply gives its -errno. */
@@ -108,9 +107,9 @@ enum netlink_rdma_event {
 };
 struct netlink_rdma_notice {
 	enum netlink_rdma_event event;
-	char ibdev[64];    /* empty if absent or unusable */
-	char netdev[16];   /* empty if absent or unusable */
-	uint32_t port;     /* 0 if absent */
+	char ibdev[64];	 /* empty if absent or unusable */
+	char netdev[16]; /* empty if absent or unusable */
+	uint32_t port;	 /* 0 if absent */
 };
 /* A RDMA_NLDEV_CMD_MONITOR message: 0; -ENOMSG other type; -EBADMSG. */
 int netlink_parse_monitor(const void *buf, size_t len,
@@ -121,8 +120,7 @@ int netlink_parse_monitor(const void *buf, size_t len,
  * device cannot be opened.  main.c forwards table events to it. */
 struct async_source;
 struct async_source *async_source_new(struct event_base *base,
-				      struct devices *table,
-				      struct scan *scan);
+				      struct devices *table, struct scan *scan);
 void async_source_free(struct async_source *src);
 void async_source_device_event(struct async_source *src,
 			       enum devices_event event,

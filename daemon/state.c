@@ -6,8 +6,8 @@
  * GENSTORE_BLOCK; publishing a generation within half a block of the
  * ceiling reserves another block first.  So a crash at any point (kill -9)
  * loses at most the unused rest of a block, never goes back, and costs one
- * write per half block.  The file is replaced by rename(), so it is either the old or
- * the new ceiling, never a torn write.
+ * write per half block.  The file is replaced by rename(), so it is either the
+ * old or the new ceiling, never a torn write.
  */
 #include <errno.h>
 #include <fcntl.h>

@@ -8,7 +8,8 @@
  * are half written while a device is being created.  Every file is read
  * with one bounded read() (opened O_NONBLOCK, so a FIFO cannot stall us);
  * values must be printable ASCII and fit their field.  At most
- * SYSFS_MAX_DEVICES devices a scan and SYSFS_MAX_PORTS ports a device.  A device whose node_guid or node_type is unusable is left out
+ * SYSFS_MAX_DEVICES devices a scan and SYSFS_MAX_PORTS ports a device.  A
+ * device whose node_guid or node_type is unusable is left out
  * (-EBADMSG, counted as skipped) so that a later rescan picks it up whole;
  * any other unusable value becomes empty (numbers -1 or 0).
  *
@@ -501,7 +502,7 @@ static void find_uverbs(const char *sysroot, int devfd, bool has_parent,
 
 	if (has_parent) {
 		fd = open_at(devfd, "device/infiniband_verbs",
-			    O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+			     O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 		if (fd >= 0 && find_uverbs_in(fd, dev->name, dev->uverbs,
 					      sizeof(dev->uverbs)) == 0)
 			return;
@@ -570,7 +571,8 @@ static void lookup_uverbs(const struct uverbs_map *map,
 		return;
 	strcpy(key.ibdev, dev->name);
 	e = map->n ? bsearch(&key, map->entries, map->n, sizeof(key),
-			     compare_uverbs) : NULL;
+			     compare_uverbs)
+		   : NULL;
 	if (e)
 		strcpy(dev->uverbs, e->uverbs);
 }

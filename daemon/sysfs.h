@@ -17,28 +17,28 @@
 
 struct sysfs_port {
 	uint32_t port;
-	char state[16];       /* "ACTIVE" (the "4: " prefix stripped) */
-	char phys_state[24];  /* "LinkUp" */
-	char link_layer[16];  /* "InfiniBand", "Ethernet" */
-	char rate[48];        /* "100 Gb/sec (4X EDR)" */
-	char netdev[16];      /* IFNAMSIZ; from gid_attrs/ndevs/0 */
+	char state[16];	     /* "ACTIVE" (the "4: " prefix stripped) */
+	char phys_state[24]; /* "LinkUp" */
+	char link_layer[16]; /* "InfiniBand", "Ethernet" */
+	char rate[48];	     /* "100 Gb/sec (4X EDR)" */
+	char netdev[16];     /* IFNAMSIZ; from gid_attrs/ndevs/0 */
 	uint32_t lid;
-	int netdev_up;        /* -1 unknown; filled by the device table */
+	int netdev_up; /* -1 unknown; filled by the device table */
 };
 
 struct sysfs_device {
-	char name[SYSFS_NAME_MAX];  /* ib device name, "mlx5_0" */
-	char uverbs[16];            /* "uverbs0", empty if none */
-	char id[160];               /* stable identity, see sysfs.c */
+	char name[SYSFS_NAME_MAX]; /* ib device name, "mlx5_0" */
+	char uverbs[16];	   /* "uverbs0", empty if none */
+	char id[160];		   /* stable identity, see sysfs.c */
 	char node_guid[20];
 	char sys_image_guid[20];
-	char node_type[16];         /* "CA", "RNIC", "switch", "router" ... */
+	char node_type[16]; /* "CA", "RNIC", "switch", "router" ... */
 	char fw_ver[64];
-	char pci_address[32];       /* empty when not a PCI device */
-	char driver[32];            /* driver of the parent device */
-	int numa_node;              /* -1 unknown */
+	char pci_address[32]; /* empty when not a PCI device */
+	char driver[32];      /* driver of the parent device */
+	int numa_node;	      /* -1 unknown */
 	unsigned int nports;
-	struct sysfs_port *ports;   /* malloc'd, nports entries */
+	struct sysfs_port *ports; /* malloc'd, nports entries */
 };
 
 /*

@@ -57,8 +57,8 @@ struct rdmad_device {
 	const char *pci_address;
 	const char *driver;
 	unsigned int n_ports;
-	unsigned int n_holders;     /* listed: at most WIRE_MAX_HOLDERS_LISTED */
-	unsigned int holder_count;  /* all of them */
+	unsigned int n_holders;	   /* listed: at most WIRE_MAX_HOLDERS_LISTED */
+	unsigned int holder_count; /* all of them */
 	struct rdmad_port *ports;
 	struct rdmad_holder *holders;
 };

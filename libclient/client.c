@@ -252,7 +252,8 @@ static int remaining_ms(uint64_t deadline)
  * event is sent), and no snapshot is half read. */
 static bool caught_up(const struct rdmad_client *c)
 {
-	return c->snapshot && !c->awaiting_snapshot && c->assembly.n_frames == 0 &&
+	return c->snapshot && !c->awaiting_snapshot &&
+	       c->assembly.n_frames == 0 &&
 	       conn_page_generation(&c->conn) <= sync_generation(c);
 }
 

@@ -72,8 +72,7 @@ int conn_map_page(struct conn *conn, int fd)
 	close(fd);
 	if (page == MAP_FAILED)
 		return -errno;
-	if (page->magic != GENPAGE_MAGIC ||
-	    page->layout != GENPAGE_LAYOUT) {
+	if (page->magic != GENPAGE_MAGIC || page->layout != GENPAGE_LAYOUT) {
 		munmap((void *)page, GENPAGE_SIZE);
 		return -EPROTO;
 	}

@@ -47,10 +47,7 @@ enum rdmad_event_type {
 	RDMAD_EVENT_RESYNC = 5
 };
 
-enum rdmad_device_state {
-	RDMAD_DEVICE_PRESENT = 0,
-	RDMAD_DEVICE_REMOVED = 1
-};
+enum rdmad_device_state { RDMAD_DEVICE_PRESENT = 0, RDMAD_DEVICE_REMOVED = 1 };
 
 /*
  * Called from rdmad_client_process() for each change, in order.  @device is
@@ -159,8 +156,8 @@ rdmad_device_get_state(const struct rdmad_device *device);
 uint64_t rdmad_device_get_generation(const struct rdmad_device *device);
 
 unsigned int rdmad_device_get_port_count(const struct rdmad_device *device);
-const struct rdmad_port *rdmad_device_get_port(const struct rdmad_device *device,
-					       unsigned int index);
+const struct rdmad_port *
+rdmad_device_get_port(const struct rdmad_device *device, unsigned int index);
 unsigned int rdmad_port_get_number(const struct rdmad_port *port);
 const char *rdmad_port_get_state(const struct rdmad_port *port);
 const char *rdmad_port_get_phys_state(const struct rdmad_port *port);
@@ -214,10 +211,10 @@ int rdmad_dereg_mr(struct ibv_mr *mr);
 
 /* Counters of the tracker, for monitoring and benchmarks. */
 struct rdmad_fork_stats {
-	uint64_t ranges;          /* live registered ranges */
-	uint64_t pages_marked;    /* pages now MADV_DONTFORK */
-	uint64_t madvise_calls;   /* madvise syscalls made */
-	uint64_t madvise_saved;   /* madvise syscalls avoided (deferral, merge) */
+	uint64_t ranges;	/* live registered ranges */
+	uint64_t pages_marked;	/* pages now MADV_DONTFORK */
+	uint64_t madvise_calls; /* madvise syscalls made */
+	uint64_t madvise_saved; /* madvise syscalls avoided (deferral, merge) */
 	uint64_t deferred_ranges; /* released ranges awaiting a fork */
 	uint64_t unaligned_bytes; /* bytes outside any registration marked */
 	uint64_t reserved[10];

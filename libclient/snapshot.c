@@ -130,8 +130,9 @@ struct rdmad_device *snapshot_device_new(const Rdmad__Device *msg)
 	dev->n_ports = msg->n_ports;
 	dev->n_holders = msg->n_holders;
 	/* A daemon before holder_count lists every holder. */
-	dev->holder_count = msg->holder_count > msg->n_holders ?
-				    msg->holder_count : msg->n_holders;
+	dev->holder_count = msg->holder_count > msg->n_holders
+				    ? msg->holder_count
+				    : msg->n_holders;
 	dev->ports = (struct rdmad_port *)(dev + 1);
 	dev->holders = (struct rdmad_holder *)((char *)dev->ports + ports_size);
 	cursor = (char *)dev->holders + holders_size;

@@ -18,15 +18,14 @@
 
 /* Host byte order.  Only the daemon writes, only through genpage_store(). */
 struct genpage {
-	uint32_t magic;      /* GENPAGE_MAGIC */
+	uint32_t magic;	     /* GENPAGE_MAGIC */
 	uint32_t layout;     /* GENPAGE_LAYOUT; another layout: do not use */
 	uint64_t generation; /* the daemon's generation, 8-byte aligned */
 };
 
 _Static_assert(offsetof(struct genpage, magic) == 0, "magic at 0");
 _Static_assert(offsetof(struct genpage, layout) == 4, "layout at 4");
-_Static_assert(offsetof(struct genpage, generation) == 8,
-	       "generation at 8");
+_Static_assert(offsetof(struct genpage, generation) == 8, "generation at 8");
 _Static_assert(sizeof(struct genpage) == 16, "16 bytes used");
 _Static_assert(sizeof(struct genpage) <= GENPAGE_SIZE, "fits the page");
 

@@ -70,7 +70,8 @@ static bool body_ok(const Rdmad__Frame *frame)
 	case RDMAD__FRAME__BODY_WELCOME:
 		return frame->seq != 0;
 	case RDMAD__FRAME__BODY_HOLD:
-		return frame->seq != 0 && rdmad_name_valid_str(frame->hold->name);
+		return frame->seq != 0 &&
+		       rdmad_name_valid_str(frame->hold->name);
 	case RDMAD__FRAME__BODY_RELEASE:
 		return frame->seq != 0 &&
 		       rdmad_name_valid_str(frame->release->name);
@@ -474,10 +475,11 @@ static bool part_follows(const struct wire_assembly *a,
 	const Rdmad__Snapshot *part = frame->snapshot;
 
 	if (part->part == 0)
-		return part->parts > 0 && part->parts <= WIRE_MAX_SNAPSHOT_PARTS;
+		return part->parts > 0 &&
+		       part->parts <= WIRE_MAX_SNAPSHOT_PARTS;
 	return a->n_frames > 0 && part->part == a->n_frames &&
-	       part->part < a->parts && frame->seq == a->seq && part->parts == a->parts &&
-	       part->generation == a->generation;
+	       part->part < a->parts && frame->seq == a->seq &&
+	       part->parts == a->parts && part->generation == a->generation;
 }
 
 static int append_part(struct wire_assembly *a, Rdmad__Frame *frame)

@@ -99,8 +99,8 @@ static struct json_object *ports_json(const Rdmad__Device *dev)
  * holder_count lists them all). */
 static uint32_t holder_total(const Rdmad__Device *dev)
 {
-	return dev->holder_count > dev->n_holders ? dev->holder_count :
-						    (uint32_t)dev->n_holders;
+	return dev->holder_count > dev->n_holders ? dev->holder_count
+						  : (uint32_t)dev->n_holders;
 }
 
 static struct json_object *holders_json(const Rdmad__Device *dev)

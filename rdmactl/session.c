@@ -149,8 +149,7 @@ int session_recv(struct session *s, int timeout_ms, Rdmad__Frame **ret_frame)
 		if (n == -EAGAIN || n == -EINTR)
 			continue;
 		if (n == 0 || n == -ECONNRESET)
-			return fail(s, -ECONNRESET,
-				    "it closed the connection");
+			return fail(s, -ECONNRESET, "it closed the connection");
 		if (n < 0)
 			return fail(s, (int)n, "receive: %s", strerror(-n));
 		return decode(s, n, ret_frame);

@@ -4,7 +4,7 @@
 # Debian's own archive.  Safe to run again; does nothing when all is present.
 set -eu
 
-PKGS="build-essential meson ninja-build pkg-config clang llvm libclang-rt-14-dev
+PKGS="build-essential meson ninja-build pkg-config clang clang-format llvm libclang-rt-14-dev
  libibverbs-dev ibverbs-utils ibverbs-providers
  libudev-dev libnl-3-dev libnl-route-3-dev libevent-dev libsystemd-dev
  libprotobuf-c-dev protobuf-c-compiler libinih-dev libjson-c-dev

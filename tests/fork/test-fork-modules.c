@@ -18,13 +18,13 @@
 
 static int failures;
 
-#define CHECK(cond)                                                        \
-	do {                                                               \
-		if (!(cond)) {                                             \
-			fprintf(stderr, "%s:%d: check failed: %s\n",       \
-				__FILE__, __LINE__, #cond);                \
-			failures++;                                        \
-		}                                                          \
+#define CHECK(cond)                                                            \
+	do {                                                                   \
+		if (!(cond)) {                                                 \
+			fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, \
+				__LINE__, #cond);                              \
+			failures++;                                            \
+		}                                                              \
 	} while (0)
 
 /* ---- policy -------------------------------------------------------------- */
@@ -36,29 +36,70 @@ static const struct {
 	enum policy_remark remark;
 	int copy_on_fork;
 } policy_cases[] = {
-	{ { NULL }, false, false, true, POLICY_UNALIGNED_ROUND,
-	  POLICY_REMARK_REGISTER, -1 },
-	{ { "RDMAV_FORK_SAFE=" }, true, false, true, POLICY_UNALIGNED_ROUND,
-	  POLICY_REMARK_REGISTER, -1 },
-	{ { "IBV_FORK_SAFE=0" }, true, false, true, POLICY_UNALIGNED_ROUND,
-	  POLICY_REMARK_REGISTER, -1 },
-	{ { "RDMAV_HUGEPAGES_SAFE=no" }, false, true, true,
-	  POLICY_UNALIGNED_ROUND, POLICY_REMARK_REGISTER, -1 },
-	{ { "RDMAD_FORK_UNALIGNED=strict", "RDMAD_FORK_DEFER=0" }, false,
-	  false, false, POLICY_UNALIGNED_STRICT, POLICY_REMARK_REGISTER, -1 },
-	{ { "RDMAD_FORK_UNALIGNED=bogus", "RDMAD_FORK_REMARK=fork" }, false,
-	  false, true, POLICY_UNALIGNED_ROUND, POLICY_REMARK_FORK, -1 },
-	{ { "RDMAD_FORK_COPY_ON_FORK=1" }, false, false, true,
-	  POLICY_UNALIGNED_ROUND, POLICY_REMARK_REGISTER, 1 },
-	{ { "RDMAD_FORK_COPY_ON_FORK=0" }, false, false, true,
-	  POLICY_UNALIGNED_ROUND, POLICY_REMARK_REGISTER, 0 },
+	{{NULL},
+	 false,
+	 false,
+	 true,
+	 POLICY_UNALIGNED_ROUND,
+	 POLICY_REMARK_REGISTER,
+	 -1},
+	{{"RDMAV_FORK_SAFE="},
+	 true,
+	 false,
+	 true,
+	 POLICY_UNALIGNED_ROUND,
+	 POLICY_REMARK_REGISTER,
+	 -1},
+	{{"IBV_FORK_SAFE=0"},
+	 true,
+	 false,
+	 true,
+	 POLICY_UNALIGNED_ROUND,
+	 POLICY_REMARK_REGISTER,
+	 -1},
+	{{"RDMAV_HUGEPAGES_SAFE=no"},
+	 false,
+	 true,
+	 true,
+	 POLICY_UNALIGNED_ROUND,
+	 POLICY_REMARK_REGISTER,
+	 -1},
+	{{"RDMAD_FORK_UNALIGNED=strict", "RDMAD_FORK_DEFER=0"},
+	 false,
+	 false,
+	 false,
+	 POLICY_UNALIGNED_STRICT,
+	 POLICY_REMARK_REGISTER,
+	 -1},
+	{{"RDMAD_FORK_UNALIGNED=bogus", "RDMAD_FORK_REMARK=fork"},
+	 false,
+	 false,
+	 true,
+	 POLICY_UNALIGNED_ROUND,
+	 POLICY_REMARK_FORK,
+	 -1},
+	{{"RDMAD_FORK_COPY_ON_FORK=1"},
+	 false,
+	 false,
+	 true,
+	 POLICY_UNALIGNED_ROUND,
+	 POLICY_REMARK_REGISTER,
+	 1},
+	{{"RDMAD_FORK_COPY_ON_FORK=0"},
+	 false,
+	 false,
+	 true,
+	 POLICY_UNALIGNED_ROUND,
+	 POLICY_REMARK_REGISTER,
+	 0},
 };
 
 static void clear_env(void)
 {
 	static const char *const names[] = {
-		"RDMAV_FORK_SAFE", "IBV_FORK_SAFE", "RDMAV_HUGEPAGES_SAFE",
-		"RDMAD_FORK_UNALIGNED", "RDMAD_FORK_DEFER", "RDMAD_FORK_REMARK",
+		"RDMAV_FORK_SAFE",	   "IBV_FORK_SAFE",
+		"RDMAV_HUGEPAGES_SAFE",	   "RDMAD_FORK_UNALIGNED",
+		"RDMAD_FORK_DEFER",	   "RDMAD_FORK_REMARK",
 		"RDMAD_FORK_COPY_ON_FORK",
 	};
 
@@ -95,14 +136,14 @@ static void test_runs(void)
 		enum madv_kind kind;
 		size_t runs_after;
 	} steps[] = {
-		{ 0x1000, 0x2000, MADV_KIND_FRESH, 1 },
-		{ 0x2000, 0x3000, MADV_KIND_FRESH, 1 },  /* adjacent: merged */
-		{ 0x3000, 0x4000, MADV_KIND_REMARK, 2 }, /* other kind */
-		{ 0x5000, 0x6000, MADV_KIND_REMARK, 3 }, /* gap */
-		{ 0x6000, 0x7000, MADV_KIND_REMARK, 3 },
-		{ 0x8000, 0x9000, MADV_KIND_FRESH, 4 },
-		{ 0xa000, 0xb000, MADV_KIND_FRESH, 5 }, /* beyond inline */
-		{ 0xc000, 0xd000, MADV_KIND_FRESH, 6 },
+		{0x1000, 0x2000, MADV_KIND_FRESH, 1},
+		{0x2000, 0x3000, MADV_KIND_FRESH, 1},  /* adjacent: merged */
+		{0x3000, 0x4000, MADV_KIND_REMARK, 2}, /* other kind */
+		{0x5000, 0x6000, MADV_KIND_REMARK, 3}, /* gap */
+		{0x6000, 0x7000, MADV_KIND_REMARK, 3},
+		{0x8000, 0x9000, MADV_KIND_FRESH, 4},
+		{0xa000, 0xb000, MADV_KIND_FRESH, 5}, /* beyond inline */
+		{0xc000, 0xd000, MADV_KIND_FRESH, 6},
 	};
 	struct madv_runs runs;
 
@@ -285,7 +326,7 @@ static void test_tracker_edges(char *a, size_t pg)
 static void test_tracker(void)
 {
 	size_t pg = (size_t)sysconf(_SC_PAGESIZE);
-	struct policy p = { .defer = true, .copy_on_fork = -1 };
+	struct policy p = {.defer = true, .copy_on_fork = -1};
 	char *a = mmap(NULL, 16 * pg, PROT_READ | PROT_WRITE,
 		       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	static const struct {
@@ -293,22 +334,22 @@ static void test_tracker(void)
 		size_t first, pages;
 		uint64_t ranges, pages_marked, deferred, calls, saved;
 	} steps[] = {
-		{ 1, 0, 2, 1, 2, 0, 1, 0 },
-		{ 1, 2, 2, 2, 4, 0, 2, 0 },  /* adjacent: one node */
-		{ 1, 1, 2, 3, 4, 0, 2, 0 },  /* inside: no syscall */
-		{ -1, 1, 2, 2, 4, 0, 2, 0 }, /* counts stay above 0 */
-		{ -1, 0, 2, 1, 4, 1, 2, 1 }, /* 0-1 deferred */
-		{ -1, 2, 2, 0, 4, 1, 2, 2 }, /* merged with 0-1 */
-		{ 1, 0, 4, 1, 4, 0, 3, 2 },  /* re-mark, one call */
-		{ -1, 0, 4, 0, 4, 1, 3, 3 },
-		{ 1, 8, 1, 1, 5, 1, 4, 3 },
-		{ -1, 8, 1, 0, 5, 2, 4, 4 },
-		{ 1, 8, 1, 1, 5, 1, 5, 4 },  /* exactly a deferred one */
-		{ 1, 9, 1, 2, 6, 1, 6, 4 },  /* fresh, joins 8 (both held) */
-		{ -1, 8, 1, 1, 6, 2, 6, 5 }, /* part of a node: split */
-		{ -1, 9, 1, 0, 6, 2, 6, 6 }, /* exact, rejoins 8: 8-9 */
-		{ 1, 8, 2, 1, 6, 1, 7, 6 },  /* exactly the joined one */
-		{ -1, 8, 2, 0, 6, 2, 7, 7 },
+		{1, 0, 2, 1, 2, 0, 1, 0},
+		{1, 2, 2, 2, 4, 0, 2, 0},  /* adjacent: one node */
+		{1, 1, 2, 3, 4, 0, 2, 0},  /* inside: no syscall */
+		{-1, 1, 2, 2, 4, 0, 2, 0}, /* counts stay above 0 */
+		{-1, 0, 2, 1, 4, 1, 2, 1}, /* 0-1 deferred */
+		{-1, 2, 2, 0, 4, 1, 2, 2}, /* merged with 0-1 */
+		{1, 0, 4, 1, 4, 0, 3, 2},  /* re-mark, one call */
+		{-1, 0, 4, 0, 4, 1, 3, 3},
+		{1, 8, 1, 1, 5, 1, 4, 3},
+		{-1, 8, 1, 0, 5, 2, 4, 4},
+		{1, 8, 1, 1, 5, 1, 5, 4},  /* exactly a deferred one */
+		{1, 9, 1, 2, 6, 1, 6, 4},  /* fresh, joins 8 (both held) */
+		{-1, 8, 1, 1, 6, 2, 6, 5}, /* part of a node: split */
+		{-1, 9, 1, 0, 6, 2, 6, 6}, /* exact, rejoins 8: 8-9 */
+		{1, 8, 2, 1, 6, 1, 7, 6},  /* exactly the joined one */
+		{-1, 8, 2, 0, 6, 2, 7, 7},
 	};
 
 	CHECK(a != MAP_FAILED);
@@ -318,8 +359,8 @@ static void test_tracker(void)
 		size_t len = steps[i].pages * pg;
 		struct tracker_stats s;
 
-		CHECK((steps[i].op > 0 ? tracker_mark(base, len) :
-					 tracker_release(base, len)) == 0);
+		CHECK((steps[i].op > 0 ? tracker_mark(base, len)
+				       : tracker_release(base, len)) == 0);
 		s = stats();
 		if (s.ranges != steps[i].ranges ||
 		    s.pages_marked != steps[i].pages_marked ||
@@ -328,8 +369,8 @@ static void test_tracker(void)
 		    s.madvise_saved != steps[i].saved) {
 			fprintf(stderr,
 				"step %zu: ranges %llu pages %llu deferred "
-				"%llu calls %llu saved %llu\n", i,
-				(unsigned long long)s.ranges,
+				"%llu calls %llu saved %llu\n",
+				i, (unsigned long long)s.ranges,
 				(unsigned long long)s.pages_marked,
 				(unsigned long long)s.deferred_ranges,
 				(unsigned long long)s.madvise_calls,

@@ -49,13 +49,13 @@ int ibv_dontfork_range(void *base, size_t size);
 int ibv_dofork_range(void *base, size_t size);
 
 #define SKIP 77
-#define CHECK(cond)                                                        \
-	do {                                                               \
-		if (!(cond)) {                                             \
-			fprintf(stderr, "%s:%d: check failed: %s\n",       \
-				__FILE__, __LINE__, #cond);                \
-			exit(1);                                           \
-		}                                                          \
+#define CHECK(cond)                                                            \
+	do {                                                                   \
+		if (!(cond)) {                                                 \
+			fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, \
+				__LINE__, #cond);                              \
+			exit(1);                                               \
+		}                                                              \
 	} while (0)
 
 enum impl {
@@ -140,8 +140,8 @@ static bool ibverbs_says_unneeded(void)
 	bool unneeded;
 
 	CHECK(lib);
-	status = (enum ibv_fork_status (*)(void))dlsym(lib,
-						       "ibv_is_fork_initialized");
+	status = (enum ibv_fork_status(*)(void))dlsym(
+		lib, "ibv_is_fork_initialized");
 	CHECK(status);
 	unneeded = status() == IBV_FORK_UNNEEDED;
 	dlclose(lib);
@@ -207,7 +207,7 @@ static bool in_child(void *addr)
 {
 	char r;
 
-	probe((char *[]){ addr }, 1, &r);
+	probe((char *[]){addr}, 1, &r);
 	return r;
 }
 
@@ -249,7 +249,7 @@ static int case_basic(void)
 
 	CHECK(do_init() == 0);
 	CHECK(reg(p + pg, pg) == 0);
-	probe((char *[]){ p, p + pg, p + 2 * pg }, 3, r);
+	probe((char *[]){p, p + pg, p + 2 * pg}, 3, r);
 	CHECK(r[0] == 1 && r[1] == 0 && r[2] == 1);
 	CHECK(unreg(p + pg, pg) == 0);
 	CHECK(in_child(p + pg));
@@ -259,12 +259,12 @@ static int case_basic(void)
 static int case_refcount(void)
 {
 	char *p = map_pages(4), r[4];
-	char *const all[] = { p, p + pg, p + 2 * pg, p + 3 * pg };
+	char *const all[] = {p, p + pg, p + 2 * pg, p + 3 * pg};
 
 	CHECK(do_init() == 0);
-	CHECK(reg(p, 2 * pg) == 0);          /* pages 0-1 */
-	CHECK(reg(p + pg, 2 * pg) == 0);     /* pages 1-2 */
-	CHECK(reg(p + pg, pg) == 0);         /* page 1 again */
+	CHECK(reg(p, 2 * pg) == 0);	 /* pages 0-1 */
+	CHECK(reg(p + pg, 2 * pg) == 0); /* pages 1-2 */
+	CHECK(reg(p + pg, pg) == 0);	 /* page 1 again */
 	probe(all, 4, r);
 	CHECK(!r[0] && !r[1] && !r[2] && r[3]);
 	CHECK(unreg(p, 2 * pg) == 0);
@@ -289,7 +289,7 @@ static int case_unaligned(void)
 		before = stats();
 	/* 10 bytes in page 1: round marks all of page 1, nothing else. */
 	CHECK(reg(p + pg + 100, 10) == 0);
-	probe((char *[]){ p, p + pg, p + 2 * pg }, 3, r);
+	probe((char *[]){p, p + pg, p + 2 * pg}, 3, r);
 	CHECK(r[0] && !r[1] && r[2]);
 	if (ours()) {
 		after = stats();
@@ -352,8 +352,9 @@ static char *remap_munmap(char *old, size_t len)
 
 static char *remap_mremap(char *old, size_t len)
 {
-	char *tmp = mmap(NULL, len, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS,
-			 -1, 0), *q;
+	char *tmp = mmap(NULL, len, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1,
+			 0),
+	     *q;
 
 	/* Move the old pages away and put a fresh mapping where they were. */
 	CHECK(tmp != MAP_FAILED);
@@ -569,7 +570,7 @@ static int case_stats(void)
 static int case_vma_exhaustion(void)
 {
 	char *g = map_pages(6), *p = g + pg, r[4];
-	struct rdmad_fork_stats before = { 0 }, after;
+	struct rdmad_fork_stats before = {0}, after;
 	long mapped = 0;
 	int e;
 
@@ -596,13 +597,14 @@ static int case_vma_exhaustion(void)
 	/* Linux reports the failed VMA split as EAGAIN since 5.x, ENOMEM
 	 * before. */
 	CHECK(e == -ENOMEM || e == -EAGAIN);
-	probe((char *[]){ p, p + pg, p + 2 * pg, p + 3 * pg }, 4, r);
+	probe((char *[]){p, p + pg, p + 2 * pg, p + 3 * pg}, 4, r);
 	if (!ours()) {
 		/* rdma-core rolls back the calls before the failing one, not
 		 * what the failing call marked (libibverbs/memory.c,
 		 * ibv_madvise_range): pages 0-1 may stay hidden. */
 		printf("  vma_exhaustion: libibverbs left %d of 2 pages hidden "
-		       "from the child\n", !r[0] + !r[1]);
+		       "from the child\n",
+		       !r[0] + !r[1]);
 		CHECK(r[2] && r[3]);
 		return 0;
 	}
@@ -615,7 +617,7 @@ static int case_vma_exhaustion(void)
 
 struct worker {
 	pthread_t thread;
-	char *buf;    /* 64 pages: page 0 held, 1..63 churned */
+	char *buf; /* 64 pages: page 0 held, 1..63 churned */
 	bool *stop;
 	long cycles;
 	int error;
@@ -645,7 +647,7 @@ static int case_threads(void)
 
 	CHECK(do_init() == 0);
 	for (int i = 0; i < 8; i++) {
-		w[i] = (struct worker){ .buf = map_pages(64), .stop = &stop };
+		w[i] = (struct worker){.buf = map_pages(64), .stop = &stop};
 		CHECK(reg(w[i].buf, pg) == 0);
 		CHECK(!pthread_create(&w[i].thread, NULL, worker_run, &w[i]));
 	}
@@ -708,7 +710,7 @@ struct fake_verbs_mr {
  * our tracker must be the one that tried. */
 static int case_interpose(void)
 {
-	struct fake_verbs_mr mr = { .ibv_mr.addr = (void *)1 };
+	struct fake_verbs_mr mr = {.ibv_mr.addr = (void *)1};
 	/* Below vm.mmap_min_addr: never mapped, not even by ASan. */
 	char *hole = (char *)(4 * pg);
 	uint64_t calls;
@@ -724,7 +726,8 @@ static int case_interpose(void)
 	 * hole: libibverbs 44 counts a failed range as registered, and its
 	 * next registration there succeeds without marking. */
 	if (reg(hole + 4 * pg, pg) == 0) {
-		printf("  interpose: the tracker marks nothing here; skipped\n");
+		printf("  interpose: the tracker marks nothing here; "
+		       "skipped\n");
 		return SKIP;
 	}
 	calls = stats().madvise_calls;
@@ -751,9 +754,13 @@ static void model(bool reuse)
 	char *area = map_pages(2 * granule / pg + PAGES), *addrs[PAGES];
 	/* Half below a 4 MiB boundary, half above: two granules, two shards. */
 	char *p = (char *)((((uintptr_t)area + PAGES / 2 * pg + granule - 1) &
-			    ~(granule - 1)) - PAGES / 2 * pg), r[PAGES];
-	int count[PAGES] = { 0 }, live = 0, freed = 0;
-	struct { int first, n; } held[LIVE], gone[FREED];
+			    ~(granule - 1)) -
+			   PAGES / 2 * pg),
+	     r[PAGES];
+	int count[PAGES] = {0}, live = 0, freed = 0;
+	struct {
+		int first, n;
+	} held[LIVE], gone[FREED];
 	unsigned int seed = 42;
 
 	CHECK(do_init() == 0);
@@ -762,8 +769,9 @@ static void model(bool reuse)
 	for (int step = 0; step < 3000; step++) {
 		if (live < LIVE && (live == 0 || rand_r(&seed) % 2)) {
 			int first = rand_r(&seed) % PAGES;
-			int n = 1 + rand_r(&seed) % (PAGES - first < 8 ?
-						     PAGES - first : 8);
+			int n = 1 +
+				rand_r(&seed) %
+					(PAGES - first < 8 ? PAGES - first : 8);
 
 			if (reuse && freed && rand_r(&seed) % 2) {
 				int k = rand_r(&seed) % freed;
@@ -841,42 +849,42 @@ struct test_case {
 	const char *name;
 	int (*run)(void);
 	const char *env; /* NAME=value to add, or NULL */
-	bool kernel;     /* leave tracking as the kernel has it */
+	bool kernel;	 /* leave tracking as the kernel has it */
 };
 
 static const struct test_case cases[] = {
-	{ "basic", case_basic, NULL },
-	{ "refcount", case_refcount, NULL },
-	{ "unaligned", case_unaligned, NULL },
-	{ "churn", case_churn, NULL },
-	{ "remap_mmap", case_remap_mmap, NULL },
-	{ "remap_mremap", case_remap_mremap, NULL },
-	{ "remap_malloc", case_remap_malloc, NULL },
-	{ "remap_mmap_at_fork", case_remap_mmap, "RDMAD_FORK_REMARK=fork" },
-	{ "remap_mremap_at_fork", case_remap_mremap, "RDMAD_FORK_REMARK=fork" },
-	{ "remap_malloc_at_fork", case_remap_malloc, "RDMAD_FORK_REMARK=fork" },
-	{ "churn_at_fork", case_churn, "RDMAD_FORK_REMARK=fork" },
-	{ "system_popen", case_system_popen, NULL },
-	{ "too_late", case_too_late, NULL },
-	{ "status", case_status, NULL },
-	{ "env_rdmav_fork_safe", case_env_fork_safe, "RDMAV_FORK_SAFE=1" },
-	{ "env_ibv_fork_safe", case_env_fork_safe, "IBV_FORK_SAFE=yes" },
-	{ "strict", case_strict, "RDMAD_FORK_UNALIGNED=strict" },
-	{ "unneeded", case_unneeded, "RDMAD_FORK_COPY_ON_FORK=1" },
-	{ "kernel", case_kernel, NULL, true },
-	{ "stats", case_stats, NULL },
-	{ "no_defer", case_churn, "RDMAD_FORK_DEFER=0" },
-	{ "vma_exhaustion", case_vma_exhaustion, NULL },
-	{ "threads", case_threads, NULL },
-	{ "model", case_model, NULL },
-	{ "model_no_defer", case_model, "RDMAD_FORK_DEFER=0" },
-	{ "model_remark_at_fork", case_model, "RDMAD_FORK_REMARK=fork" },
-	{ "model_reuse", case_model_reuse, NULL },
-	{ "model_reuse_no_defer", case_model_reuse, "RDMAD_FORK_DEFER=0" },
-	{ "model_reuse_at_fork", case_model_reuse, "RDMAD_FORK_REMARK=fork" },
-	{ "remap_gap", case_remap_gap, NULL },
-	{ "hugepages", case_hugepages, "RDMAV_HUGEPAGES_SAFE=1" },
-	{ "interpose", case_interpose, NULL },
+	{"basic", case_basic, NULL},
+	{"refcount", case_refcount, NULL},
+	{"unaligned", case_unaligned, NULL},
+	{"churn", case_churn, NULL},
+	{"remap_mmap", case_remap_mmap, NULL},
+	{"remap_mremap", case_remap_mremap, NULL},
+	{"remap_malloc", case_remap_malloc, NULL},
+	{"remap_mmap_at_fork", case_remap_mmap, "RDMAD_FORK_REMARK=fork"},
+	{"remap_mremap_at_fork", case_remap_mremap, "RDMAD_FORK_REMARK=fork"},
+	{"remap_malloc_at_fork", case_remap_malloc, "RDMAD_FORK_REMARK=fork"},
+	{"churn_at_fork", case_churn, "RDMAD_FORK_REMARK=fork"},
+	{"system_popen", case_system_popen, NULL},
+	{"too_late", case_too_late, NULL},
+	{"status", case_status, NULL},
+	{"env_rdmav_fork_safe", case_env_fork_safe, "RDMAV_FORK_SAFE=1"},
+	{"env_ibv_fork_safe", case_env_fork_safe, "IBV_FORK_SAFE=yes"},
+	{"strict", case_strict, "RDMAD_FORK_UNALIGNED=strict"},
+	{"unneeded", case_unneeded, "RDMAD_FORK_COPY_ON_FORK=1"},
+	{"kernel", case_kernel, NULL, true},
+	{"stats", case_stats, NULL},
+	{"no_defer", case_churn, "RDMAD_FORK_DEFER=0"},
+	{"vma_exhaustion", case_vma_exhaustion, NULL},
+	{"threads", case_threads, NULL},
+	{"model", case_model, NULL},
+	{"model_no_defer", case_model, "RDMAD_FORK_DEFER=0"},
+	{"model_remark_at_fork", case_model, "RDMAD_FORK_REMARK=fork"},
+	{"model_reuse", case_model_reuse, NULL},
+	{"model_reuse_no_defer", case_model_reuse, "RDMAD_FORK_DEFER=0"},
+	{"model_reuse_at_fork", case_model_reuse, "RDMAD_FORK_REMARK=fork"},
+	{"remap_gap", case_remap_gap, NULL},
+	{"hugepages", case_hugepages, "RDMAV_HUGEPAGES_SAFE=1"},
+	{"interpose", case_interpose, NULL},
 };
 
 extern char **environ;
@@ -890,8 +898,8 @@ static const char *force_tracking(void)
 /* Is @var (NAME=value) one of the variables this driver decides? */
 static bool driver_owned(const char *var)
 {
-	static const char *const names[] = { "RDMAD_FORK_COPY_ON_FORK=",
-					     "RDMAV_USE_MADVISE=" };
+	static const char *const names[] = {"RDMAD_FORK_COPY_ON_FORK=",
+					    "RDMAV_USE_MADVISE="};
 
 	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
 		if (!strncmp(var, names[i], strlen(names[i])))
@@ -919,7 +927,7 @@ static void case_env(const struct test_case *c, char **env, int cap)
 static int run_case(const char *self, const char *mode,
 		    const struct test_case *c)
 {
-	char *argv[] = { (char *)self, (char *)mode, (char *)c->name, NULL };
+	char *argv[] = {(char *)self, (char *)mode, (char *)c->name, NULL};
 	char *env[512];
 	int status;
 	pid_t pid;
@@ -979,13 +987,16 @@ static int run_all(const char *self, const char *mode)
 	long huge = reserve_hugepages();
 
 	printf("# kernel copies pinned pages at fork: %s; tracking forced on "
-	       "with %s but in case kernel\n", kernel_cof ? "yes" : "no",
-	       force_tracking());
+	       "with %s but in case kernel\n",
+	       kernel_cof ? "yes" : "no", force_tracking());
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		int r = run_case(self, mode, &cases[i]);
 
-		printf("%-4s %s/%s\n", r == 0 ? "ok" : r == SKIP ? "SKIP" :
-		       "FAIL", mode, cases[i].name);
+		printf("%-4s %s/%s\n",
+		       r == 0	   ? "ok"
+		       : r == SKIP ? "SKIP"
+				   : "FAIL",
+		       mode, cases[i].name);
 		failed += r != 0 && r != SKIP;
 		passed += r == 0;
 	}

@@ -30,9 +30,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	r = config_load_string("fuzz.conf", text, &cfg, err, &n);
 	if (r == 0 && n != 0)
 		abort();
-	if (r < 0 && (r != -EINVAL || n == 0 ||
-		      strncmp(err, "fuzz.conf:", 10) != 0 ||
-		      memchr(err, '\0', sizeof(err)) == NULL))
+	if (r < 0 &&
+	    (r != -EINVAL || n == 0 || strncmp(err, "fuzz.conf:", 10) != 0 ||
+	     memchr(err, '\0', sizeof(err)) == NULL))
 		abort();
 	if (r == 0 && (cfg.max_clients < 1 || cfg.max_queue < 4 ||
 		       cfg.socket_mode > 0777))

@@ -13,15 +13,15 @@
 
 static unsigned int failures;
 
-#define CHECK(cond, ...)                                                  \
-	do {                                                              \
-		if (!(cond)) {                                            \
-			failures++;                                       \
-			fprintf(stderr, "%s:%d: %s: FAIL %s", __FILE__,   \
-				__LINE__, __func__, #cond);               \
-			fprintf(stderr, ": " __VA_ARGS__);                \
-			fputc('\n', stderr);                              \
-		}                                                         \
+#define CHECK(cond, ...)                                                       \
+	do {                                                                   \
+		if (!(cond)) {                                                 \
+			failures++;                                            \
+			fprintf(stderr, "%s:%d: %s: FAIL %s", __FILE__,        \
+				__LINE__, __func__, #cond);                    \
+			fprintf(stderr, ": " __VA_ARGS__);                     \
+			fputc('\n', stderr);                                   \
+		}                                                              \
 	} while (0)
 
 #endif

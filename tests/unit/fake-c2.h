@@ -13,8 +13,7 @@
 extern unsigned int fake_log_warnings;
 
 void fake_calls_reset(void);
-void fake_calls_add(const char *fmt, ...)
-	__attribute__((format(printf, 1, 2)));
+void fake_calls_add(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* How many recorded calls equal @call. */
 unsigned int fake_calls_count(const char *call);
 size_t fake_calls_total(void);

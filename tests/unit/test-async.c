@@ -50,21 +50,28 @@ static void plug(UMockdevTestbed *tb, unsigned int i)
 	snprintf(desc, sizeof(desc),
 		 "P: /devices/pci0000:00/0000:00:0%u.0\n"
 		 "E: SUBSYSTEM=pci\nE: DRIVER=mlx5_core\n"
-		 "E: MODALIAS=pci:v000015B3d00001017sv000015B3sd00000008bc02sc00i00\n"
+		 "E: "
+		 "MODALIAS=pci:"
+		 "v000015B3d00001017sv000015B3sd00000008bc02sc00i00\n"
 		 "A: vendor=0x15b3\nA: device=0x1017\n"
-		 "A: modalias=pci:v000015B3d00001017sv000015B3sd00000008bc02sc00i00\n",
+		 "A: "
+		 "modalias=pci:"
+		 "v000015B3d00001017sv000015B3sd00000008bc02sc00i00\n",
 		 i);
 	add(tb, desc);
 	snprintf(desc, sizeof(desc),
 		 "P: /devices/pci0000:00/0000:00:0%u.0/infiniband/mlx5_%u\n"
 		 "E: SUBSYSTEM=infiniband\n"
 		 "A: node_guid=0002:c903:0000:000%u\nA: node_type=1: CA\n"
-		 "L: device=../../../0000:00:0%u.0\n", i, i, i, i);
+		 "L: device=../../../0000:00:0%u.0\n",
+		 i, i, i, i);
 	add(tb, desc);
 	snprintf(desc, sizeof(desc),
-		 "P: /devices/pci0000:00/0000:00:0%u.0/infiniband_verbs/uverbs%u\n"
+		 "P: "
+		 "/devices/pci0000:00/0000:00:0%u.0/infiniband_verbs/uverbs%u\n"
 		 "N: infiniband/uverbs%u\nE: SUBSYSTEM=infiniband_verbs\n"
-		 "E: MAJOR=231\nE: MINOR=%u\nE: DEVNAME=/dev/infiniband/uverbs%u\n"
+		 "E: MAJOR=231\nE: MINOR=%u\nE: "
+		 "DEVNAME=/dev/infiniband/uverbs%u\n"
 		 "A: ibdev=mlx5_%u\nA: abi_version=1\nA: dev=231:%u\n"
 		 "L: device=../../../0000:00:0%u.0\n",
 		 i, i, i, 192 + i, i, i, 192 + i, i);
@@ -79,8 +86,8 @@ static void table_add(struct devices *table, unsigned int i)
 	snprintf(info.name, sizeof(info.name), "mlx5_%u", i);
 	snprintf(info.uverbs, sizeof(info.uverbs), "uverbs%u", i);
 	snprintf(info.id, sizeof(info.id), "pci:0000:00:0%u.0", i);
-	snprintf(info.node_guid, sizeof(info.node_guid),
-		 "0002:c903:0000:000%u", i);
+	snprintf(info.node_guid, sizeof(info.node_guid), "0002:c903:0000:000%u",
+		 i);
 	snprintf(info.node_type, sizeof(info.node_type), "CA");
 	info.numa_node = -1;
 	if (devices_apply_one(table, info.name, &info) != 1)
@@ -136,8 +143,10 @@ int main(void)
 
 	plug(tb, 1);
 	if (ibv_count() != 1) {
-		fprintf(stderr, "SKIP: libibverbs lists %u fake devices, not "
-			"1 (no matching provider?)\n", ibv_count());
+		fprintf(stderr,
+			"SKIP: libibverbs lists %u fake devices, not "
+			"1 (no matching provider?)\n",
+			ibv_count());
 		return 77;
 	}
 	base = event_base_new();

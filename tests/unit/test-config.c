@@ -30,104 +30,108 @@ struct good_case {
 /* Fields not set in a case keep these (the built-in defaults). */
 /* Each row starts from the defaults (DEF) and overrides what it sets. */
 #pragma GCC diagnostic ignored "-Woverride-init"
-#define DEF .log_level = LOG_INFO, .max_clients = 4096, .max_holds = 1024, \
-	    .max_clients_per_uid = 1024, .reserved_clients = 64,          \
-	    .hello_timeout_ms = 10000,                                     \
-	    .max_queue = 256, .debounce_ms = 10, .storm_threshold = 64,   \
-	    .socket_mode = 0666, .socket_path = "", .state_dir = "/run/rdmad", \
-	    .metrics_listen = "", .admin_group = (gid_t)-1
+#define DEF                                                                    \
+	.log_level = LOG_INFO, .max_clients = 4096, .max_holds = 1024,         \
+	.max_clients_per_uid = 1024, .reserved_clients = 64,                   \
+	.hello_timeout_ms = 10000, .max_queue = 256, .debounce_ms = 10,        \
+	.storm_threshold = 64, .socket_mode = 0666, .socket_path = "",         \
+	.state_dir = "/run/rdmad", .metrics_listen = "",                       \
+	.admin_group = (gid_t)-1
 
 static const struct good_case good[] = {
-	{ "", DEF },
-	{ "; only a comment\n\n# another\n", DEF },
-	{ "[daemon]\nlog_level = debug\n", DEF, .log_level = LOG_DEBUG },
-	{ "[daemon]\nlog_level=WARNING\nstate_dir=/var/lib/x\n", DEF,
-	  .log_level = LOG_WARNING, .state_dir = "/var/lib/x" },
-	{ "[socket]\nmax_clients = 1\nmax_holds_per_client = 65536\n"
-	  "max_queue = 4\nmode = 0600\npath = /tmp/r.sock\n",
-	  DEF, .max_clients = 1, .max_holds = 65536, .max_queue = 4,
-	  .socket_mode = 0600, .socket_path = "/tmp/r.sock" },
-	{ "[socket]\nadmin_group = 0\n", DEF, .admin_group = 0 },
-	{ "[socket]\nmax_clients_per_uid = 3\nreserved_clients = 0\n"
-	  "hello_timeout_ms = 100\n", DEF, .max_clients_per_uid = 3,
-	  .reserved_clients = 0, .hello_timeout_ms = 100 },
-	{ "[socket]\nadmin_group = root\n", DEF, .admin_group = 0 },
-	{ "[scan]\ndebounce_ms = 0\nstorm_threshold = 1000000\n", DEF,
-	  .debounce_ms = 0, .storm_threshold = 1000000 },
-	{ "[metrics]\nlisten = 127.0.0.1:9477\n", DEF,
-	  .metrics_listen = "127.0.0.1:9477" },
-	{ "[metrics]\nlisten = [::1]:9477\n", DEF,
-	  .metrics_listen = "[::1]:9477" },
-	{ "[metrics]\nlisten = off\n", DEF },
+	{"", DEF},
+	{"; only a comment\n\n# another\n", DEF},
+	{"[daemon]\nlog_level = debug\n", DEF, .log_level = LOG_DEBUG},
+	{"[daemon]\nlog_level=WARNING\nstate_dir=/var/lib/x\n", DEF,
+	 .log_level = LOG_WARNING, .state_dir = "/var/lib/x"},
+	{"[socket]\nmax_clients = 1\nmax_holds_per_client = 65536\n"
+	 "max_queue = 4\nmode = 0600\npath = /tmp/r.sock\n",
+	 DEF, .max_clients = 1, .max_holds = 65536, .max_queue = 4,
+	 .socket_mode = 0600, .socket_path = "/tmp/r.sock"},
+	{"[socket]\nadmin_group = 0\n", DEF, .admin_group = 0},
+	{"[socket]\nmax_clients_per_uid = 3\nreserved_clients = 0\n"
+	 "hello_timeout_ms = 100\n",
+	 DEF, .max_clients_per_uid = 3, .reserved_clients = 0,
+	 .hello_timeout_ms = 100},
+	{"[socket]\nadmin_group = root\n", DEF, .admin_group = 0},
+	{"[scan]\ndebounce_ms = 0\nstorm_threshold = 1000000\n", DEF,
+	 .debounce_ms = 0, .storm_threshold = 1000000},
+	{"[metrics]\nlisten = 127.0.0.1:9477\n", DEF,
+	 .metrics_listen = "127.0.0.1:9477"},
+	{"[metrics]\nlisten = [::1]:9477\n", DEF,
+	 .metrics_listen = "[::1]:9477"},
+	{"[metrics]\nlisten = off\n", DEF},
 	/* Later keys win; sections may repeat. */
-	{ "[socket]\nmax_queue=8\n[scan]\n[socket]\nmax_queue = 9\n", DEF,
-	  .max_queue = 9 },
-	{ "[socket]\nmax_queue = 16 ; inline comment\n", DEF,
-	  .max_queue = 16 },
+	{"[socket]\nmax_queue=8\n[scan]\n[socket]\nmax_queue = 9\n", DEF,
+	 .max_queue = 9},
+	{"[socket]\nmax_queue = 16 ; inline comment\n", DEF, .max_queue = 16},
 };
 
 struct bad_case {
 	const char *text;
-	const char *error;  /* the whole first message, after "t.conf:" */
+	const char *error; /* the whole first message, after "t.conf:" */
 	unsigned int nerrors;
 };
 
 static const struct bad_case bad[] = {
-	{ "[deamon]\nlog_level = info\n", "1: unknown section [deamon]", 1 },
-	{ "[daemon]\nloglevel = info\n",
-	  "2: unknown key 'loglevel' in [daemon]", 1 },
-	{ "log_level = info\n", "1: 'log_level' is outside any [section]", 1 },
-	{ "[daemon]\nlog_level = loud\n",
-	  "2: log_level: 'loud' is not one of err, warning, notice, info, "
-	  "debug", 1 },
-	{ "[socket]\n\n\nmax_clients = many\n",
-	  "4: max_clients: 'many' is not a number", 1 },
-	{ "[socket]\nmax_clients = 0\n",
-	  "2: max_clients: 0 is out of range (1..65536)", 1 },
-	{ "[socket]\nmax_clients = -1\n",
-	  "2: max_clients: '-1' is not a number", 1 },
-	{ "[socket]\nmax_clients = 99999999999999999999999\n",
-	  "2: max_clients: 99999999999999999999999 is out of range "
-	  "(1..65536)", 1 },
-	{ "[socket]\nmax_queue = 3\n",
-	  "2: max_queue: 3 is out of range (4..65536)", 1 },
-	{ "[socket]\nmax_queue = 12x\n", "2: max_queue: '12x' is not a number",
-	  1 },
-	{ "[scan]\ndebounce_ms = 10001\n",
-	  "2: debounce_ms: 10001 is out of range (0..10000)", 1 },
-	{ "[socket]\nmode = 0999\n",
-	  "2: mode: '0999' is not an octal mode (0..0777)", 1 },
-	{ "[socket]\nmode = 01777\n",
-	  "2: mode: '01777' is not an octal mode (0..0777)", 1 },
-	{ "[socket]\ngroup = no-such-group-rdmad\n",
-	  "2: group: unknown group 'no-such-group-rdmad'", 1 },
-	{ "[socket]\nadmin_group = no-such-group-rdmad\n",
-	  "2: admin_group: unknown group 'no-such-group-rdmad'", 1 },
-	{ "[daemon]\nstate_dir = run/rdmad\n",
-	  "2: state_dir: 'run/rdmad' is not an absolute path", 1 },
-	{ "[socket]\npath = /aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
-	  "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\n",
-	  "2: path: path longer than 107 bytes", 1 },
-	{ "[metrics]\nlisten = 9477\n",
-	  "2: listen: '9477' is not HOST:PORT, [IPV6]:PORT or off", 1 },
-	{ "[metrics]\nlisten = ::1:9477\n",
-	  "2: listen: '::1:9477' is not HOST:PORT, [IPV6]:PORT or off", 1 },
-	{ "[metrics]\nlisten = host:70000\n",
-	  "2: listen: 'host:70000' is not HOST:PORT, [IPV6]:PORT or off", 1 },
-	{ "[daemon]\nthis line has no equals sign\n",
-	  "2: syntax error (expected [section] or key = value)", 1 },
+	{"[deamon]\nlog_level = info\n", "1: unknown section [deamon]", 1},
+	{"[daemon]\nloglevel = info\n", "2: unknown key 'loglevel' in [daemon]",
+	 1},
+	{"log_level = info\n", "1: 'log_level' is outside any [section]", 1},
+	{"[daemon]\nlog_level = loud\n",
+	 "2: log_level: 'loud' is not one of err, warning, notice, info, "
+	 "debug",
+	 1},
+	{"[socket]\n\n\nmax_clients = many\n",
+	 "4: max_clients: 'many' is not a number", 1},
+	{"[socket]\nmax_clients = 0\n",
+	 "2: max_clients: 0 is out of range (1..65536)", 1},
+	{"[socket]\nmax_clients = -1\n", "2: max_clients: '-1' is not a number",
+	 1},
+	{"[socket]\nmax_clients = 99999999999999999999999\n",
+	 "2: max_clients: 99999999999999999999999 is out of range "
+	 "(1..65536)",
+	 1},
+	{"[socket]\nmax_queue = 3\n",
+	 "2: max_queue: 3 is out of range (4..65536)", 1},
+	{"[socket]\nmax_queue = 12x\n", "2: max_queue: '12x' is not a number",
+	 1},
+	{"[scan]\ndebounce_ms = 10001\n",
+	 "2: debounce_ms: 10001 is out of range (0..10000)", 1},
+	{"[socket]\nmode = 0999\n",
+	 "2: mode: '0999' is not an octal mode (0..0777)", 1},
+	{"[socket]\nmode = 01777\n",
+	 "2: mode: '01777' is not an octal mode (0..0777)", 1},
+	{"[socket]\ngroup = no-such-group-rdmad\n",
+	 "2: group: unknown group 'no-such-group-rdmad'", 1},
+	{"[socket]\nadmin_group = no-such-group-rdmad\n",
+	 "2: admin_group: unknown group 'no-such-group-rdmad'", 1},
+	{"[daemon]\nstate_dir = run/rdmad\n",
+	 "2: state_dir: 'run/rdmad' is not an absolute path", 1},
+	{"[socket]\npath = "
+	 "/aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
+	 "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\n",
+	 "2: path: path longer than 107 bytes", 1},
+	{"[metrics]\nlisten = 9477\n",
+	 "2: listen: '9477' is not HOST:PORT, [IPV6]:PORT or off", 1},
+	{"[metrics]\nlisten = ::1:9477\n",
+	 "2: listen: '::1:9477' is not HOST:PORT, [IPV6]:PORT or off", 1},
+	{"[metrics]\nlisten = host:70000\n",
+	 "2: listen: 'host:70000' is not HOST:PORT, [IPV6]:PORT or off", 1},
+	{"[daemon]\nthis line has no equals sign\n",
+	 "2: syntax error (expected [section] or key = value)", 1},
 	/* A broken header leaves its keys outside any section. */
-	{ "[daemon\nlog_level = info\n",
-	  "1: syntax error (expected [section] or key = value)", 2 },
+	{"[daemon\nlog_level = info\n",
+	 "1: syntax error (expected [section] or key = value)", 2},
 	/* Every error counts; the first one is the message. */
-	{ "[socket]\nmax_queue = 1\nmax_clients = 0\n[x]\n",
-	  "2: max_queue: 1 is out of range (4..65536)", 3 },
+	{"[socket]\nmax_queue = 1\nmax_clients = 0\n[x]\n",
+	 "2: max_queue: 1 is out of range (4..65536)", 3},
 	/* A syntax error inih finds after one of ours stays second. */
-	{ "[socket]\nmax_queue = 1\nnonsense\n",
-	  "2: max_queue: 1 is out of range (4..65536)", 2 },
+	{"[socket]\nmax_queue = 1\nnonsense\n",
+	 "2: max_queue: 1 is out of range (4..65536)", 2},
 	/* ...and leads when it comes first. */
-	{ "nonsense\n[socket]\nmax_queue = 1\n",
-	  "1: syntax error (expected [section] or key = value)", 2 },
+	{"nonsense\n[socket]\nmax_queue = 1\n",
+	 "1: syntax error (expected [section] or key = value)", 2},
 };
 
 static void check_good(size_t i, const struct good_case *t)
@@ -152,8 +156,7 @@ static void check_good(size_t i, const struct good_case *t)
 	      cfg.max_queue);
 	CHECK(cfg.debounce_ms == t->debounce_ms &&
 		      cfg.storm_threshold == t->storm_threshold,
-	      "good[%zu]: scan %u %u", i, cfg.debounce_ms,
-	      cfg.storm_threshold);
+	      "good[%zu]: scan %u %u", i, cfg.debounce_ms, cfg.storm_threshold);
 	CHECK(cfg.socket_mode == t->socket_mode, "good[%zu]: mode %o", i,
 	      cfg.socket_mode);
 	CHECK(strcmp(cfg.socket_path, t->socket_path) == 0,
@@ -162,8 +165,8 @@ static void check_good(size_t i, const struct good_case *t)
 	      "good[%zu]: state_dir '%s'", i, cfg.state_dir);
 	CHECK(strcmp(cfg.metrics_listen, t->metrics_listen) == 0,
 	      "good[%zu]: listen '%s'", i, cfg.metrics_listen);
-	CHECK(cfg.admin_group == t->admin_group, "good[%zu]: admin_group %d",
-	      i, (int)cfg.admin_group);
+	CHECK(cfg.admin_group == t->admin_group, "good[%zu]: admin_group %d", i,
+	      (int)cfg.admin_group);
 }
 
 static void check_bad(size_t i, const struct bad_case *t)
@@ -250,7 +253,7 @@ int main(int argc, char **argv)
 		fprintf(stderr, "%d failures\n", failures);
 		return 1;
 	}
-	printf("ok: %zu good and %zu bad files\n", sizeof(good) / sizeof(good[0]),
-	       sizeof(bad) / sizeof(bad[0]));
+	printf("ok: %zu good and %zu bad files\n",
+	       sizeof(good) / sizeof(good[0]), sizeof(bad) / sizeof(bad[0]));
 	return 0;
 }

@@ -50,7 +50,7 @@ static void make_device(struct sysfs_device *d, const char *name,
 
 struct seen {
 	enum devices_event event;
-	Rdmad__Device *msg;  /* exported inside the listener */
+	Rdmad__Device *msg; /* exported inside the listener */
 	char old_name[64];
 };
 
@@ -89,8 +89,8 @@ static void check_fields(const Rdmad__Device *m)
 	for (size_t i = 0; i < m->n_ports && i < 2; i++) {
 		const Rdmad__Port *p = m->ports[i];
 
-		CHECK(p->port == i + 1 && p->lid == 7 + i, "port %zu: %u %u",
-		      i, p->port, p->lid);
+		CHECK(p->port == i + 1 && p->lid == 7 + i, "port %zu: %u %u", i,
+		      p->port, p->lid);
 		CHECK(strcmp(p->state, "ACTIVE") == 0 &&
 			      strcmp(p->phys_state, "LinkUp") == 0 &&
 			      strcmp(p->link_layer, "Ethernet") == 0 &&
@@ -122,12 +122,11 @@ static Rdmad__Frame *round_trip(Rdmad__Device *msg)
 
 static void test_table(void)
 {
-	struct holder h1 = { .owner = &h1, .pid = 100, .uid = 1000,
-			     .comm = "mpirun" };
-	struct holder h2 = { .owner = &h2, .pid = 200, .uid = 0,
-			     .comm = "spdk" };
+	struct holder h1 = {
+		.owner = &h1, .pid = 100, .uid = 1000, .comm = "mpirun"};
+	struct holder h2 = {.owner = &h2, .pid = 200, .uid = 0, .comm = "spdk"};
 	struct sysfs_device scan[2];
-	struct seen seen = { 0 };
+	struct seen seen = {0};
 	struct devices *t = devices_new(41);
 	Rdmad__Device **msgs;
 	Rdmad__Frame *back;
@@ -207,15 +206,20 @@ static void test_table(void)
 static void test_event_types(void)
 {
 	CHECK(export_event_type(DEVICES_EVENT_ADDED) ==
-		      RDMAD__EVENT_TYPE__EVENT_TYPE_ADDED, "ADDED");
+		      RDMAD__EVENT_TYPE__EVENT_TYPE_ADDED,
+	      "ADDED");
 	CHECK(export_event_type(DEVICES_EVENT_REMOVED) ==
-		      RDMAD__EVENT_TYPE__EVENT_TYPE_REMOVED, "REMOVED");
+		      RDMAD__EVENT_TYPE__EVENT_TYPE_REMOVED,
+	      "REMOVED");
 	CHECK(export_event_type(DEVICES_EVENT_CHANGED) ==
-		      RDMAD__EVENT_TYPE__EVENT_TYPE_CHANGED, "CHANGED");
+		      RDMAD__EVENT_TYPE__EVENT_TYPE_CHANGED,
+	      "CHANGED");
 	CHECK(export_event_type(DEVICES_EVENT_RENAMED) ==
-		      RDMAD__EVENT_TYPE__EVENT_TYPE_RENAMED, "RENAMED");
+		      RDMAD__EVENT_TYPE__EVENT_TYPE_RENAMED,
+	      "RENAMED");
 	CHECK(export_event_type(DEVICES_EVENT_RELEASED) ==
-		      RDMAD__EVENT_TYPE__EVENT_TYPE_RELEASED, "RELEASED");
+		      RDMAD__EVENT_TYPE__EVENT_TYPE_RELEASED,
+	      "RELEASED");
 }
 
 /* Held from 5,000 connections with the longest comm each: the device
@@ -226,7 +230,7 @@ static void test_many_holders(void)
 	enum { HOLDERS = 5000 };
 	static struct holder h[HOLDERS];
 	struct sysfs_device scan;
-	struct seen seen = { 0 };
+	struct seen seen = {0};
 	struct devices *t = devices_new(1);
 	Rdmad__Device **msgs;
 	Rdmad__Frame *back;
@@ -236,8 +240,8 @@ static void test_many_holders(void)
 	make_device(&scan, "mlx5_0", "pci-0000:03:00.0", 2);
 	CHECK(devices_apply_scan(t, &scan, 1) == 1, "scan");
 	for (int i = 0; i < HOLDERS; i++) {
-		h[i] = (struct holder){ .owner = &h[i], .pid = 1000 + i,
-					.uid = 1001 };
+		h[i] = (struct holder){
+			.owner = &h[i], .pid = 1000 + i, .uid = 1001};
 		memset(h[i].comm, 'x', sizeof(h[i].comm) - 1);
 		CHECK(devices_hold(t, "mlx5_0", &h[i]) == 0, "hold %d", i);
 	}
@@ -246,7 +250,8 @@ static void test_many_holders(void)
 	      "listed %zu of %u", seen.msg ? seen.msg->n_holders : 0,
 	      seen.msg ? seen.msg->holder_count : 0);
 	CHECK(seen.msg && seen.msg->holders[0]->pid == 1000 &&
-		      seen.msg->holders[63]->pid == 1063, "the first listed");
+		      seen.msg->holders[63]->pid == 1063,
+	      "the first listed");
 	back = seen.msg ? round_trip(seen.msg) : NULL;
 	CHECK(back && back->event->device->holder_count == HOLDERS,
 	      "count on the wire");

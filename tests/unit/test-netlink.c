@@ -83,30 +83,52 @@ static void test_parse_sys(void)
 		int ret;
 		bool has_cof, cof, monitor;
 	} cases[] = {
-		{ "6.12 kernel", RDMA_NLDEV_CMD_SYS_GET,
-		  { { A_U8, RDMA_NLDEV_SYS_ATTR_NETNS_MODE, 1 },
-		    { A_U8, RDMA_NLDEV_SYS_ATTR_COPY_ON_FORK, 1 },
-		    { A_U8, ATTR_MONITOR_MODE, 1 } },
-		  0, true, true, true },
-		{ "5.13 kernel", RDMA_NLDEV_CMD_SYS_GET,
-		  { { A_U8, RDMA_NLDEV_SYS_ATTR_NETNS_MODE, 1 },
-		    { A_U8, RDMA_NLDEV_SYS_ATTR_COPY_ON_FORK, 1 } },
-		  0, true, true, false },
-		{ "5.10 kernel", RDMA_NLDEV_CMD_SYS_GET,
-		  { { A_U8, RDMA_NLDEV_SYS_ATTR_NETNS_MODE, 0 } },
-		  0, false, false, false },
-		{ "copy-on-fork off", RDMA_NLDEV_CMD_SYS_GET,
-		  { { A_U8, RDMA_NLDEV_SYS_ATTR_COPY_ON_FORK, 0 } },
-		  0, true, false, false },
-		{ "unknown attributes", RDMA_NLDEV_CMD_SYS_GET,
-		  { { A_U32, 200, 7 },
-		    { A_U8, RDMA_NLDEV_SYS_ATTR_COPY_ON_FORK, 1 } },
-		  0, true, true, false },
-		{ "empty u8", RDMA_NLDEV_CMD_SYS_GET,
-		  { { A_RAW, RDMA_NLDEV_SYS_ATTR_COPY_ON_FORK, 0, "", 0 } },
-		  -EBADMSG },
-		{ "another command", RDMA_NLDEV_CMD_GET,
-		  { { A_U8, RDMA_NLDEV_SYS_ATTR_COPY_ON_FORK, 1 } }, -ENOMSG },
+		{"6.12 kernel",
+		 RDMA_NLDEV_CMD_SYS_GET,
+		 {{A_U8, RDMA_NLDEV_SYS_ATTR_NETNS_MODE, 1},
+		  {A_U8, RDMA_NLDEV_SYS_ATTR_COPY_ON_FORK, 1},
+		  {A_U8, ATTR_MONITOR_MODE, 1}},
+		 0,
+		 true,
+		 true,
+		 true},
+		{"5.13 kernel",
+		 RDMA_NLDEV_CMD_SYS_GET,
+		 {{A_U8, RDMA_NLDEV_SYS_ATTR_NETNS_MODE, 1},
+		  {A_U8, RDMA_NLDEV_SYS_ATTR_COPY_ON_FORK, 1}},
+		 0,
+		 true,
+		 true,
+		 false},
+		{"5.10 kernel",
+		 RDMA_NLDEV_CMD_SYS_GET,
+		 {{A_U8, RDMA_NLDEV_SYS_ATTR_NETNS_MODE, 0}},
+		 0,
+		 false,
+		 false,
+		 false},
+		{"copy-on-fork off",
+		 RDMA_NLDEV_CMD_SYS_GET,
+		 {{A_U8, RDMA_NLDEV_SYS_ATTR_COPY_ON_FORK, 0}},
+		 0,
+		 true,
+		 false,
+		 false},
+		{"unknown attributes",
+		 RDMA_NLDEV_CMD_SYS_GET,
+		 {{A_U32, 200, 7}, {A_U8, RDMA_NLDEV_SYS_ATTR_COPY_ON_FORK, 1}},
+		 0,
+		 true,
+		 true,
+		 false},
+		{"empty u8",
+		 RDMA_NLDEV_CMD_SYS_GET,
+		 {{A_RAW, RDMA_NLDEV_SYS_ATTR_COPY_ON_FORK, 0, "", 0}},
+		 -EBADMSG},
+		{"another command",
+		 RDMA_NLDEV_CMD_GET,
+		 {{A_U8, RDMA_NLDEV_SYS_ATTR_COPY_ON_FORK, 1}},
+		 -ENOMSG},
 	};
 	struct netlink_rdma_sys sys;
 	struct nl_msg *msg;
@@ -121,8 +143,8 @@ static void test_parse_sys(void)
 		CHECK(r == cases[i].ret, "%s: %d", cases[i].what, r);
 		if (r == 0)
 			CHECK(sys.has_copy_on_fork == cases[i].has_cof &&
-			      sys.copy_on_fork == cases[i].cof &&
-			      sys.has_monitor == cases[i].monitor,
+				      sys.copy_on_fork == cases[i].cof &&
+				      sys.has_monitor == cases[i].monitor,
 			      "%s: %d %d %d", cases[i].what,
 			      sys.has_copy_on_fork, sys.copy_on_fork,
 			      sys.has_monitor);
@@ -141,10 +163,10 @@ static void test_parse_errors(void)
 		struct nlmsghdr h;
 		struct nlmsgerr e;
 	} err = {
-		.h = { .nlmsg_len = sizeof(err), .nlmsg_type = NLMSG_ERROR },
-		.e = { .error = -EOPNOTSUPP },
+		.h = {.nlmsg_len = sizeof(err), .nlmsg_type = NLMSG_ERROR},
+		.e = {.error = -EOPNOTSUPP},
 	};
-	struct nlmsghdr lying = { .nlmsg_len = 4096 };
+	struct nlmsghdr lying = {.nlmsg_len = 4096};
 	struct netlink_rdma_sys sys;
 	int r;
 
@@ -171,50 +193,80 @@ static void test_parse_monitor(void)
 		const char *ibdev, *netdev;
 		uint32_t port;
 	} cases[] = {
-		{ "register",
-		  { { A_U32, RDMA_NLDEV_ATTR_DEV_INDEX, 3 },
-		    { A_STR, RDMA_NLDEV_ATTR_DEV_NAME, 0, "mlx5_0" },
-		    { A_U8, ATTR_EVENT_TYPE, 0 } },
-		  NETLINK_RDMA_REGISTER, "mlx5_0", "", 0 },
-		{ "unregister",
-		  { { A_STR, RDMA_NLDEV_ATTR_DEV_NAME, 0, "mlx5_0" },
-		    { A_U8, ATTR_EVENT_TYPE, 1 } },
-		  NETLINK_RDMA_UNREGISTER, "mlx5_0", "", 0 },
-		{ "netdev attach",
-		  { { A_STR, RDMA_NLDEV_ATTR_DEV_NAME, 0, "rxe0" },
-		    { A_U32, RDMA_NLDEV_ATTR_PORT_INDEX, 1 },
-		    { A_STR, RDMA_NLDEV_ATTR_NDEV_NAME, 0, "eth0" },
-		    { A_U8, ATTR_EVENT_TYPE, 2 } },
-		  NETLINK_RDMA_NETDEV_ATTACH, "rxe0", "eth0", 1 },
-		{ "rename",
-		  { { A_STR, RDMA_NLDEV_ATTR_DEV_NAME, 0, "rdma7" },
-		    { A_U8, ATTR_EVENT_TYPE, 4 } },
-		  NETLINK_RDMA_RENAME, "rdma7", "", 0 },
-		{ "future event type",
-		  { { A_STR, RDMA_NLDEV_ATTR_DEV_NAME, 0, "mlx5_0" },
-		    { A_U8, ATTR_EVENT_TYPE, 99 } },
-		  NETLINK_RDMA_UNKNOWN, "mlx5_0", "", 0 },
-		{ "no event type",
-		  { { A_STR, RDMA_NLDEV_ATTR_DEV_NAME, 0, "mlx5_0" } },
-		  NETLINK_RDMA_UNKNOWN, "mlx5_0", "", 0 },
-		{ "name with a slash",
-		  { { A_STR, RDMA_NLDEV_ATTR_DEV_NAME, 0, "../etc" },
-		    { A_U8, ATTR_EVENT_TYPE, 0 } },
-		  NETLINK_RDMA_REGISTER, "", "", 0 },
-		{ "name without NUL",
-		  { { A_RAW, RDMA_NLDEV_ATTR_DEV_NAME, 0, "mlx5_0", 6 },
-		    { A_U8, ATTR_EVENT_TYPE, 0 } },
-		  NETLINK_RDMA_REGISTER, "mlx5_0", "", 0 },
-		{ "'.' without NUL, last in the message",
-		  { { A_U8, ATTR_EVENT_TYPE, 0 },
-		    { A_RAW, RDMA_NLDEV_ATTR_DEV_NAME, 0, ".", 1 } },
-		  NETLINK_RDMA_REGISTER, "", "", 0 },
-		{ "netdev name too long",
-		  { { A_STR, RDMA_NLDEV_ATTR_DEV_NAME, 0, "rxe0" },
-		    { A_STR, RDMA_NLDEV_ATTR_NDEV_NAME, 0,
-		      "a_name_longer_than_ifnamsiz" },
-		    { A_U8, ATTR_EVENT_TYPE, 3 } },
-		  NETLINK_RDMA_NETDEV_DETACH, "rxe0", "", 0 },
+		{"register",
+		 {{A_U32, RDMA_NLDEV_ATTR_DEV_INDEX, 3},
+		  {A_STR, RDMA_NLDEV_ATTR_DEV_NAME, 0, "mlx5_0"},
+		  {A_U8, ATTR_EVENT_TYPE, 0}},
+		 NETLINK_RDMA_REGISTER,
+		 "mlx5_0",
+		 "",
+		 0},
+		{"unregister",
+		 {{A_STR, RDMA_NLDEV_ATTR_DEV_NAME, 0, "mlx5_0"},
+		  {A_U8, ATTR_EVENT_TYPE, 1}},
+		 NETLINK_RDMA_UNREGISTER,
+		 "mlx5_0",
+		 "",
+		 0},
+		{"netdev attach",
+		 {{A_STR, RDMA_NLDEV_ATTR_DEV_NAME, 0, "rxe0"},
+		  {A_U32, RDMA_NLDEV_ATTR_PORT_INDEX, 1},
+		  {A_STR, RDMA_NLDEV_ATTR_NDEV_NAME, 0, "eth0"},
+		  {A_U8, ATTR_EVENT_TYPE, 2}},
+		 NETLINK_RDMA_NETDEV_ATTACH,
+		 "rxe0",
+		 "eth0",
+		 1},
+		{"rename",
+		 {{A_STR, RDMA_NLDEV_ATTR_DEV_NAME, 0, "rdma7"},
+		  {A_U8, ATTR_EVENT_TYPE, 4}},
+		 NETLINK_RDMA_RENAME,
+		 "rdma7",
+		 "",
+		 0},
+		{"future event type",
+		 {{A_STR, RDMA_NLDEV_ATTR_DEV_NAME, 0, "mlx5_0"},
+		  {A_U8, ATTR_EVENT_TYPE, 99}},
+		 NETLINK_RDMA_UNKNOWN,
+		 "mlx5_0",
+		 "",
+		 0},
+		{"no event type",
+		 {{A_STR, RDMA_NLDEV_ATTR_DEV_NAME, 0, "mlx5_0"}},
+		 NETLINK_RDMA_UNKNOWN,
+		 "mlx5_0",
+		 "",
+		 0},
+		{"name with a slash",
+		 {{A_STR, RDMA_NLDEV_ATTR_DEV_NAME, 0, "../etc"},
+		  {A_U8, ATTR_EVENT_TYPE, 0}},
+		 NETLINK_RDMA_REGISTER,
+		 "",
+		 "",
+		 0},
+		{"name without NUL",
+		 {{A_RAW, RDMA_NLDEV_ATTR_DEV_NAME, 0, "mlx5_0", 6},
+		  {A_U8, ATTR_EVENT_TYPE, 0}},
+		 NETLINK_RDMA_REGISTER,
+		 "mlx5_0",
+		 "",
+		 0},
+		{"'.' without NUL, last in the message",
+		 {{A_U8, ATTR_EVENT_TYPE, 0},
+		  {A_RAW, RDMA_NLDEV_ATTR_DEV_NAME, 0, ".", 1}},
+		 NETLINK_RDMA_REGISTER,
+		 "",
+		 "",
+		 0},
+		{"netdev name too long",
+		 {{A_STR, RDMA_NLDEV_ATTR_DEV_NAME, 0, "rxe0"},
+		  {A_STR, RDMA_NLDEV_ATTR_NDEV_NAME, 0,
+		   "a_name_longer_than_ifnamsiz"},
+		  {A_U8, ATTR_EVENT_TYPE, 3}},
+		 NETLINK_RDMA_NETDEV_DETACH,
+		 "rxe0",
+		 "",
+		 0},
 	};
 	struct netlink_rdma_notice n;
 	struct nl_msg *msg;
@@ -228,9 +280,9 @@ static void test_parse_monitor(void)
 		r = netlink_parse_monitor(nlh, nlh->nlmsg_len, &n);
 		CHECK(r == 0, "%s: %d", cases[i].what, r);
 		CHECK(n.event == cases[i].event &&
-		      strcmp(n.ibdev, cases[i].ibdev) == 0 &&
-		      strcmp(n.netdev, cases[i].netdev) == 0 &&
-		      n.port == cases[i].port,
+			      strcmp(n.ibdev, cases[i].ibdev) == 0 &&
+			      strcmp(n.netdev, cases[i].netdev) == 0 &&
+			      n.port == cases[i].port,
 		      "%s: event %d ibdev '%s' netdev '%s' port %u",
 		      cases[i].what, n.event, n.ibdev, n.netdev, n.port);
 		nlmsg_free(msg);
@@ -251,7 +303,7 @@ static struct event_base *base;
 
 static bool wait_for(const char *call, unsigned int ms)
 {
-	struct timeval tv = { .tv_usec = 20 * 1000 };
+	struct timeval tv = {.tv_usec = 20 * 1000};
 	unsigned int waited;
 
 	for (waited = 0; waited < ms; waited += 20) {
@@ -342,8 +394,9 @@ static int test_rtnetlink(void)
 	 * CAP_NET_ADMIN over it. */
 	if (unshare(geteuid() ? CLONE_NEWUSER | CLONE_NEWNET : CLONE_NEWNET) <
 	    0) {
-		fprintf(stderr, "SKIP: rtnetlink part: no network namespace "
-				"of our own (%s%s)\n",
+		fprintf(stderr,
+			"SKIP: rtnetlink part: no network namespace "
+			"of our own (%s%s)\n",
 			geteuid() ? "user namespace: " : "", strerror(errno));
 		return 77;
 	}
@@ -367,7 +420,8 @@ static int test_rtnetlink(void)
 	fake_calls_reset();
 	r = rtnl_link_veth_add(sk, "c2a", "c2b", getpid());
 	CHECK(r == 0, "veth: %s", nl_geterror(r));
-	CHECK(wait_for("netdev:c2b", WAIT_MS) && wait_for("netdev:c2a", WAIT_MS),
+	CHECK(wait_for("netdev:c2b", WAIT_MS) &&
+		      wait_for("netdev:c2a", WAIT_MS),
 	      "new links: %s", fake_calls_dump());
 	CHECK(fake_calls_count("state:c2a=down") == 1, "%s", fake_calls_dump());
 
@@ -375,13 +429,16 @@ static int test_rtnetlink(void)
 	fake_calls_reset();
 	link_change(sk, "c2a", 1, NULL);
 	link_change(sk, "c2b", 1, NULL);
-	CHECK(wait_for("state:c2a=up", WAIT_MS) && wait_for("state:c2b=up", WAIT_MS),
+	CHECK(wait_for("state:c2a=up", WAIT_MS) &&
+		      wait_for("state:c2b=up", WAIT_MS),
 	      "up: %s", fake_calls_dump());
 
 	fake_calls_reset();
 	link_change(sk, "c2a", 0, NULL);
-	CHECK(wait_for("state:c2a=down", WAIT_MS), "down: %s", fake_calls_dump());
-	CHECK(wait_for("state:c2b=down", WAIT_MS), "peer: %s", fake_calls_dump());
+	CHECK(wait_for("state:c2a=down", WAIT_MS), "down: %s",
+	      fake_calls_dump());
+	CHECK(wait_for("state:c2b=down", WAIT_MS), "peer: %s",
+	      fake_calls_dump());
 	CHECK(fake_calls_count("state:c2a=up") == 0, "%s", fake_calls_dump());
 
 	/* A rename (of a down link) tells both names. */
@@ -390,7 +447,7 @@ static int test_rtnetlink(void)
 	link_change(sk, "c2b", -1, "c2c");
 	CHECK(wait_for("netdev:c2c", WAIT_MS), "rename: %s", fake_calls_dump());
 	CHECK(fake_calls_count("netdev:c2b") == 1 &&
-	      fake_calls_count("state:c2b=down") == 1,
+		      fake_calls_count("state:c2b=down") == 1,
 	      "rename: %s", fake_calls_dump());
 
 	/* Deleting one end deletes both. */
@@ -400,7 +457,8 @@ static int test_rtnetlink(void)
 		rtnl_link_delete(sk, link);
 		rtnl_link_put(link);
 	}
-	CHECK(wait_for("netdev:c2a", WAIT_MS) && wait_for("netdev:c2c", WAIT_MS),
+	CHECK(wait_for("netdev:c2a", WAIT_MS) &&
+		      wait_for("netdev:c2c", WAIT_MS),
 	      "delete: %s", fake_calls_dump());
 
 	test_overrun(sk);

@@ -127,8 +127,8 @@ static void on_event(void *userdata, enum devices_event event,
 
 static void run_for(unsigned int ms)
 {
-	struct timeval tv = { .tv_sec = ms / 1000,
-			      .tv_usec = (ms % 1000) * 1000 };
+	struct timeval tv = {.tv_sec = ms / 1000,
+			     .tv_usec = (ms % 1000) * 1000};
 
 	event_base_loopexit(base, &tv);
 	event_base_dispatch(base);
@@ -181,10 +181,10 @@ static void test_storms(void)
 		unsigned int requests, distinct;
 		unsigned int want_all, want_device;
 	} cases[] = {
-		{ "one device, 5000 times", 5000, 1, 0, 1 },
-		{ "three devices, 3000 times", 3000, 3, 0, 3 },
-		{ "200 names", 200, 200, 1, 0 },
-		{ "everything, 5000 times", 5000, 0, 1, 0 },
+		{"one device, 5000 times", 5000, 1, 0, 1},
+		{"three devices, 3000 times", 3000, 3, 0, 3},
+		{"200 names", 200, 200, 1, 0},
+		{"everything, 5000 times", 5000, 0, 1, 0},
 	};
 	char name[32];
 	size_t i;
@@ -201,13 +201,15 @@ static void test_storms(void)
 				 j % cases[i].distinct);
 			scan_request(scan, name);
 		}
-		CHECK(nscan_all + nscan_device == 0, "%s: scanned before "
-		      "the window closed", cases[i].what);
+		CHECK(nscan_all + nscan_device == 0,
+		      "%s: scanned before "
+		      "the window closed",
+		      cases[i].what);
 		run_for(5 * DEBOUNCE_MS);
 		CHECK(nscan_all == cases[i].want_all &&
-		      nscan_device == cases[i].want_device,
-		      "%s: %u full, %u device passes", cases[i].what,
-		      nscan_all, nscan_device);
+			      nscan_device == cases[i].want_device,
+		      "%s: %u full, %u device passes", cases[i].what, nscan_all,
+		      nscan_device);
 		/* Nothing changed on disk: nothing to tell anyone. */
 		CHECK(fake_calls_total() == 0, "%s: %s", cases[i].what,
 		      fake_calls_dump());
@@ -221,12 +223,13 @@ static void test_one_device_changes(void)
 	scan_request(scan, "dev1");
 	run_for(5 * DEBOUNCE_MS);
 	CHECK(nscan_device == 1 && nscan_all == 0 &&
-	      strcmp(last_scanned, "dev1") == 0,
+		      strcmp(last_scanned, "dev1") == 0,
 	      "%u device passes of %s", nscan_device, last_scanned);
-	CHECK(fake_calls_count("changed:dev1") == 1 &&
-	      fake_calls_total() == 1, "%s", fake_calls_dump());
+	CHECK(fake_calls_count("changed:dev1") == 1 && fake_calls_total() == 1,
+	      "%s", fake_calls_dump());
 	CHECK(strcmp(device_info(devices_find(table, "dev1"))->ports[0].state,
-		     "DOWN") == 0, "state not updated");
+		     "DOWN") == 0,
+	      "state not updated");
 }
 
 static void test_removed_before_scan(void)
@@ -237,8 +240,9 @@ static void test_removed_before_scan(void)
 	run_for(5 * DEBOUNCE_MS);
 	CHECK(fake_calls_count("removed:dev2") == 1, "%s", fake_calls_dump());
 	CHECK(devices_find(table, "dev2") == NULL ||
-	      device_state(devices_find(table, "dev2")) ==
-		      DEVICE_STATE_REMOVED, "dev2 still present");
+		      device_state(devices_find(table, "dev2")) ==
+			      DEVICE_STATE_REMOVED,
+	      "dev2 still present");
 }
 
 /* A device with a garbage node_guid is tried twice, then left alone with
@@ -285,8 +289,8 @@ static void test_uverbs_late(void)
 	CHECK(fake_calls_count("added:dev5") == 1 && fake_calls_total() == 1,
 	      "%s", fake_calls_dump());
 	CHECK(strcmp(device_info(devices_find(table, "dev5"))->uverbs,
-		     "uverbs5") == 0, "uverbs '%s'",
-	      device_info(devices_find(table, "dev5"))->uverbs);
+		     "uverbs5") == 0,
+	      "uverbs '%s'", device_info(devices_find(table, "dev5"))->uverbs);
 
 	reset_counts();
 	put_dev("dev6", "0002:c903:0000:0006\n", "4: ACTIVE\n", "eth6\n");
@@ -356,8 +360,8 @@ static void test_leading_edge(void)
 	put("class/infiniband/dev0/ports/1/state", "1: DOWN\n");
 	scan_request(slow, "dev0");
 	run_for(5);
-	CHECK(fake_calls_count("changed:dev0") == 0,
-	      "inside the window: %s", fake_calls_dump());
+	CHECK(fake_calls_count("changed:dev0") == 0, "inside the window: %s",
+	      fake_calls_dump());
 	run_for(600);
 	run_for(600);
 	CHECK(fake_calls_count("changed:dev0") == 1 && fake_calls_total() == 2,
@@ -366,8 +370,8 @@ static void test_leading_edge(void)
 	put("class/infiniband/dev0/ports/1/state", "4: ACTIVE\n");
 	scan_request(fresh, "dev0");
 	run_for(5);
-	CHECK(fake_calls_count("changed:dev0") == 2,
-	      "isolated change: %s", fake_calls_dump());
+	CHECK(fake_calls_count("changed:dev0") == 2, "isolated change: %s",
+	      fake_calls_dump());
 	scan_free(fresh);
 	scan_free(slow);
 }
@@ -405,8 +409,8 @@ static void test_fd_table_full(void)
 	while (n > 0)
 		close(fds[--n]);
 	setrlimit(RLIMIT_NOFILE, &old);
-	CHECK(nscan_all == 1 && nscan_device == 1, "%u full, %u one",
-	      nscan_all, nscan_device);
+	CHECK(nscan_all == 1 && nscan_device == 1, "%u full, %u one", nscan_all,
+	      nscan_device);
 	CHECK(fake_calls_total() == 0, "events: %s", fake_calls_dump());
 	CHECK(present() == before, "%u of %u present", present(), before);
 }

@@ -86,8 +86,8 @@ static void make_device(struct sysfs_device *d, unsigned int i)
 		d->ports[p].port = p + 1;
 		snprintf(d->ports[p].state, sizeof(d->ports[p].state),
 			 "ACTIVE");
-		snprintf(d->ports[p].link_layer,
-			 sizeof(d->ports[p].link_layer), "InfiniBand");
+		snprintf(d->ports[p].link_layer, sizeof(d->ports[p].link_layer),
+			 "InfiniBand");
 		snprintf(d->ports[p].rate, sizeof(d->ports[p].rate),
 			 "100 Gb/sec (4X EDR)");
 		d->ports[p].netdev_up = -1;
@@ -108,7 +108,7 @@ static void fill_table(void)
 static void bump(void)
 {
 	static const char owner;
-	struct holder h = { .owner = &owner, .pid = 1, .comm = "test" };
+	struct holder h = {.owner = &owner, .pid = 1, .comm = "test"};
 
 	if (devices_release(table, "dev_000", &owner) == -ENOENT)
 		devices_hold(table, "dev_000", &h);
@@ -118,7 +118,7 @@ static void bump(void)
 
 static int cl_connect(void)
 {
-	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
 	int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
 
 	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", sock_path);
@@ -181,7 +181,7 @@ static void cl_request(int fd, uint64_t seq, Rdmad__Frame__BodyCase body,
 
 static void pump_or_wait(int fd)
 {
-	struct pollfd pfd = { .fd = fd, .events = POLLIN };
+	struct pollfd pfd = {.fd = fd, .events = POLLIN};
 
 	if (base)
 		event_base_loop(base, EVLOOP_ONCE | EVLOOP_NONBLOCK);
@@ -246,8 +246,8 @@ static Rdmad__Status cl_status(int fd, uint64_t seq)
 		CHECK(0, "no reply to seq %llu", (unsigned long long)seq);
 		return RDMAD__STATUS__STATUS_INTERNAL;
 	}
-	CHECK(f->seq == seq, "seq %llu echoed as %llu",
-	      (unsigned long long)seq, (unsigned long long)f->seq);
+	CHECK(f->seq == seq, "seq %llu echoed as %llu", (unsigned long long)seq,
+	      (unsigned long long)f->seq);
 	st = f->status;
 	wire_free(f);
 	return st;
@@ -288,8 +288,8 @@ static size_t cl_snapshot(int fd, uint64_t seq, uint64_t *ret_gen,
 			break;
 		}
 		CHECK(f->seq == seq && f->status == RDMAD__STATUS__STATUS_OK,
-		      "snapshot seq %llu status %d",
-		      (unsigned long long)f->seq, f->status);
+		      "snapshot seq %llu status %d", (unsigned long long)f->seq,
+		      f->status);
 		CHECK(f->snapshot->part == part, "part %u, want %u",
 		      f->snapshot->part, part);
 		parts = f->snapshot->parts;
@@ -371,8 +371,8 @@ static void test_status_split(void)
 	cl_request(fd, seq, RDMAD__FRAME__BODY_GET_STATUS, NULL);
 	n = cl_snapshot(fd, seq, &gen, &parts);
 	CHECK(n == NDEVS, "snapshot has %zu devices, want %d", n, NDEVS);
-	CHECK(parts >= 2, "%d devices should need several parts, got %u",
-	      NDEVS, parts);
+	CHECK(parts >= 2, "%d devices should need several parts, got %u", NDEVS,
+	      parts);
 	CHECK(gen == devices_generation(table), "snapshot generation");
 	close(fd);
 }
@@ -424,8 +424,9 @@ static void test_bad_input(void)
 	{
 		Rdmad__Frame *f = cl_recv(fd);
 
-		CHECK(f && f->status ==
-				   RDMAD__STATUS__STATUS_UNSUPPORTED_VERSION &&
+		CHECK(f &&
+			      f->status ==
+				      RDMAD__STATUS__STATUS_UNSUPPORTED_VERSION &&
 			      f->seq == 9 && f->version == 1,
 		      "unsupported version reply");
 		wire_free(f);
@@ -545,8 +546,8 @@ static void test_overflow(void)
 		events++;
 		wire_free(f);
 	}
-	CHECK(gaps == 0 && events == 3000,
-	      "reading client: %d events, %d gaps", events, gaps);
+	CHECK(gaps == 0 && events == 3000, "reading client: %d events, %d gaps",
+	      events, gaps);
 	/* The slow one: some events, then a seq-0 snapshot of now. */
 	while ((f = cl_recv_fd(slow, 500, NULL, NULL))) {
 		if (f->body_case == RDMAD__FRAME__BODY_SNAPSHOT) {
@@ -575,7 +576,7 @@ static void test_max_clients(void)
 	fds[2] = cl_connect();
 	CHECK(cl_closed(fds[2]), "connection over max_clients closed");
 	cl_request(fds[1], 4, RDMAD__FRAME__BODY_GET_STATUS, NULL);
-	CHECK(cl_snapshot(fds[1], 4, &(uint64_t){ 0 }, NULL) == NDEVS,
+	CHECK(cl_snapshot(fds[1], 4, &(uint64_t){0}, NULL) == NDEVS,
 	      "existing clients keep working");
 	server_set_limits(srv, &opts);
 	for (int i = 0; i < 3; i++)
@@ -588,7 +589,7 @@ static void test_max_clients(void)
 /* Wait for one byte on @fd, pumping the server meanwhile. */
 static void pump_until_readable(int fd)
 {
-	struct pollfd pfd = { .fd = fd, .events = POLLIN };
+	struct pollfd pfd = {.fd = fd, .events = POLLIN};
 	uint64_t end = now_ms() + DEADLINE_MS;
 
 	while (poll(&pfd, 1, 0) == 0 && now_ms() < end)
@@ -660,7 +661,7 @@ static void test_admission(void)
 	server_set_limits(srv, &o);
 	admin = cl_hello();
 	cl_request(admin, 3, RDMAD__FRAME__BODY_GET_STATUS, NULL);
-	CHECK(cl_snapshot(admin, 3, &(uint64_t){ 0 }, NULL) == NDEVS,
+	CHECK(cl_snapshot(admin, 3, &(uint64_t){0}, NULL) == NDEVS,
 	      "root or admin group: served in a reserved slot");
 	close(admin);
 	step(down[1], up[0]);
@@ -788,8 +789,7 @@ static void test_admin_root(void)
 	while (waitpid(pid, &status, WNOHANG) == 0 && now_ms() < end)
 		pump();
 	CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0,
-	      "uid 65534: rescan refused and hold allowed (status %d)",
-	      status);
+	      "uid 65534: rescan refused and hold allowed (status %d)", status);
 	CHECK(rescans == before, "refused rescan did not run");
 }
 

@@ -326,10 +326,9 @@ static void test_batch(void)
 	for (k = 0; k <= N; k++) {
 		one = rdmad_snapshot_ref(base);
 		for (i = 0; i < k; i++) {
-			CHECK(snapshot_apply_event(one, events[i].type,
-						   events[i].device,
-						   events[i].generation,
-						   &next) == 0);
+			CHECK(snapshot_apply_event(
+				      one, events[i].type, events[i].device,
+				      events[i].generation, &next) == 0);
 			rdmad_snapshot_unref(one);
 			one = next;
 		}

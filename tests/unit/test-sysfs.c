@@ -21,19 +21,33 @@
 #include "sysfs.h"
 
 /* The string fields of a scan and of its first port, by name. */
-#define DEV_STR(f) { #f, false, offsetof(struct sysfs_device, f) }
-#define PORT_STR(f) { #f, true, offsetof(struct sysfs_port, f) }
+#define DEV_STR(f)                                                             \
+	{                                                                      \
+#f, false, offsetof(struct sysfs_device, f)                    \
+	}
+#define PORT_STR(f)                                                            \
+	{                                                                      \
+#f, true, offsetof(struct sysfs_port, f)                       \
+	}
 static const struct {
 	const char *key;
 	bool in_port;
 	size_t offset;
 } string_fields[] = {
-	DEV_STR(name), DEV_STR(uverbs), DEV_STR(id), DEV_STR(node_guid),
-	DEV_STR(sys_image_guid), DEV_STR(node_type), DEV_STR(fw_ver),
-	DEV_STR(driver), { "pci", false, offsetof(struct sysfs_device,
-						   pci_address) },
-	PORT_STR(state), PORT_STR(phys_state), PORT_STR(link_layer),
-	PORT_STR(rate), PORT_STR(netdev),
+	DEV_STR(name),
+	DEV_STR(uverbs),
+	DEV_STR(id),
+	DEV_STR(node_guid),
+	DEV_STR(sys_image_guid),
+	DEV_STR(node_type),
+	DEV_STR(fw_ver),
+	DEV_STR(driver),
+	{"pci", false, offsetof(struct sysfs_device, pci_address)},
+	PORT_STR(state),
+	PORT_STR(phys_state),
+	PORT_STR(link_layer),
+	PORT_STR(rate),
+	PORT_STR(netdev),
 };
 
 /* Numeric fields as text; false if @key is none of them. */
@@ -97,22 +111,23 @@ static void check_fields(const char *what, const struct sysfs_device *d,
 
 	for (; want->key; want++) {
 		field(d, want->key, got, sizeof(got));
-		CHECK(!strcmp(got, want->value), "%s: %s is \"%s\", want \"%s\"",
-		      what, want->key, got, want->value);
+		CHECK(!strcmp(got, want->value),
+		      "%s: %s is \"%s\", want \"%s\"", what, want->key, got,
+		      want->value);
 	}
 }
 
 static const struct fixture_port ib_port = {
-	"4: ACTIVE", "5: LinkUp", "InfiniBand", "100 Gb/sec (4X EDR)", "0x5",
-	NULL,
+	"4: ACTIVE",	       "5: LinkUp", "InfiniBand",
+	"100 Gb/sec (4X EDR)", "0x5",	    NULL,
 };
 static const struct fixture_port ib_port_down = {
-	"1: DOWN", "3: Disabled", "InfiniBand", "10 Gb/sec (4X SDR)", "0x0",
-	NULL,
+	"1: DOWN", "3: Disabled", "InfiniBand", "10 Gb/sec (4X SDR)",
+	"0x0",	   NULL,
 };
 static const struct fixture_port roce_port = {
-	"4: ACTIVE", "5: LinkUp", "Ethernet", "25 Gb/sec (1X EDR)", "0x0",
-	"eth0",
+	"4: ACTIVE",	      "5: LinkUp", "Ethernet",
+	"25 Gb/sec (1X EDR)", "0x0",	   "eth0",
 };
 
 /* The good devices, one of each kind the brief names. */
@@ -120,60 +135,110 @@ static const struct {
 	struct fixture_device dev;
 	struct expect want[24];
 } devices[] = {
-	{ { .name = "mlx5_0", .uverbs = 0, .parent = "0000:03:00.0",
-	    .driver = "mlx5_core", .numa_node = "0",
-	    .node_guid = "0002:c903:0000:1234",
-	    .sys_image_guid = "0002:c903:0000:1234", .node_type = "1: CA",
-	    .fw_ver = "16.35.2000", .nports = 2,
-	    .ports = { ib_port, ib_port_down } },
-	  { { "name", "mlx5_0" }, { "uverbs", "uverbs0" },
-	    { "id", "pci:0000:03:00.0" }, { "node_guid", "0002:c903:0000:1234" },
-	    { "sys_image_guid", "0002:c903:0000:1234" }, { "node_type", "CA" },
-	    { "fw_ver", "16.35.2000" }, { "pci", "0000:03:00.0" },
-	    { "driver", "mlx5_core" }, { "numa", "0" }, { "nports", "2" },
-	    { "port", "1" }, { "port2", "2" }, { "state", "ACTIVE" },
-	    { "phys_state", "LinkUp" }, { "link_layer", "InfiniBand" },
-	    { "rate", "100 Gb/sec (4X EDR)" }, { "lid", "5" },
-	    { "netdev", "" }, { "netdev_up", "-1" }, { NULL, NULL } } },
-	{ { .name = "mlx5_1", .uverbs = 1, .parent = "0000:03:00.1",
-	    .driver = "mlx5_core", .numa_node = "-1",
-	    .node_guid = "0002:c903:0000:1235", .node_type = "1: CA",
-	    .fw_ver = "16.35.2000", .nports = 1, .ports = { roce_port } },
-	  { { "id", "pci:0000:03:00.1" }, { "uverbs", "uverbs1" },
-	    { "numa", "-1" }, { "sys_image_guid", "" },
-	    { "link_layer", "Ethernet" }, { "netdev", "eth0" }, { "lid", "0" },
-	    { NULL, NULL } } },
-	{ { .name = "irdma0", .uverbs = 2, .parent = "0000:5e:00.0",
-	    .driver = "ice", .numa_node = "1",
-	    .node_guid = "b496:91ff:fe12:0001", .node_type = "4: RNIC",
-	    .fw_ver = "1.61", .nports = 1,
-	    .ports = { { "4: ACTIVE", "5: LinkUp", "Ethernet",
-			 "100 Gb/sec (4X EDR)", "0x1", "ens1f0" } } },
-	  { { "id", "pci:0000:5e:00.0" }, { "node_type", "RNIC" },
-	    { "driver", "ice" }, { "numa", "1" }, { "netdev", "ens1f0" },
-	    { NULL, NULL } } },
-	{ { .name = "efa_0", .uverbs = 3, .parent = "0000:00:1d.0",
-	    .driver = "efa", .numa_node = "0",
-	    .node_guid = "0000:0000:0000:0000", .node_type = "7: unspecified",
-	    .nports = 1,
-	    .ports = { { "4: ACTIVE", "5: LinkUp", "Unspecified",
-			 "100 Gb/sec (4X EDR)", "0x0", NULL } } },
-	  { { "id", "pci:0000:00:1d.0" }, { "node_type", "unspecified" },
-	    { "driver", "efa" }, { "fw_ver", "" },
-	    { "link_layer", "Unspecified" }, { NULL, NULL } } },
-	{ { .name = "rxe0", .uverbs = 4, .node_guid = "5054:00ff:fe12:3456",
-	    .node_type = "1: CA", .nports = 1,
-	    .ports = { { "4: ACTIVE", "5: LinkUp", "Ethernet",
-			 "2.5 Gb/sec (1X SDR)", "0x0", "enp0s3" } } },
-	  { { "id", "guid:5054:00ff:fe12:3456" }, { "uverbs", "uverbs4" },
-	    { "pci", "" }, { "driver", "" }, { "numa", "-1" },
-	    { "netdev", "enp0s3" }, { NULL, NULL } } },
-	{ { .name = "siw0", .uverbs = -1, .node_guid = "0000:0000:0000:0000",
-	    .node_type = "4: RNIC", .nports = 1,
-	    .ports = { { "4: ACTIVE", "5: LinkUp", "Ethernet", NULL, NULL,
-			 "lo" } } },
-	  { { "id", "name:siw0" }, { "uverbs", "" }, { "rate", "" },
-	    { NULL, NULL } } },
+	{{.name = "mlx5_0",
+	  .uverbs = 0,
+	  .parent = "0000:03:00.0",
+	  .driver = "mlx5_core",
+	  .numa_node = "0",
+	  .node_guid = "0002:c903:0000:1234",
+	  .sys_image_guid = "0002:c903:0000:1234",
+	  .node_type = "1: CA",
+	  .fw_ver = "16.35.2000",
+	  .nports = 2,
+	  .ports = {ib_port, ib_port_down}},
+	 {{"name", "mlx5_0"},
+	  {"uverbs", "uverbs0"},
+	  {"id", "pci:0000:03:00.0"},
+	  {"node_guid", "0002:c903:0000:1234"},
+	  {"sys_image_guid", "0002:c903:0000:1234"},
+	  {"node_type", "CA"},
+	  {"fw_ver", "16.35.2000"},
+	  {"pci", "0000:03:00.0"},
+	  {"driver", "mlx5_core"},
+	  {"numa", "0"},
+	  {"nports", "2"},
+	  {"port", "1"},
+	  {"port2", "2"},
+	  {"state", "ACTIVE"},
+	  {"phys_state", "LinkUp"},
+	  {"link_layer", "InfiniBand"},
+	  {"rate", "100 Gb/sec (4X EDR)"},
+	  {"lid", "5"},
+	  {"netdev", ""},
+	  {"netdev_up", "-1"},
+	  {NULL, NULL}}},
+	{{.name = "mlx5_1",
+	  .uverbs = 1,
+	  .parent = "0000:03:00.1",
+	  .driver = "mlx5_core",
+	  .numa_node = "-1",
+	  .node_guid = "0002:c903:0000:1235",
+	  .node_type = "1: CA",
+	  .fw_ver = "16.35.2000",
+	  .nports = 1,
+	  .ports = {roce_port}},
+	 {{"id", "pci:0000:03:00.1"},
+	  {"uverbs", "uverbs1"},
+	  {"numa", "-1"},
+	  {"sys_image_guid", ""},
+	  {"link_layer", "Ethernet"},
+	  {"netdev", "eth0"},
+	  {"lid", "0"},
+	  {NULL, NULL}}},
+	{{.name = "irdma0",
+	  .uverbs = 2,
+	  .parent = "0000:5e:00.0",
+	  .driver = "ice",
+	  .numa_node = "1",
+	  .node_guid = "b496:91ff:fe12:0001",
+	  .node_type = "4: RNIC",
+	  .fw_ver = "1.61",
+	  .nports = 1,
+	  .ports = {{"4: ACTIVE", "5: LinkUp", "Ethernet",
+		     "100 Gb/sec (4X EDR)", "0x1", "ens1f0"}}},
+	 {{"id", "pci:0000:5e:00.0"},
+	  {"node_type", "RNIC"},
+	  {"driver", "ice"},
+	  {"numa", "1"},
+	  {"netdev", "ens1f0"},
+	  {NULL, NULL}}},
+	{{.name = "efa_0",
+	  .uverbs = 3,
+	  .parent = "0000:00:1d.0",
+	  .driver = "efa",
+	  .numa_node = "0",
+	  .node_guid = "0000:0000:0000:0000",
+	  .node_type = "7: unspecified",
+	  .nports = 1,
+	  .ports = {{"4: ACTIVE", "5: LinkUp", "Unspecified",
+		     "100 Gb/sec (4X EDR)", "0x0", NULL}}},
+	 {{"id", "pci:0000:00:1d.0"},
+	  {"node_type", "unspecified"},
+	  {"driver", "efa"},
+	  {"fw_ver", ""},
+	  {"link_layer", "Unspecified"},
+	  {NULL, NULL}}},
+	{{.name = "rxe0",
+	  .uverbs = 4,
+	  .node_guid = "5054:00ff:fe12:3456",
+	  .node_type = "1: CA",
+	  .nports = 1,
+	  .ports = {{"4: ACTIVE", "5: LinkUp", "Ethernet",
+		     "2.5 Gb/sec (1X SDR)", "0x0", "enp0s3"}}},
+	 {{"id", "guid:5054:00ff:fe12:3456"},
+	  {"uverbs", "uverbs4"},
+	  {"pci", ""},
+	  {"driver", ""},
+	  {"numa", "-1"},
+	  {"netdev", "enp0s3"},
+	  {NULL, NULL}}},
+	{{.name = "siw0",
+	  .uverbs = -1,
+	  .node_guid = "0000:0000:0000:0000",
+	  .node_type = "4: RNIC",
+	  .nports = 1,
+	  .ports = {{"4: ACTIVE", "5: LinkUp", "Ethernet", NULL, NULL, "lo"}}},
+	 {{"id", "name:siw0"}, {"uverbs", ""}, {"rate", ""}, {NULL, NULL}}},
 };
 
 #define N_DEVICES (sizeof(devices) / sizeof(devices[0]))
@@ -230,28 +295,95 @@ static void rm_attr(struct fixture *fx, const char *rel)
 	fixture_rm(fx, path);
 }
 
-static void g_guid_missing(struct fixture *fx) { rm_attr(fx, "node_guid"); }
-static void g_guid_empty(struct fixture *fx) { set_attr(fx, "node_guid", ""); }
-static void g_guid_truncated(struct fixture *fx) { set_attr(fx, "node_guid", "0002:c903"); }
-static void g_guid_binary(struct fixture *fx) { set_attr(fx, "node_guid", "0002:c903:\xff\xfe:1234\n"); }
-static void g_guid_overlong(struct fixture *fx) { set_attr(fx, "node_guid", overlong); }
-static void g_type_no_number(struct fixture *fx) { set_attr(fx, "node_type", "CA\n"); }
-static void g_type_missing(struct fixture *fx) { rm_attr(fx, "node_type"); }
-static void g_type_bare_number(struct fixture *fx) { set_attr(fx, "node_type", "1\n"); }
-static void g_ports_missing(struct fixture *fx) { rm_attr(fx, "ports"); }
-static void g_state_no_number(struct fixture *fx) { set_attr(fx, "ports/1/state", "ACTIVE\n"); }
-static void g_state_missing(struct fixture *fx) { rm_attr(fx, "ports/1/state"); }
-static void g_rate_binary(struct fixture *fx) { set_attr(fx, "ports/1/rate", "100 \xc3\x28 Gb\n"); }
-static void g_fw_overlong(struct fixture *fx) { set_attr(fx, "fw_ver", overlong + sizeof(overlong) - 101); }
-static void g_fw_huge(struct fixture *fx) { set_attr(fx, "fw_ver", overlong); }
-static void g_lid_garbage(struct fixture *fx) { set_attr(fx, "ports/1/lid", "five\n"); }
-static void g_lid_no_prefix(struct fixture *fx) { set_attr(fx, "ports/1/lid", "5\n"); }
-static void g_netdev_dir(struct fixture *fx) { fixture_mkdir(fx, "class/infiniband/mlx5_0/ports/1/gid_attrs/ndevs/0"); }
-static void g_netdev_spaces(struct fixture *fx) { set_attr(fx, "ports/1/gid_attrs/ndevs/0", "eth 0\n"); }
-static void g_numa_garbage(struct fixture *fx) { fixture_write_str(fx, "devices/pci0000:00/0000:03:00.0/numa_node", "zero\n"); }
-static void g_driver_missing(struct fixture *fx) { fixture_rm(fx, "devices/pci0000:00/0000:03:00.0/driver"); }
-static void g_subsystem_missing(struct fixture *fx) { fixture_rm(fx, "devices/pci0000:00/0000:03:00.0/subsystem"); }
-static void g_guid_no_newline(struct fixture *fx) { set_attr(fx, "node_guid", "0002:c903:0000:1234"); }
+static void g_guid_missing(struct fixture *fx)
+{
+	rm_attr(fx, "node_guid");
+}
+static void g_guid_empty(struct fixture *fx)
+{
+	set_attr(fx, "node_guid", "");
+}
+static void g_guid_truncated(struct fixture *fx)
+{
+	set_attr(fx, "node_guid", "0002:c903");
+}
+static void g_guid_binary(struct fixture *fx)
+{
+	set_attr(fx, "node_guid", "0002:c903:\xff\xfe:1234\n");
+}
+static void g_guid_overlong(struct fixture *fx)
+{
+	set_attr(fx, "node_guid", overlong);
+}
+static void g_type_no_number(struct fixture *fx)
+{
+	set_attr(fx, "node_type", "CA\n");
+}
+static void g_type_missing(struct fixture *fx)
+{
+	rm_attr(fx, "node_type");
+}
+static void g_type_bare_number(struct fixture *fx)
+{
+	set_attr(fx, "node_type", "1\n");
+}
+static void g_ports_missing(struct fixture *fx)
+{
+	rm_attr(fx, "ports");
+}
+static void g_state_no_number(struct fixture *fx)
+{
+	set_attr(fx, "ports/1/state", "ACTIVE\n");
+}
+static void g_state_missing(struct fixture *fx)
+{
+	rm_attr(fx, "ports/1/state");
+}
+static void g_rate_binary(struct fixture *fx)
+{
+	set_attr(fx, "ports/1/rate", "100 \xc3\x28 Gb\n");
+}
+static void g_fw_overlong(struct fixture *fx)
+{
+	set_attr(fx, "fw_ver", overlong + sizeof(overlong) - 101);
+}
+static void g_fw_huge(struct fixture *fx)
+{
+	set_attr(fx, "fw_ver", overlong);
+}
+static void g_lid_garbage(struct fixture *fx)
+{
+	set_attr(fx, "ports/1/lid", "five\n");
+}
+static void g_lid_no_prefix(struct fixture *fx)
+{
+	set_attr(fx, "ports/1/lid", "5\n");
+}
+static void g_netdev_dir(struct fixture *fx)
+{
+	fixture_mkdir(fx, "class/infiniband/mlx5_0/ports/1/gid_attrs/ndevs/0");
+}
+static void g_netdev_spaces(struct fixture *fx)
+{
+	set_attr(fx, "ports/1/gid_attrs/ndevs/0", "eth 0\n");
+}
+static void g_numa_garbage(struct fixture *fx)
+{
+	fixture_write_str(fx, "devices/pci0000:00/0000:03:00.0/numa_node",
+			  "zero\n");
+}
+static void g_driver_missing(struct fixture *fx)
+{
+	fixture_rm(fx, "devices/pci0000:00/0000:03:00.0/driver");
+}
+static void g_subsystem_missing(struct fixture *fx)
+{
+	fixture_rm(fx, "devices/pci0000:00/0000:03:00.0/subsystem");
+}
+static void g_guid_no_newline(struct fixture *fx)
+{
+	set_attr(fx, "node_guid", "0002:c903:0000:1234");
+}
 
 static void g_fifo(struct fixture *fx)
 {
@@ -287,38 +419,38 @@ static void g_many_ports(struct fixture *fx)
 static const struct {
 	const char *what;
 	void (*setup)(struct fixture *fx);
-	int want_r;           /* of sysfs_scan_device("mlx5_0") */
-	const char *key;      /* then this field ... */
-	const char *value;    /* ... reads this */
+	int want_r;	   /* of sysfs_scan_device("mlx5_0") */
+	const char *key;   /* then this field ... */
+	const char *value; /* ... reads this */
 } garbage[] = {
-	{ "node_guid missing", g_guid_missing, -EBADMSG, NULL, NULL },
-	{ "node_guid empty", g_guid_empty, -EBADMSG, NULL, NULL },
-	{ "node_guid truncated", g_guid_truncated, -EBADMSG, NULL, NULL },
-	{ "node_guid not UTF-8", g_guid_binary, -EBADMSG, NULL, NULL },
-	{ "node_guid 4 KiB", g_guid_overlong, -EBADMSG, NULL, NULL },
-	{ "node_guid without newline", g_guid_no_newline, 0, "node_guid",
-	  "0002:c903:0000:1234" },
-	{ "node_type without number", g_type_no_number, -EBADMSG, NULL, NULL },
-	{ "node_type missing", g_type_missing, -EBADMSG, NULL, NULL },
-	{ "node_type bare number", g_type_bare_number, -EBADMSG, NULL, NULL },
-	{ "ports dir missing", g_ports_missing, 0, "nports", "0" },
-	{ "port state without number", g_state_no_number, 0, "state", "" },
-	{ "port state missing", g_state_missing, 0, "state", "" },
-	{ "rate not UTF-8", g_rate_binary, 0, "rate", "" },
-	{ "fw_ver too long for its field", g_fw_overlong, 0, "fw_ver", "" },
-	{ "fw_ver 4 KiB", g_fw_huge, 0, "fw_ver", "" },
-	{ "fw_ver a FIFO", g_fifo, 0, "fw_ver", "" },
-	{ "lid garbage", g_lid_garbage, 0, "lid", "0" },
-	{ "lid without 0x", g_lid_no_prefix, 0, "lid", "0" },
-	{ "netdev a directory", g_netdev_dir, 0, "netdev", "" },
-	{ "netdev with a space", g_netdev_spaces, 0, "netdev", "" },
-	{ "numa_node garbage", g_numa_garbage, 0, "numa", "-1" },
-	{ "driver link missing", g_driver_missing, 0, "driver", "" },
-	{ "subsystem link missing", g_subsystem_missing, 0, "id",
-	  "pci:0000:03:00.0" },
-	{ "odd port dir names", g_odd_port_dirs, 0, "nports", "2" },
-	{ "odd port dir names, order", g_odd_port_dirs, 0, "port2", "7" },
-	{ "300 ports", g_many_ports, 0, "nports", "256" },
+	{"node_guid missing", g_guid_missing, -EBADMSG, NULL, NULL},
+	{"node_guid empty", g_guid_empty, -EBADMSG, NULL, NULL},
+	{"node_guid truncated", g_guid_truncated, -EBADMSG, NULL, NULL},
+	{"node_guid not UTF-8", g_guid_binary, -EBADMSG, NULL, NULL},
+	{"node_guid 4 KiB", g_guid_overlong, -EBADMSG, NULL, NULL},
+	{"node_guid without newline", g_guid_no_newline, 0, "node_guid",
+	 "0002:c903:0000:1234"},
+	{"node_type without number", g_type_no_number, -EBADMSG, NULL, NULL},
+	{"node_type missing", g_type_missing, -EBADMSG, NULL, NULL},
+	{"node_type bare number", g_type_bare_number, -EBADMSG, NULL, NULL},
+	{"ports dir missing", g_ports_missing, 0, "nports", "0"},
+	{"port state without number", g_state_no_number, 0, "state", ""},
+	{"port state missing", g_state_missing, 0, "state", ""},
+	{"rate not UTF-8", g_rate_binary, 0, "rate", ""},
+	{"fw_ver too long for its field", g_fw_overlong, 0, "fw_ver", ""},
+	{"fw_ver 4 KiB", g_fw_huge, 0, "fw_ver", ""},
+	{"fw_ver a FIFO", g_fifo, 0, "fw_ver", ""},
+	{"lid garbage", g_lid_garbage, 0, "lid", "0"},
+	{"lid without 0x", g_lid_no_prefix, 0, "lid", "0"},
+	{"netdev a directory", g_netdev_dir, 0, "netdev", ""},
+	{"netdev with a space", g_netdev_spaces, 0, "netdev", ""},
+	{"numa_node garbage", g_numa_garbage, 0, "numa", "-1"},
+	{"driver link missing", g_driver_missing, 0, "driver", ""},
+	{"subsystem link missing", g_subsystem_missing, 0, "id",
+	 "pci:0000:03:00.0"},
+	{"odd port dir names", g_odd_port_dirs, 0, "nports", "2"},
+	{"odd port dir names, order", g_odd_port_dirs, 0, "port2", "7"},
+	{"300 ports", g_many_ports, 0, "nports", "256"},
 };
 
 #define N_GARBAGE (sizeof(garbage) / sizeof(garbage[0]))
@@ -327,10 +459,10 @@ static const struct {
 static void test_garbage(void)
 {
 	for (size_t i = 0; i < N_GARBAGE; i++) {
-		struct fixture_device d0 = fixture_mlx5("mlx5_0", 0,
-							"0000:03:00.0", 1);
-		struct fixture_device d1 = fixture_mlx5("mlx5_1", 1,
-							"0000:03:00.1", 1);
+		struct fixture_device d0 =
+			fixture_mlx5("mlx5_0", 0, "0000:03:00.0", 1);
+		struct fixture_device d1 =
+			fixture_mlx5("mlx5_1", 1, "0000:03:00.1", 1);
 		struct fixture *fx = fixture_new();
 		struct sysfs_device *all, one;
 		size_t n, skipped;
@@ -356,8 +488,8 @@ static void test_garbage(void)
 		r = sysfs_scan_all(fixture_root(fx), &all, &n, &skipped);
 		CHECK(r == 0 && n == (garbage[i].want_r ? 1u : 2u) &&
 			      skipped == (garbage[i].want_r ? 1u : 0u),
-		      "%s: scan_all r=%d n=%zu skipped=%zu", garbage[i].what,
-		      r, n, skipped);
+		      "%s: scan_all r=%d n=%zu skipped=%zu", garbage[i].what, r,
+		      n, skipped);
 		CHECK(n > 0 && !strcmp(all[n - 1].name, "mlx5_1"),
 		      "%s: the healthy device is missing", garbage[i].what);
 		sysfs_devices_free(all, n);
@@ -456,8 +588,7 @@ static void test_identity_survives_rename(void)
 	CHECK(sysfs_scan_device(fixture_root(fx), "mlx5_0", &before) == 0,
 	      "scan before");
 	fixture_remove_device(fx, "mlx5_0");
-	CHECK(sysfs_scan_device(fixture_root(fx), "mlx5_0", &after) ==
-		      -ENOENT,
+	CHECK(sysfs_scan_device(fixture_root(fx), "mlx5_0", &after) == -ENOENT,
 	      "unplugged device still scans");
 	fixture_add_device(fx, &b);
 	CHECK(sysfs_scan_device(fixture_root(fx), "ib_new", &after) == 0,
@@ -479,17 +610,17 @@ static void test_uverbs_lookup(void)
 		int want_r;
 		const char *want;
 	} cases[] = {
-		{ "uverbs3", 0, "mlx5_0" },
-		{ "uverbs9", -ENOENT, "" },
-		{ "../uverbs3", -EINVAL, "" },
-		{ "", -EINVAL, "" },
+		{"uverbs3", 0, "mlx5_0"},
+		{"uverbs9", -ENOENT, ""},
+		{"../uverbs3", -EINVAL, ""},
+		{"", -EINVAL, ""},
 	};
 	char name[SYSFS_NAME_MAX];
 
 	fixture_add_device(fx, &a);
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-		int r = sysfs_ibdev_of_uverbs(fixture_root(fx),
-					      cases[i].uverbs, name);
+		int r = sysfs_ibdev_of_uverbs(fixture_root(fx), cases[i].uverbs,
+					      name);
 
 		CHECK(r == cases[i].want_r && !strcmp(name, cases[i].want),
 		      "ibdev of %s: %d \"%s\"", cases[i].uverbs, r, name);
@@ -509,8 +640,7 @@ static void test_copy_equal(void)
 	struct sysfs_device one, copy;
 
 	fixture_add_device(fx, &a);
-	CHECK(sysfs_scan_device(fixture_root(fx), "mlx5_0", &one) == 0,
-	      "scan");
+	CHECK(sysfs_scan_device(fixture_root(fx), "mlx5_0", &one) == 0, "scan");
 	CHECK(sysfs_device_copy(&copy, &one) == 0, "copy");
 	CHECK(copy.ports != one.ports, "copy shares ports");
 	CHECK(sysfs_device_equal(&one, &copy), "copy differs");
@@ -577,7 +707,7 @@ static struct {
 
 static unsigned int run_hook(const char *path, int flags, va_list ap)
 {
-	void (*fn)(struct fixture *fx) = hook.fn;
+	void (*fn)(struct fixture * fx) = hook.fn;
 
 	if (fn && !strcmp(path, hook.path)) {
 		hook.fn = NULL;
@@ -608,9 +738,18 @@ int __wrap_openat64(int dirfd, const char *path, int flags, ...)
 	return __real_openat64(dirfd, path, flags, mode);
 }
 
-static void r_unplug(struct fixture *fx) { fixture_remove_device(fx, "mlx5_0"); }
-static void r_rm_port(struct fixture *fx) { fixture_rm(fx, "class/infiniband/mlx5_0/ports/1"); }
-static void r_rm_guid(struct fixture *fx) { fixture_rm(fx, "class/infiniband/mlx5_0/node_guid"); }
+static void r_unplug(struct fixture *fx)
+{
+	fixture_remove_device(fx, "mlx5_0");
+}
+static void r_rm_port(struct fixture *fx)
+{
+	fixture_rm(fx, "class/infiniband/mlx5_0/ports/1");
+}
+static void r_rm_guid(struct fixture *fx)
+{
+	fixture_rm(fx, "class/infiniband/mlx5_0/node_guid");
+}
 static void r_rm_uverbs(struct fixture *fx)
 {
 	fixture_rm(fx, "devices/pci0000:00/0000:03:00.0/infiniband_verbs");
@@ -619,23 +758,21 @@ static void r_rm_uverbs(struct fixture *fx)
 
 static const struct {
 	const char *what;
-	const char *path;  /* the open that triggers the hook */
+	const char *path; /* the open that triggers the hook */
 	void (*fn)(struct fixture *fx);
-	int want_r;        /* for mlx5_0; full scans skip it if < 0 */
+	int want_r; /* for mlx5_0; full scans skip it if < 0 */
 	const char *key;
 	const char *value;
 } races[] = {
-	{ "unplugged before node_type", "node_type", r_unplug, -ENOENT },
-	{ "unplugged before fw_ver", "fw_ver", r_unplug, -ENOENT },
-	{ "unplugged before the parent's numa_node", "device/numa_node",
-	  r_unplug, -ENOENT },
-	{ "unplugged before a port's state", "1/state", r_unplug, -ENOENT },
-	{ "unplugged before its ports dir", "ports", r_unplug, -ENOENT },
-	{ "port gone after the listing", "1/state", r_rm_port, 0, "nports",
-	  "0" },
-	{ "node_guid gone, device stays", "node_guid", r_rm_guid, -EBADMSG },
-	{ "uverbs gone mid-scan", "uverbs0/ibdev", r_rm_uverbs, 0, "uverbs",
-	  "" },
+	{"unplugged before node_type", "node_type", r_unplug, -ENOENT},
+	{"unplugged before fw_ver", "fw_ver", r_unplug, -ENOENT},
+	{"unplugged before the parent's numa_node", "device/numa_node",
+	 r_unplug, -ENOENT},
+	{"unplugged before a port's state", "1/state", r_unplug, -ENOENT},
+	{"unplugged before its ports dir", "ports", r_unplug, -ENOENT},
+	{"port gone after the listing", "1/state", r_rm_port, 0, "nports", "0"},
+	{"node_guid gone, device stays", "node_guid", r_rm_guid, -EBADMSG},
+	{"uverbs gone mid-scan", "uverbs0/ibdev", r_rm_uverbs, 0, "uverbs", ""},
 };
 
 static void race_full_scan(size_t i)
@@ -671,8 +808,8 @@ static void race_full_scan(size_t i)
 static void test_races(void)
 {
 	for (size_t i = 0; i < sizeof(races) / sizeof(races[0]); i++) {
-		struct fixture_device d = fixture_mlx5("mlx5_0", 0,
-						       "0000:03:00.0", 1);
+		struct fixture_device d =
+			fixture_mlx5("mlx5_0", 0, "0000:03:00.0", 1);
 		struct fixture *fx = fixture_new();
 		struct sysfs_device one;
 		char got[256];
@@ -739,7 +876,7 @@ static void test_starvation(void)
 		r = sysfs_scan_all(fixture_root(fx), &all, &n, &skipped);
 		give_back(taken);
 		CHECK((r == 0 && n == N_DEVICES && skipped == 0) ||
-		      (r == -EMFILE && n == 0),
+			      (r == -EMFILE && n == 0),
 		      "%d spare descriptors: r=%d n=%zu skipped=%zu", spare, r,
 		      n, skipped);
 		seen_emfile += r == -EMFILE;

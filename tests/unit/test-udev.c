@@ -28,39 +28,65 @@ static void test_decode(void)
 		enum udev_target_kind kind;
 		const char *name, *old_name;
 	} cases[] = {
-		{ { "add", "infiniband", "mlx5_0" }, 0, UDEV_TARGET_IBDEV,
-		  "mlx5_0", "" },
-		{ { "remove", "infiniband", "mlx5_0" }, 0, UDEV_TARGET_IBDEV,
-		  "mlx5_0", "" },
-		{ { "move", "infiniband", "rdma0",
-		    "/devices/pci0000:00/0000:00:03.0/infiniband/mlx5_0" },
-		  0, UDEV_TARGET_IBDEV, "rdma0", "mlx5_0" },
-		{ { "move", "infiniband", "rdma0", NULL }, -EINVAL },
-		{ { "move", "infiniband", "rdma0", "/x/" }, -EINVAL },
-		{ { "add", "infiniband_verbs", "uverbs3", NULL, "mlx5_1" }, 0,
-		  UDEV_TARGET_IBDEV, "mlx5_1", "" },
-		{ { "remove", "infiniband_verbs", "uverbs3" }, 0,
-		  UDEV_TARGET_UVERBS, "uverbs3", "" },
-		{ { "change", "infiniband_verbs", "uverbs3", NULL, "a/b" }, 0,
-		  UDEV_TARGET_UVERBS, "uverbs3", "" },
-		{ { "add", "net", "eth0" }, 0, UDEV_TARGET_NETDEV, "eth0", "" },
-		{ { "move", "net", "ens1", "/devices/virtual/net/eth0",
-		    NULL, "eth0" }, 0, UDEV_TARGET_NETDEV, "ens1", "eth0" },
-		{ { "move", "net", "ens1", "/devices/virtual/net/eth9" }, 0,
-		  UDEV_TARGET_NETDEV, "ens1", "eth9" },
-		{ { "bind", "infiniband", "mlx5_0" }, -ENOMSG },
-		{ { "unbind", "net", "eth0" }, -ENOMSG },
-		{ { "add", "usb", "1-1" }, -ENOMSG },
-		{ { NULL, "infiniband", "mlx5_0" }, -EINVAL },
-		{ { "add", NULL, "mlx5_0" }, -EINVAL },
-		{ { "add", "infiniband", NULL }, -EINVAL },
-		{ { "add", "infiniband", "" }, -EINVAL },
-		{ { "add", "infiniband", ".." }, -EINVAL },
-		{ { "add", "infiniband", "a b" }, -EINVAL },
-		{ { "add", "infiniband", "mlx\x01" }, -EINVAL },
-		{ { "add", "infiniband",
-		    "a123456789012345678901234567890123456789012345678901234567890123" },
-		  -EINVAL },
+		{{"add", "infiniband", "mlx5_0"},
+		 0,
+		 UDEV_TARGET_IBDEV,
+		 "mlx5_0",
+		 ""},
+		{{"remove", "infiniband", "mlx5_0"},
+		 0,
+		 UDEV_TARGET_IBDEV,
+		 "mlx5_0",
+		 ""},
+		{{"move", "infiniband", "rdma0",
+		  "/devices/pci0000:00/0000:00:03.0/infiniband/mlx5_0"},
+		 0,
+		 UDEV_TARGET_IBDEV,
+		 "rdma0",
+		 "mlx5_0"},
+		{{"move", "infiniband", "rdma0", NULL}, -EINVAL},
+		{{"move", "infiniband", "rdma0", "/x/"}, -EINVAL},
+		{{"add", "infiniband_verbs", "uverbs3", NULL, "mlx5_1"},
+		 0,
+		 UDEV_TARGET_IBDEV,
+		 "mlx5_1",
+		 ""},
+		{{"remove", "infiniband_verbs", "uverbs3"},
+		 0,
+		 UDEV_TARGET_UVERBS,
+		 "uverbs3",
+		 ""},
+		{{"change", "infiniband_verbs", "uverbs3", NULL, "a/b"},
+		 0,
+		 UDEV_TARGET_UVERBS,
+		 "uverbs3",
+		 ""},
+		{{"add", "net", "eth0"}, 0, UDEV_TARGET_NETDEV, "eth0", ""},
+		{{"move", "net", "ens1", "/devices/virtual/net/eth0", NULL,
+		  "eth0"},
+		 0,
+		 UDEV_TARGET_NETDEV,
+		 "ens1",
+		 "eth0"},
+		{{"move", "net", "ens1", "/devices/virtual/net/eth9"},
+		 0,
+		 UDEV_TARGET_NETDEV,
+		 "ens1",
+		 "eth9"},
+		{{"bind", "infiniband", "mlx5_0"}, -ENOMSG},
+		{{"unbind", "net", "eth0"}, -ENOMSG},
+		{{"add", "usb", "1-1"}, -ENOMSG},
+		{{NULL, "infiniband", "mlx5_0"}, -EINVAL},
+		{{"add", NULL, "mlx5_0"}, -EINVAL},
+		{{"add", "infiniband", NULL}, -EINVAL},
+		{{"add", "infiniband", ""}, -EINVAL},
+		{{"add", "infiniband", ".."}, -EINVAL},
+		{{"add", "infiniband", "a b"}, -EINVAL},
+		{{"add", "infiniband", "mlx\x01"}, -EINVAL},
+		{{"add", "infiniband",
+		  "a12345678901234567890123456789012345678901234567890123456789"
+		  "0123"},
+		 -EINVAL},
 	};
 	struct udev_target t;
 	size_t i;
@@ -72,10 +98,10 @@ static void test_decode(void)
 		if (r < 0 || cases[i].ret < 0)
 			continue;
 		CHECK(t.kind == cases[i].kind &&
-		      strcmp(t.name, cases[i].name) == 0 &&
-		      strcmp(t.old_name, cases[i].old_name) == 0,
-		      "case %zu: kind %d name '%s' old '%s'", i, t.kind,
-		      t.name, t.old_name);
+			      strcmp(t.name, cases[i].name) == 0 &&
+			      strcmp(t.old_name, cases[i].old_name) == 0,
+		      "case %zu: kind %d name '%s' old '%s'", i, t.kind, t.name,
+		      t.old_name);
 	}
 }
 
@@ -85,7 +111,7 @@ static struct event_base *base;
 
 static void run_for(unsigned int ms)
 {
-	struct timeval tv = { .tv_sec = 0, .tv_usec = ms * 1000 };
+	struct timeval tv = {.tv_sec = 0, .tv_usec = ms * 1000};
 
 	event_base_loopexit(base, &tv);
 	event_base_dispatch(base);
@@ -119,7 +145,8 @@ static void add_ibdev(UMockdevTestbed *tb, const char *name)
 		 "E: SUBSYSTEM=infiniband\n"
 		 "A: node_guid=0002:c903:0000:0001\n"
 		 "A: node_type=1: CA\n"
-		 "L: device=../../../0000:00:03.0\n", name);
+		 "L: device=../../../0000:00:03.0\n",
+		 name);
 	add(tb, desc);
 }
 
@@ -165,7 +192,9 @@ static void test_monitor(void)
 	got = uevent(tb, PCI "/infiniband/mlx5_0", "change");
 	CHECK(strcmp(got, "dev:mlx5_0;") == 0, "change: %s", got);
 
-	got = added(tb, "P: /devices/pci0000:00/0000:00:03.0/infiniband_verbs/uverbs0\n"
+	got = added(
+		tb,
+		"P: /devices/pci0000:00/0000:00:03.0/infiniband_verbs/uverbs0\n"
 		"E: SUBSYSTEM=infiniband_verbs\n"
 		"A: ibdev=mlx5_0\n"
 		"L: device=../../../0000:00:03.0\n");
@@ -184,17 +213,18 @@ static void test_monitor(void)
 	umockdev_testbed_remove_device(tb, PCI "/infiniband/mlx5_0");
 	add_ibdev(tb, "rdma0");
 	run_for(100);
-	umockdev_testbed_set_property(tb, PCI "/infiniband/rdma0",
-		"DEVPATH_OLD", "/devices/pci0000:00/0000:00:03.0/infiniband/mlx5_0");
+	umockdev_testbed_set_property(
+		tb, PCI "/infiniband/rdma0", "DEVPATH_OLD",
+		"/devices/pci0000:00/0000:00:03.0/infiniband/mlx5_0");
 	got = uevent(tb, PCI "/infiniband/rdma0", "move");
 	CHECK(strcmp(got, "dev:rdma0;dev:mlx5_0;") == 0, "move: %s", got);
 
 	/* A netdev of the same PCI function: no port uses it yet (the fake
 	 * table knows none), but its parent carries an ib device. */
 	got = added(tb, "P: /devices/pci0000:00/0000:00:03.0/net/eth5\n"
-		"E: SUBSYSTEM=net\n"
-		"E: INTERFACE=eth5\n"
-		"L: device=../../../0000:00:03.0\n");
+			"E: SUBSYSTEM=net\n"
+			"E: INTERFACE=eth5\n"
+			"L: device=../../../0000:00:03.0\n");
 	CHECK(strcmp(got, "netdev:eth5;all;") == 0, "net add: %s", got);
 	umockdev_testbed_set_property(tb, PCI "/net/eth5", "INTERFACE_OLD",
 				      "eth4");
@@ -204,8 +234,8 @@ static void test_monitor(void)
 
 	/* A virtual netdev with nothing RDMA about it. */
 	got = added(tb, "P: /devices/virtual/net/veth7\n"
-		"E: SUBSYSTEM=net\n"
-		"E: INTERFACE=veth7\n");
+			"E: SUBSYSTEM=net\n"
+			"E: INTERFACE=veth7\n");
 	CHECK(strcmp(got, "netdev:veth7;") == 0, "veth add: %s", got);
 
 	/* Unplug: the ib device goes, then its PCI parent. */

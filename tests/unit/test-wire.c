@@ -821,32 +821,34 @@ static void test_names(void)
 		size_t len; /* 0: strlen */
 		bool valid;
 	} cases[] = {
-		{ "mlx5_0", 0, true },
-		{ "ibp3s0f1", 0, true },
-		{ "rxe-eth0.100", 0, true },
-		{ "a", 0, true },
-		{ "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa",
-		  0, true },   /* 63 bytes */
-		{ "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa",
-		  0, false },  /* 64 */
-		{ "", 0, false },
-		{ ".", 0, false },
-		{ "..", 0, false },
-		{ ".hidden", 0, false },
-		{ "../etc", 0, false },
-		{ "a/b", 0, false },
-		{ "mlx5 0", 0, false },
-		{ "mlx5\t0", 0, false },
-		{ "mlx5\x1b", 0, false },
-		{ "mlx5\x7f", 0, false },
-		{ "ml\xc3\xa9", 0, false },
-		{ "mlx5_0\0x", 7, false }, /* a NUL inside */
-		{ "mlx5_0", 4, true },      /* "mlx5" of a longer buffer */
+		{"mlx5_0", 0, true},
+		{"ibp3s0f1", 0, true},
+		{"rxe-eth0.100", 0, true},
+		{"a", 0, true},
+		{"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
+		 "aa",
+		 0, true}, /* 63 bytes */
+		{"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
+		 "aaa",
+		 0, false}, /* 64 */
+		{"", 0, false},
+		{".", 0, false},
+		{"..", 0, false},
+		{".hidden", 0, false},
+		{"../etc", 0, false},
+		{"a/b", 0, false},
+		{"mlx5 0", 0, false},
+		{"mlx5\t0", 0, false},
+		{"mlx5\x1b", 0, false},
+		{"mlx5\x7f", 0, false},
+		{"ml\xc3\xa9", 0, false},
+		{"mlx5_0\0x", 7, false}, /* a NUL inside */
+		{"mlx5_0", 4, true},	 /* "mlx5" of a longer buffer */
 	};
 
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-		size_t len = cases[i].len ? cases[i].len :
-					    strlen(cases[i].name);
+		size_t len =
+			cases[i].len ? cases[i].len : strlen(cases[i].name);
 
 		CHECK(rdmad_name_valid(cases[i].name, len) == cases[i].valid,
 		      "name[%zu] '%s'", i, cases[i].name);
@@ -871,7 +873,8 @@ static int keep_part(const Rdmad__Frame *frame, void *userdata)
 	CHECK(wire_encode(frame, WIRE_MAX_FRAME, &buf, &len) == 0, "encode");
 	CHECK(n_parts_out < 8, "at most 8 parts");
 	CHECK(wire_decode(buf, len, WIRE_MAX_FRAME,
-			  &parts_out[n_parts_out++]) == 0, "decode");
+			  &parts_out[n_parts_out++]) == 0,
+	      "decode");
 	free(buf);
 	return 0;
 }
@@ -894,7 +897,8 @@ static Rdmad__Frame *part(size_t i, uint64_t seq, uint64_t generation)
 	}
 	n_parts_out = 0;
 	CHECK(wire_split_snapshot(devs, 600, generation, seq, keep_part,
-				  NULL) == 0, "split");
+				  NULL) == 0,
+	      "split");
 	CHECK(n_parts_out >= 3 && i < n_parts_out, "%zu parts", n_parts_out);
 	f = parts_out[i];
 	parts_out[i] = NULL;
@@ -910,11 +914,11 @@ static void test_assembly(void)
 		int order[6]; /* -1 ends; 9: the last part */
 		int want;
 	} cases[] = {
-		{ "not yet whole", { 0, 1, -1 }, 0 },
-		{ "a part missing", { 0, 2, -1 }, -EPROTO },
-		{ "no part 0", { 1, -1 }, -EPROTO },
-		{ "part 0 starts over", { 0, 0, 1, -1 }, 0 },
-		{ "out of order", { 0, 2, 1, -1 }, -EPROTO },
+		{"not yet whole", {0, 1, -1}, 0},
+		{"a part missing", {0, 2, -1}, -EPROTO},
+		{"no part 0", {1, -1}, -EPROTO},
+		{"part 0 starts over", {0, 0, 1, -1}, 0},
+		{"out of order", {0, 2, 1, -1}, -EPROTO},
 	};
 	struct wire_assembly a;
 	size_t parts;
@@ -936,8 +940,8 @@ static void test_assembly(void)
 	r = wire_assembly_add(&a, f);
 	for (size_t i = 1; i < parts; i++)
 		r = wire_assembly_add(&a, part(i, 5, 9));
-	CHECK(r == 1 && a.n_devices == 600 && a.generation == 9 &&
-		      a.seq == 5 && !strcmp(a.devices[599]->name, "mlx5_599"),
+	CHECK(r == 1 && a.n_devices == 600 && a.generation == 9 && a.seq == 5 &&
+		      !strcmp(a.devices[599]->name, "mlx5_599"),
 	      "whole: %d, %zu devices", r, a.n_devices);
 	CHECK(wire_assembly_add(&a, part(1, 5, 9)) == -EPROTO,
 	      "a part past the last");
