@@ -27,7 +27,8 @@
 
 #include "devices.h"
 #include "log.h"
-#include "sources.h"
+#include "async.h"
+#include "scan.h"
 
 struct async_dev {
 	struct async_source *src;

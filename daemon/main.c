@@ -32,8 +32,11 @@
 #include "notify.h"
 #include "rdmad-config.h"
 #include "server.h"
-#include "sources.h"
-#include "state.h"
+#include "async.h"
+#include "netlink.h"
+#include "scan.h"
+#include "udev.h"
+#include "genstore.h"
 
 /* Past this, a stuck tear-down is cut short by SIGALRM's default action. */
 #define SHUTDOWN_TIMEOUT_SEC 10

@@ -33,7 +33,8 @@
 #include "devices.h"
 #include "log.h"
 #include "name.h"
-#include "sources.h"
+#include "netlink.h"
+#include "scan.h"
 
 #ifndef NETLINK_RDMA
 #define NETLINK_RDMA 20

@@ -39,7 +39,7 @@
 #include "coalesce.h"
 #include "devices.h"
 #include "log.h"
-#include "sources.h"
+#include "scan.h"
 #include "sysfs.h"
 
 /* How long a half-created device gets to finish before its second try. */

@@ -55,7 +55,7 @@
 #include "outq.h"
 #include "rdmad-config.h"
 #include "server.h"
-#include "sources.h"
+#include "scan.h"
 #include "wire.h"
 
 /* Bad requests a client may send before we hang up on it. */

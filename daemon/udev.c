@@ -27,7 +27,8 @@
 #include "coalesce.h"
 #include "log.h"
 #include "name.h"
-#include "sources.h"
+#include "scan.h"
+#include "udev.h"
 
 /* Big enough for a storm of SR-IOV VFs appearing at once. */
 #define UDEV_RCVBUF (8 * 1024 * 1024)

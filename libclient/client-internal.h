@@ -19,7 +19,7 @@
 #include "rdmad.h"
 #include "wire.h"
 
-#define EXPORT __attribute__((visibility("default")))
+#include "export.h"
 
 /* ---- snapshot.c: immutable, refcounted device list ---------------------- */
 

@@ -134,7 +134,7 @@ static const char *resolve_path(const char *socket_path)
 	return env && env[0] ? env : RDMAD_DEFAULT_SOCKET;
 }
 
-EXPORT struct rdmad_client *rdmad_client_new(const char *socket_path)
+RDMAD_EXPORT struct rdmad_client *rdmad_client_new(const char *socket_path)
 {
 	struct rdmad_client *c;
 
@@ -161,7 +161,7 @@ EXPORT struct rdmad_client *rdmad_client_new(const char *socket_path)
 	return c;
 }
 
-EXPORT struct rdmad_client *rdmad_client_ref(struct rdmad_client *client)
+RDMAD_EXPORT struct rdmad_client *rdmad_client_ref(struct rdmad_client *client)
 {
 	if (client)
 		atomic_fetch_add_explicit(&client->refs, 1,
@@ -188,7 +188,8 @@ static void client_free(struct rdmad_client *c)
 	free(c);
 }
 
-EXPORT struct rdmad_client *rdmad_client_unref(struct rdmad_client *client)
+RDMAD_EXPORT struct rdmad_client *
+rdmad_client_unref(struct rdmad_client *client)
 {
 	if (client && atomic_fetch_sub_explicit(&client->refs, 1,
 						memory_order_acq_rel) == 1)
@@ -196,7 +197,7 @@ EXPORT struct rdmad_client *rdmad_client_unref(struct rdmad_client *client)
 	return NULL;
 }
 
-EXPORT const char *
+RDMAD_EXPORT const char *
 rdmad_client_get_socket_path(const struct rdmad_client *client)
 {
 	if (!client) {
@@ -206,8 +207,8 @@ rdmad_client_get_socket_path(const struct rdmad_client *client)
 	return client->path;
 }
 
-EXPORT int rdmad_client_set_callback(struct rdmad_client *client,
-				     rdmad_event_cb cb, void *userdata)
+RDMAD_EXPORT int rdmad_client_set_callback(struct rdmad_client *client,
+					   rdmad_event_cb cb, void *userdata)
 {
 	if (!client)
 		return -EINVAL;
@@ -488,7 +489,7 @@ static void clear_wake(struct rdmad_client *c)
 	c->woken = false;
 }
 
-EXPORT int rdmad_client_connect(struct rdmad_client *client)
+RDMAD_EXPORT int rdmad_client_connect(struct rdmad_client *client)
 {
 	int err;
 
@@ -503,7 +504,7 @@ EXPORT int rdmad_client_connect(struct rdmad_client *client)
 
 /* ---- polling and processing ---------------------------------------------- */
 
-EXPORT int rdmad_client_get_fd(struct rdmad_client *client)
+RDMAD_EXPORT int rdmad_client_get_fd(struct rdmad_client *client)
 {
 	int fd;
 
@@ -515,7 +516,7 @@ EXPORT int rdmad_client_get_fd(struct rdmad_client *client)
 	return fd;
 }
 
-EXPORT int rdmad_client_get_timeout(struct rdmad_client *client)
+RDMAD_EXPORT int rdmad_client_get_timeout(struct rdmad_client *client)
 {
 	uint64_t now;
 	int timeout = -1;
@@ -558,7 +559,7 @@ static int dispatch(struct rdmad_client *c)
 	return (int)n;
 }
 
-EXPORT int rdmad_client_process(struct rdmad_client *client)
+RDMAD_EXPORT int rdmad_client_process(struct rdmad_client *client)
 {
 	struct rdmad_client *c = client;
 	int n;
@@ -591,7 +592,7 @@ EXPORT int rdmad_client_process(struct rdmad_client *client)
 
 /* ---- generation and snapshot --------------------------------------------- */
 
-EXPORT uint64_t rdmad_client_get_generation(struct rdmad_client *client)
+RDMAD_EXPORT uint64_t rdmad_client_get_generation(struct rdmad_client *client)
 {
 	uint64_t generation = 0;
 
@@ -637,7 +638,7 @@ static int catch_up(struct rdmad_client *c)
 	return err;
 }
 
-EXPORT struct rdmad_snapshot *
+RDMAD_EXPORT struct rdmad_snapshot *
 rdmad_client_get_snapshot(struct rdmad_client *client)
 {
 	struct rdmad_snapshot *snap = NULL;

@@ -81,7 +81,8 @@ int holds_reannounce(struct rdmad_client *c)
 	return 0;
 }
 
-EXPORT int rdmad_client_hold(struct rdmad_client *client, const char *name)
+RDMAD_EXPORT int rdmad_client_hold(struct rdmad_client *client,
+				   const char *name)
 {
 	int err;
 
@@ -101,7 +102,8 @@ EXPORT int rdmad_client_hold(struct rdmad_client *client, const char *name)
 	return err;
 }
 
-EXPORT int rdmad_client_release(struct rdmad_client *client, const char *name)
+RDMAD_EXPORT int rdmad_client_release(struct rdmad_client *client,
+				      const char *name)
 {
 	ssize_t index;
 	int err = 0;
@@ -163,8 +165,8 @@ static int remember_open(struct rdmad_client *c, struct ibv_context *context,
 	return 0;
 }
 
-EXPORT struct ibv_context *rdmad_client_open_device(struct rdmad_client *client,
-						    const char *name)
+RDMAD_EXPORT struct ibv_context *
+rdmad_client_open_device(struct rdmad_client *client, const char *name)
 {
 	struct ibv_context *context;
 	int err;
@@ -211,8 +213,8 @@ static char *forget_open(struct rdmad_client *c, struct ibv_context *context,
 	return name;
 }
 
-EXPORT int rdmad_client_close_device(struct rdmad_client *client,
-				     struct ibv_context *context)
+RDMAD_EXPORT int rdmad_client_close_device(struct rdmad_client *client,
+					   struct ibv_context *context)
 {
 	char *name;
 	bool last;

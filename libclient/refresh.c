@@ -63,7 +63,7 @@ static int filter_list(struct ibv_device **list, int *num,
 	return 0;
 }
 
-EXPORT struct ibv_device **ibv_refresh_device_list(int *num_devices)
+RDMAD_EXPORT struct ibv_device **ibv_refresh_device_list(int *num_devices)
 {
 	struct rdmad_snapshot *snap = NULL;
 	struct ibv_device **list;

@@ -280,7 +280,7 @@ int snapshot_apply_event(const struct rdmad_snapshot *old,
 	return snapshot_apply_events(old, &event, 1, ret_snapshot);
 }
 
-EXPORT struct rdmad_snapshot *
+RDMAD_EXPORT struct rdmad_snapshot *
 rdmad_snapshot_ref(struct rdmad_snapshot *snapshot)
 {
 	if (snapshot)
@@ -289,7 +289,7 @@ rdmad_snapshot_ref(struct rdmad_snapshot *snapshot)
 	return snapshot;
 }
 
-EXPORT struct rdmad_snapshot *
+RDMAD_EXPORT struct rdmad_snapshot *
 rdmad_snapshot_unref(struct rdmad_snapshot *snapshot)
 {
 	size_t i;
@@ -305,18 +305,19 @@ rdmad_snapshot_unref(struct rdmad_snapshot *snapshot)
 	return NULL;
 }
 
-EXPORT uint64_t
+RDMAD_EXPORT uint64_t
 rdmad_snapshot_get_generation(const struct rdmad_snapshot *snapshot)
 {
 	return snapshot ? snapshot->generation : 0;
 }
 
-EXPORT size_t rdmad_snapshot_get_count(const struct rdmad_snapshot *snapshot)
+RDMAD_EXPORT size_t
+rdmad_snapshot_get_count(const struct rdmad_snapshot *snapshot)
 {
 	return snapshot ? snapshot->count : 0;
 }
 
-EXPORT const struct rdmad_device *
+RDMAD_EXPORT const struct rdmad_device *
 rdmad_snapshot_get_device(const struct rdmad_snapshot *snapshot, size_t index)
 {
 	if (!snapshot || index >= snapshot->count)
@@ -324,7 +325,7 @@ rdmad_snapshot_get_device(const struct rdmad_snapshot *snapshot, size_t index)
 	return snapshot->devices[index];
 }
 
-EXPORT const struct rdmad_device *
+RDMAD_EXPORT const struct rdmad_device *
 rdmad_snapshot_find_device(const struct rdmad_snapshot *snapshot,
 			   const char *name)
 {
@@ -340,7 +341,7 @@ rdmad_snapshot_find_device(const struct rdmad_snapshot *snapshot,
 
 /* String getters: NULL for a NULL device. */
 #define DEVICE_STR_GETTER(field)                                               \
-	EXPORT const char *rdmad_device_get_##field(                           \
+	RDMAD_EXPORT const char *rdmad_device_get_##field(                     \
 		const struct rdmad_device *device)                             \
 	{                                                                      \
 		return device ? device->field : NULL;                          \
@@ -357,29 +358,30 @@ DEVICE_STR_GETTER(fw_ver)
 DEVICE_STR_GETTER(pci_address)
 DEVICE_STR_GETTER(driver)
 
-EXPORT int rdmad_device_get_numa_node(const struct rdmad_device *device)
+RDMAD_EXPORT int rdmad_device_get_numa_node(const struct rdmad_device *device)
 {
 	return device ? device->numa_node : -1;
 }
 
-EXPORT enum rdmad_device_state
+RDMAD_EXPORT enum rdmad_device_state
 rdmad_device_get_state(const struct rdmad_device *device)
 {
 	return device ? device->state : RDMAD_DEVICE_REMOVED;
 }
 
-EXPORT uint64_t rdmad_device_get_generation(const struct rdmad_device *device)
+RDMAD_EXPORT uint64_t
+rdmad_device_get_generation(const struct rdmad_device *device)
 {
 	return device ? device->generation : 0;
 }
 
-EXPORT unsigned int
+RDMAD_EXPORT unsigned int
 rdmad_device_get_port_count(const struct rdmad_device *device)
 {
 	return device ? device->n_ports : 0;
 }
 
-EXPORT const struct rdmad_port *
+RDMAD_EXPORT const struct rdmad_port *
 rdmad_device_get_port(const struct rdmad_device *device, unsigned int index)
 {
 	if (!device || index >= device->n_ports)
@@ -387,13 +389,13 @@ rdmad_device_get_port(const struct rdmad_device *device, unsigned int index)
 	return &device->ports[index];
 }
 
-EXPORT unsigned int rdmad_port_get_number(const struct rdmad_port *port)
+RDMAD_EXPORT unsigned int rdmad_port_get_number(const struct rdmad_port *port)
 {
 	return port ? port->number : 0;
 }
 
 #define PORT_STR_GETTER(field)                                                 \
-	EXPORT const char *rdmad_port_get_##field(                             \
+	RDMAD_EXPORT const char *rdmad_port_get_##field(                       \
 		const struct rdmad_port *port)                                 \
 	{                                                                      \
 		return port ? port->field : NULL;                              \
@@ -405,25 +407,25 @@ PORT_STR_GETTER(link_layer)
 PORT_STR_GETTER(rate)
 PORT_STR_GETTER(netdev)
 
-EXPORT int rdmad_port_get_netdev_up(const struct rdmad_port *port)
+RDMAD_EXPORT int rdmad_port_get_netdev_up(const struct rdmad_port *port)
 {
 	return port ? port->netdev_up : 0;
 }
 
-EXPORT unsigned int rdmad_port_get_lid(const struct rdmad_port *port)
+RDMAD_EXPORT unsigned int rdmad_port_get_lid(const struct rdmad_port *port)
 {
 	return port ? port->lid : 0;
 }
 
-EXPORT unsigned int
+RDMAD_EXPORT unsigned int
 rdmad_device_get_holder_count(const struct rdmad_device *device)
 {
 	return device ? device->holder_count : 0;
 }
 
-EXPORT const char *rdmad_device_get_holder(const struct rdmad_device *device,
-					   unsigned int index, pid_t *ret_pid,
-					   uid_t *ret_uid)
+RDMAD_EXPORT const char *
+rdmad_device_get_holder(const struct rdmad_device *device, unsigned int index,
+			pid_t *ret_pid, uid_t *ret_uid)
 {
 	if (!device || index >= device->n_holders)
 		return NULL;

@@ -143,28 +143,28 @@ static const struct fork_api_ops *api(void)
 
 /* ---- public calls -------------------------------------------------------- */
 
-FORK_EXPORT int rdmad_fork_init(void)
+RDMAD_EXPORT int rdmad_fork_init(void)
 {
 	return api()->init();
 }
 
-FORK_EXPORT enum rdmad_fork_status rdmad_is_fork_initialized(void)
+RDMAD_EXPORT enum rdmad_fork_status rdmad_is_fork_initialized(void)
 {
 	return (enum rdmad_fork_status)api()->status();
 }
 
-FORK_EXPORT int rdmad_dontfork_range(void *base, size_t size)
+RDMAD_EXPORT int rdmad_dontfork_range(void *base, size_t size)
 {
 	return api()->dontfork(base, size);
 }
 
-FORK_EXPORT int rdmad_dofork_range(void *base, size_t size)
+RDMAD_EXPORT int rdmad_dofork_range(void *base, size_t size)
 {
 	return api()->dofork(base, size);
 }
 
-FORK_EXPORT int rdmad_fork_get_stats(struct rdmad_fork_stats *ret_stats,
-				     size_t size)
+RDMAD_EXPORT int rdmad_fork_get_stats(struct rdmad_fork_stats *ret_stats,
+				      size_t size)
 {
 	struct rdmad_fork_stats all = {0};
 	struct tracker_stats t;

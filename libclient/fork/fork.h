@@ -14,7 +14,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define FORK_EXPORT __attribute__((visibility("default")))
+#include "export.h"
 
 /* ---- rangemap.c: ordered map of [start, end) page ranges ----------------- */
 

@@ -44,17 +44,17 @@ static bool mark(struct ibv_pd *pd, void *addr, size_t length)
 	return true;
 }
 
-FORK_EXPORT struct ibv_mr *rdmad_reg_mr(struct ibv_pd *pd, void *addr,
-					size_t length, int access)
+RDMAD_EXPORT struct ibv_mr *rdmad_reg_mr(struct ibv_pd *pd, void *addr,
+					 size_t length, int access)
 {
 	if (!mark(pd, addr, length))
 		return NULL;
 	return track(ibv_reg_mr(pd, addr, length, access), addr, length);
 }
 
-FORK_EXPORT struct ibv_mr *rdmad_reg_mr_iova(struct ibv_pd *pd, void *addr,
-					     size_t length, uint64_t iova,
-					     int access)
+RDMAD_EXPORT struct ibv_mr *rdmad_reg_mr_iova(struct ibv_pd *pd, void *addr,
+					      size_t length, uint64_t iova,
+					      int access)
 {
 	if (!mark(pd, addr, length))
 		return NULL;
@@ -62,7 +62,7 @@ FORK_EXPORT struct ibv_mr *rdmad_reg_mr_iova(struct ibv_pd *pd, void *addr,
 		     length);
 }
 
-FORK_EXPORT int rdmad_dereg_mr(struct ibv_mr *mr)
+RDMAD_EXPORT int rdmad_dereg_mr(struct ibv_mr *mr)
 {
 	void *addr;
 	size_t length;

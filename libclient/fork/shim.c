@@ -19,15 +19,15 @@ int ibv_dontfork_range(void *base, size_t size);
 int ibv_dofork_range(void *base, size_t size);
 
 /* Found by librdmad with dlsym(), so that it uses this tracker too. */
-FORK_EXPORT const struct fork_api_ops *const rdmad_preload_fork_ops =
+RDMAD_EXPORT const struct fork_api_ops *const rdmad_preload_fork_ops =
 	&fork_api_self;
 
-FORK_EXPORT int ibv_fork_init(void)
+RDMAD_EXPORT int ibv_fork_init(void)
 {
 	return -fork_api_init();
 }
 
-FORK_EXPORT enum ibv_fork_status ibv_is_fork_initialized(void)
+RDMAD_EXPORT enum ibv_fork_status ibv_is_fork_initialized(void)
 {
 	return (enum ibv_fork_status)fork_api_status();
 }
@@ -40,12 +40,12 @@ static int errno_result(int r)
 	return -1;
 }
 
-FORK_EXPORT int ibv_dontfork_range(void *base, size_t size)
+RDMAD_EXPORT int ibv_dontfork_range(void *base, size_t size)
 {
 	return errno_result(fork_api_dontfork(base, size));
 }
 
-FORK_EXPORT int ibv_dofork_range(void *base, size_t size)
+RDMAD_EXPORT int ibv_dofork_range(void *base, size_t size)
 {
 	return errno_result(fork_api_dofork(base, size));
 }

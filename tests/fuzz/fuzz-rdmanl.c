@@ -9,7 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "sources.h"
+#include "netlink.h"
+#include "scan.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -11,7 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "sources.h"
+#include "scan.h"
+#include "udev.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -17,8 +17,9 @@
 #include <umockdev.h>
 
 #include "devices.h"
-#include "fake-c2.h"
-#include "sources.h"
+#include "fake.h"
+#include "async.h"
+#include "scan.h"
 #include "check.h"
 
 static unsigned int nlists;

@@ -28,9 +28,10 @@
 #include <netlink/route/link/veth.h>
 #include <rdma/rdma_netlink.h>
 
-#include "fake-c2.h"
+#include "fake.h"
 #include "check.h"
-#include "sources.h"
+#include "netlink.h"
+#include "scan.h"
 
 /* Newer than Debian 12's header; see netlink.c. */
 #define MONITOR_CMD 28

@@ -18,8 +18,8 @@
 #include <event2/event.h>
 
 #include "devices.h"
-#include "fake-c2.h"
-#include "sources.h"
+#include "fake.h"
+#include "scan.h"
 #include "check.h"
 #include "sysfs.h"
 

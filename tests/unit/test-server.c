@@ -29,7 +29,7 @@
 #include "devices.h"
 #include "genpage.h"
 #include "server.h"
-#include "sources.h"
+#include "scan.h"
 #include "check.h"
 #include "wire.h"
 

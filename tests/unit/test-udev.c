@@ -14,9 +14,10 @@
 #include <event2/event.h>
 #include <umockdev.h>
 
-#include "fake-c2.h"
+#include "fake.h"
 #include "check.h"
-#include "sources.h"
+#include "scan.h"
+#include "udev.h"
 
 #define PCI "/sys/devices/pci0000:00/0000:00:03.0"
 

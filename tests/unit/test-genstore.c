@@ -13,7 +13,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "state.h"
+#include "genstore.h"
 #include "check.h"
 
 static char dir[64];
@@ -198,6 +198,6 @@ int main(void)
 	if (failures)
 		fprintf(stderr, "%d failure(s)\n", failures);
 	else
-		printf("test-state: all passed\n");
+		printf("test-genstore: all passed\n");
 	return failures ? 1 : 0;
 }

@@ -8,7 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "fake-c2.h"
+#include "fake.h"
 #include "log.h"
 
 unsigned int fake_log_warnings;

@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: MIT */
-/* The call recorder behind fake-c2-scan.c and fake-c2-devices.c. */
+/* The call recorder behind fake-scan.c and fake-devices.c. */
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
-#include "fake-c2.h"
+#include "fake.h"
 
 #define FAKE_CALLS_MAX 4096
 

@@ -5,8 +5,8 @@
  */
 #include <stddef.h>
 
-#include "fake-c2.h"
-#include "sources.h"
+#include "fake.h"
+#include "scan.h"
 
 void scan_request(struct scan *scan, const char *ibdev)
 {

@@ -5,8 +5,8 @@
  * the state directory (default /run/rdmad) and starts after the last
  * reserved block.  One write per half block, not per change.
  */
-#ifndef RDMAD_STATE_H
-#define RDMAD_STATE_H
+#ifndef RDMAD_GENSTORE_H
+#define RDMAD_GENSTORE_H
 
 #include <stdint.h>
 

@@ -5,8 +5,8 @@
  * event sources make on them ("dev:mlx5_0", "all", "netdev:eth0",
  * "uverbs:uverbs3", "state:eth0=up").
  */
-#ifndef RDMAD_FAKE_C2_H
-#define RDMAD_FAKE_C2_H
+#ifndef RDMAD_FAKE_H
+#define RDMAD_FAKE_H
 
 #include <stddef.h>
 

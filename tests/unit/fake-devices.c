@@ -3,7 +3,7 @@
 #include <stdbool.h>
 
 #include "devices.h"
-#include "fake-c2.h"
+#include "fake.h"
 
 int devices_set_netdev_state(struct devices *table, const char *ifname, bool up)
 {

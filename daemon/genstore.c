@@ -17,7 +17,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "state.h"
+#include "genstore.h"
 
 #define GENSTORE_BLOCK 1024
 #define GENSTORE_FILE "generation"

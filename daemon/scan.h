@@ -1,0 +1,39 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The rescanner (scan.c): the one event source that reads sysfs; the
+ * others only ask it to.
+ * Constructors return NULL with errno set on failure.
+ */
+#ifndef RDMAD_SCAN_H
+#define RDMAD_SCAN_H
+
+#include <stddef.h>
+
+struct event_base;
+struct devices;
+
+/* scan.c: coalesces rescan requests on a short timer, then reads sysfs
+ * and applies the result to the table.  One device's request rescans
+ * that device; more than @storm_threshold pending (or a NULL name)
+ * becomes one full rescan. */
+struct scan_options {
+	const char *sysroot;	      /* "/sys" */
+	unsigned int debounce_ms;     /* coalescing window, e.g. 10 */
+	unsigned int storm_threshold; /* e.g. 64 */
+};
+struct scan;
+struct scan *scan_new(struct event_base *base, struct devices *table,
+		      const struct scan_options *opts);
+void scan_free(struct scan *scan);
+/* Synchronous full rescan (start-up, SIGHUP, admin request). */
+int scan_full_now(struct scan *scan);
+/* Ask for a rescan of ib device @ibdev (NULL: everything), coalesced. */
+void scan_request(struct scan *scan, const char *ibdev);
+/* Ask for a rescan of every device with a port on netdev @ifname; returns
+ * how many were asked for (udev and rtnetlink know netdevs, not devices). */
+unsigned int scan_request_netdev(struct scan *scan, const char *ifname);
+/* Ask for a rescan of the device behind char device @uverbs ("uverbs3"),
+ * or of everything when no device in the table has it. */
+void scan_request_uverbs(struct scan *scan, const char *uverbs);
+
+#endif
