@@ -18,6 +18,8 @@
 #include <string.h>
 
 #include "devices.h"
+#include "hash.h"
+#include "netdevs.h"
 
 #define INITIAL_BUCKETS 64
 
@@ -35,13 +37,6 @@ struct device {
 	struct device *name_next; /* chain in by_name (every listed one) */
 };
 
-/* Up/down of a netdev, as rtnetlink last said; consulted by each scan. */
-struct netdev_state {
-	struct netdev_state *next;
-	char name[sizeof(((struct sysfs_port *)0)->netdev)];
-	bool up;
-};
-
 struct devices {
 	uint64_t generation;
 	uint64_t next_serial;
@@ -53,18 +48,8 @@ struct devices {
 	size_t nbuckets; /* a power of two, for both hashes */
 	struct device **order;
 	size_t n, cap;
-	struct netdev_state **netdevs;
-	size_t nnetdev_buckets, nnetdevs;
+	struct netdevs *netdevs; /* up/down, as rtnetlink last said */
 };
-
-static size_t hash_str(const char *s)
-{
-	uint64_t h = 0xcbf29ce484222325ULL; /* FNV-1a */
-
-	while (*s)
-		h = (h ^ (unsigned char)*s++) * 0x100000001b3ULL;
-	return h;
-}
 
 static struct device **id_slot(const struct devices *t, const char *id)
 {
@@ -284,22 +269,6 @@ static bool remove_device(struct devices *t, struct device *d)
 	return false;
 }
 
-static bool netdev_up(const struct devices *t, const char *name, bool *ret)
-{
-	struct netdev_state *s;
-
-	if (!t->nnetdevs)
-		return false;
-	s = t->netdevs[hash_str(name) & (t->nnetdev_buckets - 1)];
-	for (; s; s = s->next) {
-		if (!strcmp(s->name, name)) {
-			*ret = s->up;
-			return true;
-		}
-	}
-	return false;
-}
-
 /* A scan does not know link state: fill it in from rtnetlink's. */
 static void fill_netdev_up(const struct devices *t, struct sysfs_device *info)
 {
@@ -309,7 +278,7 @@ static void fill_netdev_up(const struct devices *t, struct sysfs_device *info)
 		struct sysfs_port *p = &info->ports[i];
 
 		p->netdev_up = -1;
-		if (p->netdev[0] && netdev_up(t, p->netdev, &up))
+		if (p->netdev[0] && netdevs_get(t->netdevs, p->netdev, &up))
 			p->netdev_up = up;
 	}
 }
@@ -468,42 +437,6 @@ int devices_apply_one(struct devices *table, const char *name,
 	return r < 0 ? r : events + r;
 }
 
-static struct netdev_state *netdev_get(struct devices *t, const char *name)
-{
-	struct netdev_state *s, **slot, **buckets;
-	size_t nb;
-
-	if (t->nnetdevs >= t->nnetdev_buckets) {
-		nb = t->nnetdev_buckets ? t->nnetdev_buckets * 2 : 64;
-		buckets = calloc(nb, sizeof(*buckets));
-		if (!buckets)
-			return NULL;
-		for (size_t i = 0; i < t->nnetdev_buckets; i++) {
-			while ((s = t->netdevs[i])) {
-				t->netdevs[i] = s->next;
-				slot = &buckets[hash_str(s->name) & (nb - 1)];
-				s->next = *slot;
-				*slot = s;
-			}
-		}
-		free(t->netdevs);
-		t->netdevs = buckets;
-		t->nnetdev_buckets = nb;
-	}
-	slot = &t->netdevs[hash_str(name) & (t->nnetdev_buckets - 1)];
-	for (s = *slot; s; s = s->next)
-		if (!strcmp(s->name, name))
-			return s;
-	s = calloc(1, sizeof(*s));
-	if (!s)
-		return NULL;
-	strcpy(s->name, name);
-	s->next = *slot;
-	*slot = s;
-	t->nnetdevs++;
-	return s;
-}
-
 static bool set_ports_up(struct device *d, const char *ifname, bool up)
 {
 	bool changed = false;
@@ -521,15 +454,11 @@ static bool set_ports_up(struct device *d, const char *ifname, bool up)
 
 int devices_set_netdev_state(struct devices *table, const char *ifname, bool up)
 {
-	struct netdev_state *s;
 	int events = 0;
+	int r = netdevs_set(table->netdevs, ifname, up);
 
-	if (!ifname[0] || strlen(ifname) >= sizeof(s->name))
-		return -EINVAL;
-	s = netdev_get(table, ifname);
-	if (!s)
-		return -ENOMEM;
-	s->up = up;
+	if (r < 0)
+		return r;
 	for (size_t i = 0; i < table->n; i++) {
 		struct device *d = table->order[i];
 
@@ -650,7 +579,8 @@ struct devices *devices_new(uint64_t generation)
 	t->by_id = calloc(t->nbuckets, sizeof(*t->by_id));
 	t->by_name = calloc(t->nbuckets, sizeof(*t->by_name));
 	t->order = calloc(t->cap, sizeof(*t->order));
-	if (!t->by_id || !t->by_name || !t->order) {
+	t->netdevs = netdevs_new();
+	if (!t->by_id || !t->by_name || !t->order || !t->netdevs) {
 		devices_free(t);
 		return NULL;
 	}
@@ -659,19 +589,11 @@ struct devices *devices_new(uint64_t generation)
 
 void devices_free(struct devices *table)
 {
-	struct netdev_state *s;
-
 	if (!table)
 		return;
 	for (size_t i = 0; i < table->n; i++)
 		free_device(table->order[i]);
-	for (size_t i = 0; i < table->nnetdev_buckets; i++) {
-		while ((s = table->netdevs[i])) {
-			table->netdevs[i] = s->next;
-			free(s);
-		}
-	}
-	free(table->netdevs);
+	netdevs_free(table->netdevs);
 	free(table->by_id);
 	free(table->by_name);
 	free(table->order);
