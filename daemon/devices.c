@@ -200,7 +200,10 @@ static void order_remove(struct devices *t, struct device *d)
 static void emit(struct devices *t, enum devices_event event, struct device *d,
 		 const char *old_name)
 {
-	d->generation = ++t->generation;
+	/* Never back, never wrapped: at 2^64 - 1 it stays (main.c says so). */
+	if (t->generation < UINT64_MAX)
+		t->generation++;
+	d->generation = t->generation;
 	if (t->fn)
 		t->fn(t->userdata, event, d, old_name);
 }

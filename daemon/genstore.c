@@ -10,11 +10,13 @@
  * old or the new ceiling, never a torn write.
  */
 #include <errno.h>
+#include <stdbool.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "genstore.h"
@@ -28,29 +30,44 @@ struct genstore {
 	uint64_t ceiling;
 };
 
-/* The stored ceiling; 0 if missing or not a clean decimal number. */
-static uint64_t read_ceiling(int dirfd)
+/* The stored ceiling in *ret: 0 when there is no file (a first start),
+ * -EBADMSG when what is there is not a clean decimal number. */
+static int read_ceiling(int dirfd, uint64_t *ret)
 {
 	char buf[32], *end;
 	unsigned long long v;
 	ssize_t n;
 	int fd;
 
-	fd = openat(dirfd, GENSTORE_FILE, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+	*ret = 0;
+	fd = openat(dirfd, GENSTORE_FILE,
+		    O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOFOLLOW);
 	if (fd < 0)
-		return 0;
+		return errno == ENOENT ? 0 : -EBADMSG;
 	n = read(fd, buf, sizeof(buf) - 1);
 	close(fd);
 	if (n <= 0)
-		return 0;
+		return -EBADMSG;
 	buf[n] = '\0';
 	if (buf[0] < '0' || buf[0] > '9')
-		return 0;
+		return -EBADMSG;
 	errno = 0;
 	v = strtoull(buf, &end, 10);
 	if (errno || (*end && strcmp(end, "\n")))
-		return 0;
-	return v;
+		return -EBADMSG;
+	*ret = v;
+	return 0;
+}
+
+/* A floor no stored ceiling can have reached: microseconds since 1970.
+ * Ceilings grow by one block per 512 changes; at 14,000 changes a second
+ * they would need thousands of years to pass it. */
+static uint64_t clock_floor(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (uint64_t)ts.tv_sec * 1000000 + (uint64_t)ts.tv_nsec / 1000;
 }
 
 static int write_all(int fd, const char *buf, size_t len)
@@ -75,7 +92,8 @@ static int write_ceiling(int dirfd, uint64_t ceiling)
 	int fd, r;
 
 	fd = openat(dirfd, GENSTORE_TMP,
-		    O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+		    O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW,
+		    0644);
 	if (fd < 0)
 		return -errno;
 	r = write_all(fd, buf,
@@ -111,6 +129,7 @@ int genstore_open(const char *dir, struct genstore **ret_store,
 {
 	struct genstore *store;
 	uint64_t start;
+	bool garbage;
 	int r;
 
 	if (mkdir(dir, 0755) < 0 && errno != EEXIST)
@@ -124,7 +143,9 @@ int genstore_open(const char *dir, struct genstore **ret_store,
 		free(store);
 		return r;
 	}
-	start = read_ceiling(store->dirfd);
+	garbage = read_ceiling(store->dirfd, &start) < 0;
+	if (garbage)
+		start = clock_floor();
 	r = reserve(store, start);
 	if (r < 0) {
 		genstore_close(store);
@@ -132,7 +153,7 @@ int genstore_open(const char *dir, struct genstore **ret_store,
 	}
 	*ret_store = store;
 	*ret_start = start;
-	return 0;
+	return garbage;
 }
 
 int genstore_note(struct genstore *store, uint64_t generation)

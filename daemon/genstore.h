@@ -13,7 +13,10 @@
 struct genstore;
 
 /* Open (creating @dir if needed) and reserve the first block.
- * *ret_start is the generation to start from (the next change is +1). */
+ * *ret_start is the generation to start from (the next change is +1).
+ * Returns 0, or 1 when the stored ceiling was unreadable (garbage, not a
+ * file): then the start is a clock-based floor above any ceiling the file
+ * can have held, so the generation still never goes back; or -errno. */
 int genstore_open(const char *dir, struct genstore **ret_store,
 		  uint64_t *ret_start);
 /* Note that @generation is about to be published; reserves and persists

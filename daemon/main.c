@@ -485,6 +485,16 @@ static int start_table(struct rdmad *d)
 		log_warnc(r, "state directory %s", d->cfg.state_dir);
 		return r;
 	}
+	if (r > 0)
+		log_warnx("%s/generation is unreadable: starting from %llu "
+			  "(the clock), above any generation published before",
+			  d->cfg.state_dir, (unsigned long long)start);
+	if (start == UINT64_MAX)
+		log_warnx(
+			"the generation is at its ceiling (2^64 - 1): changes "
+			"will carry the same generation; remove %s/generation "
+			"and restart all clients to start over",
+			d->cfg.state_dir);
 	d->table = devices_new(start);
 	if (!d->table)
 		return -ENOMEM;

@@ -363,6 +363,24 @@ static void test_scale(void)
 	devices_free(t);
 }
 
+/* At 2^64 - 1 the generation stays; it never wraps to 0. */
+static void test_generation_ceiling(void)
+{
+	struct sysfs_device scan[2] = {0};
+	struct devices *t = devices_new(UINT64_MAX - 1);
+
+	for (int i = 0; i < 2; i++) {
+		snprintf(scan[i].name, sizeof(scan[i].name), "dev%d", i);
+		snprintf(scan[i].id, sizeof(scan[i].id), "pci:%d", i);
+	}
+	CHECK(devices_apply_scan(t, scan, 2) == 2, "two added");
+	CHECK(devices_generation(t) == UINT64_MAX, "saturated: %llu",
+	      (unsigned long long)devices_generation(t));
+	CHECK(devices_apply_scan(t, scan, 1) == 1, "one removed");
+	CHECK(devices_generation(t) == UINT64_MAX, "still saturated");
+	devices_free(t);
+}
+
 int main(void)
 {
 	SCENARIO(basic);
@@ -370,6 +388,7 @@ int main(void)
 	SCENARIO(one_device);
 	SCENARIO(netdevs);
 	test_scale();
+	test_generation_ceiling();
 	if (failures)
 		fprintf(stderr, "%d failure(s)\n", failures);
 	else

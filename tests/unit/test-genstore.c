@@ -3,7 +3,8 @@
  * Unit test of the generation store: whatever was noted before a "crash"
  * (dropping the store without closing it cleanly is the same as reopening
  * the file), the next start is never lower; garbage in the file starts
- * from 0; one write per half block, not per generation.
+ * from a clock-based floor, above anything stored; one write per half
+ * block, not per generation.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -57,17 +58,19 @@ static void remove_state(void)
 	unlink(path);
 }
 
+#define CLOCK 1 /* want_start: the clock's floor */
+
 /* What the file holds before open, and the start open must give. */
 static const struct {
 	const char *content; /* NULL: no file */
 	uint64_t want_start;
 } opens[] = {
 	{NULL, 0},
-	{"", 0},
-	{"garbage\n", 0},
-	{"12x\n", 0},
-	{"-5\n", 0},
-	{"99999999999999999999999\n", 0},
+	{"", CLOCK},
+	{"garbage\n", CLOCK},
+	{"12x\n", CLOCK},
+	{"-5\n", CLOCK},
+	{"99999999999999999999999\n", CLOCK},
 	{"5000\n", 5000},
 	{"5000", 5000},
 	{"18446744073709551615\n", UINT64_MAX},
@@ -84,6 +87,14 @@ static void test_open(void)
 		if (opens[i].content)
 			write_file(opens[i].content);
 		r = genstore_open(dir, &s, &start);
+		if (opens[i].want_start == CLOCK) {
+			/* 2020-01-01 in microseconds: well past 5000. */
+			CHECK(r == 1 && start > 1577836800000000ULL,
+			      "garbage \"%s\": r=%d start=%" PRIu64,
+			      opens[i].content, r, start);
+			genstore_close(s);
+			continue;
+		}
 		CHECK(r == 0 && start == opens[i].want_start,
 		      "file \"%s\": r=%d start=%" PRIu64 ", want %" PRIu64,
 		      opens[i].content ? opens[i].content : "(none)", r, start,
