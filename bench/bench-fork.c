@@ -657,7 +657,7 @@ static void row_copy_on_fork(void)
 {
 	struct row r = {"copy-on-fork: churn",
 			{0},
-			"ours <= 50 ns",
+			"ours/raw <= 0.02x",
 			false,
 			"(unforced, in a child)"};
 	char self[4096], cmd[4200];
@@ -682,7 +682,9 @@ static void row_copy_on_fork(void)
 		printf("%-26s failed: the child could not measure\n", r.name);
 		return;
 	}
-	r.pass = r.ns[IMPL_OURS] <= 50;
+	/* "Costs nothing": a fiftieth of the one madvise pair it saves,
+	 * measured alike (about 10 ns here; under emulation all is slower). */
+	r.pass = r.ns[IMPL_OURS] / r.ns[IMPL_RAW] <= 0.02;
 	print_row(&r);
 }
 
