@@ -71,6 +71,8 @@ static const struct config_key keys[] = {
 	KEY_UINT("socket", "hello_timeout_ms", hello_timeout_ms, 100, 600000,
 		 false),
 	KEY_UINT("socket", "max_holds_per_client", max_holds, 1, 65536, false),
+	KEY_UINT("socket", "max_holds_per_uid", max_holds_per_uid, 1, 1048576,
+		 false),
 	KEY_UINT("socket", "max_queue", max_queue, 4, 65536, false),
 	KEY_UINT("scan", "debounce_ms", debounce_ms, 0, 10000, true),
 	KEY_UINT("scan", "storm_threshold", storm_threshold, 1, 1000000, true),
@@ -111,6 +113,7 @@ void config_defaults(struct config *cfg)
 	cfg->reserved_clients = 64;
 	cfg->hello_timeout_ms = 10000;
 	cfg->max_holds = 1024;
+	cfg->max_holds_per_uid = 4096;
 	cfg->max_queue = 256;
 	cfg->debounce_ms = 10;
 	cfg->storm_threshold = 64;

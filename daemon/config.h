@@ -32,6 +32,7 @@ struct config {
 	unsigned int reserved_clients;
 	unsigned int hello_timeout_ms;
 	unsigned int max_holds; /* max_holds_per_client */
+	unsigned int max_holds_per_uid;
 	unsigned int max_queue;
 	/* [scan] */
 	unsigned int debounce_ms;

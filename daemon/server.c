@@ -308,6 +308,19 @@ static int handle_subscribe(struct client *c, const Rdmad__Frame *req)
 	return 0;
 }
 
+/* Holds of every connection of @uid. */
+static unsigned int holds_of_uid(const struct server *srv, uid_t uid)
+{
+	unsigned int n = 0;
+
+	for (const struct client *c = srv->clients; c; c = c->next)
+		if (c->uid == uid)
+			n += c->nholds;
+	return n;
+}
+
+static bool client_is_admin(const struct client *c);
+
 static int handle_hold(struct client *c, const Rdmad__Frame *req)
 {
 	struct holder h = {.owner = c, .pid = c->pid, .uid = c->uid};
@@ -316,6 +329,10 @@ static int handle_hold(struct client *c, const Rdmad__Frame *req)
 	if (c->nholds >= c->srv->opts.max_holds)
 		return reply_status(c, req->seq, -EDQUOT,
 				    "too many holds on this connection");
+	if (holds_of_uid(c->srv, c->uid) >= c->srv->opts.max_holds_per_uid &&
+	    !client_is_admin(c))
+		return reply_status(c, req->seq, -EDQUOT,
+				    "too many holds for this user");
 	memcpy(h.comm, c->comm, sizeof(h.comm));
 	r = devices_hold(c->srv->table, req->hold->name, &h);
 	if (r == 0)
@@ -925,6 +942,7 @@ void server_set_limits(struct server *srv, const struct server_options *opts)
 {
 	srv->opts.max_clients = opts->max_clients;
 	srv->opts.max_holds = opts->max_holds;
+	srv->opts.max_holds_per_uid = opts->max_holds_per_uid;
 	srv->opts.max_clients_per_uid = opts->max_clients_per_uid;
 	srv->opts.reserved_clients = opts->reserved_clients;
 	srv->opts.hello_timeout_ms = opts->hello_timeout_ms;

@@ -28,10 +28,11 @@ struct server_options {
 	unsigned int reserved_clients; /* of max_clients, for root and admins */
 	unsigned int hello_timeout_ms; /* to say Hello after connecting */
 	unsigned int max_holds;	       /* per client, e.g. 1024 */
-	unsigned int max_queue;	       /* frames queued per client, e.g. 256 */
-	int listen_fd;		       /* from sd_listen_fds, or -1 to bind */
-	int generation_fd;	       /* memfd with the generation, or -1;
-					* the server takes it over */
+	unsigned int max_holds_per_uid; /* but root and the admin group */
+	unsigned int max_queue;		/* frames queued per client, e.g. 256 */
+	int listen_fd;			/* from sd_listen_fds, or -1 to bind */
+	int generation_fd;		/* memfd with the generation, or -1;
+					 * the server takes it over */
 };
 
 /* Why a connection was turned away (counted, see server_refusals()). */

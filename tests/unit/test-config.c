@@ -21,6 +21,7 @@ struct good_case {
 	int log_level;
 	unsigned int max_clients, max_holds, max_queue;
 	unsigned int max_clients_per_uid, reserved_clients, hello_timeout_ms;
+	unsigned int max_holds_per_uid;
 	unsigned int debounce_ms, storm_threshold;
 	unsigned int socket_mode;
 	const char *socket_path, *state_dir, *metrics_listen;
@@ -36,7 +37,7 @@ struct good_case {
 	.hello_timeout_ms = 10000, .max_queue = 256, .debounce_ms = 10,        \
 	.storm_threshold = 64, .socket_mode = 0666, .socket_path = "",         \
 	.state_dir = "/run/rdmad", .metrics_listen = "",                       \
-	.admin_group = (gid_t)-1
+	.admin_group = (gid_t)-1, .max_holds_per_uid = 4096
 
 static const struct good_case good[] = {
 	{"", DEF},
@@ -50,9 +51,9 @@ static const struct good_case good[] = {
 	 .socket_mode = 0600, .socket_path = "/tmp/r.sock"},
 	{"[socket]\nadmin_group = 0\n", DEF, .admin_group = 0},
 	{"[socket]\nmax_clients_per_uid = 3\nreserved_clients = 0\n"
-	 "hello_timeout_ms = 100\n",
+	 "hello_timeout_ms = 100\nmax_holds_per_uid = 7\n",
 	 DEF, .max_clients_per_uid = 3, .reserved_clients = 0,
-	 .hello_timeout_ms = 100},
+	 .hello_timeout_ms = 100, .max_holds_per_uid = 7},
 	{"[socket]\nadmin_group = root\n", DEF, .admin_group = 0},
 	{"[scan]\ndebounce_ms = 0\nstorm_threshold = 1000000\n", DEF,
 	 .debounce_ms = 0, .storm_threshold = 1000000},
@@ -144,6 +145,8 @@ static void check_good(size_t i, const struct good_case *t)
 	CHECK(r == 0 && n == 0, "good[%zu]: r=%d n=%u err=%s", i, r, n, err);
 	CHECK(cfg.log_level == t->log_level, "good[%zu]: log_level %d", i,
 	      cfg.log_level);
+	CHECK(cfg.max_holds_per_uid == t->max_holds_per_uid,
+	      "good[%zu]: max_holds_per_uid %u", i, cfg.max_holds_per_uid);
 	CHECK(cfg.max_clients_per_uid == t->max_clients_per_uid &&
 		      cfg.reserved_clients == t->reserved_clients &&
 		      cfg.hello_timeout_ms == t->hello_timeout_ms,

@@ -677,6 +677,52 @@ static void test_admission(void)
 	pump();
 }
 
+/* In a child that is not root or admin (uid 65534 when we are root,
+ * else our own uid), with the parent serving: @body's exit status. */
+static int as_unprivileged(int (*body)(void))
+{
+	int status = -1;
+	uint64_t end;
+	pid_t pid;
+
+	fflush(NULL);
+	pid = fork();
+	if (pid == 0) {
+		if (getuid() == 0 && (setgid(65534) < 0 || setuid(65534) < 0))
+			_exit(2);
+		base = NULL; /* nothing to pump: the parent serves */
+		_exit(body());
+	}
+	end = now_ms() + DEADLINE_MS;
+	while (waitpid(pid, &status, WNOHANG) == 0 && now_ms() < end)
+		pump();
+	return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+/* max_holds_per_uid = 1, over two connections of one user. */
+static int child_two_holds(void)
+{
+	int a = cl_hello(), b = cl_hello(), ok;
+
+	cl_request(a, 2, RDMAD__FRAME__BODY_HOLD, "dev_020");
+	ok = cl_status(a, 2) == RDMAD__STATUS__STATUS_OK;
+	cl_request(b, 2, RDMAD__FRAME__BODY_HOLD, "dev_021");
+	ok &= cl_status(b, 2) == RDMAD__STATUS__STATUS_LIMIT;
+	return ok ? 0 : 1;
+}
+
+static void test_holds_per_uid(void)
+{
+	struct server_options o = opts;
+
+	o.max_holds_per_uid = 1;
+	server_set_limits(srv, &o);
+	CHECK(as_unprivileged(child_two_holds) == 0,
+	      "a user's second hold over max_holds_per_uid is refused");
+	server_set_limits(srv, &opts);
+	pump();
+}
+
 /* A connection that never says Hello is closed after hello_timeout_ms;
  * one that says it twice gets an error, not a second generation page. */
 static void test_hello_rules(void)
@@ -840,6 +886,7 @@ static void setup(void)
 		.reserved_clients = 4,
 		.hello_timeout_ms = 10000,
 		.max_holds = MAX_HOLDS,
+		.max_holds_per_uid = 4096,
 		.max_queue = MAX_QUEUE,
 		.listen_fd = -1,
 		.generation_fd = -1,
@@ -889,6 +936,7 @@ int main(void)
 	test_max_clients();
 	test_admission();
 	test_hello_rules();
+	test_holds_per_uid();
 	test_emfile();
 	test_admin();
 	test_stale_socket();
