@@ -247,6 +247,47 @@ class TestRestart(DaemonTest):
         for m in clients:
             m.close()
 
+    ATTACKER = r"""
+import socket, sys, time
+socks = []
+for _ in range(int(sys.argv[2])):
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    s.connect(sys.argv[1])
+    socks.append(s)
+time.sleep(1)
+def closed(s):
+    try:
+        return s.recv(1, socket.MSG_DONTWAIT | socket.MSG_PEEK) == b""
+    except BlockingIOError:
+        return False
+print(sum(not closed(s) for s in socks), flush=True)
+sys.stdin.read()
+"""
+
+    def test_one_user_cannot_lock_out_root(self):
+        """A local user opens connections and never says Hello: it gets
+        max_clients_per_uid of them, and root is still served."""
+        if os.getuid() != 0:
+            self.skipTest("needs root to run the attacker as another uid")
+        conf = os.path.join(self.work, "limits.conf")
+        with open(conf, "w") as f:
+            f.write("[socket]\nmax_clients = 100\nmax_clients_per_uid = 50\n"
+                    "reserved_clients = 10\nhello_timeout_ms = 600000\n")
+        self.tb.plug("mlx5_0", "mlx5-ib")
+        self.start_daemon(config=conf)
+        attacker = subprocess.Popen(
+            ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
+             "/usr/bin/python3", "-c", self.ATTACKER, self.sock, "200"],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        try:
+            kept = int(attacker.stdout.readline())
+            self.assertEqual(kept, 50, "connections the attacker kept")
+            self.assertEqual(present_names(status(self.sock)), ["mlx5_0"])
+            self.assertIn("max_clients_per_uid reached", self.d.logtext())
+        finally:
+            attacker.kill()
+            attacker.communicate()
+
     def test_max_clients_within_open_file_limit(self):
         """Under a low open file limit, clients run out before the
         descriptors that scans and event sources need."""
