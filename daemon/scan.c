@@ -15,10 +15,11 @@
  * still only once.
  *
  * A device caught half-created or half-removed (sysfs_scan_device() says
- * -EBADMSG, or its uverbs char device is missing, see in_transition()) is
- * tried once more after a short delay; garbage is then given up on with
- * one warning, a device without uverbs is taken as it is.  Garbage is logged
- * once per episode, not once per event.
+ * -EBADMSG, or its uverbs char device is missing, see in_transition()), or
+ * whose removal was announced while sysfs may still show it, is tried once
+ * more after a short delay: the one "look again later" of the daemon; garbage
+ * is then given up on with one warning, a device without uverbs is taken as it
+ * is.  Garbage is logged once per episode, not once per event.
  *
  * Descriptors.  A local user can fill rdmad's descriptor table (clients,
  * metrics connections); a scan that then fails to open a device's files
@@ -348,6 +349,12 @@ int scan_full_now(struct scan *scan)
 	evtimer_del(scan->timer);
 	scan->lost_request = false;
 	return scan_all(scan);
+}
+
+void scan_request_removed(struct scan *scan, const char *ibdev)
+{
+	scan_request(scan, ibdev);
+	retry_later(scan, ibdev);
 }
 
 void scan_request(struct scan *scan, const char *ibdev)

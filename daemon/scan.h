@@ -29,6 +29,10 @@ void scan_free(struct scan *scan);
 int scan_full_now(struct scan *scan);
 /* Ask for a rescan of ib device @ibdev (NULL: everything), coalesced. */
 void scan_request(struct scan *scan, const char *ibdev);
+/* A removal of ib device @ibdev was announced: rescan it now and once more
+ * a moment later, since the kernel announces a removal before sysfs
+ * forgets the device (the first pass may still find it). */
+void scan_request_removed(struct scan *scan, const char *ibdev);
 /* Ask for a rescan of every device with a port on netdev @ifname; returns
  * how many were asked for (udev and rtnetlink know netdevs, not devices). */
 unsigned int scan_request_netdev(struct scan *scan, const char *ifname);

@@ -4,14 +4,11 @@
  * (events after udevd has processed them, so the device nodes exist and
  * carry their permissions) filtered to infiniband, infiniband_verbs and
  * net.  Each event is decoded into the ib device it concerns and turned
- * into a coalesced rescan request; nothing else happens here.
+ * into a coalesced rescan request; nothing else happens here (a removal
+ * is looked at again later by scan.c, see scan_request_removed()).
  *
  * The kernel drops uevents when the monitor's socket buffer overflows
  * (ENOBUFS); then nobody knows what was lost, so everything is rescanned.
- *
- * The kernel sends a device's "remove" uevent before it takes the device
- * out of sysfs, so the rescan it asks for may still find the device.  A
- * removed ib device is therefore looked at once more a little later.
  */
 #include <ctype.h>
 #include <errno.h>
@@ -32,18 +29,12 @@
 
 /* Big enough for a storm of SR-IOV VFs appearing at once. */
 #define UDEV_RCVBUF (8 * 1024 * 1024)
-/* When to look again at a device whose removal was announced. */
-#define UDEV_RECHECK_MS 250
-/* Past this many removals pending, the recheck is one full rescan. */
-#define UDEV_RECHECK_STORM 64
 
 struct udev_source {
 	struct scan *scan;
 	struct udev *udev;
 	struct udev_monitor *mon;
 	struct event *ev;
-	struct coalesce *recheck; /* ib devices announced removed */
-	struct event *recheck_timer;
 	bool overrun_logged;
 };
 
@@ -150,14 +141,18 @@ static bool parent_has_ibdev(struct udev_device *dev)
 	return stat(path, &st) == 0;
 }
 
+/* @removed: an ib device's "remove", which sysfs may not show yet. */
 static void request(struct udev_source *src, struct udev_device *dev,
-		    const struct udev_target *t)
+		    const struct udev_target *t, bool removed)
 {
 	unsigned int n;
 
 	switch (t->kind) {
 	case UDEV_TARGET_IBDEV:
-		scan_request(src->scan, t->name);
+		if (removed)
+			scan_request_removed(src->scan, t->name);
+		else
+			scan_request(src->scan, t->name);
 		if (t->old_name[0])
 			scan_request(src->scan, t->old_name);
 		break;
@@ -172,33 +167,6 @@ static void request(struct udev_source *src, struct udev_device *dev,
 			scan_request(src->scan, NULL);
 		break;
 	}
-}
-
-static void on_recheck(evutil_socket_t fd, short what, void *arg)
-{
-	struct udev_source *src = arg;
-	char **names = NULL;
-	size_t n = 0, i;
-	bool full = false;
-
-	if (coalesce_take(src->recheck, &full, &names, &n) < 0 || full) {
-		scan_request(src->scan, NULL);
-	} else {
-		for (i = 0; i < n; i++)
-			scan_request(src->scan, names[i]);
-	}
-	coalesce_names_free(names, n);
-}
-
-static void recheck_later(struct udev_source *src, const char *name)
-{
-	struct timeval tv = {.tv_usec = UDEV_RECHECK_MS * 1000};
-
-	/* Without memory for the name, the full rescan covers it. */
-	if (coalesce_add(src->recheck, name) < 0)
-		coalesce_add(src->recheck, NULL);
-	if (!evtimer_pending(src->recheck_timer, NULL))
-		evtimer_add(src->recheck_timer, &tv);
 }
 
 static void handle_device(struct udev_source *src, struct udev_device *dev)
@@ -228,10 +196,9 @@ static void handle_device(struct udev_source *src, struct udev_device *dev)
 	if (r < 0)
 		return;
 	log_debug("udev: %s %s/%s", ev.action, ev.subsystem, t.name);
-	request(src, dev, &t);
-	if (t.kind == UDEV_TARGET_IBDEV && strcmp(ev.action, "remove") == 0 &&
-	    strcmp(ev.subsystem, "infiniband") == 0)
-		recheck_later(src, t.name);
+	request(src, dev, &t,
+		t.kind == UDEV_TARGET_IBDEV && !strcmp(ev.action, "remove") &&
+			!strcmp(ev.subsystem, "infiniband"));
 }
 
 static void on_overrun(struct udev_source *src)
@@ -301,9 +268,7 @@ struct udev_source *udev_source_new(struct event_base *base, struct scan *scan)
 		return NULL;
 	src->scan = scan;
 	src->udev = udev_new();
-	src->recheck = coalesce_new(UDEV_RECHECK_STORM);
-	src->recheck_timer = evtimer_new(base, on_recheck, src);
-	if (!src->udev || !src->recheck || !src->recheck_timer) {
+	if (!src->udev) {
 		r = -ENOMEM;
 		goto fail;
 	}
@@ -329,9 +294,6 @@ void udev_source_free(struct udev_source *src)
 		return;
 	if (src->ev)
 		event_free(src->ev);
-	if (src->recheck_timer)
-		event_free(src->recheck_timer);
-	coalesce_free(src->recheck);
 	udev_monitor_unref(src->mon);
 	udev_unref(src->udev);
 	free(src);

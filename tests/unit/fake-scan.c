@@ -16,6 +16,11 @@ void scan_request(struct scan *scan, const char *ibdev)
 		fake_calls_add("all");
 }
 
+void scan_request_removed(struct scan *scan, const char *ibdev)
+{
+	fake_calls_add("removed:%s", ibdev);
+}
+
 unsigned int scan_request_netdev(struct scan *scan, const char *ifname)
 {
 	fake_calls_add("netdev:%s", ifname);

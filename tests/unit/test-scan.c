@@ -245,6 +245,26 @@ static void test_removed_before_scan(void)
 	      "dev2 still present");
 }
 
+/* A removal announced while sysfs still shows the device (the kernel's
+ * order): the first pass finds it, the second, a moment later, does not. */
+static void test_removal_announced_early(void)
+{
+	reset_counts();
+	put_dev("dev5", "0002:c903:0000:0005\n", "4: ACTIVE\n", "eth5\n");
+	scan_request(scan, "dev5");
+	run_for(400); /* no uverbs: added after the retry */
+	CHECK(fake_calls_count("added:dev5") == 1, "%s", fake_calls_dump());
+	reset_counts();
+	scan_request_removed(scan, "dev5");
+	run_for(5 * DEBOUNCE_MS);
+	CHECK(fake_calls_total() == 0, "first pass: %s", fake_calls_dump());
+	remove_tree("class/infiniband/dev5");
+	run_for(300);
+	CHECK(fake_calls_count("removed:dev5") == 1, "second pass: %s",
+	      fake_calls_dump());
+	CHECK(nscan_device == 2, "%u passes", nscan_device);
+}
+
 /* A device with a garbage node_guid is tried twice, then left alone with
  * a single warning however often it is asked for. */
 static void test_half_created(void)
@@ -462,6 +482,7 @@ int main(void)
 	test_storms();
 	test_one_device_changes();
 	test_removed_before_scan();
+	test_removal_announced_early();
 	test_half_created();
 	test_uverbs_late();
 	test_netdev_and_uverbs();
