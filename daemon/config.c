@@ -11,6 +11,7 @@
  */
 #include <ctype.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <grp.h>
 #include <limits.h>
 #include <stdarg.h>
@@ -18,7 +19,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <syslog.h>
+#include <unistd.h>
 
 #include <ini.h>
 
@@ -87,7 +90,6 @@ static const char *const sections[] = {"daemon", "socket", "scan", "metrics"};
 struct parse {
 	const char *name;
 	const char *text; /* string input, or NULL */
-	FILE *file;	  /* file input, or NULL */
 	unsigned int line;
 	bool at_line_start;
 	struct config *cfg;
@@ -386,13 +388,11 @@ static void check_section_header(struct parse *p, const char *line)
 		parse_error(p, "unknown section [%s]", name);
 }
 
-/* Read one line (fgets semantics) from the string or the file. */
+/* Read one line (fgets semantics) from the text. */
 static char *read_chunk(struct parse *p, char *buf, int size)
 {
 	size_t n = 0;
 
-	if (p->file)
-		return fgets(buf, size, p->file);
 	if (*p->text == '\0')
 		return NULL;
 	while (p->text[n] && p->text[n] != '\n' && n + 2 < (size_t)size)
@@ -466,6 +466,67 @@ int config_load(const char *path, struct config *ret_cfg,
 	return config_check(path, ret_cfg, ret_error, ret_nerrors, NULL, NULL);
 }
 
+/* Largest configuration file read (a sane one is a few hundred bytes). */
+#define CONFIG_FILE_MAX (1024 * 1024)
+
+static int read_error(char ret_error[CONFIG_ERROR_MAX], const char *path,
+		      int err, const char *what)
+{
+	snprintf(ret_error, CONFIG_ERROR_MAX, "%s: %s", path,
+		 what ? what : strerror(-err));
+	return err;
+}
+
+/*
+ * The whole of a regular file of at most CONFIG_FILE_MAX bytes, NUL
+ * terminated, in *ret_text.  A directory, a FIFO or a device (/dev/zero)
+ * is an error at once, never a hang: opened O_NONBLOCK and checked
+ * before it is read.  A NUL byte inside is an error with its line.
+ */
+static int read_whole(const char *path, char **ret_text,
+		      char ret_error[CONFIG_ERROR_MAX])
+{
+	struct stat st;
+	char *text, *nul;
+	ssize_t n;
+	int fd, r = 0;
+
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+	if (fd < 0)
+		return read_error(ret_error, path, -errno, NULL);
+	if (fstat(fd, &st) < 0)
+		r = read_error(ret_error, path, -errno, NULL);
+	else if (!S_ISREG(st.st_mode))
+		r = read_error(ret_error, path, -EINVAL, "not a regular file");
+	else if (st.st_size > CONFIG_FILE_MAX)
+		r = read_error(ret_error, path, -EFBIG, "larger than 1 MiB");
+	text = r ? NULL : malloc((size_t)st.st_size + 1);
+	if (!r && !text)
+		r = read_error(ret_error, path, -ENOMEM, NULL);
+	n = r ? 0 : read(fd, text, (size_t)st.st_size);
+	close(fd);
+	if (!r && n < 0)
+		r = read_error(ret_error, path, -errno, NULL);
+	if (r) {
+		free(text);
+		return r;
+	}
+	text[n] = '\0';
+	nul = memchr(text, '\0', (size_t)n);
+	if (nul) {
+		unsigned int line = 1;
+
+		for (const char *c = text; c < nul; c++)
+			line += *c == '\n';
+		snprintf(ret_error, CONFIG_ERROR_MAX,
+			 "%s:%u: a NUL byte in the file", path, line);
+		free(text);
+		return -EBADMSG;
+	}
+	*ret_text = text;
+	return 0;
+}
+
 int config_check(const char *path, struct config *ret_cfg,
 		 char ret_error[CONFIG_ERROR_MAX], unsigned int *ret_nerrors,
 		 void (*on_error)(const char *msg, void *userdata),
@@ -473,19 +534,18 @@ int config_check(const char *path, struct config *ret_cfg,
 {
 	struct parse p = {
 		.name = path, .on_error = on_error, .userdata = userdata};
+	char *text = NULL;
 	int r;
 
-	p.file = fopen(path, "re");
-	if (!p.file) {
-		r = -errno;
-		snprintf(ret_error, CONFIG_ERROR_MAX, "%s: %s", path,
-			 strerror(-r));
+	r = read_whole(path, &text, ret_error);
+	if (r < 0) {
 		if (ret_nerrors)
 			*ret_nerrors = 1;
 		return r;
 	}
+	p.text = text;
 	r = run_parse(&p, ret_cfg, ret_error, ret_nerrors);
-	fclose(p.file);
+	free(text);
 	return r;
 }
 

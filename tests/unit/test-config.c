@@ -6,6 +6,7 @@
  * parses to the built-in defaults (so the file documents them truly).
  */
 #include <errno.h>
+#include <sys/stat.h>
 #include <grp.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -221,6 +222,48 @@ static void check_files(const char *shipped)
 	unlink(path);
 }
 
+/* What is not a configuration file is an error at once, never a hang: a
+ * directory, a FIFO nobody writes to, /dev/zero; and a NUL byte. */
+static void check_not_files(void)
+{
+	static const struct {
+		const char *path;
+		const char *want; /* the error, after "PATH: " */
+	} rows[] = {
+		{"/tmp", "not a regular file"},
+		{"/dev/zero", "not a regular file"},
+		{NULL, "not a regular file"}, /* a FIFO, made below */
+	};
+	char err[CONFIG_ERROR_MAX], want[CONFIG_ERROR_MAX], fifo[64], nul[64];
+	struct config cfg;
+	FILE *f;
+	int fd;
+
+	snprintf(fifo, sizeof(fifo), "/tmp/test-config-fifo-%d", getpid());
+	CHECK(mkfifo(fifo, 0600) == 0, "mkfifo");
+	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+		const char *path = rows[i].path ? rows[i].path : fifo;
+
+		CHECK(config_load(path, &cfg, err, NULL) < 0, "%s loaded",
+		      path);
+		snprintf(want, sizeof(want), "%s: %s", path, rows[i].want);
+		CHECK(!strcmp(err, want), "%s: '%s'", path, err);
+	}
+	unlink(fifo);
+	snprintf(nul, sizeof(nul), "/tmp/test-config-nul-XXXXXX");
+	fd = mkstemp(nul);
+	f = fd >= 0 ? fdopen(fd, "w") : NULL;
+	CHECK(f != NULL, "mkstemp");
+	if (!f)
+		return;
+	fwrite("[daemon]\nlog_level = info\0debug\n", 1, 33, f);
+	fclose(f);
+	CHECK(config_load(nul, &cfg, err, NULL) == -EBADMSG, "NUL accepted");
+	snprintf(want, sizeof(want), "%s:2: a NUL byte in the file", nul);
+	CHECK(!strcmp(err, want), "NUL: '%s'", err);
+	unlink(nul);
+}
+
 static void count_key(const char *section, const char *key, void *arg)
 {
 	(*(int *)arg)++;
@@ -252,6 +295,7 @@ int main(int argc, char **argv)
 	if (argc > 1)
 		check_files(argv[1]);
 	check_restart_keys();
+	check_not_files();
 	if (failures) {
 		fprintf(stderr, "%d failures\n", failures);
 		return 1;
