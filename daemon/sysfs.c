@@ -289,20 +289,37 @@ static bool port_number(const char *name, uint32_t *ret)
 
 /* Port numbers from the entries of ports/, at most the cap.  Raw
  * getdents64(): a DIR stream would cost three more syscalls a device. */
+/* Keep @number among the lowest SYSFS_MAX_PORTS seen: past the cap it
+ * replaces the highest kept, so port 1 is never the one dropped whatever
+ * the directory's order. */
+static void keep_port(uint32_t *numbers, size_t *n, uint32_t number)
+{
+	size_t top = 0;
+
+	if (*n < SYSFS_MAX_PORTS) {
+		numbers[(*n)++] = number;
+		return;
+	}
+	for (size_t i = 1; i < *n; i++)
+		if (numbers[i] > numbers[top])
+			top = i;
+	if (number < numbers[top])
+		numbers[top] = number;
+}
+
 static size_t list_ports(int fd, uint32_t *numbers)
 {
 	char buf[4096] __attribute__((aligned(8)));
 	struct dirent64 *de;
+	uint32_t number;
 	size_t n = 0;
 	ssize_t len;
 
-	while (n < SYSFS_MAX_PORTS &&
-	       (len = getdents64(fd, buf, sizeof(buf))) > 0) {
-		for (ssize_t off = 0; off < len && n < SYSFS_MAX_PORTS;
-		     off += de->d_reclen) {
+	while ((len = getdents64(fd, buf, sizeof(buf))) > 0) {
+		for (ssize_t off = 0; off < len; off += de->d_reclen) {
 			de = (struct dirent64 *)(buf + off);
-			if (port_number(de->d_name, &numbers[n]))
-				n++;
+			if (port_number(de->d_name, &number))
+				keep_port(numbers, &n, number);
 		}
 	}
 	return n;
@@ -399,11 +416,13 @@ static size_t count_siblings(int devfd)
 static void read_parent_attrs(int devfd, struct sysfs_device *dev)
 {
 	char raw[ATTR_READ_MAX];
-	int node;
+	unsigned long node;
 
+	/* -1 (no NUMA) or a node number; anything else stays unknown (-1),
+	 * an out-of-range number too (sscanf's %d would overflow). */
 	if (read_attr(devfd, "device/numa_node", raw, sizeof(raw)) == 0 &&
-	    sscanf(raw, "%d", &node) == 1 && node >= -1)
-		dev->numa_node = node;
+	    parse_uint(raw, 10, INT_MAX, &node) == 0)
+		dev->numa_node = (int)node;
 	read_link_base(devfd, "device/driver", dev->driver,
 		       sizeof(dev->driver));
 }

@@ -372,6 +372,16 @@ static void g_numa_garbage(struct fixture *fx)
 	fixture_write_str(fx, "devices/pci0000:00/0000:03:00.0/numa_node",
 			  "zero\n");
 }
+static void g_numa_overflow(struct fixture *fx)
+{
+	fixture_write_str(fx, "devices/pci0000:00/0000:03:00.0/numa_node",
+			  "99999999999999999999\n");
+}
+static void g_numa_below(struct fixture *fx)
+{
+	fixture_write_str(fx, "devices/pci0000:00/0000:03:00.0/numa_node",
+			  "-7\n");
+}
 static void g_driver_missing(struct fixture *fx)
 {
 	fixture_rm(fx, "devices/pci0000:00/0000:03:00.0/driver");
@@ -445,6 +455,8 @@ static const struct {
 	{"netdev a directory", g_netdev_dir, 0, "netdev", ""},
 	{"netdev with a space", g_netdev_spaces, 0, "netdev", ""},
 	{"numa_node garbage", g_numa_garbage, 0, "numa", "-1"},
+	{"numa_node past int", g_numa_overflow, 0, "numa", "-1"},
+	{"numa_node below -1", g_numa_below, 0, "numa", "-1"},
 	{"driver link missing", g_driver_missing, 0, "driver", ""},
 	{"subsystem link missing", g_subsystem_missing, 0, "id",
 	 "pci:0000:03:00.0"},
@@ -836,6 +848,32 @@ static void test_races(void)
 	}
 }
 
+/* 300 ports, more than a device may list: the lowest 256 are kept,
+ * whatever the directory's order, so port 1 is always there. */
+static void test_port_cap(void)
+{
+	struct fixture_device d = fixture_mlx5("mlx5_0", 0, "0000:03:00.0", 4);
+	struct fixture *fx = fixture_new();
+	struct sysfs_device one;
+	char rel[96];
+	int r;
+
+	fixture_add_device(fx, &d);
+	for (int p = 300; p > 4; p--) { /* the fixture makes ports 1-4 */
+		snprintf(rel, sizeof(rel),
+			 "class/infiniband/mlx5_0/ports/%d/state", p);
+		fixture_write_str(fx, rel, "4: ACTIVE\n");
+	}
+	r = sysfs_scan_device(fixture_root(fx), "mlx5_0", &one);
+	CHECK(r == 0 && one.nports == 256 && one.ports[0].port == 1 &&
+		      one.ports[255].port == 256,
+	      "300 ports: r=%d n=%u first %u last %u", r, one.nports,
+	      one.nports ? one.ports[0].port : 0,
+	      one.nports ? one.ports[one.nports - 1].port : 0);
+	sysfs_device_clear(&one);
+	fixture_free(fx);
+}
+
 /* Take every descriptor but @spare (the scan then runs out half-way);
  * returns how many were taken, to give back with give_back(). */
 static int fds_taken[65536];
@@ -912,6 +950,7 @@ int main(void)
 	test_races();
 	test_device_cap();
 	test_starvation();
+	test_port_cap();
 	if (failures)
 		fprintf(stderr, "%d failure(s)\n", failures);
 	else
