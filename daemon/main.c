@@ -375,19 +375,25 @@ static int start_metrics(struct rdmad *d, const char *listen)
 	return 0;
 }
 
-static void apply_reload(struct rdmad *d, const struct config *cfg)
+/* 0, or the metrics endpoint's -errno when it could not be started. */
+static int apply_reload(struct rdmad *d, const struct config *cfg)
 {
 	struct server_options o = server_options(d, cfg);
+	int r = 0;
 
 	config_each_restart_change(&d->cfg, cfg, log_restart_key, NULL);
 	log_set_level(cfg->log_level);
 	server_set_limits(d->server, &o);
-	if (strcmp(cfg->metrics_listen, d->cfg.metrics_listen) != 0) {
+	/* A listener that could not bind before is tried again, changed or
+	 * not (the port may be free now). */
+	if (strcmp(cfg->metrics_listen, d->cfg.metrics_listen) != 0 ||
+	    !d->metrics) {
 		metrics_free(d->metrics);
 		d->metrics = NULL;
-		start_metrics(d, cfg->metrics_listen);
+		r = start_metrics(d, cfg->metrics_listen);
 	}
 	d->cfg = *cfg;
+	return r;
 }
 
 static void on_reload(evutil_socket_t sig, short what, void *arg)
@@ -401,9 +407,11 @@ static void on_reload(evutil_socket_t sig, short what, void *arg)
 	r = load_config(&d->cmd, &cfg, err);
 	if (r < 0)
 		log_warnx("reload: %s; keeping the old configuration", err);
+	else if (apply_reload(d, &cfg) < 0)
+		log_warnx("reload: configuration %s applied but for the "
+			  "metrics endpoint (tried again at the next reload)",
+			  d->cmd.config_path);
 	else
-		apply_reload(d, &cfg);
-	if (r == 0)
 		log_info("reload: configuration %s applied",
 			 d->cmd.config_path);
 	r = scan_full_now(d->scan);

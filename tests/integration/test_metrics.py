@@ -95,6 +95,29 @@ class TestMetrics(DaemonTest):
                         reply)
         self.assertIn("rdmad_generation", scrape(self.port)[1])
 
+    def test_busy_port_retried_on_reload(self):
+        """The metrics port is taken at start: rdmad serves clients anyway,
+        says so, and binds it at the next SIGHUP once it is free."""
+        busy = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        busy.bind(("127.0.0.1", self.port))
+        busy.listen(1)
+        self.start_daemon(config=self.conf)
+        self.assertIn("metrics on 127.0.0.1:%d" % self.port, self.d.logtext())
+        self.assertIn("devices", status(self.sock))
+        busy.close()
+        self.d.proc.send_signal(1)
+        wait_until(lambda: "rdmad_generation" in scrape(self.port)[1]
+                   if self._listening() else False,
+                   what="metrics bound after the reload")
+        self.assertIn("reload: configuration", self.d.logtext())
+
+    def _listening(self):
+        try:
+            socket.create_connection(("127.0.0.1", self.port), 1).close()
+            return True
+        except OSError:
+            return False
+
     def test_unknown_path_is_404(self):
         self.start_daemon(config=self.conf)
         with self.assertRaises(urllib.error.HTTPError) as cm:
