@@ -2,8 +2,8 @@
 /*
  * One connection to rdmad: the SOCK_SEQPACKET socket, the read-only
  * generation page the daemon passes with its Welcome, and sending and
- * receiving whole frames.  No protocol state lives here; sync.c and
- * client.c decide what the frames mean.
+ * receiving whole frames.  No protocol state lives here; session.c and
+ * sync.c decide what the frames mean.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -15,7 +15,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "client-internal.h"
+#include "conn.h"
 
 void conn_init(struct conn *conn)
 {

@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Holds: telling the daemon this process uses a device, remembering the
- * names so a new connection can announce them again (the daemon drops a
- * connection's holds with it), and opening a device through libibverbs
- * with its hold in one step.
+ * Holds, in the public API's layer: telling the daemon this process uses
+ * a device, and opening a device through libibverbs with its hold in one
+ * step.  The held names, which a new connection announces again (the
+ * daemon drops a connection's holds with it), are the session's
+ * (session.c); this file takes the lock and calls down.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -14,90 +15,25 @@
 #include "client-internal.h"
 #include "name.h"
 
-static ssize_t find_hold(const struct rdmad_client *c, const char *name)
-{
-	size_t i;
-
-	for (i = 0; i < c->n_holds; i++)
-		if (strcmp(c->holds[i], name) == 0)
-			return (ssize_t)i;
-	return -1;
-}
-
-static int add_hold(struct rdmad_client *c, const char *name)
-{
-	char **holds;
-	char *copy = strdup(name);
-
-	if (!copy)
-		return -ENOMEM;
-	holds = realloc(c->holds, (c->n_holds + 1) * sizeof(*holds));
-	if (!holds) {
-		free(copy);
-		return -ENOMEM;
-	}
-	c->holds = holds;
-	c->holds[c->n_holds++] = copy;
-	return 0;
-}
-
-static void remove_hold(struct rdmad_client *c, size_t index)
-{
-	free(c->holds[index]);
-	c->holds[index] = c->holds[--c->n_holds];
-}
-
-void holds_clear(struct rdmad_client *c)
-{
-	while (c->n_holds)
-		remove_hold(c, c->n_holds - 1);
-	free(c->holds);
-	c->holds = NULL;
-}
-
-/* Whether a refused hold should be forgotten rather than retried. */
-static bool hold_refused(int err)
-{
-	return err == -ENODEV || err == -EPERM || err == -ENOSPC ||
-	       err == -EBADMSG;
-}
-
-int holds_reannounce(struct rdmad_client *c)
-{
-	size_t i = 0;
-	int err;
-
-	while (i < c->n_holds) {
-		err = client_request(c, RDMAD__FRAME__BODY_HOLD, c->holds[i]);
-		if (hold_refused(err)) {
-			/* Gone while we were away, or no longer allowed. */
-			remove_hold(c, i);
-			continue;
-		}
-		if (err < 0)
-			return err;
-		i++;
-	}
-	return 0;
-}
-
 RDMAD_EXPORT int rdmad_client_hold(struct rdmad_client *client,
 				   const char *name)
 {
+	struct session *s;
 	int err;
 
 	if (!client || !rdmad_name_valid_str(name))
 		return -EINVAL;
 	pthread_mutex_lock(&client->lock);
-	if (find_hold(client, name) >= 0)
+	s = &client->session;
+	if (session_hold_find(s, name) >= 0)
 		err = -EALREADY;
 	else
-		err = client_ensure_connected(client, true);
+		err = session_ensure_connected(s, true);
 	if (err == 0)
-		err = client_request(client, RDMAD__FRAME__BODY_HOLD, name);
+		err = session_request(s, RDMAD__FRAME__BODY_HOLD, name);
 	if (err == 0)
-		err = add_hold(client, name);
-	client_wake(client);
+		err = session_hold_add(s, name);
+	session_wake(s);
 	pthread_mutex_unlock(&client->lock);
 	return err;
 }
@@ -105,23 +41,25 @@ RDMAD_EXPORT int rdmad_client_hold(struct rdmad_client *client,
 RDMAD_EXPORT int rdmad_client_release(struct rdmad_client *client,
 				      const char *name)
 {
+	struct session *s;
 	ssize_t index;
 	int err = 0;
 
 	if (!client || !rdmad_name_valid_str(name))
 		return -EINVAL;
 	pthread_mutex_lock(&client->lock);
-	index = find_hold(client, name);
+	s = &client->session;
+	index = session_hold_find(s, name);
 	if (index < 0)
 		err = -ENOENT;
 	/* Without a connection the daemon already dropped the hold. */
-	else if (client->connected)
-		err = client_request(client, RDMAD__FRAME__BODY_RELEASE, name);
+	else if (s->connected)
+		err = session_request(s, RDMAD__FRAME__BODY_RELEASE, name);
 	if (err == -ECONNRESET || err == -ENODEV)
 		err = 0;
 	if (index >= 0 && err != -ETIMEDOUT && err != -EAGAIN)
-		remove_hold(client, (size_t)index);
-	client_wake(client);
+		session_hold_remove(s, (size_t)index);
+	session_wake(s);
 	pthread_mutex_unlock(&client->lock);
 	return err;
 }
@@ -191,6 +129,14 @@ rdmad_client_open_device(struct rdmad_client *client, const char *name)
 		return NULL;
 	}
 	return context;
+}
+
+void holds_forget_opens(struct rdmad_client *c)
+{
+	while (c->n_opens)
+		free(c->opens[--c->n_opens].name);
+	free(c->opens);
+	c->opens = NULL;
 }
 
 /* Take @context's entry out of the map; its name, or NULL if unknown. */

@@ -14,12 +14,14 @@
  */
 #include <errno.h>
 #include <pthread.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include <infiniband/verbs.h>
 
-#include "client-internal.h"
+#include "export.h"
+#include "rdmad.h"
 
 static pthread_once_t process_client_once = PTHREAD_ONCE_INIT;
 static struct rdmad_client *process_client;
@@ -33,7 +35,7 @@ static bool listed_present(const struct rdmad_snapshot *snap, const char *name)
 {
 	const struct rdmad_device *dev = rdmad_snapshot_find_device(snap, name);
 
-	return dev && dev->state == RDMAD_DEVICE_PRESENT;
+	return dev && rdmad_device_get_state(dev) == RDMAD_DEVICE_PRESENT;
 }
 
 static int filter_list(struct ibv_device **list, int *num,

@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "client-internal.h"
+#include "snapshot.h"
 
 /* Protobuf-c leaves unset strings as "" but be safe with NULL too. */
 static const char *str_or_empty(const char *s)

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Keeping a client's device list in step with the daemon: assembling
+ * Keeping a device list in step with the daemon: assembling
  * snapshot parts, applying events in generation order, resubscribing on a
  * gap, and queueing what happened for rdmad_client_process() to hand to
  * the callback.  An event does not copy the device list: it is kept
@@ -8,40 +8,42 @@
  * 64 events, the oldest is folded as each new one comes), so a
  * subscriber pays for its list only when it reads it.  Every
  * function runs with the client's lock held and does no I/O except
- * sending Subscribe.
+ * sending Subscribe (through conn.c); it knows nothing of the client
+ * handle or the session above it.
  */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "client-internal.h"
+#include "conn.h"
+#include "sync.h"
 
-static void clear_parts(struct rdmad_client *client)
+static void clear_parts(struct sync *sync)
 {
-	wire_assembly_clear(&client->assembly);
+	wire_assembly_clear(&sync->assembly);
 }
 
-void sync_reset(struct rdmad_client *client)
+void sync_reset(struct sync *sync)
 {
-	clear_parts(client);
-	client->subscribe_seq = 0;
-	client->awaiting_snapshot = false;
-	client->resync_pending = false;
+	clear_parts(sync);
+	sync->subscribe_seq = 0;
+	sync->awaiting_snapshot = false;
+	sync->resync_pending = false;
 }
 
-void sync_clear_queue(struct rdmad_client *client)
+void sync_clear_queue(struct sync *sync)
 {
 	size_t i;
 
-	for (i = 0; i < client->queue_len; i++)
-		snapshot_device_unref(client->queue[i].device);
-	free(client->queue);
-	client->queue = NULL;
-	client->queue_len = 0;
-	client->queue_cap = 0;
+	for (i = 0; i < sync->queue_len; i++)
+		snapshot_device_unref(sync->queue[i].device);
+	free(sync->queue);
+	sync->queue = NULL;
+	sync->queue_len = 0;
+	sync->queue_cap = 0;
 }
 
-int sync_queue_event(struct rdmad_client *client, enum rdmad_event_type type,
+int sync_queue_event(struct sync *sync, enum rdmad_event_type type,
 		     struct rdmad_device *device, uint64_t generation)
 {
 	struct client_event *queue;
@@ -49,21 +51,21 @@ int sync_queue_event(struct rdmad_client *client, enum rdmad_event_type type,
 
 	/* Nobody to tell: a client used only for snapshots must not grow a
 	 * queue that no rdmad_client_process() ever drains. */
-	if (!client->cb) {
+	if (!sync->want_events) {
 		snapshot_device_unref(device);
 		return 0;
 	}
-	if (client->queue_len == client->queue_cap) {
-		cap = client->queue_cap ? 2 * client->queue_cap : 16;
-		queue = realloc(client->queue, cap * sizeof(*queue));
+	if (sync->queue_len == sync->queue_cap) {
+		cap = sync->queue_cap ? 2 * sync->queue_cap : 16;
+		queue = realloc(sync->queue, cap * sizeof(*queue));
 		if (!queue) {
 			snapshot_device_unref(device);
 			return -ENOMEM;
 		}
-		client->queue = queue;
-		client->queue_cap = cap;
+		sync->queue = queue;
+		sync->queue_cap = cap;
 	}
-	client->queue[client->queue_len++] = (struct client_event){
+	sync->queue[sync->queue_len++] = (struct client_event){
 		.type = type,
 		.device = device,
 		.generation = generation,
@@ -71,85 +73,93 @@ int sync_queue_event(struct rdmad_client *client, enum rdmad_event_type type,
 	return 0;
 }
 
-int sync_subscribe(struct rdmad_client *client)
+struct client_event *sync_take_queue(struct sync *sync, size_t *ret_n)
+{
+	struct client_event *events = sync->queue;
+
+	*ret_n = sync->queue_len;
+	sync->queue = NULL;
+	sync->queue_len = 0;
+	sync->queue_cap = 0;
+	return events;
+}
+
+int sync_subscribe(struct sync *sync, struct conn *conn)
 {
 	uint64_t seq;
 	int err;
 
-	clear_parts(client);
-	err = conn_send_name(&client->conn, RDMAD__FRAME__BODY_SUBSCRIBE, NULL,
-			     &seq);
+	clear_parts(sync);
+	err = conn_send_name(conn, RDMAD__FRAME__BODY_SUBSCRIBE, NULL, &seq);
 	if (err < 0)
 		return err;
-	client->subscribe_seq = seq;
-	client->awaiting_snapshot = true;
-	client->resync_pending = true;
+	sync->subscribe_seq = seq;
+	sync->awaiting_snapshot = true;
+	sync->resync_pending = true;
 	return 0;
 }
 
 /* Unfolded events a client keeps at most before it folds them in. */
 #define SYNC_MAX_UNFOLDED 64
 
-static void replace_snapshot(struct rdmad_client *client,
-			     struct rdmad_snapshot *snap)
+static void replace_snapshot(struct sync *sync, struct rdmad_snapshot *snap)
 {
-	rdmad_snapshot_unref(client->snapshot);
-	client->snapshot = snap;
+	rdmad_snapshot_unref(sync->snapshot);
+	sync->snapshot = snap;
 }
 
 /* Forget the first @n unfolded events. */
-static void drop_unfolded(struct rdmad_client *client, size_t n)
+static void drop_unfolded(struct sync *sync, size_t n)
 {
 	size_t i;
 
 	for (i = 0; i < n; i++)
-		snapshot_device_unref(client->unfolded[i].device);
-	client->n_unfolded -= n;
-	if (n && client->n_unfolded)
-		memmove(client->unfolded, client->unfolded + n,
-			client->n_unfolded * sizeof(*client->unfolded));
+		snapshot_device_unref(sync->unfolded[i].device);
+	sync->n_unfolded -= n;
+	if (n && sync->n_unfolded)
+		memmove(sync->unfolded, sync->unfolded + n,
+			sync->n_unfolded * sizeof(*sync->unfolded));
 }
 
-void sync_drop_list(struct rdmad_client *client)
+void sync_drop_list(struct sync *sync)
 {
-	drop_unfolded(client, client->n_unfolded);
-	free(client->unfolded);
-	client->unfolded = NULL;
-	client->cap_unfolded = 0;
-	client->snapshot = rdmad_snapshot_unref(client->snapshot);
+	drop_unfolded(sync, sync->n_unfolded);
+	free(sync->unfolded);
+	sync->unfolded = NULL;
+	sync->cap_unfolded = 0;
+	sync->snapshot = rdmad_snapshot_unref(sync->snapshot);
 }
 
-uint64_t sync_generation(const struct rdmad_client *client)
+uint64_t sync_generation(const struct sync *sync)
 {
-	if (client->n_unfolded)
-		return client->unfolded[client->n_unfolded - 1].generation;
-	return client->snapshot ? client->snapshot->generation : 0;
+	if (sync->n_unfolded)
+		return sync->unfolded[sync->n_unfolded - 1].generation;
+	return sync->snapshot ? sync->snapshot->generation : 0;
 }
 
 /* Fold the oldest @n unfolded events into the snapshot. */
-static int fold(struct rdmad_client *client, size_t n)
+static int fold(struct sync *sync, size_t n)
 {
 	struct rdmad_snapshot *snap;
 	int err;
 
 	if (n == 0)
 		return 0;
-	err = snapshot_apply_events(client->snapshot, client->unfolded, n,
-				    &snap);
+	err = snapshot_apply_events(sync->snapshot, sync->unfolded, n, &snap);
 	if (err < 0)
 		return err;
-	replace_snapshot(client, snap);
-	drop_unfolded(client, n);
+	replace_snapshot(sync, snap);
+	drop_unfolded(sync, n);
 	return 0;
 }
 
-int sync_fold(struct rdmad_client *client)
+int sync_fold(struct sync *sync)
 {
-	return fold(client, client->n_unfolded);
+	return fold(sync, sync->n_unfolded);
 }
 
 /* Note an applied event; takes a reference on @device. */
-static int add_unfolded(struct rdmad_client *client, enum rdmad_event_type type,
+static int add_unfolded(struct sync *sync, enum rdmad_event_type type,
 			struct rdmad_device *device, uint64_t generation)
 {
 	struct client_event *grown;
@@ -159,20 +169,20 @@ static int add_unfolded(struct rdmad_client *client, enum rdmad_event_type type,
 	/* Past the bound, fold the oldest one only: each event then costs
 	 * one copy of the list, as it would without this scheme, instead
 	 * of every client paying for 64 at once. */
-	if (client->n_unfolded >= SYNC_MAX_UNFOLDED) {
-		err = fold(client, 1);
+	if (sync->n_unfolded >= SYNC_MAX_UNFOLDED) {
+		err = fold(sync, 1);
 		if (err < 0)
 			return err;
 	}
-	if (client->n_unfolded == client->cap_unfolded) {
-		cap = client->cap_unfolded ? 2 * client->cap_unfolded : 4;
-		grown = realloc(client->unfolded, cap * sizeof(*grown));
+	if (sync->n_unfolded == sync->cap_unfolded) {
+		cap = sync->cap_unfolded ? 2 * sync->cap_unfolded : 4;
+		grown = realloc(sync->unfolded, cap * sizeof(*grown));
 		if (!grown)
 			return -ENOMEM;
-		client->unfolded = grown;
-		client->cap_unfolded = cap;
+		sync->unfolded = grown;
+		sync->cap_unfolded = cap;
 	}
-	client->unfolded[client->n_unfolded++] = (struct client_event){
+	sync->unfolded[sync->n_unfolded++] = (struct client_event){
 		.type = type,
 		.device = snapshot_device_ref(device),
 		.generation = generation,
@@ -181,79 +191,81 @@ static int add_unfolded(struct rdmad_client *client, enum rdmad_event_type type,
 }
 
 /* All parts are in: build the snapshot and announce the resync. */
-static int complete_snapshot(struct rdmad_client *client)
+static int complete_snapshot(struct sync *sync)
 {
-	struct wire_assembly *a = &client->assembly;
+	struct wire_assembly *a = &sync->assembly;
 	struct rdmad_snapshot *snap;
 	uint64_t generation = a->generation;
-	bool solicited = a->seq == client->subscribe_seq;
+	bool solicited = a->seq == sync->subscribe_seq;
 
 	snap = snapshot_new_from_wire(a->devices, a->n_devices, generation);
-	clear_parts(client);
+	clear_parts(sync);
 	if (!snap)
 		return -ENOMEM;
 	/* The snapshot contains whatever was unfolded. */
-	drop_unfolded(client, client->n_unfolded);
-	replace_snapshot(client, snap);
+	drop_unfolded(sync, sync->n_unfolded);
+	replace_snapshot(sync, snap);
 	if (solicited)
-		client->awaiting_snapshot = false;
+		sync->awaiting_snapshot = false;
 	/* A seq-0 snapshot replaces the list after dropped events. */
-	if (!solicited || client->resync_pending) {
-		client->resync_pending = false;
-		return sync_queue_event(client, RDMAD_EVENT_RESYNC, NULL,
+	if (!solicited || sync->resync_pending) {
+		sync->resync_pending = false;
+		return sync_queue_event(sync, RDMAD_EVENT_RESYNC, NULL,
 					generation);
 	}
 	return 0;
 }
 
-static int handle_part(struct rdmad_client *client, Rdmad__Frame *frame)
+static int handle_part(struct sync *sync, struct conn *conn,
+		       Rdmad__Frame *frame)
 {
-	int r = wire_assembly_add(&client->assembly, frame);
+	int r = wire_assembly_add(&sync->assembly, frame);
 
 	/* Parts out of order, or more than any daemon sends: start over
 	 * with a fresh snapshot. */
 	if (r == -EPROTO || r == -E2BIG)
-		return sync_subscribe(client);
+		return sync_subscribe(sync, conn);
 	if (r <= 0)
 		return r;
-	return complete_snapshot(client);
+	return complete_snapshot(sync);
 }
 
-static int handle_event(struct rdmad_client *client, const Rdmad__Event *ev)
+static int handle_event(struct sync *sync, struct conn *conn,
+			const Rdmad__Event *ev)
 {
 	struct rdmad_device *dev;
 	uint64_t last;
 	int err;
 
 	/* Events before the snapshot we wait for are part of it. */
-	if (client->awaiting_snapshot || !client->snapshot)
+	if (sync->awaiting_snapshot || !sync->snapshot)
 		return 0;
-	last = sync_generation(client);
+	last = sync_generation(sync);
 	if (ev->generation <= last)
 		return 0;
 	/* A gap, or an event type newer than this library: resync. */
 	if (ev->generation != last + 1 ||
 	    (unsigned int)ev->type > RDMAD__EVENT_TYPE__EVENT_TYPE_RELEASED)
-		return sync_subscribe(client);
+		return sync_subscribe(sync, conn);
 	dev = snapshot_device_new(ev->device);
 	if (!dev)
 		return -ENOMEM;
 	/* The wire values equal the public ones (rdmad.proto, rdmad.h). */
-	err = add_unfolded(client, (enum rdmad_event_type)ev->type, dev,
+	err = add_unfolded(sync, (enum rdmad_event_type)ev->type, dev,
 			   ev->generation);
 	if (err < 0) {
 		snapshot_device_unref(dev);
 		return err;
 	}
-	return sync_queue_event(client, (enum rdmad_event_type)ev->type, dev,
+	return sync_queue_event(sync, (enum rdmad_event_type)ev->type, dev,
 				ev->generation);
 }
 
-int sync_handle_frame(struct rdmad_client *client, Rdmad__Frame *frame)
+int sync_handle_frame(struct sync *sync, struct conn *conn, Rdmad__Frame *frame)
 {
 	int err = 0;
 
-	if (frame->seq != 0 && frame->seq == client->subscribe_seq &&
+	if (frame->seq != 0 && frame->seq == sync->subscribe_seq &&
 	    frame->status != RDMAD__STATUS__STATUS_OK) {
 		/* The daemon refused to subscribe us: give up this link. */
 		err = wire_errno_from_status(frame->status);
@@ -261,10 +273,10 @@ int sync_handle_frame(struct rdmad_client *client, Rdmad__Frame *frame)
 		return err < 0 ? err : -EPROTO;
 	}
 	if (frame->body_case == RDMAD__FRAME__BODY_SNAPSHOT &&
-	    (frame->seq == 0 || frame->seq == client->subscribe_seq))
-		return handle_part(client, frame);
+	    (frame->seq == 0 || frame->seq == sync->subscribe_seq))
+		return handle_part(sync, conn, frame);
 	if (frame->body_case == RDMAD__FRAME__BODY_EVENT && frame->seq == 0)
-		err = handle_event(client, frame->event);
+		err = handle_event(sync, conn, frame->event);
 	/* Anything else is a late reply to a request that timed out. */
 	wire_free(frame);
 	return err;

@@ -14,7 +14,8 @@
 
 #include <infiniband/verbs.h>
 
-#include "client-internal.h"
+#include "rdmad.h"
+#include "snapshot.h"
 #include "check.h"
 
 #define MAX_FAKE 8

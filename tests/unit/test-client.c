@@ -1,11 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Unit test of the client's connection logic (libclient/client.c, sync.c,
- * holds.c, conn.c) against a fake daemon thread on a temporary socket:
- * handshake with the generation page, split snapshots, events in order,
- * a generation gap (resubscribe), an unsolicited seq-0 snapshot, holds
- * and their statuses, events that arrive while a hold waits for its reply,
- * and a dropped connection (reconnect, holds announced again, RESYNC).
+ * Unit test of the client's connection logic (libclient/client.c, holds.c,
+ * session.c, sync.c, conn.c, poller.c) against a fake daemon thread on a
+ * temporary socket: handshake with the generation page, split snapshots, events
+ * in order, a generation gap (resubscribe), an unsolicited seq-0 snapshot,
+ * holds and their statuses, events that arrive while a hold waits for its
+ * reply, and a dropped connection (reconnect, holds announced again, RESYNC).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -19,7 +19,9 @@
 #include <sys/un.h>
 #include <unistd.h>
 
-#include "client-internal.h"
+#include "conn.h"
+#include "rdmad.h"
+#include "session.h"
 #include "check.h"
 
 /* ---- the fake daemon ----------------------------------------------------- */
@@ -459,10 +461,10 @@ static bool is_reconnected(const struct reconnected *r)
 static void run_until_reconnected(struct rdmad_client *c,
 				  const struct reconnected *r, int ms)
 {
-	uint64_t end = client_now_ms() + (uint64_t)ms;
+	uint64_t end = session_now_ms() + (uint64_t)ms;
 	int fd, timeout;
 
-	while (client_now_ms() < end && !is_reconnected(r)) {
+	while (session_now_ms() < end && !is_reconnected(r)) {
 		struct pollfd pfd = {.events = POLLIN};
 
 		fd = rdmad_client_get_fd(c);

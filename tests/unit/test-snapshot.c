@@ -8,7 +8,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "client-internal.h"
+#include "snapshot.h"
 #include "check.h"
 
 struct fake_device {
