@@ -47,7 +47,8 @@ out(struct out *o, const char *fmt, ...)
 	int n;
 
 	va_start(ap, fmt);
-	n = vsnprintf(o->buf + (room ? o->len : 0), room, fmt, ap);
+	/* Sizing with a NULL buffer: no pointer arithmetic on it. */
+	n = vsnprintf(room ? o->buf + o->len : o->buf, room, fmt, ap);
 	va_end(ap);
 	if (n > 0)
 		o->len += n;

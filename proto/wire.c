@@ -410,7 +410,8 @@ static int emit_parts(Rdmad__Device *const *devices, const size_t *costs,
 
 	do {
 		snap->n_devices = part_length(costs, start, n);
-		snap->devices = (Rdmad__Device **)devices + start;
+		/* No device at all: NULL, not NULL + 0 (undefined in C). */
+		snap->devices = n ? (Rdmad__Device **)devices + start : NULL;
 		/* Our own arithmetic bug, not bad input: fail loudly. */
 		if (protobuf_c_message_get_packed_size(&frame->base) >
 		    WIRE_MAX_FRAME)

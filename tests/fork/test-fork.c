@@ -163,6 +163,19 @@ static struct rdmad_fork_stats stats(void)
 	return s;
 }
 
+/* AddressSanitizer, as gcc says it (__SANITIZE_ADDRESS__) or clang. */
+static bool under_asan(void)
+{
+#if defined(__SANITIZE_ADDRESS__)
+	return true;
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+	return true;
+#endif
+#endif
+	return false;
+}
+
 /* ---- probing a child ----------------------------------------------------- */
 
 static sigjmp_buf probe_jmp;
@@ -574,10 +587,11 @@ static int case_vma_exhaustion(void)
 	long mapped = 0;
 	int e;
 
-#if defined(__SANITIZE_ADDRESS__)
-	printf("  vma_exhaustion: ASan needs mappings of its own; skipped\n");
-	return SKIP;
-#endif
+	if (under_asan()) {
+		printf("  vma_exhaustion: ASan needs mappings of its own; "
+		       "skipped\n");
+		return SKIP;
+	}
 	CHECK(do_init() == 0);
 	CHECK(mprotect(g, pg, PROT_NONE) == 0);
 	CHECK(mprotect(g + 5 * pg, pg, PROT_NONE) == 0);

@@ -117,18 +117,22 @@ static void check_fields(const char *what, const struct sysfs_device *d,
 	}
 }
 
-static const struct fixture_port ib_port = {
-	"4: ACTIVE",	       "5: LinkUp", "InfiniBand",
-	"100 Gb/sec (4X EDR)", "0x5",	    NULL,
-};
-static const struct fixture_port ib_port_down = {
-	"1: DOWN", "3: Disabled", "InfiniBand", "10 Gb/sec (4X SDR)",
-	"0x0",	   NULL,
-};
-static const struct fixture_port roce_port = {
-	"4: ACTIVE",	      "5: LinkUp", "Ethernet",
-	"25 Gb/sec (1X EDR)", "0x0",	   "eth0",
-};
+/* Macros, not const objects: C wants constant initializers below. */
+#define IB_PORT                                                                \
+	{                                                                      \
+		"4: ACTIVE", "5: LinkUp", "InfiniBand", "100 Gb/sec (4X EDR)", \
+			"0x5", NULL                                            \
+	}
+#define IB_PORT_DOWN                                                           \
+	{                                                                      \
+		"1: DOWN", "3: Disabled", "InfiniBand", "10 Gb/sec (4X SDR)",  \
+			"0x0", NULL                                            \
+	}
+#define ROCE_PORT                                                              \
+	{                                                                      \
+		"4: ACTIVE", "5: LinkUp", "Ethernet", "25 Gb/sec (1X EDR)",    \
+			"0x0", "eth0"                                          \
+	}
 
 /* The good devices, one of each kind the brief names. */
 static const struct {
@@ -145,7 +149,7 @@ static const struct {
 	  .node_type = "1: CA",
 	  .fw_ver = "16.35.2000",
 	  .nports = 2,
-	  .ports = {ib_port, ib_port_down}},
+	  .ports = {IB_PORT, IB_PORT_DOWN}},
 	 {{"name", "mlx5_0"},
 	  {"uverbs", "uverbs0"},
 	  {"id", "pci:0000:03:00.0"},
@@ -176,7 +180,7 @@ static const struct {
 	  .node_type = "1: CA",
 	  .fw_ver = "16.35.2000",
 	  .nports = 1,
-	  .ports = {roce_port}},
+	  .ports = {ROCE_PORT}},
 	 {{"id", "pci:0000:03:00.1"},
 	  {"uverbs", "uverbs1"},
 	  {"numa", "-1"},
