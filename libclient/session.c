@@ -349,12 +349,12 @@ static void back_off(struct session *s)
 
 int session_ensure_connected(struct session *s, bool force)
 {
-	uint64_t now = session_now_ms();
 	int err;
 
+	/* The getters' fast path: no clock read while connected. */
 	if (s->connected)
 		return 0;
-	if (!force && now < s->next_attempt_ms)
+	if (!force && session_now_ms() < s->next_attempt_ms)
 		return s->last_error ? s->last_error : -ENOTCONN;
 	err = establish(s);
 	if (err < 0) {
