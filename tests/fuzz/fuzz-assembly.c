@@ -2,7 +2,7 @@
 /*
  * Fuzz target for snapshot reassembly (wire_assembly_add()), as librdmad
  * and rdmactl run it on what a daemon sends: the input is a sequence of
- * datagrams, each a 16-bit little-endian length and that many bytes.
+ * datagrams (datagrams.h).
  * Each one that decodes to a Snapshot part goes to one assembly.  It must
  * answer only 1, 0 or an error of its contract, never hold more than its
  * bounds, and a whole snapshot has every device of its parts.
@@ -11,6 +11,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 
+#include "datagrams.h"
 #include "wire.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -56,19 +57,12 @@ out:
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	struct wire_assembly a;
+	const uint8_t *dgram;
+	size_t len;
 
 	wire_assembly_init(&a);
-	while (size >= 2) {
-		size_t len = data[0] | (size_t)data[1] << 8;
-
-		data += 2;
-		size -= 2;
-		if (len > size)
-			len = size;
-		feed(&a, data, len);
-		data += len;
-		size -= len;
-	}
+	while (next_datagram(&data, &size, &dgram, &len))
+		feed(&a, dgram, len);
 	wire_assembly_clear(&a);
 	return 0;
 }

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Fuzz target for the server's request handling, as a hostile local user
- * reaches it: the input is a sequence of datagrams, each a 16-bit
- * little-endian length and that many bytes, sent by one client over a
+ * reaches it: the input is a sequence of datagrams (datagrams.h), sent by
+ * one client over a
  * real SOCK_SEQPACKET connection to the real server (server.c and
  * export.c on a temporary socket, a table of four devices).  After every
  * input the server must still be there for the next client: a
@@ -20,6 +20,7 @@
 
 #include <event2/event.h>
 
+#include "datagrams.h"
 #include "devices.h"
 #include "log.h"
 #include "scan.h"
@@ -164,23 +165,17 @@ static void check_served(void)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
+	const uint8_t *dgram;
+	size_t len;
 	int fd;
 
 	if (!srv)
 		setup();
 	fd = connect_client();
-	while (size >= 2) {
-		size_t len = data[0] | (size_t)data[1] << 8;
-
-		data += 2;
-		size -= 2;
-		if (len > size)
-			len = size;
+	while (next_datagram(&data, &size, &dgram, &len)) {
 		/* A full socket or a closed one: the rest goes nowhere. */
-		if (wire_send(fd, data, len, -1) < 0 && len)
+		if (wire_send(fd, dgram, len, -1) < 0 && len)
 			break;
-		data += len;
-		size -= len;
 		pump(2);
 		drain(fd);
 	}
