@@ -4,7 +4,8 @@
  * in one malloc'd block whose strings point into the device itself, so a
  * snapshot of 512 devices costs 512 allocations and no string copies.
  * At most WIRE_MAX_HOLDERS_LISTED holders are listed, with their count, so
- * that one device held from thousands of connections still encodes.
+ * that one device held from thousands of connections still encodes; and
+ * only those the viewer may see (export.h).
  */
 #include <errno.h>
 #include <stdint.h>
@@ -72,14 +73,56 @@ static void fill_device(Rdmad__Device *msg, const struct device *dev,
 	}
 }
 
+const struct export_viewer export_viewer_all = {.all = true};
+
+static bool may_see(const struct export_viewer *viewer, const struct holder *h)
+{
+	return viewer->all || h->uid == viewer->uid;
+}
+
+/* The holders @viewer gets listed, up to WIRE_MAX_HOLDERS_LISTED. */
+static size_t visible_holders(const struct device *dev,
+			      const struct export_viewer *viewer)
+{
+	size_t total = device_holder_count(dev), n = 0;
+
+	for (size_t i = 0; i < total && n < WIRE_MAX_HOLDERS_LISTED; i++)
+		n += may_see(viewer, device_holder(dev, i));
+	return n;
+}
+
+bool export_viewer_same(const struct device *dev, const struct export_viewer *a,
+			const struct export_viewer *b)
+{
+	if (a->all || b->all)
+		return a->all == b->all || device_holder_count(dev) == 0;
+	return a->uid == b->uid ||
+	       (visible_holders(dev, a) == 0 && visible_holders(dev, b) == 0);
+}
+
+static void fill_holders(Rdmad__Device *msg, Rdmad__Holder *holders,
+			 const struct device *dev,
+			 const struct export_viewer *viewer)
+{
+	size_t total = device_holder_count(dev), n = 0;
+
+	for (size_t i = 0; i < total && n < msg->n_holders; i++) {
+		const struct holder *h = device_holder(dev, i);
+
+		if (!may_see(viewer, h))
+			continue;
+		fill_holder(&holders[n], h);
+		msg->holders[n] = &holders[n];
+		n++;
+	}
+}
+
 int export_device(const struct device *dev, const char *old_name,
-		  Rdmad__Device **ret_msg)
+		  const struct export_viewer *viewer, Rdmad__Device **ret_msg)
 {
 	const struct sysfs_device *info = device_info(dev);
-	size_t nports = info->nports, holders_total = device_holder_count(dev);
-	size_t nholders = holders_total < WIRE_MAX_HOLDERS_LISTED
-				  ? holders_total
-				  : WIRE_MAX_HOLDERS_LISTED;
+	size_t nports = info->nports;
+	size_t nholders = visible_holders(dev, viewer);
 	Rdmad__Device *msg = malloc(block_size(nports, nholders));
 	Rdmad__Port *ports;
 	Rdmad__Holder *holders;
@@ -91,7 +134,7 @@ int export_device(const struct device *dev, const char *old_name,
 	msg->n_ports = nports;
 	msg->ports = (Rdmad__Port **)(msg + 1);
 	msg->n_holders = nholders;
-	msg->holder_count = holders_total;
+	msg->holder_count = device_holder_count(dev);
 	msg->holders = (Rdmad__Holder **)(msg->ports + nports);
 	ports = (Rdmad__Port *)(msg->holders + nholders);
 	holders = (Rdmad__Holder *)(ports + nports);
@@ -99,10 +142,7 @@ int export_device(const struct device *dev, const char *old_name,
 		fill_port(&ports[i], &info->ports[i]);
 		msg->ports[i] = &ports[i];
 	}
-	for (size_t i = 0; i < nholders; i++) {
-		fill_holder(&holders[i], device_holder(dev, i));
-		msg->holders[i] = &holders[i];
-	}
+	fill_holders(msg, holders, dev, viewer);
 	*ret_msg = msg;
 	return 0;
 }
@@ -112,7 +152,8 @@ void export_device_free(Rdmad__Device *msg)
 	free(msg);
 }
 
-int export_table(const struct devices *table, Rdmad__Device ***ret_msgs,
+int export_table(const struct devices *table,
+		 const struct export_viewer *viewer, Rdmad__Device ***ret_msgs,
 		 size_t *ret_n)
 {
 	size_t n = 0, cap = devices_count(table);
@@ -124,7 +165,7 @@ int export_table(const struct devices *table, Rdmad__Device ***ret_msgs,
 		return -ENOMEM;
 	for (dev = devices_first(table); dev && n < cap;
 	     dev = devices_next(table, dev)) {
-		r = export_device(dev, NULL, &msgs[n]);
+		r = export_device(dev, NULL, viewer, &msgs[n]);
 		if (r < 0) {
 			export_table_free(msgs, n);
 			return r;

@@ -9,7 +9,9 @@
 #ifndef RDMAD_EXPORT_H
 #define RDMAD_EXPORT_H
 
+#include <stdbool.h>
 #include <stddef.h>
+#include <sys/types.h>
 
 #include "rdmad.pb-c.h"
 
@@ -17,13 +19,30 @@ struct devices;
 struct device;
 enum devices_event;
 
+/*
+ * Who a message is for.  Root and the admin group see every holder; any
+ * other user sees the pids and comms of its own holders only, and the
+ * others as part of holder_count (PROTOCOL.md, "Hold and Release").
+ */
+struct export_viewer {
+	bool all;
+	uid_t uid; /* when !all */
+};
+
+extern const struct export_viewer export_viewer_all;
+
+/* Would @a and @b get the same message for @dev? */
+bool export_viewer_same(const struct device *dev, const struct export_viewer *a,
+			const struct export_viewer *b);
+
 /* One allocation per device; @old_name may be NULL.  -ENOMEM. */
 int export_device(const struct device *dev, const char *old_name,
-		  Rdmad__Device **ret_msg);
+		  const struct export_viewer *viewer, Rdmad__Device **ret_msg);
 void export_device_free(Rdmad__Device *msg);
 
 /* Every device of @table in its iteration order (name).  -ENOMEM. */
-int export_table(const struct devices *table, Rdmad__Device ***ret_msgs,
+int export_table(const struct devices *table,
+		 const struct export_viewer *viewer, Rdmad__Device ***ret_msgs,
 		 size_t *ret_n);
 void export_table_free(Rdmad__Device **msgs, size_t n);
 

@@ -76,6 +76,7 @@ struct client {
 	uid_t uid;
 	gid_t gid;
 	char comm[16];
+	bool admin; /* root or the admin group, as of connect() */
 	bool hello;
 	bool subscribed;
 	bool resync; /* overflowed: owes a seq-0 snapshot */
@@ -249,14 +250,21 @@ static int emit_part(const Rdmad__Frame *frame, void *userdata)
 	return reply_frame(userdata, frame, -1);
 }
 
+static struct export_viewer client_viewer(const struct client *c)
+{
+	return c->admin ? export_viewer_all
+			: (struct export_viewer){.uid = c->uid};
+}
+
 static int send_snapshot(struct client *c, uint64_t seq)
 {
 	struct server *srv = c->srv;
+	struct export_viewer viewer = client_viewer(c);
 	Rdmad__Device **msgs;
 	size_t n;
 	int r;
 
-	r = export_table(srv->table, &msgs, &n);
+	r = export_table(srv->table, &viewer, &msgs, &n);
 	if (r < 0)
 		return r;
 	r = wire_split_snapshot(msgs, n, devices_generation(srv->table), seq,
@@ -319,8 +327,6 @@ static unsigned int holds_of_uid(const struct server *srv, uid_t uid)
 	return n;
 }
 
-static bool client_is_admin(const struct client *c);
-
 static int handle_hold(struct client *c, const Rdmad__Frame *req)
 {
 	struct holder h = {.owner = c, .pid = c->pid, .uid = c->uid};
@@ -330,7 +336,7 @@ static int handle_hold(struct client *c, const Rdmad__Frame *req)
 		return reply_status(c, req->seq, -EDQUOT,
 				    "too many holds on this connection");
 	if (holds_of_uid(c->srv, c->uid) >= c->srv->opts.max_holds_per_uid &&
-	    !client_is_admin(c))
+	    !c->admin)
 		return reply_status(c, req->seq, -EDQUOT,
 				    "too many holds for this user");
 	memcpy(h.comm, c->comm, sizeof(h.comm));
@@ -397,11 +403,11 @@ static bool peer_is_admin(const struct server *srv, int fd,
 	return cred->uid == 0 || in_group(fd, cred->gid, srv->opts.admin_group);
 }
 
-static bool client_is_admin(const struct client *c)
+static void client_check_admin(struct client *c)
 {
 	struct ucred cred = {.pid = c->pid, .uid = c->uid, .gid = c->gid};
 
-	return peer_is_admin(c->srv, c->fd, &cred);
+	c->admin = peer_is_admin(c->srv, c->fd, &cred);
 }
 
 /* Malformed input: debug log only, and a bounded number of chances. */
@@ -453,7 +459,7 @@ static int handle_request(struct client *c, const Rdmad__Frame *req)
 		return bad_request(c, req->seq,
 				   "the first request must be "
 				   "Hello");
-	if (t->class == REQUEST_CLASS_ADMIN && !client_is_admin(c)) {
+	if (t->class == REQUEST_CLASS_ADMIN && !c->admin) {
 		log_debug("client pid %d uid %d: admin request refused", c->pid,
 			  c->uid);
 		return reply_status(c, req->seq, -EPERM,
@@ -607,6 +613,7 @@ static struct client *client_new(struct server *srv, int fd,
 	c->uid = cred->uid;
 	c->gid = cred->gid;
 	read_comm(cred->pid, c->comm);
+	client_check_admin(c);
 	c->ev_read = event_new(srv->base, fd, EV_READ | EV_PERSIST,
 			       on_client_read, c);
 	c->ev_write = event_new(srv->base, fd, EV_WRITE | EV_PERSIST,
@@ -947,18 +954,23 @@ void server_set_limits(struct server *srv, const struct server_options *opts)
 	srv->opts.reserved_clients = opts->reserved_clients;
 	srv->opts.hello_timeout_ms = opts->hello_timeout_ms;
 	srv->opts.max_queue = opts->max_queue;
-	srv->opts.admin_group = opts->admin_group;
+	if (srv->opts.admin_group != opts->admin_group) {
+		srv->opts.admin_group = opts->admin_group;
+		for (struct client *c = srv->clients; c; c = c->next)
+			client_check_admin(c);
+	}
 }
 
 static struct outbuf *encode_event(struct server *srv, enum devices_event event,
 				   const struct device *dev,
-				   const char *old_name)
+				   const char *old_name,
+				   const struct export_viewer *viewer)
 {
 	Rdmad__Event ev = RDMAD__EVENT__INIT;
 	Rdmad__Frame frame;
 	struct outbuf *ob;
 
-	if (export_device(dev, old_name, &ev.device) < 0)
+	if (export_device(dev, old_name, viewer, &ev.device) < 0)
 		return NULL;
 	wire_frame_init(&frame, 0);
 	frame.body_case = RDMAD__FRAME__BODY_EVENT;
@@ -968,6 +980,64 @@ static struct outbuf *encode_event(struct server *srv, enum devices_event event,
 	ob = outbuf_encode(&frame, true, -1);
 	export_device_free(ev.device);
 	return ob;
+}
+
+/*
+ * One event's encodings, one per distinct view of the device: a device
+ * nobody holds is encoded once for everyone; a held one once for the
+ * admins and once per user that sees a different holder list.
+ */
+struct encodings {
+	struct export_viewer *viewers;
+	struct outbuf **obs;
+	size_t n, cap;
+};
+
+static int encodings_grow(struct encodings *e)
+{
+	size_t cap = e->cap ? 2 * e->cap : 4;
+	struct export_viewer *viewers;
+	struct outbuf **obs;
+
+	viewers = reallocarray(e->viewers, cap, sizeof(*viewers));
+	if (!viewers)
+		return -ENOMEM;
+	e->viewers = viewers;
+	obs = reallocarray(e->obs, cap, sizeof(*obs));
+	if (!obs)
+		return -ENOMEM;
+	e->obs = obs;
+	e->cap = cap;
+	return 0;
+}
+
+static struct outbuf *encoding_for(struct encodings *e, struct server *srv,
+				   enum devices_event event,
+				   const struct device *dev,
+				   const char *old_name,
+				   const struct export_viewer *viewer)
+{
+	struct outbuf *ob;
+
+	for (size_t i = 0; i < e->n; i++)
+		if (export_viewer_same(dev, &e->viewers[i], viewer))
+			return e->obs[i];
+	if (e->n == e->cap && encodings_grow(e) < 0)
+		return NULL;
+	ob = encode_event(srv, event, dev, old_name, viewer);
+	if (!ob)
+		return NULL;
+	e->viewers[e->n] = *viewer;
+	e->obs[e->n++] = ob;
+	return ob;
+}
+
+static void encodings_free(struct encodings *e)
+{
+	for (size_t i = 0; i < e->n; i++)
+		outbuf_unref(e->obs[i]);
+	free(e->viewers);
+	free(e->obs);
 }
 
 /* Could not encode: nobody gets this event, so everyone resyncs. */
@@ -982,23 +1052,24 @@ static void resync_all(struct server *srv)
 void server_device_event(struct server *srv, enum devices_event event,
 			 const struct device *dev, const char *old_name)
 {
-	struct outbuf *ob = NULL;
+	struct encodings enc = {0};
+	struct export_viewer viewer;
+	struct outbuf *ob;
 	struct client *c;
 
 	genshare_publish(&srv->gen, devices_generation(srv->table));
 	for (c = srv->clients; c; c = c->next) {
 		if (!c->subscribed || c->dead || c->resync)
 			continue;
-		if (!ob)
-			ob = encode_event(srv, event, dev, old_name);
+		viewer = client_viewer(c);
+		ob = encoding_for(&enc, srv, event, dev, old_name, &viewer);
 		if (!ob) {
 			resync_all(srv);
-			return;
+			break;
 		}
 		push_event(c, ob);
 	}
-	if (ob)
-		outbuf_unref(ob);
+	encodings_free(&enc);
 }
 
 unsigned int server_client_count(const struct server *srv)

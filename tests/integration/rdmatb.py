@@ -403,8 +403,10 @@ def ibv_devices():
 class Monitor:
     """`rdmactl monitor --json` in the background; lines into a queue."""
 
-    def __init__(self, sock):
-        self.proc = subprocess.Popen([RDMACTL, "--socket", sock, "monitor",
+    def __init__(self, sock, run_as=()):
+        """@run_as: a command prefix, such as setpriv's, to run it with."""
+        self.proc = subprocess.Popen(list(run_as) + [
+                                      RDMACTL, "--socket", sock, "monitor",
                                       "--json"], stdout=subprocess.PIPE,
                                      stderr=subprocess.PIPE, text=True)
         self.lines = queue.Queue()
@@ -457,6 +459,9 @@ class Monitor:
                 self.proc.wait(5)
             except subprocess.TimeoutExpired:
                 self.proc.kill()
+                self.proc.wait()
+        self.proc.stdout.close()
+        self.proc.stderr.close()
         return self.proc.returncode
 
 

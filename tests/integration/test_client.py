@@ -10,6 +10,7 @@ keep an unplugged device listed until the holder goes; a client survives a
 kill -9 of the daemon and gets its holds back by itself; a forked child
 does not disturb its parent's connection; many threads share one client.
 """
+import json
 import os
 import queue
 import subprocess
@@ -18,7 +19,7 @@ import time
 import unittest
 
 import rdmatb
-from rdmatb import DaemonTest, find, present_names, status, wait_until
+from rdmatb import DaemonTest, Monitor, find, present_names, status, wait_until
 
 PROGRAMS = os.path.join(rdmatb.BUILD, "tests", "integration", "client")
 # Under -Db_sanitize=address the programs start with umockdev's preload
@@ -272,6 +273,47 @@ class TestProcesses(ClientTest):
     def test_many_threads_tsan(self):
         self.run_threads("client-threads-tsan")
 
+
+NOBODY = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
+
+
+class TestWhoSeesHolders(ClientTest):
+    def test_users_see_their_own_holders_and_a_count(self):
+        """Root sees every holder; another user sees its own holders' pids
+        and comms and the rest only as holder_count, in snapshots and in
+        events alike."""
+        if os.getuid() != 0:
+            self.skipTest("needs root to hold as a second uid")
+        self.tb.plug("mlx5_0", "mlx5-ib")
+        self.start_daemon()
+        mine = self.start("client-hold", "mlx5_0")
+        mine.expect("held")
+        theirs = Lines(NOBODY + [program("client-hold"), "mlx5_0"],
+                       self.env())
+        self.procs.append(theirs)
+        theirs.expect("held")
+        dev = find(status(self.sock), "mlx5_0")
+        self.assertEqual(sorted(h["pid"] for h in dev["holders"]),
+                         sorted([mine.proc.pid, theirs.proc.pid]))
+        r = subprocess.run(NOBODY + [rdmatb.RDMACTL, "--socket", self.sock,
+                                     "status", "--json"],
+                           capture_output=True, text=True,
+                           timeout=rdmatb.DEADLINE)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        dev = find(json.loads(r.stdout), "mlx5_0")
+        self.assertEqual([h["pid"] for h in dev["holders"]],
+                         [theirs.proc.pid])
+        self.assertEqual(dev["holder_count"], 2)
+        # An event after the change: the same view.
+        mon = Monitor(self.sock, run_as=NOBODY)
+        try:
+            mine.stop()
+            event = mon.expect("changed", "mlx5_0")
+        finally:
+            mon.close()
+        self.assertEqual(event["device"]["holder_count"], 1)
+        self.assertEqual([h["pid"] for h in event["device"]["holders"]],
+                         [theirs.proc.pid])
 
 if __name__ == "__main__":
     unittest.main(verbosity=2)

@@ -63,7 +63,7 @@ static void on_event(void *userdata, enum devices_event event,
 	s->event = event;
 	export_device_free(s->msg);
 	s->msg = NULL;
-	r = export_device(dev, old_name, &s->msg);
+	r = export_device(dev, old_name, &export_viewer_all, &s->msg);
 	CHECK(r == 0, "export_device in listener: %d", r);
 	/* Copy what a freed device's message borrows while we may. */
 	snprintf(s->old_name, sizeof(s->old_name), "%s",
@@ -167,7 +167,8 @@ static void test_table(void)
 	}
 
 	/* Snapshot export: both, in name order. */
-	CHECK(export_table(t, &msgs, &n) == 0 && n == 2, "export_table");
+	CHECK(export_table(t, &export_viewer_all, &msgs, &n) == 0 && n == 2,
+	      "export_table");
 	if (n == 2) {
 		CHECK(strcmp(msgs[0]->name, "mlx5_0") == 0 &&
 			      strcmp(msgs[1]->name, "mlx5_1") == 0,
@@ -256,15 +257,61 @@ static void test_many_holders(void)
 	CHECK(back && back->event->device->holder_count == HOLDERS,
 	      "count on the wire");
 	wire_free(back);
-	CHECK(export_table(t, &msgs, &n) == 0 && n == 1, "snapshot");
+	CHECK(export_table(t, &export_viewer_all, &msgs, &n) == 0 && n == 1,
+	      "snapshot");
 	export_table_free(msgs, n);
 	export_device_free(seen.msg);
+	devices_free(t);
+}
+
+/* Who sees whose holders: root all; a user its own, the rest counted. */
+static void test_viewers(void)
+{
+	struct holder h[3] = {
+		{.owner = &h[0], .pid = 10, .uid = 1000, .comm = "mine"},
+		{.owner = &h[1], .pid = 20, .uid = 2000, .comm = "theirs"},
+		{.owner = &h[2], .pid = 30, .uid = 1000, .comm = "mine2"},
+	};
+	const struct export_viewer u1000 = {.uid = 1000}, u2000 = {.uid = 2000},
+				   u3000 = {.uid = 3000}, u4000 = {.uid = 4000};
+	struct sysfs_device scan;
+	struct devices *t = devices_new(1);
+	const struct device *dev;
+	Rdmad__Device *msg;
+
+	make_device(&scan, "mlx5_0", "pci-0000:03:00.0", 1);
+	CHECK(devices_apply_scan(t, &scan, 1) == 1, "scan");
+	dev = devices_first(t);
+	CHECK(export_viewer_same(dev, &export_viewer_all, &u1000),
+	      "nobody holds it: one message for all");
+	for (int i = 0; i < 3; i++)
+		CHECK(devices_hold(t, "mlx5_0", &h[i]) == 0, "hold %d", i);
+
+	CHECK(export_device(dev, NULL, &u1000, &msg) == 0, "export as 1000");
+	CHECK(msg->n_holders == 2 && msg->holder_count == 3 &&
+		      msg->holders[0]->pid == 10 &&
+		      strcmp(msg->holders[1]->comm, "mine2") == 0,
+	      "uid 1000 sees its own two of 3: %zu", msg->n_holders);
+	export_device_free(msg);
+	CHECK(export_device(dev, NULL, &u3000, &msg) == 0, "export as 3000");
+	CHECK(msg->n_holders == 0 && msg->holder_count == 3,
+	      "uid 3000 sees a count only");
+	export_device_free(msg);
+	CHECK(export_device(dev, NULL, &export_viewer_all, &msg) == 0, "all");
+	CHECK(msg->n_holders == 3, "root sees all");
+	export_device_free(msg);
+
+	CHECK(!export_viewer_same(dev, &export_viewer_all, &u1000), "all/1000");
+	CHECK(!export_viewer_same(dev, &u1000, &u2000), "1000/2000");
+	CHECK(export_viewer_same(dev, &u3000, &u4000), "neither holds");
+	CHECK(export_viewer_same(dev, &u1000, &u1000), "same uid");
 	devices_free(t);
 }
 
 int main(void)
 {
 	test_table();
+	test_viewers();
 	test_many_holders();
 	test_event_types();
 	if (failures) {
