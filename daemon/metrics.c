@@ -106,24 +106,48 @@ static void render_devices(const struct metrics *m, struct out *o)
 	    active);
 }
 
-/* Connections turned away, by the limit that did it (server.c). */
+/* What each limit of server.c turned away, by the limit's rdmad.conf key. */
+static const char *const limit_key[SERVER_REFUSED_COUNT] = {
+	[SERVER_REFUSED_FULL] = "max_clients",
+	[SERVER_REFUSED_RESERVED] = "reserved_clients",
+	[SERVER_REFUSED_PER_UID] = "max_clients_per_uid",
+	[SERVER_REFUSED_NO_HELLO] = "hello_timeout",
+	[SERVER_REFUSED_HOLDS] = "max_holds_per_client",
+	[SERVER_REFUSED_HOLDS_PER_UID] = "max_holds_per_uid",
+	[SERVER_REFUSED_QUEUE] = "max_queue",
+};
+
+static unsigned long long refusals(const struct metrics *m,
+				   enum server_refusal why)
+{
+	return m->srv ? server_refusals(m->srv, why) : 0;
+}
+
+static void render_limit_family(const struct metrics *m, struct out *o,
+				const char *name, const char *help,
+				enum server_refusal first,
+				enum server_refusal last)
+{
+	out(o, "# TYPE %s counter\n# HELP %s %s\n", name, name, help);
+	for (enum server_refusal r = first; r <= last; r++)
+		out(o, "%s_total{limit=\"%s\"} %llu\n", name, limit_key[r],
+		    refusals(m, r));
+}
+
+/* Every limit of rdmad.conf [socket] that was hit, and how often. */
 static void render_refusals(const struct metrics *m, struct out *o)
 {
-	static const char *const reason[SERVER_REFUSED_COUNT] = {
-		[SERVER_REFUSED_FULL] = "max_clients",
-		[SERVER_REFUSED_RESERVED] = "reserved_clients",
-		[SERVER_REFUSED_PER_UID] = "max_clients_per_uid",
-		[SERVER_REFUSED_NO_HELLO] = "hello_timeout",
-	};
-
-	out(o, "# TYPE rdmad_clients_refused counter\n"
-	       "# HELP rdmad_clients_refused Connections turned away or "
-	       "closed, by the limit that did it.\n");
-	for (int r = SERVER_REFUSED_FULL; r < SERVER_REFUSED_COUNT; r++)
-		out(o, "rdmad_clients_refused_total{limit=\"%s\"} %llu\n",
-		    reason[r],
-		    (unsigned long long)(m->srv ? server_refusals(m->srv, r)
-						: 0));
+	render_limit_family(m, o, "rdmad_clients_refused",
+			    "Connections turned away or closed, by the limit "
+			    "that did it.",
+			    SERVER_REFUSED_FULL, SERVER_REFUSED_NO_HELLO);
+	render_limit_family(m, o, "rdmad_holds_refused",
+			    "Hold requests refused, by the limit that did it.",
+			    SERVER_REFUSED_HOLDS, SERVER_REFUSED_HOLDS_PER_UID);
+	render_limit_family(m, o, "rdmad_client_resyncs",
+			    "Subscribers whose queue overflowed (max_queue): "
+			    "their events were dropped for a snapshot.",
+			    SERVER_REFUSED_QUEUE, SERVER_REFUSED_QUEUE);
 }
 
 size_t metrics_render(const struct metrics *m, char *buf, size_t size)

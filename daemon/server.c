@@ -138,9 +138,11 @@ static int queue_append(struct client *c, struct outbuf *ob)
 static void queue_drop_events(struct client *c)
 {
 	outq_drop_events(&c->out);
-	if (!c->resync)
+	if (!c->resync) {
 		log_debug("client pid %d (%s): queue overflow, resync", c->pid,
 			  c->comm);
+		c->srv->refusals[SERVER_REFUSED_QUEUE]++;
+	}
 	c->resync = true;
 	event_add(c->ev_write, NULL);
 }
@@ -332,13 +334,17 @@ static int handle_hold(struct client *c, const Rdmad__Frame *req)
 	struct holder h = {.owner = c, .pid = c->pid, .uid = c->uid};
 	int r;
 
-	if (c->nholds >= c->srv->opts.max_holds)
+	if (c->nholds >= c->srv->opts.max_holds) {
+		c->srv->refusals[SERVER_REFUSED_HOLDS]++;
 		return reply_status(c, req->seq, -EDQUOT,
 				    "too many holds on this connection");
+	}
 	if (holds_of_uid(c->srv, c->uid) >= c->srv->opts.max_holds_per_uid &&
-	    !c->admin)
+	    !c->admin) {
+		c->srv->refusals[SERVER_REFUSED_HOLDS_PER_UID]++;
 		return reply_status(c, req->seq, -EDQUOT,
 				    "too many holds for this user");
+	}
 	memcpy(h.comm, c->comm, sizeof(h.comm));
 	r = devices_hold(c->srv->table, req->hold->name, &h);
 	if (r == 0)

@@ -42,6 +42,10 @@ enum server_refusal {
 	SERVER_REFUSED_RESERVED, /* the reserved slots, for a non-admin */
 	SERVER_REFUSED_PER_UID,	 /* max_clients_per_uid */
 	SERVER_REFUSED_NO_HELLO, /* closed: no Hello within the timeout */
+	/* Not connections: requests and events refused by a limit. */
+	SERVER_REFUSED_HOLDS,	      /* a Hold past max_holds_per_client */
+	SERVER_REFUSED_HOLDS_PER_UID, /* a Hold past max_holds_per_uid */
+	SERVER_REFUSED_QUEUE,	      /* max_queue overflowed: a resync */
 	SERVER_REFUSED_COUNT,
 };
 
@@ -53,7 +57,8 @@ void server_free(struct server *srv);
 void server_device_event(struct server *srv, enum devices_event event,
 			 const struct device *dev, const char *old_name);
 unsigned int server_client_count(const struct server *srv);
-/* Connections turned away (or closed) for @why since start. */
+/* Connections turned away (or closed), holds refused, or queues
+ * overflowed, for @why since start. */
 uint64_t server_refusals(const struct server *srv, enum server_refusal why);
 /* SIGHUP: take max_clients, max_holds, max_queue and admin_group from
  * @opts (the rest needs a restart). */

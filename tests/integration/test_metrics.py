@@ -3,6 +3,7 @@
 """The OpenMetrics endpoint, scraped as Prometheus would, on loopback."""
 import os
 import socket
+import subprocess
 import urllib.error
 import urllib.request
 
@@ -73,6 +74,34 @@ class TestMetrics(DaemonTest):
         m = samples(scrape(self.port)[1])
         self.assertEqual(m['rdmad_clients_refused_total{limit="hello_timeout"}'], 1)
         self.assertEqual(m['rdmad_clients_refused_total{limit="max_clients_per_uid"}'], 0)
+
+    def test_hold_limit_counted(self):
+        """A Hold past max_holds_per_client is refused with its reason, and counted
+        under the limit's own name."""
+        with open(self.conf, "a") as f:
+            f.write("[socket]\nmax_holds_per_client = 1\n")
+        self.tb.plug("mlx5_0", "mlx5-ib")
+        self.tb.plug("mlx5_1", "mlx5-ib")
+        self.start_daemon(config=self.conf)
+        hold = subprocess.Popen(
+            [os.path.join(rdmatb.BUILD, "tests", "integration", "client",
+                          "client-hold"), "mlx5_0", "mlx5_1"],
+            env=dict(os.environ, RDMAD_SOCKET=self.sock),
+            stdout=subprocess.PIPE, text=True)
+        try:
+            self.assertEqual(hold.stdout.readline().split(),
+                             ["held", "mlx5_0"])
+            self.assertEqual(hold.stdout.readline().split()[:2],
+                             ["error", "mlx5_1"])
+            m = samples(scrape(self.port)[1])
+        finally:
+            hold.kill()
+            hold.communicate()
+        self.assertEqual(m['rdmad_holds_refused_total{limit="max_holds_per_client"}'], 1)
+        self.assertEqual(
+            m['rdmad_holds_refused_total{limit="max_holds_per_uid"}'], 0)
+        self.assertEqual(
+            m['rdmad_client_resyncs_total{limit="max_queue"}'], 0)
 
     def test_oversized_request_refused(self):
         """200 KB of headers are refused, not buffered; scrapes go on."""
