@@ -82,6 +82,7 @@ struct client {
 	bool resync; /* overflowed: owes a seq-0 snapshot */
 	bool dead;   /* to be closed from its write callback */
 	bool read_paused;
+	bool hangup; /* to be closed once its queued replies are out */
 	uint8_t bad_requests;
 	unsigned int nholds;
 	struct outq out; /* frames waiting for the socket */
@@ -194,6 +195,10 @@ static void client_flush(struct client *c)
 		outq_pop(&c->out);
 	}
 	event_del(c->ev_write);
+	if (c->hangup) {
+		client_close(c);
+		return;
+	}
 	if (c->resync) {
 		c->resync = false;
 		if (send_snapshot(c, 0) < 0) {
@@ -543,13 +548,31 @@ static int client_read(struct client *c)
 	return 0;
 }
 
+/*
+ * A protocol error ends the connection, but the reply that says why
+ * (UNSUPPORTED_VERSION, BAD_REQUEST) may still be queued: stop reading
+ * and close once it is out.  A peer that never reads is closed by the
+ * Hello deadline, or holds only its own slot.
+ */
+static void client_hang_up(struct client *c)
+{
+	if (c->dead || c->out.count == 0) {
+		client_close(c);
+		return;
+	}
+	c->hangup = true;
+	event_del(c->ev_read);
+}
+
 static void on_client_read(evutil_socket_t fd, short what, void *arg)
 {
 	struct client *c = arg;
 	int r = client_read(c);
 
-	if (r < 0 || c->dead)
+	if (c->dead || r == -ECONNRESET || r == -EPIPE)
 		client_close(c);
+	else if (r < 0)
+		client_hang_up(c);
 }
 
 /* ---- clients ---- */

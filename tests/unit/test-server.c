@@ -517,6 +517,43 @@ static void test_holds(void)
 
 /* A subscriber that does not read overflows and resyncs; a reading
  * one gets every event in order meanwhile. */
+/*
+ * The reply that ends a connection is not lost behind a full socket:
+ * events fill a subscriber's socket and queue, then it sends version 2;
+ * once it reads, UNSUPPORTED_VERSION comes after the events, then the
+ * close.
+ */
+static void test_last_reply_queued(void)
+{
+	int fd = cl_hello(), frames = 0;
+	Rdmad__Frame frame, *f, *last = NULL;
+	bool closed = false;
+	uint64_t gen;
+
+	cl_request(fd, 2, RDMAD__FRAME__BODY_SUBSCRIBE, NULL);
+	cl_snapshot(fd, 2, &gen, NULL);
+	for (int i = 0; i < 3000; i++)
+		bump();
+	wire_frame_init(&frame, 9);
+	frame.version = 2;
+	cl_send(fd, &frame);
+	for (int i = 0; i < 10; i++)
+		pump();
+	while ((f = cl_recv_fd(fd, DEADLINE_MS, &closed, NULL))) {
+		wire_free(last);
+		last = f;
+		frames++;
+	}
+	CHECK(frames > 1 && last && last->seq == 9 &&
+		      last->status == RDMAD__STATUS__STATUS_UNSUPPORTED_VERSION,
+	      "%d frames, the last one seq %llu status %d", frames,
+	      last ? (unsigned long long)last->seq : 0ULL,
+	      last ? (int)last->status : -1);
+	CHECK(closed, "closed after the reply");
+	wire_free(last);
+	close(fd);
+}
+
 static void test_overflow(void)
 {
 	int slow = cl_hello(), fast = cl_hello(), events = 0, gaps = 0;
@@ -920,6 +957,7 @@ int main(void)
 	test_status_split();
 	test_fanout();
 	test_bad_input();
+	test_last_reply_queued();
 	test_holds();
 	test_overflow();
 	test_max_clients();
