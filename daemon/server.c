@@ -836,29 +836,47 @@ static int remove_stale_socket(const char *path)
 	return unlink(path) < 0 ? -errno : 0;
 }
 
-static int make_parent_dir(const char *path)
+/*
+ * The socket's directory, made if missing.  An existing one must not let
+ * others swap the socket for something else between bind() and chown():
+ * a real directory (not a link), owned by root or us, writable only by
+ * its owner unless sticky (as /tmp is).
+ */
+static int check_parent_dir(const char *path)
 {
 	char dir[sizeof(((struct sockaddr_un *)0)->sun_path)];
+	struct stat st;
 	char *slash;
 
 	snprintf(dir, sizeof(dir), "%s", path);
 	slash = strrchr(dir, '/');
-	if (!slash || slash == dir)
+	if (!slash)
 		return 0;
+	if (slash == dir)
+		slash++;
 	*slash = '\0';
 	if (mkdir(dir, 0755) < 0 && errno != EEXIST)
 		return -errno;
+	if (lstat(dir, &st) < 0)
+		return -errno;
+	if (!S_ISDIR(st.st_mode))
+		return -ENOTDIR;
+	if (st.st_uid != 0 && st.st_uid != geteuid())
+		return -EPERM;
+	if ((st.st_mode & (S_IWGRP | S_IWOTH)) && !(st.st_mode & S_ISVTX))
+		return -EPERM;
 	return 0;
 }
 
-static int set_socket_access(const struct server_options *opts)
+/* bind() with the mode already right (the umask decides a socket's
+ * mode), so there is no chmod by path for a swapped file to catch. */
+static int bind_with_mode(int fd, const struct sockaddr_un *sa, mode_t mode)
 {
-	if (chmod(opts->socket_path, opts->socket_mode) < 0)
-		return -errno;
-	if (opts->socket_group != (gid_t)-1 &&
-	    chown(opts->socket_path, (uid_t)-1, opts->socket_group) < 0)
-		return -errno;
-	return 0;
+	mode_t old = umask(~mode & 0777);
+	int r = bind(fd, (const struct sockaddr *)sa, sizeof(*sa));
+
+	umask(old);
+	return r;
 }
 
 static int bind_socket(struct server *srv)
@@ -870,7 +888,7 @@ static int bind_socket(struct server *srv)
 	if (strlen(opts->socket_path) >= sizeof(sa.sun_path))
 		return -ENAMETOOLONG;
 	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", opts->socket_path);
-	r = make_parent_dir(opts->socket_path);
+	r = check_parent_dir(opts->socket_path);
 	if (r == 0)
 		r = remove_stale_socket(opts->socket_path);
 	if (r < 0)
@@ -878,11 +896,16 @@ static int bind_socket(struct server *srv)
 	fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	if (fd < 0)
 		return -errno;
-	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0)
+	if (bind_with_mode(fd, &sa, opts->socket_mode) < 0)
 		goto fail;
 	srv->socket_path = strdup(opts->socket_path);
-	if (!srv->socket_path || set_socket_access(opts) < 0 ||
-	    listen(fd, SOMAXCONN) < 0)
+	if (!srv->socket_path)
+		goto fail;
+	/* The group by lchown: never through a link someone put there. */
+	if (opts->socket_group != (gid_t)-1 &&
+	    lchown(opts->socket_path, (uid_t)-1, opts->socket_group) < 0)
+		goto fail;
+	if (listen(fd, SOMAXCONN) < 0)
 		goto fail;
 	srv->listen_fd = fd;
 	return 0;

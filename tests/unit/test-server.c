@@ -950,6 +950,41 @@ static void test_stale_socket(void)
 	server_free(second);
 }
 
+/* The socket is made with its mode, whatever the umask; a directory
+ * that others could swap it in is refused. */
+static void test_socket_access(void)
+{
+	struct server_options o = opts;
+	struct server *other;
+	char dir[128], path[160];
+	struct stat st;
+	mode_t old;
+
+	snprintf(dir, sizeof(dir), "%s/open", tmpdir);
+	snprintf(path, sizeof(path), "%s/rdmad.sock", dir);
+	o.socket_path = path;
+	o.socket_mode = 0660;
+	CHECK(mkdir(dir, 0755) == 0, "mkdir");
+	old = umask(0);
+	other = server_new(base, table, NULL, &o);
+	umask(old);
+	CHECK(other && stat(path, &st) == 0 && (st.st_mode & 07777) == 0660,
+	      "mode 0660 under umask 0: %o", other ? st.st_mode & 07777 : 0);
+	server_free(other);
+
+	CHECK(chmod(dir, 0777) == 0, "chmod");
+	other = server_new(base, table, NULL, &o);
+	CHECK(!other && errno == EPERM, "world-writable directory refused: %s",
+	      strerror(errno));
+	server_free(other);
+	CHECK(chmod(dir, 01777) == 0, "chmod");
+	other = server_new(base, table, NULL, &o);
+	CHECK(other != NULL, "sticky directory, like /tmp: %s",
+	      strerror(errno));
+	server_free(other);
+	rmdir(dir);
+}
+
 int main(void)
 {
 	setup();
@@ -967,6 +1002,7 @@ int main(void)
 	test_emfile();
 	test_admin();
 	test_stale_socket();
+	test_socket_access();
 	teardown();
 	if (failures) {
 		fprintf(stderr, "%d failures\n", failures);
