@@ -6,9 +6,14 @@
  * handshake and requests are the session's (session.c); this file only
  * takes the lock and calls down.
  *
- * Locking: one mutex per client guards all its state.  Callbacks run
- * without it, one thread at a time (the @dispatching flag), so events
- * reach the callback in order even when several threads call process().
+ * Locking: one mutex per client guards all its state, and is never held
+ * while waiting for the daemon (session.h says how).  The getters of the
+ * generation, the fd and the timeout take no lock at all, and a snapshot
+ * that is still current is handed out under a lock of its own, so no
+ * getter waits for a thread that connects or reads.  Callbacks run
+ * without the lock, one thread at a time (the @dispatching flag), so
+ * events reach the callback in order even when several threads call
+ * process().
  * The pollable fd (poller.c) is raised when a call other than process()
  * (a hold waiting for its reply, get_snapshot) read events off the socket
  * and queued them, so a poll loop never misses them.
@@ -28,21 +33,27 @@ static pthread_once_t atfork_once = PTHREAD_ONCE_INIT;
 /* How long get_snapshot() waits for an event the page already announced. */
 #define CLIENT_PAGE_WAIT_MS 100
 
+/* The lock is held for bounded work only, never across a wait for the
+ * daemon, so fork() waits for no connect or request in progress. */
 static void atfork_prepare(void)
 {
 	struct rdmad_client *c;
 
 	pthread_mutex_lock(&registry_lock);
-	for (c = registry; c; c = c->registry_next)
+	for (c = registry; c; c = c->registry_next) {
 		pthread_mutex_lock(&c->lock);
+		session_fork_prepare(&c->session);
+	}
 }
 
 static void atfork_parent(void)
 {
 	struct rdmad_client *c;
 
-	for (c = registry; c; c = c->registry_next)
+	for (c = registry; c; c = c->registry_next) {
+		session_fork_parent(&c->session);
 		pthread_mutex_unlock(&c->lock);
+	}
 	pthread_mutex_unlock(&registry_lock);
 }
 
@@ -120,10 +131,14 @@ RDMAD_EXPORT struct rdmad_client *rdmad_client_new(const char *socket_path)
 		free(c);
 		return NULL;
 	}
+	if (session_init(&c->session, c->path, &c->lock) < 0) {
+		free(c->path);
+		free(c);
+		return NULL;
+	}
 	atomic_init(&c->refs, 1);
 	pthread_mutex_init(&c->lock, NULL);
 	pthread_cond_init(&c->dispatch_done, NULL);
-	session_init(&c->session, c->path);
 	registry_add(c);
 	return c;
 }
@@ -190,7 +205,7 @@ RDMAD_EXPORT int rdmad_client_connect(struct rdmad_client *client)
 	if (!client)
 		return -EINVAL;
 	pthread_mutex_lock(&client->lock);
-	err = session_ensure_connected(&client->session, true);
+	err = session_ensure_connected(&client->session, SESSION_CONNECT_NOW);
 	session_wake(&client->session);
 	pthread_mutex_unlock(&client->lock);
 	return err;
@@ -198,28 +213,19 @@ RDMAD_EXPORT int rdmad_client_connect(struct rdmad_client *client)
 
 /* ---- polling and processing ---------------------------------------------- */
 
+/* Lock-free, like rdmad_client_get_timeout(). */
 RDMAD_EXPORT int rdmad_client_get_fd(struct rdmad_client *client)
 {
-	int fd;
-
 	if (!client)
 		return -EINVAL;
-	pthread_mutex_lock(&client->lock);
-	fd = session_poll_fd(&client->session);
-	pthread_mutex_unlock(&client->lock);
-	return fd;
+	return session_poll_fd(&client->session);
 }
 
 RDMAD_EXPORT int rdmad_client_get_timeout(struct rdmad_client *client)
 {
-	int timeout;
-
 	if (!client)
 		return -EINVAL;
-	pthread_mutex_lock(&client->lock);
-	timeout = session_timeout_ms(&client->session);
-	pthread_mutex_unlock(&client->lock);
-	return timeout;
+	return session_timeout_ms(&client->session);
 }
 
 /* Hand the queued events to the callback, without the lock held. */
@@ -262,8 +268,10 @@ RDMAD_EXPORT int rdmad_client_process(struct rdmad_client *client)
 	}
 	while (c->dispatching)
 		pthread_cond_wait(&c->dispatch_done, &c->lock);
-	if (session_ensure_connected(&c->session, false) == 0)
-		session_drain(&c->session, 0, true);
+	/* Never waits for a connect or a request of another thread. */
+	if (session_ensure_connected(&c->session,
+				     SESSION_CONNECT_DUE_NO_WAIT) == 0)
+		session_drain(&c->session, true);
 	poller_clear(&c->session.poller);
 	c->dispatching = true;
 	c->dispatcher = pthread_self();
@@ -278,33 +286,22 @@ RDMAD_EXPORT int rdmad_client_process(struct rdmad_client *client)
 
 /* ---- generation and snapshot --------------------------------------------- */
 
+/* No lock, no syscall, no connect: the page, else the last generation
+ * the frames said. */
 RDMAD_EXPORT uint64_t rdmad_client_get_generation(struct rdmad_client *client)
 {
-	uint64_t generation;
-
 	if (!client)
 		return 0;
-	pthread_mutex_lock(&client->lock);
-	session_ensure_connected(&client->session, false);
-	generation = session_generation(&client->session);
-	session_wake(&client->session);
-	pthread_mutex_unlock(&client->lock);
-	return generation;
+	return session_generation(&client->session);
 }
 
-RDMAD_EXPORT struct rdmad_snapshot *
-rdmad_client_get_snapshot(struct rdmad_client *client)
+/* Under the lock: catch up, fold the events in, offer the result to the
+ * lock-free path. */
+static struct rdmad_snapshot *current_snapshot(struct session *s, int *ret_err)
 {
-	struct session *s;
 	struct rdmad_snapshot *snap = NULL;
 	int err = 0;
 
-	if (!client) {
-		errno = EINVAL;
-		return NULL;
-	}
-	pthread_mutex_lock(&client->lock);
-	s = &client->session;
 	if (!session_current(s))
 		err = session_catch_up(s, CLIENT_PAGE_WAIT_MS);
 	if (err == 0)
@@ -313,7 +310,28 @@ rdmad_client_get_snapshot(struct rdmad_client *client)
 		snap = rdmad_snapshot_ref(s->sync.snapshot);
 	else if (err == 0)
 		err = -ENOTCONN;
-	session_wake(s);
+	if (snap && session_current(s))
+		session_publish(s, snap);
+	*ret_err = err;
+	return snap;
+}
+
+RDMAD_EXPORT struct rdmad_snapshot *
+rdmad_client_get_snapshot(struct rdmad_client *client)
+{
+	struct rdmad_snapshot *snap;
+	int err;
+
+	if (!client) {
+		errno = EINVAL;
+		return NULL;
+	}
+	snap = session_cached(&client->session);
+	if (snap)
+		return snap;
+	pthread_mutex_lock(&client->lock);
+	snap = current_snapshot(&client->session, &err);
+	session_wake(&client->session);
 	pthread_mutex_unlock(&client->lock);
 	if (!snap)
 		errno = -err;

@@ -53,6 +53,17 @@ void conn_fini(struct conn *conn)
 	conn->buf = NULL;
 }
 
+void conn_adopt(struct conn *conn, struct conn *from)
+{
+	conn->fd = from->fd;
+	conn->next_seq = from->next_seq;
+	from->fd = -1;
+	if (!conn->buf) {
+		conn->buf = from->buf;
+		from->buf = NULL;
+	}
+}
+
 int conn_map_page(struct conn *conn, int fd)
 {
 	const struct genpage *page;

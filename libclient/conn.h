@@ -15,7 +15,7 @@
 
 struct conn {
 	int fd;
-	const struct genpage *page; /* NULL until the Welcome came */
+	const struct genpage *page; /* NULL until a Welcome passed one */
 	uint64_t next_seq;
 	uint8_t *buf; /* WIRE_MAX_FRAME bytes, kept across reconnects */
 };
@@ -27,6 +27,9 @@ int conn_open(struct conn *conn, const char *path);
 void conn_close(struct conn *conn);
 /* Free the receive buffer too. */
 void conn_fini(struct conn *conn);
+/* Take over @from's socket and sequence numbers, and its receive buffer
+ * if @conn has none (@conn must be closed); @from keeps its page. */
+void conn_adopt(struct conn *conn, struct conn *from);
 /* Map the page passed with the Welcome (closes @fd). */
 int conn_map_page(struct conn *conn, int fd);
 /* Send @frame with the next sequence number, returned in *ret_seq. */
@@ -43,7 +46,7 @@ int conn_recv(struct conn *conn, int timeout_ms, Rdmad__Frame **ret_frame,
 
 static inline uint64_t conn_page_generation(const struct conn *conn)
 {
-	return genpage_load(conn->page);
+	return conn->page ? genpage_load(conn->page) : 0;
 }
 
 #endif

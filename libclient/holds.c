@@ -4,7 +4,9 @@
  * a device, and opening a device through libibverbs with its hold in one
  * step.  The held names, which a new connection announces again (the
  * daemon drops a connection's holds with it), are the session's
- * (session.c); this file takes the lock and calls down.
+ * (session.c), counted per name: an explicit hold and each opened context
+ * are uses of their own, and the daemon's hold goes with the last use.
+ * This file takes the lock and calls down.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -18,22 +20,13 @@
 RDMAD_EXPORT int rdmad_client_hold(struct rdmad_client *client,
 				   const char *name)
 {
-	struct session *s;
 	int err;
 
 	if (!client || !rdmad_name_valid_str(name))
 		return -EINVAL;
 	pthread_mutex_lock(&client->lock);
-	s = &client->session;
-	if (session_hold_find(s, name) >= 0)
-		err = -EALREADY;
-	else
-		err = session_ensure_connected(s, true);
-	if (err == 0)
-		err = session_request(s, RDMAD__FRAME__BODY_HOLD, name);
-	if (err == 0)
-		err = session_hold_add(s, name);
-	session_wake(s);
+	err = session_hold(&client->session, name, true);
+	session_wake(&client->session);
 	pthread_mutex_unlock(&client->lock);
 	return err;
 }
@@ -41,25 +34,13 @@ RDMAD_EXPORT int rdmad_client_hold(struct rdmad_client *client,
 RDMAD_EXPORT int rdmad_client_release(struct rdmad_client *client,
 				      const char *name)
 {
-	struct session *s;
-	ssize_t index;
-	int err = 0;
+	int err;
 
 	if (!client || !rdmad_name_valid_str(name))
 		return -EINVAL;
 	pthread_mutex_lock(&client->lock);
-	s = &client->session;
-	index = session_hold_find(s, name);
-	if (index < 0)
-		err = -ENOENT;
-	/* Without a connection the daemon already dropped the hold. */
-	else if (s->connected)
-		err = session_request(s, RDMAD__FRAME__BODY_RELEASE, name);
-	if (err == -ECONNRESET || err == -ENODEV)
-		err = 0;
-	if (index >= 0 && err != -ETIMEDOUT && err != -EAGAIN)
-		session_hold_remove(s, (size_t)index);
-	session_wake(s);
+	err = session_unhold(&client->session, name, true);
+	session_wake(&client->session);
 	pthread_mutex_unlock(&client->lock);
 	return err;
 }
@@ -103,6 +84,24 @@ static int remember_open(struct rdmad_client *c, struct ibv_context *context,
 	return 0;
 }
 
+/* Hold @name for one more opened context and remember which. */
+static int hold_open(struct rdmad_client *c, struct ibv_context *context,
+		     const char *name)
+{
+	int err;
+
+	pthread_mutex_lock(&c->lock);
+	err = session_hold(&c->session, name, false);
+	if (err == 0) {
+		err = remember_open(c, context, name);
+		if (err < 0)
+			session_unhold(&c->session, name, false);
+	}
+	session_wake(&c->session);
+	pthread_mutex_unlock(&c->lock);
+	return err;
+}
+
 RDMAD_EXPORT struct ibv_context *
 rdmad_client_open_device(struct rdmad_client *client, const char *name)
 {
@@ -116,13 +115,7 @@ rdmad_client_open_device(struct rdmad_client *client, const char *name)
 	context = open_by_name(name);
 	if (!context)
 		return NULL;
-	err = rdmad_client_hold(client, name);
-	/* A second open of a held device shares the hold. */
-	if (err == 0 || err == -EALREADY) {
-		pthread_mutex_lock(&client->lock);
-		err = remember_open(client, context, name);
-		pthread_mutex_unlock(&client->lock);
-	}
+	err = hold_open(client, context, name);
 	if (err < 0) {
 		ibv_close_device(context);
 		errno = -err;
@@ -140,48 +133,43 @@ void holds_forget_opens(struct rdmad_client *c)
 }
 
 /* Take @context's entry out of the map; its name, or NULL if unknown. */
-static char *forget_open(struct rdmad_client *c, struct ibv_context *context,
-			 bool *ret_last)
+static char *forget_open(struct rdmad_client *c, struct ibv_context *context)
 {
-	char *name = NULL;
+	char *name;
 	size_t i;
 
-	for (i = 0; i < c->n_opens && !name; i++) {
+	for (i = 0; i < c->n_opens; i++) {
 		if (c->opens[i].context != context)
 			continue;
 		name = c->opens[i].name;
 		c->opens[i] = c->opens[--c->n_opens];
+		return name;
 	}
-	*ret_last = true;
-	for (i = 0; name && i < c->n_opens; i++)
-		if (strcmp(c->opens[i].name, name) == 0)
-			*ret_last = false;
-	return name;
+	return NULL;
 }
 
 RDMAD_EXPORT int rdmad_client_close_device(struct rdmad_client *client,
 					   struct ibv_context *context)
 {
 	char *name;
-	bool last;
-	int err;
+	int err = 0, rerr;
 
 	if (!client || !context)
 		return -EINVAL;
 	pthread_mutex_lock(&client->lock);
-	name = forget_open(client, context, &last);
+	name = forget_open(client, context);
 	pthread_mutex_unlock(&client->lock);
 	if (!name)
 		return -EINVAL;
-	err = 0;
 	if (ibv_close_device(context))
 		err = errno ? -errno : -EIO;
-	if (last) {
-		int rerr = rdmad_client_release(client, name);
-
-		if (err == 0 && rerr != -ENOENT)
-			err = rerr;
-	}
+	pthread_mutex_lock(&client->lock);
+	rerr = session_unhold(&client->session, name, false);
+	session_wake(&client->session);
+	pthread_mutex_unlock(&client->lock);
+	/* -ENOENT: a reconnect found the device gone and forgot it. */
+	if (err == 0 && rerr != -ENOENT)
+		err = rerr;
 	free(name);
 	return err;
 }

@@ -89,19 +89,23 @@ int rdmad_client_get_fd(struct rdmad_client *client);
 /* Milliseconds until the next reconnect attempt is due, -1 if none. */
 int rdmad_client_get_timeout(struct rdmad_client *client);
 
-/* Reconnect if due, read and apply everything pending, running the
- * callback for each change.  Returns the number of events applied (>= 0;
- * 0 while the daemon is out of reach, which is retried later, not an
- * error) or -errno.  It does not wait for news; a reconnect's handshake
- * may wait for the daemon's answers, up to 2 s a step. */
+/* Reconnect if due, read and apply what is pending (at most 256 frames a
+ * call; the fd stays readable while more is), running the callback for
+ * each change.  Returns the number of events applied (>= 0; 0 while the
+ * daemon is out of reach, which is retried later, not an error) or
+ * -errno.  It does not wait for news; a reconnect's handshake may wait
+ * for the daemon's answers, up to 2 s a step, but it never waits for a
+ * connect or request that another thread has in progress. */
 int rdmad_client_process(struct rdmad_client *client);
 
 /* Register the callback (one per client; NULL removes it). */
 int rdmad_client_set_callback(struct rdmad_client *client, rdmad_event_cb cb,
 			      void *userdata);
 
-/* The newest generation the daemon has published.  Costs no syscall once
- * connected (a page shared read-only by the daemon).  0 if unknown. */
+/* The newest generation the daemon has published: read from a page the
+ * daemon shares read-only, else (no connection, or a daemon that passes
+ * no page) the newest one its messages gave; 0 if unknown.  Never
+ * connects, never waits, takes no lock and makes no syscall. */
 uint64_t rdmad_client_get_generation(struct rdmad_client *client);
 
 /*
@@ -121,7 +125,9 @@ int rdmad_client_hold(struct rdmad_client *client, const char *name);
 int rdmad_client_release(struct rdmad_client *client, const char *name);
 
 /* Open a device through libibverbs and hold it in one step; the context
- * is closed and the hold released by rdmad_client_close_device(). */
+ * is closed by rdmad_client_close_device().  Each open context and the
+ * hold of rdmad_client_hold() count as uses of their own: the daemon's
+ * hold goes with the last of them. */
 struct ibv_context *rdmad_client_open_device(struct rdmad_client *client,
 					     const char *name);
 int rdmad_client_close_device(struct rdmad_client *client,

@@ -3,18 +3,33 @@
  * A client's session with the daemon: connecting (lazily, with backoff),
  * the Hello/Welcome handshake, re-announcing the held devices and
  * subscribing on every new connection, sending a request and waiting for
- * its reply while handing every other frame to sync.c, and the names of
- * the held devices.  It sits between the public API (client.c, holds.c),
- * which it never calls, and the wire (conn.c, poller.c) and device list
- * (sync.c) below it.  Every function runs with the client's lock held.
+ * its reply while handing every other frame to sync.c, and the devices
+ * held.  It sits between the public API (client.c, holds.c), which it
+ * never calls, and the wire (conn.c, poller.c, genview.c) and device list
+ * (sync.c) below it.
+ *
+ * No thread waits with the client's lock held.  A new connection is built
+ * in a session of its own (a "link", with no lock: only the connecting
+ * thread sees it), then moved into the client's under the lock.  Waiting
+ * for a reply polls the socket without the lock, in slices, because
+ * another thread may read the reply meanwhile: a reply is put aside for
+ * its requester by whoever reads it.  Every wait has a deadline, checked
+ * after every frame read.  Requests are sent one at a time (@requesting),
+ * and no connection is built while one is in flight, so the held names
+ * change only in the thread that owns the requests or the connect.
  */
 #include <errno.h>
+#include <poll.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "session.h"
+
+/* How long one poll without the lock lasts at most, so a requester soon
+ * sees a reply another thread read for it. */
+#define SESSION_WAIT_SLICE_MS 20
 
 uint64_t session_now_ms(void)
 {
@@ -38,57 +53,143 @@ static void close_fd(int *fd)
 	*fd = -1;
 }
 
+/* ---- the lock ------------------------------------------------------------ */
+
+static void unlock(struct session *s)
+{
+	if (s->lock)
+		pthread_mutex_unlock(s->lock);
+}
+
+static void relock(struct session *s)
+{
+	if (s->lock)
+		pthread_mutex_lock(s->lock);
+}
+
+static void wait_turn(struct session *s)
+{
+	if (s->lock)
+		pthread_cond_wait(&s->cond, s->lock);
+}
+
+static void done_turn(struct session *s)
+{
+	if (s->lock)
+		pthread_cond_broadcast(&s->cond);
+}
+
+/* What threads read without the lock. */
+static void publish_state(struct session *s)
+{
+	atomic_store(&s->up, s->connected);
+	atomic_store(&s->poll_fd,
+		     s->connected ? s->poller.epoll_fd : -ENOTCONN);
+}
+
+static void clear_cached(struct session *s)
+{
+	struct rdmad_snapshot *old;
+
+	pthread_mutex_lock(&s->cache_lock);
+	old = s->cached;
+	s->cached = NULL;
+	pthread_mutex_unlock(&s->cache_lock);
+	rdmad_snapshot_unref(old);
+}
+
 /* ---- the held names ------------------------------------------------------ */
 
-ssize_t session_hold_find(const struct session *s, const char *name)
+static ssize_t find_hold(const struct session *s, const char *name)
 {
 	size_t i;
 
 	for (i = 0; i < s->n_holds; i++)
-		if (strcmp(s->holds[i], name) == 0)
+		if (strcmp(s->holds[i].name, name) == 0)
 			return (ssize_t)i;
 	return -1;
 }
 
-int session_hold_add(struct session *s, const char *name)
+static int add_hold(struct session *s, const char *name)
 {
-	char **holds;
+	struct session_hold *holds;
 	char *copy = strdup(name);
 
 	if (!copy)
 		return -ENOMEM;
-	holds = realloc(s->holds, (s->n_holds + 1) * sizeof(*holds));
+	holds = reallocarray(s->holds, s->n_holds + 1, sizeof(*holds));
 	if (!holds) {
 		free(copy);
 		return -ENOMEM;
 	}
 	s->holds = holds;
-	s->holds[s->n_holds++] = copy;
+	s->holds[s->n_holds++] = (struct session_hold){.name = copy};
 	return 0;
 }
 
-void session_hold_remove(struct session *s, size_t index)
+static void remove_hold(struct session *s, size_t index)
 {
-	free(s->holds[index]);
+	free(s->holds[index].name);
 	s->holds[index] = s->holds[--s->n_holds];
 }
 
 void session_holds_clear(struct session *s)
 {
 	while (s->n_holds)
-		session_hold_remove(s, s->n_holds - 1);
+		remove_hold(s, s->n_holds - 1);
 	free(s->holds);
 	s->holds = NULL;
 }
 
+static int copy_holds(struct session *dst, const struct session *src)
+{
+	size_t i;
+	int err;
+
+	for (i = 0; i < src->n_holds; i++) {
+		err = add_hold(dst, src->holds[i].name);
+		if (err < 0)
+			return err;
+		dst->holds[i].opens = src->holds[i].opens;
+		dst->holds[i].explicit = src->holds[i].explicit;
+	}
+	return 0;
+}
+
 /* ---- life cycle ---------------------------------------------------------- */
 
-void session_init(struct session *s, const char *path)
+static void init_common(struct session *s, const char *path)
 {
 	s->path = path;
 	conn_init(&s->conn);
 	poller_init(&s->poller);
 	s->backoff_ms = SESSION_BACKOFF_MIN_MS;
+	s->pending_fd = -1;
+	s->reply_fd = -1;
+	atomic_init(&s->up, false);
+	atomic_init(&s->poll_fd, -ENOTCONN);
+	atomic_init(&s->next_attempt_ms, 0);
+}
+
+int session_init(struct session *s, const char *path, pthread_mutex_t *lock)
+{
+	int err = genview_init(&s->view);
+
+	if (err < 0)
+		return err;
+	init_common(s, path);
+	s->lock = lock;
+	pthread_cond_init(&s->cond, NULL);
+	pthread_mutex_init(&s->cache_lock, NULL);
+	return 0;
+}
+
+static void forget_reply(struct session *s)
+{
+	wire_free(s->reply);
+	s->reply = NULL;
+	close_fd(&s->reply_fd);
+	s->await_seq = 0;
 }
 
 /* Forget the list, the queue and the holds. */
@@ -98,6 +199,7 @@ static void drop_state(struct session *s)
 	sync_clear_queue(&s->sync);
 	session_holds_clear(s);
 	sync_drop_list(&s->sync);
+	forget_reply(s);
 }
 
 void session_fini(struct session *s)
@@ -105,38 +207,68 @@ void session_fini(struct session *s)
 	conn_fini(&s->conn);
 	poller_close(&s->poller);
 	drop_state(s);
+	genview_fini(&s->view);
+	if (s->lock) {
+		clear_cached(s);
+		pthread_cond_destroy(&s->cond);
+		pthread_mutex_destroy(&s->cache_lock);
+	}
+}
+
+void session_fork_prepare(struct session *s)
+{
+	pthread_mutex_lock(&s->cache_lock);
+}
+
+void session_fork_parent(struct session *s)
+{
+	pthread_mutex_unlock(&s->cache_lock);
 }
 
 /*
  * The child must never talk on its parent's socket (the replies would go
  * to whichever process reads first) and holds belong to the parent.  Close
  * our copies only: the parent's connection and epoll set are untouched.
+ * The threads that were connecting or waiting do not exist here.
  */
 void session_reset_in_child(struct session *s)
 {
+	close_fd(&s->pending_fd);
 	conn_close(&s->conn);
 	poller_close(&s->poller);
+	genview_detach(&s->view);
 	s->connected = false;
-	s->next_attempt_ms = 0;
+	s->connecting = false;
+	s->requesting = false;
+	atomic_store(&s->next_attempt_ms, 0);
 	s->backoff_ms = SESSION_BACKOFF_MIN_MS;
 	s->last_error = 0;
 	drop_state(s);
+	publish_state(s);
+	rdmad_snapshot_unref(s->cached);
+	s->cached = NULL;
+	pthread_mutex_unlock(&s->cache_lock);
+	pthread_cond_init(&s->cond, NULL);
 }
 
 /* ---- frames -------------------------------------------------------------- */
 
 static void drop_connection(struct session *s, int err)
 {
-	poller_unwatch(&s->poller, s->conn.fd);
+	if (s->conn.fd >= 0)
+		poller_unwatch(&s->poller, s->conn.fd);
 	conn_close(&s->conn);
 	sync_reset(&s->sync);
+	genview_detach(&s->view);
 	if (s->connected) {
 		/* Retry at once: the daemon may just have restarted. */
-		s->next_attempt_ms = session_now_ms();
+		atomic_store(&s->next_attempt_ms, session_now_ms());
 		s->backoff_ms = SESSION_BACKOFF_MIN_MS;
 	}
 	s->connected = false;
+	s->epoch++;
 	s->last_error = err;
+	publish_state(s);
 }
 
 /* A receive error that ends the connection, as opposed to one bad frame. */
@@ -151,69 +283,110 @@ static bool caught_up(const struct session *s)
 {
 	return s->sync.snapshot && !s->sync.awaiting_snapshot &&
 	       s->sync.assembly.n_frames == 0 &&
-	       conn_page_generation(&s->conn) <= sync_generation(&s->sync);
+	       genview_page(&s->view) <= sync_generation(&s->sync);
 }
 
-/* Read and handle frames until none is pending or, with @events_only,
- * until caught_up(): then what is left (a late reply) stays for the next
- * call, the fd still readable, and one event costs one recvmsg(), not a
- * second one that says EAGAIN. */
-int session_drain(struct session *s, int timeout_ms, bool events_only)
+/* Put the awaited reply aside, or hand the frame to the device list. */
+static int handle_frame(struct session *s, Rdmad__Frame *frame, int fd)
 {
-	Rdmad__Frame *frame = NULL;
 	int err;
 
-	for (;;) {
-		err = conn_recv(&s->conn, timeout_ms, &frame, NULL);
-		timeout_ms = 0;
+	if (s->await_seq && frame->seq == s->await_seq && !s->reply) {
+		s->reply = frame;
+		s->reply_fd = fd;
+		return 0;
+	}
+	close_fd(&fd);
+	err = sync_handle_frame(&s->sync, &s->conn, frame);
+	genview_learn(&s->view, sync_generation(&s->sync));
+	return err;
+}
+
+/*
+ * Read and handle frames without waiting until none is pending, the
+ * budget is spent, @deadline (0: none) passed, the awaited reply came or,
+ * with @events_only, the list is caught_up(): then what is left stays for
+ * the next call, the fd still readable, and one event costs one
+ * recvmsg(), not a second one that says EAGAIN.  0, or the error that
+ * dropped the connection.
+ */
+static int read_frames(struct session *s, uint64_t deadline, bool events_only)
+{
+	Rdmad__Frame *frame;
+	unsigned int n;
+	int err, fd;
+
+	for (n = 0; n < SESSION_DRAIN_BUDGET; n++) {
+		frame = NULL;
+		fd = -1;
+		err = conn_recv(&s->conn, 0, &frame, &fd);
 		if (err == -EAGAIN)
 			return 0;
 		if (recv_fatal(err))
 			goto drop;
-		if (err < 0)
-			continue;
-		err = sync_handle_frame(&s->sync, &s->conn, frame);
-		if (err < 0)
+		if (err == 0 && handle_frame(s, frame, fd) < 0) {
+			err = -ECONNRESET;
 			goto drop;
-		if (events_only && caught_up(s))
+		}
+		if (s->reply || (events_only && caught_up(s)) ||
+		    (deadline && session_now_ms() >= deadline))
 			return 0;
 	}
+	return 0;
 drop:
 	drop_connection(s, err);
-	return -ECONNRESET;
+	return err;
 }
 
-/* Wait for the reply to @seq; -ETIMEDOUT, or the reply frame. */
-static int wait_reply(struct session *s, uint64_t seq, Rdmad__Frame **ret_frame,
-		      int *ret_fd)
+int session_drain(struct session *s, bool events_only)
 {
-	uint64_t deadline = session_now_ms() + SESSION_REPLY_TIMEOUT_MS;
-	Rdmad__Frame *frame = NULL;
-	int err;
+	return read_frames(s, 0, events_only) < 0 ? -ECONNRESET : 0;
+}
 
-	for (;;) {
-		err = conn_recv(&s->conn, remaining_ms(deadline), &frame,
-				ret_fd);
-		if (err == -EAGAIN && remaining_ms(deadline) == 0)
-			return -ETIMEDOUT;
-		if (recv_fatal(err)) {
-			drop_connection(s, err);
-			return err == -EPROTO ? err : -ECONNRESET;
-		}
-		if (err < 0)
-			continue;
-		if (frame->seq == seq) {
-			*ret_frame = frame;
-			return 0;
-		}
-		if (ret_fd && *ret_fd >= 0)
-			close_fd(ret_fd);
-		err = sync_handle_frame(&s->sync, &s->conn, frame);
-		if (err < 0) {
-			drop_connection(s, err);
-			return -ECONNRESET;
-		}
+/* Wait without the lock until the socket is readable or @deadline; in
+ * slices when other threads may read it meanwhile. */
+static void wait_socket(struct session *s, uint64_t deadline)
+{
+	struct pollfd pfd = {.fd = s->conn.fd, .events = POLLIN};
+	int ms = remaining_ms(deadline);
+
+	if (s->lock && ms > SESSION_WAIT_SLICE_MS)
+		ms = SESSION_WAIT_SLICE_MS;
+	unlock(s);
+	/* EINTR or a closed fd: the caller looks again under the lock. */
+	poll(&pfd, 1, ms);
+	relock(s);
+}
+
+/* Wait for the reply to @seq until @deadline: the reply frame and its
+ * passed fd, -ETIMEDOUT, or the error that dropped the connection. */
+static int wait_reply(struct session *s, uint64_t seq, uint64_t deadline,
+		      Rdmad__Frame **ret_frame, int *ret_fd)
+{
+	uint64_t epoch = s->epoch;
+	int err = 0;
+
+	s->await_seq = seq;
+	while (!s->reply && err == 0) {
+		if (s->epoch != epoch)
+			err = s->last_error < 0 ? s->last_error : -ECONNRESET;
+		else if ((err = read_frames(s, deadline, false)) < 0 ||
+			 s->reply)
+			break;
+		else if (remaining_ms(deadline) == 0)
+			err = -ETIMEDOUT;
+		else
+			wait_socket(s, deadline);
 	}
+	if (s->reply) {
+		*ret_frame = s->reply;
+		*ret_fd = s->reply_fd;
+		s->reply = NULL;
+		s->reply_fd = -1;
+		err = 0;
+	}
+	s->await_seq = 0;
+	return err;
 }
 
 static int status_error(Rdmad__Status status)
@@ -224,12 +397,14 @@ static int status_error(Rdmad__Status status)
 	return wire_errno_from_status(status);
 }
 
-int session_request(struct session *s, Rdmad__Frame__BodyCase body,
-		    const char *name)
+/* Send a request and wait for its reply; the -errno of its status. */
+static int request(struct session *s, Rdmad__Frame__BodyCase body,
+		   const char *name)
 {
+	uint64_t deadline = session_now_ms() + SESSION_REPLY_TIMEOUT_MS;
 	Rdmad__Frame *frame = NULL;
 	uint64_t seq;
-	int err;
+	int fd = -1, err;
 
 	err = conn_send_name(&s->conn, body, name, &seq);
 	if (err == -EAGAIN)
@@ -238,7 +413,8 @@ int session_request(struct session *s, Rdmad__Frame__BodyCase body,
 		drop_connection(s, err);
 		return -ECONNRESET;
 	}
-	err = wait_reply(s, seq, &frame, NULL);
+	err = wait_reply(s, seq, deadline, &frame, &fd);
+	close_fd(&fd);
 	if (err == -ETIMEDOUT) {
 		/* The daemon may still act on it: start over on a fresh
 		 * connection, which holds exactly what we recorded. */
@@ -246,38 +422,56 @@ int session_request(struct session *s, Rdmad__Frame__BodyCase body,
 		return err;
 	}
 	if (err < 0)
-		return err;
+		return err == -EPROTO ? err : -ECONNRESET;
 	err = status_error(frame->status);
 	wire_free(frame);
 	return err;
 }
 
-/* ---- connecting ---------------------------------------------------------- */
+/* ---- connecting: a link built without the lock --------------------------- */
 
-static int hello(struct session *s)
+/* The page, if the Welcome passed one: a daemon may pass none. */
+static int take_page(struct session *link, const Rdmad__Welcome *welcome,
+		     int *fd)
 {
+	int err;
+
+	genview_learn(&link->view, welcome->generation);
+	if (*fd < 0)
+		return 0;
+	if (!welcome->generation_page) {
+		close_fd(fd);
+		return 0;
+	}
+	err = conn_map_page(&link->conn, *fd);
+	*fd = -1;
+	return err;
+}
+
+static int hello(struct session *link)
+{
+	uint64_t deadline = session_now_ms() + SESSION_REPLY_TIMEOUT_MS;
 	Rdmad__Frame *frame = NULL;
 	uint64_t seq;
 	int fd = -1, err;
 
-	err = conn_send_name(&s->conn, RDMAD__FRAME__BODY_HELLO,
+	err = conn_send_name(&link->conn, RDMAD__FRAME__BODY_HELLO,
 			     program_invocation_short_name, &seq);
 	if (err < 0)
 		return err;
-	err = wait_reply(s, seq, &frame, &fd);
+	err = wait_reply(link, seq, deadline, &frame, &fd);
 	if (err < 0)
 		return err;
 	if (frame->status != RDMAD__STATUS__STATUS_OK)
 		err = status_error(frame->status);
 	else if (frame->body_case != RDMAD__FRAME__BODY_WELCOME ||
-		 frame->welcome->version != WIRE_VERSION || fd < 0)
+		 frame->welcome->version != WIRE_VERSION)
 		err = -EPROTO;
+	else
+		err = take_page(link, frame->welcome, &fd);
 	wire_free(frame);
-	if (err < 0) {
-		close_fd(&fd);
-		return err;
-	}
-	return conn_map_page(&s->conn, fd);
+	close_fd(&fd);
+	return err;
 }
 
 /* Whether a refused hold should be forgotten rather than retried. */
@@ -288,16 +482,17 @@ static bool hold_refused(int err)
 }
 
 /* The daemon dropped our holds with the old connection: announce them. */
-static int reannounce_holds(struct session *s)
+static int reannounce_holds(struct session *link)
 {
 	size_t i = 0;
 	int err;
 
-	while (i < s->n_holds) {
-		err = session_request(s, RDMAD__FRAME__BODY_HOLD, s->holds[i]);
+	while (i < link->n_holds) {
+		err = request(link, RDMAD__FRAME__BODY_HOLD,
+			      link->holds[i].name);
 		if (hold_refused(err)) {
 			/* Gone while we were away, or no longer allowed. */
-			session_hold_remove(s, i);
+			remove_hold(link, i);
 			continue;
 		}
 		if (err < 0)
@@ -308,119 +503,332 @@ static int reannounce_holds(struct session *s)
 }
 
 /* Subscribe and wait until the whole first snapshot is in. */
-static int subscribe(struct session *s)
+static int subscribe(struct session *link)
 {
 	uint64_t deadline = session_now_ms() + SESSION_REPLY_TIMEOUT_MS;
 	int err;
 
-	err = sync_subscribe(&s->sync, &s->conn);
-	while (err == 0 && s->sync.awaiting_snapshot) {
+	err = sync_subscribe(&link->sync, &link->conn);
+	while (err == 0 && link->sync.awaiting_snapshot) {
 		if (remaining_ms(deadline) == 0)
 			return -ETIMEDOUT;
-		err = session_drain(s, remaining_ms(deadline), false);
+		wait_socket(link, deadline);
+		err = read_frames(link, deadline, false);
 	}
 	return err;
 }
 
-/* Hello, re-announce the holds, subscribe, make the fd pollable. */
-static int establish(struct session *s)
+/* Hello, re-announce the holds, subscribe: all without the lock. */
+static int establish(struct session *link)
 {
 	int err;
 
-	err = conn_open(&s->conn, s->path);
+	err = hello(link);
 	if (err == 0)
-		err = hello(s);
+		err = reannounce_holds(link);
 	if (err == 0)
-		err = reannounce_holds(s);
-	if (err == 0)
-		err = subscribe(s);
-	if (err == 0)
-		err = poller_watch(&s->poller, s->conn.fd);
+		err = subscribe(link);
 	return err;
+}
+
+/* Under the lock: a link with a copy of the holds, its socket open. */
+static int open_link(struct session *link, struct session *s)
+{
+	int err;
+
+	memset(link, 0, sizeof(*link));
+	init_common(link, s->path);
+	link->sync.want_events = s->sync.want_events;
+	err = copy_holds(link, s);
+	if (err == 0)
+		err = conn_open(&link->conn, s->path);
+	if (err == 0)
+		s->pending_fd = link->conn.fd;
+	return err;
+}
+
+static void close_link(struct session *link)
+{
+	conn_fini(&link->conn);
+	drop_state(link);
+}
+
+/* Under the lock: the link's connection, list and holds become ours. */
+static int adopt(struct session *s, struct session *link)
+{
+	int err;
+
+	err = poller_watch(&s->poller, link->conn.fd);
+	if (err == 0 && link->conn.page)
+		err = genview_attach(&s->view, &link->conn.page);
+	if (err == 0)
+		err = sync_adopt(&s->sync, &link->sync);
+	if (err < 0) {
+		poller_unwatch(&s->poller, link->conn.fd);
+		genview_detach(&s->view);
+		return err;
+	}
+	genview_learn(&s->view, genview_load(&link->view));
+	conn_adopt(&s->conn, &link->conn);
+	session_holds_clear(s);
+	s->holds = link->holds;
+	s->n_holds = link->n_holds;
+	link->holds = NULL;
+	link->n_holds = 0;
+	clear_cached(s);
+	return 0;
 }
 
 static void back_off(struct session *s)
 {
-	s->next_attempt_ms = session_now_ms() + s->backoff_ms;
+	atomic_store(&s->next_attempt_ms, session_now_ms() + s->backoff_ms);
 	s->backoff_ms = s->backoff_ms * 2 > SESSION_BACKOFF_MAX_MS
 				? SESSION_BACKOFF_MAX_MS
 				: s->backoff_ms * 2;
 }
 
-int session_ensure_connected(struct session *s, bool force)
+static int connect_now(struct session *s)
 {
+	struct session link;
 	int err;
 
-	/* The getters' fast path: no clock read while connected. */
-	if (s->connected)
-		return 0;
-	if (!force && session_now_ms() < s->next_attempt_ms)
-		return s->last_error ? s->last_error : -ENOTCONN;
-	err = establish(s);
+	err = open_link(&link, s);
+	if (err == 0) {
+		s->connecting = true;
+		unlock(s);
+		err = establish(&link);
+		relock(s);
+		s->connecting = false;
+		s->pending_fd = -1;
+		if (err == 0)
+			err = adopt(s, &link);
+		done_turn(s);
+	}
+	close_link(&link);
 	if (err < 0) {
-		drop_connection(s, err);
+		s->last_error = err;
 		back_off(s);
 		return err;
 	}
 	s->connected = true;
 	s->backoff_ms = SESSION_BACKOFF_MIN_MS;
 	s->last_error = 0;
+	publish_state(s);
 	return 0;
 }
 
-/* ---- the list and the pollable fd ---------------------------------------- */
+static bool due(const struct session *s)
+{
+	return session_now_ms() >= atomic_load(&s->next_attempt_ms);
+}
+
+int session_ensure_connected(struct session *s, enum session_connect how)
+{
+	bool force = false;
+
+	switch (how) {
+	case SESSION_CONNECT_NOW:
+		force = true;
+		break;
+	case SESSION_CONNECT_DUE:
+		break;
+	case SESSION_CONNECT_DUE_NO_WAIT:
+		/* Someone else connects, or a request is in flight. */
+		if (!s->connected && (s->connecting || s->requesting))
+			return -ENOTCONN;
+		break;
+	}
+	/* The fast path: no clock read while connected. */
+	while (!s->connected && (s->connecting || s->requesting))
+		wait_turn(s);
+	if (s->connected)
+		return 0;
+	if (!force && !due(s))
+		return s->last_error ? s->last_error : -ENOTCONN;
+	return connect_now(s);
+}
+
+/* ---- holds --------------------------------------------------------------- */
+
+/* One request at a time, and none while a connection is built. */
+static void claim_requests(struct session *s)
+{
+	while (s->requesting || s->connecting)
+		wait_turn(s);
+	s->requesting = true;
+}
+
+static void end_requests(struct session *s)
+{
+	s->requesting = false;
+	done_turn(s);
+}
+
+static int take_hold(struct session *s, const char *name, bool explicit)
+{
+	ssize_t i = find_hold(s, name);
+	int err = 0;
+
+	if (i >= 0 && explicit && s->holds[i].explicit)
+		return -EALREADY;
+	if (i < 0) {
+		if (!s->connected)
+			err = connect_now(s);
+		if (err == 0)
+			err = request(s, RDMAD__FRAME__BODY_HOLD, name);
+		if (err == 0)
+			err = add_hold(s, name);
+		if (err < 0)
+			return err;
+		i = (ssize_t)s->n_holds - 1;
+	}
+	if (explicit)
+		s->holds[i].explicit = true;
+	else
+		s->holds[i].opens++;
+	return 0;
+}
+
+int session_hold(struct session *s, const char *name, bool explicit)
+{
+	int err;
+
+	claim_requests(s);
+	err = take_hold(s, name, explicit);
+	end_requests(s);
+	return err;
+}
+
+/* The last use went: release the daemon's hold.  An explicit hold whose
+ * release could not be sent or answered stays, to be released again. */
+static int release_hold(struct session *s, size_t i, bool explicit)
+{
+	int err = 0;
+
+	/* Without a connection the daemon already dropped the hold. */
+	if (s->connected)
+		err = request(s, RDMAD__FRAME__BODY_RELEASE, s->holds[i].name);
+	if (err == -ECONNRESET || err == -ENODEV)
+		err = 0;
+	if (explicit && (err == -ETIMEDOUT || err == -EAGAIN)) {
+		s->holds[i].explicit = true;
+		return err;
+	}
+	/* A closed context's hold must go: on a fresh connection. */
+	if (err == -EAGAIN)
+		drop_connection(s, err);
+	remove_hold(s, i);
+	return err;
+}
+
+static int put_hold(struct session *s, const char *name, bool explicit)
+{
+	ssize_t i = find_hold(s, name);
+
+	if (i < 0 || (explicit ? !s->holds[i].explicit : !s->holds[i].opens))
+		return -ENOENT;
+	if (explicit)
+		s->holds[i].explicit = false;
+	else
+		s->holds[i].opens--;
+	if (s->holds[i].explicit || s->holds[i].opens)
+		return 0;
+	return release_hold(s, (size_t)i, explicit);
+}
+
+int session_unhold(struct session *s, const char *name, bool explicit)
+{
+	int err;
+
+	claim_requests(s);
+	err = put_hold(s, name, explicit);
+	end_requests(s);
+	return err;
+}
+
+/* ---- the list and what other threads read -------------------------------- */
 
 bool session_current(const struct session *s)
 {
 	return s->connected && s->sync.snapshot && !s->sync.awaiting_snapshot &&
-	       conn_page_generation(&s->conn) <= sync_generation(&s->sync);
+	       genview_page(&s->view) <= sync_generation(&s->sync);
 }
 
 /*
  * When the page already shows a newer generation than the events read so
- * far, wait for them a little so the list is at least as new as the page
- * was.
+ * far, wait for them a little (without the lock) so the list is at least
+ * as new as the page was.
  */
 int session_catch_up(struct session *s, int wait_ms)
 {
 	uint64_t deadline = session_now_ms() + (uint64_t)wait_ms;
 	int err;
 
-	err = session_ensure_connected(s, false);
+	err = session_ensure_connected(s, SESSION_CONNECT_DUE);
 	if (err == 0)
-		err = session_drain(s, 0, false);
-	/* A daemon that just restarted: one reconnect, without waiting. */
+		err = session_drain(s, false);
+	/* A daemon that just restarted: one reconnect. */
 	if (err == -ECONNRESET)
-		err = session_ensure_connected(s, false);
-	while (err == 0 && !session_current(s) && remaining_ms(deadline) > 0)
-		err = session_drain(s, remaining_ms(deadline), false);
+		err = session_ensure_connected(s, SESSION_CONNECT_DUE);
+	while (err == 0 && !session_current(s) && remaining_ms(deadline) > 0) {
+		wait_socket(s, deadline);
+		err = s->connected ? session_drain(s, false) : -ECONNRESET;
+	}
 	return err;
-}
-
-uint64_t session_generation(const struct session *s)
-{
-	if (s->connected)
-		return conn_page_generation(&s->conn);
-	return sync_generation(&s->sync);
-}
-
-int session_timeout_ms(const struct session *s)
-{
-	uint64_t now;
-
-	if (s->connected)
-		return -1;
-	now = session_now_ms();
-	return s->next_attempt_ms > now ? (int)(s->next_attempt_ms - now) : 0;
-}
-
-int session_poll_fd(const struct session *s)
-{
-	return s->connected ? s->poller.epoll_fd : -ENOTCONN;
 }
 
 void session_wake(struct session *s)
 {
 	if (s->sync.queue_len)
 		poller_wake(&s->poller);
+}
+
+void session_publish(struct session *s, struct rdmad_snapshot *snap)
+{
+	struct rdmad_snapshot *old;
+
+	rdmad_snapshot_ref(snap);
+	pthread_mutex_lock(&s->cache_lock);
+	old = s->cached;
+	s->cached = snap;
+	pthread_mutex_unlock(&s->cache_lock);
+	rdmad_snapshot_unref(old);
+}
+
+uint64_t session_generation(const struct session *s)
+{
+	return genview_load(&s->view);
+}
+
+int session_poll_fd(const struct session *s)
+{
+	return atomic_load(&s->poll_fd);
+}
+
+int session_timeout_ms(const struct session *s)
+{
+	uint64_t now, next;
+
+	if (atomic_load(&s->up))
+		return -1;
+	now = session_now_ms();
+	next = atomic_load(&s->next_attempt_ms);
+	return next > now ? (int)(next - now) : 0;
+}
+
+/* The cached snapshot serves while connected with a page that shows no
+ * newer generation; without a page, only the lock's path can tell. */
+struct rdmad_snapshot *session_cached(struct session *s)
+{
+	struct rdmad_snapshot *snap = NULL;
+	uint64_t page;
+
+	if (!atomic_load(&s->up) || !genview_live(&s->view))
+		return NULL;
+	page = genview_page(&s->view);
+	pthread_mutex_lock(&s->cache_lock);
+	if (s->cached && s->cached->generation >= page)
+		snap = rdmad_snapshot_ref(s->cached);
+	pthread_mutex_unlock(&s->cache_lock);
+	return snap;
 }

@@ -2,21 +2,32 @@
 /*
  * The connection and protocol state of a client (session.c): connecting
  * lazily with backoff, the Hello/Welcome handshake and the first snapshot,
- * requests and their replies, the names of the held devices and their
- * re-announcement on a new connection.  Below the public API (client.c,
- * holds.c), above the wire (conn.c, poller.c) and the device list
- * (sync.c).  Every function runs with the client's lock held.  Not
+ * requests and their replies, the devices held and their re-announcement
+ * on a new connection, and what other threads read without a lock (the
+ * generation, the pollable fd, the reconnect timeout, the cached
+ * snapshot).  Below the public API (client.c, holds.c), above the wire
+ * (conn.c, poller.c, genview.c) and the device list (sync.c).
+ *
+ * Locking: every function runs with the client's lock held, except those
+ * marked lock-free.  The lock is never held while waiting: a new
+ * connection is built without it, in a session of its own that only its
+ * thread sees, and swapped in under it; a request waiting for its reply
+ * and a snapshot waiting for announced events poll the socket without it.
+ * Frames are read and applied under it, a bounded number at a time.  Not
  * installed.
  */
 #ifndef RDMAD_SESSION_H
 #define RDMAD_SESSION_H
 
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
 
 #include "conn.h"
+#include "genview.h"
 #include "poller.h"
 #include "sync.h"
 #include "wire.h"
@@ -24,63 +35,107 @@
 /* Reconnect backoff: first retry after 50 ms, doubling up to 2 s. */
 #define SESSION_BACKOFF_MIN_MS 50
 #define SESSION_BACKOFF_MAX_MS 2000
-/* How long a request waits for its reply, the handshake for its snapshot. */
+/* How long each step of a connect (the Welcome, each hold, the whole first
+ * snapshot) and each request wait for the daemon; checked after every
+ * frame, so a peer that never stops sending cannot stretch it. */
 #define SESSION_REPLY_TIMEOUT_MS 2000
+/* Frames one call reads at most while the lock is held. */
+#define SESSION_DRAIN_BUDGET 256
+
+/* A device held: by rdmad_client_hold(), and by each context that
+ * rdmad_client_open_device() opened; the daemon's hold lasts while any
+ * of them does. */
+struct session_hold {
+	char *name;
+	unsigned int opens;
+	bool explicit;
+};
+
+enum session_connect {
+	SESSION_CONNECT_NOW,	     /* connect(): now, after any in progress */
+	SESSION_CONNECT_DUE,	     /* if the backoff allows; may wait */
+	SESSION_CONNECT_DUE_NO_WAIT, /* the same, but never waits */
+};
 
 struct session {
-	const char *path; /* the socket; owned by the caller */
+	const char *path;      /* the socket; owned by the caller */
+	pthread_mutex_t *lock; /* the client's; NULL: no other thread */
+	pthread_cond_t cond;   /* a connect or request finished */
 	struct conn conn;
 	struct poller poller;
 	struct sync sync;
+	struct genview view;
 	bool connected;
+	bool connecting; /* a thread builds a connection */
+	bool requesting; /* a thread sends a request and waits */
+	int pending_fd;	 /* the socket being connected, for fork */
+	uint64_t epoch;	 /* bumped whenever a connection goes */
 	unsigned int backoff_ms;
-	uint64_t next_attempt_ms;
 	int last_error;
 
-	/* The devices held: announced again on every new connection. */
-	char **holds;
+	/* The reply awaited, put aside by whichever thread read it. */
+	uint64_t await_seq;
+	Rdmad__Frame *reply;
+	int reply_fd;
+
+	struct session_hold *holds;
 	size_t n_holds;
+
+	/* Read by other threads without the lock. */
+	atomic_bool up;
+	atomic_int poll_fd;
+	_Atomic uint64_t next_attempt_ms;
+	pthread_mutex_t cache_lock; /* guards @cached only, never waits */
+	struct rdmad_snapshot *cached;
 };
 
 uint64_t session_now_ms(void);
 
-/* @session must be zeroed; @path must outlive it. */
-void session_init(struct session *session, const char *path);
+/* @session must be zeroed; @path and @lock must outlive it. */
+int session_init(struct session *session, const char *path,
+		 pthread_mutex_t *lock);
 void session_fini(struct session *session);
-/* In a forked child: forget the parent's connection and holds, closing
- * only our copies of the fds. */
+/* fork(): around it, the cache lock is taken and let go; in the child,
+ * forget the parent's connection, the one being built and the holds,
+ * closing only our copies of the fds. */
+void session_fork_prepare(struct session *session);
+void session_fork_parent(struct session *session);
 void session_reset_in_child(struct session *session);
 
-/* Connect unless connected; without @force, not before the backoff says
- * so (then the last error, or -ENOTCONN). */
-int session_ensure_connected(struct session *session, bool force);
-/* Read and handle what is pending, waiting up to @timeout_ms for the first
- * frame; with @events_only, stop once the list is caught up with the
- * page.  -ECONNRESET (connection dropped) or 0. */
-int session_drain(struct session *session, int timeout_ms, bool events_only);
-/* Send a request and wait for its reply, handling everything else that
- * arrives meanwhile; returns the -errno of the reply's status. */
-int session_request(struct session *session, Rdmad__Frame__BodyCase body,
-		    const char *name);
+/* Connect unless connected (see enum session_connect); the lock is let
+ * go while connecting.  0, the error, or -ENOTCONN while not due. */
+int session_ensure_connected(struct session *session, enum session_connect how);
+/* Read and handle what is pending without waiting, at most
+ * SESSION_DRAIN_BUDGET frames; with @events_only, stop once the list is
+ * caught up with the page.  -ECONNRESET (connection dropped) or 0. */
+int session_drain(struct session *session, bool events_only);
+
+/* Hold @name (@explicit: for rdmad_client_hold(), else for an opened
+ * context), asking the daemon on the first use; -EALREADY for a second
+ * explicit hold. */
+int session_hold(struct session *session, const char *name, bool explicit);
+/* Let go of one use; the last one releases the daemon's hold. -ENOENT
+ * when @name has no such use. */
+int session_unhold(struct session *session, const char *name, bool explicit);
+void session_holds_clear(struct session *session);
 
 /* Connected, and the list is as new as the page says the daemon is. */
 bool session_current(const struct session *session);
 /* Connect if due and apply what is pending, waiting up to @wait_ms for the
  * events the page already announced. */
 int session_catch_up(struct session *session, int wait_ms);
-/* The daemon's generation if connected, else the list's. */
-uint64_t session_generation(const struct session *session);
-/* Milliseconds until the next connection attempt; -1 when connected. */
-int session_timeout_ms(const struct session *session);
-/* The pollable fd, or -ENOTCONN. */
-int session_poll_fd(const struct session *session);
 /* Make the pollable fd readable if events are queued. */
 void session_wake(struct session *session);
+/* Offer the list's snapshot to session_cached() (a reference is taken). */
+void session_publish(struct session *session, struct rdmad_snapshot *snap);
 
-/* The held names: index or -1, 0 or -ENOMEM, and removal by index. */
-ssize_t session_hold_find(const struct session *session, const char *name);
-int session_hold_add(struct session *session, const char *name);
-void session_hold_remove(struct session *session, size_t index);
-void session_holds_clear(struct session *session);
+/* Lock-free: the newest generation known (the page, else what frames
+ * said); the pollable fd or -ENOTCONN; milliseconds until the next
+ * connection attempt, -1 when connected; a new reference to the cached
+ * snapshot while it is as new as the page, else NULL. */
+uint64_t session_generation(const struct session *session);
+int session_poll_fd(const struct session *session);
+int session_timeout_ms(const struct session *session);
+struct rdmad_snapshot *session_cached(struct session *session);
 
 #endif

@@ -21,6 +21,7 @@
 static void clear_parts(struct sync *sync)
 {
 	wire_assembly_clear(&sync->assembly);
+	sync->assembly_bytes = 0;
 }
 
 void sync_reset(struct sync *sync)
@@ -216,17 +217,58 @@ static int complete_snapshot(struct sync *sync)
 	return 0;
 }
 
+/* What protobuf-c's malloc() costs a decoded string beyond its bytes. */
+#define SYNC_ALLOC_OVERHEAD 32
+
+/*
+ * Memory a decoded part takes, bounded from above: its encoding (every
+ * string's bytes are in it) plus the structures and an allocation for
+ * every string field of every device, port and holder.  A part of empty
+ * ports is 2 bytes a port on the wire but a few hundred decoded.
+ */
+static size_t part_cost(const Rdmad__Frame *frame)
+{
+	const Rdmad__Snapshot *part = frame->snapshot;
+	size_t cost, i;
+
+	cost = protobuf_c_message_get_packed_size(&frame->base) +
+	       sizeof(*frame) + sizeof(*part);
+	for (i = 0; i < part->n_devices; i++) {
+		const Rdmad__Device *d = part->devices[i];
+
+		cost += sizeof(*d) + sizeof(d) + 10 * SYNC_ALLOC_OVERHEAD;
+		cost += d->n_ports * (sizeof(Rdmad__Port) + sizeof(void *) +
+				      5 * SYNC_ALLOC_OVERHEAD);
+		cost += d->n_holders * (sizeof(Rdmad__Holder) + sizeof(void *) +
+					SYNC_ALLOC_OVERHEAD);
+	}
+	return cost;
+}
+
 static int handle_part(struct sync *sync, struct conn *conn,
 		       Rdmad__Frame *frame)
 {
-	int r = wire_assembly_add(&sync->assembly, frame);
+	size_t cost = part_cost(frame);
+	int r;
 
-	/* Parts out of order, or more than any daemon sends: start over
-	 * with a fresh snapshot. */
+	if (frame->snapshot->part == 0)
+		clear_parts(sync);
+	/* More than any daemon sends: start over with a fresh snapshot. */
+	if (sync->assembly_bytes + cost > SYNC_MAX_SNAPSHOT_BYTES) {
+		wire_free(frame);
+		return sync_subscribe(sync, conn);
+	}
+	r = wire_assembly_add(&sync->assembly, frame);
+	/* Parts out of order, or more than any daemon sends: the same. */
 	if (r == -EPROTO || r == -E2BIG)
 		return sync_subscribe(sync, conn);
-	if (r <= 0)
+	if (r < 0) {
+		clear_parts(sync);
 		return r;
+	}
+	sync->assembly_bytes += cost;
+	if (r == 0)
+		return 0;
 	return complete_snapshot(sync);
 }
 
@@ -259,6 +301,56 @@ static int handle_event(struct sync *sync, struct conn *conn,
 	}
 	return sync_queue_event(sync, (enum rdmad_event_type)ev->type, dev,
 				ev->generation);
+}
+
+/* Append @from's queue to ours: the only step that can fail. */
+static int take_queue(struct sync *sync, struct sync *from)
+{
+	struct client_event *queue;
+	size_t n = sync->queue_len + from->queue_len;
+
+	if (!sync->queue_len) {
+		free(sync->queue);
+		sync->queue = sync_take_queue(from, &sync->queue_len);
+		sync->queue_cap = sync->queue_len;
+		return 0;
+	}
+	if (n > sync->queue_cap) {
+		queue = reallocarray(sync->queue, n, sizeof(*queue));
+		if (!queue)
+			return -ENOMEM;
+		sync->queue = queue;
+		sync->queue_cap = n;
+	}
+	memcpy(sync->queue + sync->queue_len, from->queue,
+	       from->queue_len * sizeof(*sync->queue));
+	sync->queue_len = n;
+	free(from->queue);
+	from->queue = NULL;
+	from->queue_len = 0;
+	from->queue_cap = 0;
+	return 0;
+}
+
+int sync_adopt(struct sync *sync, struct sync *from)
+{
+	int err = take_queue(sync, from);
+
+	if (err < 0)
+		return err;
+	sync_reset(sync);
+	sync_drop_list(sync);
+	sync->snapshot = from->snapshot;
+	sync->unfolded = from->unfolded;
+	sync->n_unfolded = from->n_unfolded;
+	sync->cap_unfolded = from->cap_unfolded;
+	sync->subscribe_seq = from->subscribe_seq;
+	sync->awaiting_snapshot = from->awaiting_snapshot;
+	sync->resync_pending = from->resync_pending;
+	sync->assembly = from->assembly;
+	sync->assembly_bytes = from->assembly_bytes;
+	*from = (struct sync){.want_events = from->want_events};
+	return 0;
 }
 
 int sync_handle_frame(struct sync *sync, struct conn *conn, Rdmad__Frame *frame)

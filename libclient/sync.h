@@ -30,6 +30,7 @@ struct sync {
 	bool awaiting_snapshot;
 	bool resync_pending;
 	struct wire_assembly assembly; /* snapshot parts so far */
+	size_t assembly_bytes;	       /* what they take, as part_cost() */
 
 	/* Events for the callback; none are queued unless @want_events. */
 	bool want_events;
@@ -37,6 +38,11 @@ struct sync {
 	size_t queue_len;
 	size_t queue_cap;
 };
+
+/* Memory the parts of one snapshot may take in all (their bytes on the
+ * wire, then decoded): far above what a daemon with 8,192 devices sends,
+ * and what a peer that sends parts without end can make us keep. */
+#define SYNC_MAX_SNAPSHOT_BYTES ((size_t)64 << 20)
 
 /* Handle one frame that is not the reply awaited; takes @frame.  Sends
  * Subscribe on @conn when the list must be fetched again. */
@@ -46,6 +52,9 @@ int sync_handle_frame(struct sync *sync, struct conn *conn,
 int sync_subscribe(struct sync *sync, struct conn *conn);
 int sync_queue_event(struct sync *sync, enum rdmad_event_type type,
 		     struct rdmad_device *device, uint64_t generation);
+/* Take @from's list, subscription and parts (dropping ours) and append
+ * its queue to ours; @from is left empty.  0 or -ENOMEM (nothing moved). */
+int sync_adopt(struct sync *sync, struct sync *from);
 /* Forget the subscription and any half-read snapshot. */
 void sync_reset(struct sync *sync);
 void sync_clear_queue(struct sync *sync);
