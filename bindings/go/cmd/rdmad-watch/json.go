@@ -1,0 +1,158 @@
+// SPDX-License-Identifier: MIT
+
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+
+	"github.com/rdmad/rdmad/bindings/go/rdmad"
+	"github.com/rdmad/rdmad/bindings/go/rdmad/rdmadpb"
+)
+
+// The JSON of `rdmactl monitor --json` (rdmactl/output.c): the same keys
+// in the same order, so that the two print the same lines.
+
+type portJSON struct {
+	Port      uint32 `json:"port"`
+	State     string `json:"state"`
+	PhysState string `json:"phys_state"`
+	LinkLayer string `json:"link_layer"`
+	Rate      string `json:"rate"`
+	Netdev    string `json:"netdev"`
+	NetdevUp  bool   `json:"netdev_up"`
+	Lid       uint32 `json:"lid"`
+}
+
+type holderJSON struct {
+	Pid  uint32 `json:"pid"`
+	UID  uint32 `json:"uid"`
+	Comm string `json:"comm"`
+}
+
+type deviceJSON struct {
+	Name         string       `json:"name"`
+	ID           string       `json:"id"`
+	Uverbs       string       `json:"uverbs"`
+	NodeGUID     string       `json:"node_guid"`
+	SysImageGUID string       `json:"sys_image_guid"`
+	NodeType     string       `json:"node_type"`
+	FwVer        string       `json:"fw_ver"`
+	PciAddress   string       `json:"pci_address"`
+	NumaNode     int32        `json:"numa_node"`
+	Driver       string       `json:"driver"`
+	State        string       `json:"state"`
+	Generation   uint64       `json:"generation"`
+	Ports        []portJSON   `json:"ports"`
+	Holders      []holderJSON `json:"holders"`
+	HolderCount  uint32       `json:"holder_count"`
+}
+
+type eventJSON struct {
+	Generation uint64      `json:"generation"`
+	Event      string      `json:"event"`
+	OldName    *string     `json:"old_name,omitempty"`
+	Device     *deviceJSON `json:"device,omitempty"`
+}
+
+type resyncJSON struct {
+	Generation uint64       `json:"generation"`
+	Event      string       `json:"event"`
+	Devices    []deviceJSON `json:"devices"`
+}
+
+func stateName(s rdmadpb.DeviceState) string {
+	switch s {
+	case rdmadpb.DeviceState_DEVICE_STATE_PRESENT:
+		return "present"
+	case rdmadpb.DeviceState_DEVICE_STATE_REMOVED:
+		return "removed"
+	}
+	return "unknown"
+}
+
+func eventName(t rdmadpb.EventType) string {
+	switch t {
+	case rdmadpb.EventType_EVENT_TYPE_ADDED:
+		return "added"
+	case rdmadpb.EventType_EVENT_TYPE_REMOVED:
+		return "removed"
+	case rdmadpb.EventType_EVENT_TYPE_CHANGED:
+		return "changed"
+	case rdmadpb.EventType_EVENT_TYPE_RENAMED:
+		return "renamed"
+	case rdmadpb.EventType_EVENT_TYPE_RELEASED:
+		return "released"
+	}
+	return "unknown"
+}
+
+func deviceObject(d *rdmadpb.Device) deviceJSON {
+	out := deviceJSON{
+		Name:         d.GetName(),
+		ID:           d.GetId(),
+		Uverbs:       d.GetUverbs(),
+		NodeGUID:     d.GetNodeGuid(),
+		SysImageGUID: d.GetSysImageGuid(),
+		NodeType:     d.GetNodeType(),
+		FwVer:        d.GetFwVer(),
+		PciAddress:   d.GetPciAddress(),
+		NumaNode:     d.GetNumaNode(),
+		Driver:       d.GetDriver(),
+		State:        stateName(d.GetState()),
+		Generation:   d.GetGeneration(),
+		Ports:        []portJSON{},
+		Holders:      []holderJSON{},
+		HolderCount:  rdmad.HolderCount(d),
+	}
+	for _, p := range d.GetPorts() {
+		out.Ports = append(out.Ports, portJSON{
+			Port:      p.GetPort(),
+			State:     p.GetState(),
+			PhysState: p.GetPhysState(),
+			LinkLayer: p.GetLinkLayer(),
+			Rate:      p.GetRate(),
+			Netdev:    p.GetNetdev(),
+			NetdevUp:  p.GetNetdevUp(),
+			Lid:       p.GetLid(),
+		})
+	}
+	for _, h := range d.GetHolders() {
+		out.Holders = append(out.Holders, holderJSON{
+			Pid: h.GetPid(), UID: h.GetUid(), Comm: h.GetComm()})
+	}
+	return out
+}
+
+// updateLine is the line rdmactl monitor --json prints for u, without the
+// newline.
+func updateLine(u rdmad.Update) ([]byte, error) {
+	var v any
+	switch u.Kind {
+	case rdmad.UpdateResync:
+		r := resyncJSON{Generation: u.Generation, Event: "resync",
+			Devices: []deviceJSON{}}
+		for _, d := range u.State.Devices {
+			r.Devices = append(r.Devices, deviceObject(d))
+		}
+		v = r
+	default:
+		e := eventJSON{Generation: u.Generation,
+			Event: eventName(u.Event.GetType())}
+		if u.Event.GetType() == rdmadpb.EventType_EVENT_TYPE_RENAMED {
+			old := u.Event.GetDevice().GetOldName()
+			e.OldName = &old
+		}
+		d := deviceObject(u.Event.GetDevice())
+		e.Device = &d
+		v = e
+	}
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	// json-c escapes neither '/' nor HTML characters.
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil
+}

@@ -1,0 +1,45 @@
+// SPDX-License-Identifier: MIT
+
+// Package rdmad is a client of rdmad, the hotplug-aware RDMA device manager.
+// It speaks the protocol of proto/PROTOCOL.md (version 1) over rdmad's
+// AF_UNIX SOCK_SEQPACKET socket, so that a Go program (a Kubernetes device
+// plugin, a DRA driver) learns of RDMA devices coming and going as it
+// happens instead of polling sysfs.
+//
+// A program dials the daemon, takes a snapshot or subscribes, and holds the
+// devices it hands out:
+//
+//	c, err := rdmad.Dial(ctx, "") // --socket, else $RDMAD_SOCKET, else /run/rdmad/rdmad.sock
+//	if err != nil { ... }
+//	defer c.Close()
+//	sub, err := c.Subscribe(ctx)
+//	state := sub.State() // every device, at state.Generation
+//	for {
+//		u, err := sub.Next(ctx) // an event, or a resync after a gap
+//		if err != nil { ... }   // the connection is gone: Dial again
+//		use(u.State)
+//	}
+//
+// Subscription.Next applies the rules of PROTOCOL.md section 8 and 9: events
+// come in generation order, one already contained in the state is skipped,
+// a gap (or an event type this package does not know) makes it subscribe
+// again and return the new snapshot as an [UpdateResync], and so does an
+// unsolicited snapshot from a daemon that dropped events for a slow reader.
+// Snapshots split into parts are assembled and checked (parts 0, 1, ... of
+// one generation), and fields a newer daemon adds are ignored.
+//
+// Holds belong to the connection: [Conn.Hold] makes the daemon list this
+// process (pid, uid, comm by SO_PEERCRED) as a holder of the device, so that
+// a device unplugged while in use stays listed as removed until
+// [Conn.Release] or until the connection closes.  A program that reconnects
+// must hold again.
+//
+// Every call takes a context: its deadline or cancellation ends the wait for
+// the reply (the request may still have been carried out).  Errors wrap the
+// daemon's status, so errors.Is(err, rdmad.ErrNoSuchDevice) and the like
+// work, and the connection-level ones (ErrDisconnected, ErrProtocol,
+// ErrClosed) say that the Conn is no longer usable.
+//
+// The message types are in the subpackage rdmadpb, generated from
+// proto/rdmad.proto.
+package rdmad

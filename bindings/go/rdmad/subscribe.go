@@ -1,0 +1,240 @@
+// SPDX-License-Identifier: MIT
+
+package rdmad
+
+import (
+	"context"
+	"fmt"
+	"sync"
+
+	"github.com/rdmad/rdmad/bindings/go/rdmad/rdmadpb"
+)
+
+// maxQueued bounds what the connection keeps for a subscriber that does
+// not call Next: past it the queued frames are dropped and the next Next
+// resynchronises, as the daemon does for a slow client (PROTOCOL.md
+// section 9).  Replies to other calls never wait for the subscriber.
+const maxQueued = 4096
+
+// UpdateKind says what an Update is.
+type UpdateKind int
+
+const (
+	// UpdateEvent: one change, Update.Event, applied to the state.
+	UpdateEvent UpdateKind = iota
+	// UpdateResync: the state was replaced by a new snapshot, after a
+	// gap, an event this package does not know, or because the daemon
+	// sent one (it dropped events for a slow reader).
+	UpdateResync
+)
+
+func (k UpdateKind) String() string {
+	switch k {
+	case UpdateEvent:
+		return "event"
+	case UpdateResync:
+		return "resync"
+	}
+	return fmt.Sprintf("UpdateKind(%d)", int(k))
+}
+
+// Update is one step of a Subscription.
+type Update struct {
+	Kind       UpdateKind
+	Generation uint64
+	// Event is the change, for UpdateEvent: its type, and the whole
+	// device as it is after the change (Event.Device.OldName is the
+	// previous name of a renamed one).  Nil for UpdateResync.
+	Event *rdmadpb.Event
+	// State is the whole device list after this update.
+	State *Snapshot
+}
+
+// Subscription is a subscribed connection's view of the device list: a
+// snapshot, then every change in generation order.  Its methods are for
+// one goroutine at a time.
+type Subscription struct {
+	c *Conn
+
+	mu       sync.Mutex
+	items    []item
+	overflow bool
+	wake     chan struct{} // a token when items or overflow changed
+
+	state     *Snapshot
+	needSync  bool   // a gap was seen: subscribe again
+	resyncSeq uint64 // the seq of the Subscribe sent for it, or 0
+}
+
+// item is one thing the connection's reader passed on, in wire order.
+type item struct {
+	event *rdmadpb.Event
+	snap  *Snapshot
+	seq   uint64
+	err   error
+}
+
+func (s *Subscription) push(it item) {
+	s.mu.Lock()
+	if len(s.items) >= maxQueued && it.err == nil {
+		s.items = s.items[:0]
+		s.overflow = true
+	} else {
+		s.items = append(s.items, it)
+	}
+	s.mu.Unlock()
+	select {
+	case s.wake <- struct{}{}:
+	default:
+	}
+}
+
+// pop waits for the next item within ctx; overflow reports that items were
+// dropped (and clears it).
+func (s *Subscription) pop(ctx context.Context) (it item, overflow bool, err error) {
+	for {
+		s.mu.Lock()
+		if s.overflow {
+			s.overflow = false
+			s.mu.Unlock()
+			return item{}, true, nil
+		}
+		if len(s.items) > 0 {
+			it = s.items[0]
+			s.items[0] = item{}
+			s.items = s.items[1:]
+			s.mu.Unlock()
+			return it, false, nil
+		}
+		s.mu.Unlock()
+		select {
+		case <-s.wake:
+		case <-ctx.Done():
+			return item{}, false, ctx.Err()
+		}
+	}
+}
+
+// Subscribe asks for the device list and then for every change to it.  It
+// returns once the snapshot is in; State has it, Next gives the changes.
+// A Conn has at most one Subscription.
+func (c *Conn) Subscribe(ctx context.Context) (*Subscription, error) {
+	s := &Subscription{c: c, wake: make(chan struct{}, 1)}
+	c.mu.Lock()
+	if c.sub != nil {
+		c.mu.Unlock()
+		return nil, fmt.Errorf("rdmad: subscribe: %w", ErrAlreadySubscribed)
+	}
+	c.sub = s
+	c.mu.Unlock()
+	snap, err := s.subscribe(ctx)
+	if err != nil {
+		c.mu.Lock()
+		c.sub = nil
+		c.mu.Unlock()
+		return nil, fmt.Errorf("rdmad: subscribe: %w", err)
+	}
+	s.state = snap
+	return s, nil
+}
+
+// subscribe sends Subscribe and waits for its snapshot in the stream,
+// dropping what came before it (already in it).
+func (s *Subscription) subscribe(ctx context.Context) (*Snapshot, error) {
+	cl := &call{kind: callSubscribe, done: make(chan result, 1)}
+	seq, err := s.c.write(ctx, &rdmadpb.Frame{Body: &rdmadpb.Frame_Subscribe{
+		Subscribe: &rdmadpb.Subscribe{}}}, cl)
+	if err != nil {
+		return nil, err
+	}
+	for {
+		it, _, err := s.pop(ctx)
+		if err != nil {
+			s.c.forget(seq)
+			return nil, err
+		}
+		if it.err != nil && (it.seq == seq || it.seq == 0) {
+			return nil, it.err
+		}
+		if it.snap != nil && it.seq == seq {
+			return it.snap, nil
+		}
+	}
+}
+
+// State is the device list as of the last Update (or the subscription's
+// snapshot).
+func (s *Subscription) State() *Snapshot {
+	return s.state
+}
+
+// Generation is the generation of State.
+func (s *Subscription) Generation() uint64 {
+	return s.state.Generation
+}
+
+// Next waits for the next change within ctx and returns it applied.
+// Events already contained in the state are skipped; a gap, an event type
+// this package does not know, or an overflow of the queue makes it send
+// Subscribe again and return the new snapshot as an UpdateResync.  An
+// error other than ctx's means the connection has ended (Conn.Err).
+func (s *Subscription) Next(ctx context.Context) (Update, error) {
+	for {
+		if s.needSync && s.resyncSeq == 0 {
+			cl := &call{kind: callSubscribe, done: make(chan result, 1)}
+			seq, err := s.c.write(ctx, &rdmadpb.Frame{
+				Body: &rdmadpb.Frame_Subscribe{
+					Subscribe: &rdmadpb.Subscribe{}}}, cl)
+			if err != nil {
+				return Update{}, fmt.Errorf("rdmad: resubscribe: %w", err)
+			}
+			s.resyncSeq = seq
+		}
+		it, overflow, err := s.pop(ctx)
+		switch {
+		case err != nil:
+			return Update{}, err
+		case overflow:
+			// What was dropped may include the awaited snapshot.
+			s.needSync, s.resyncSeq = true, 0
+		case it.err != nil:
+			if it.seq != 0 && it.seq == s.resyncSeq {
+				// The daemon refused: try again on the next call.
+				s.resyncSeq = 0
+				return Update{}, fmt.Errorf("rdmad: resubscribe: %w",
+					it.err)
+			}
+			return Update{}, fmt.Errorf("rdmad: subscription: %w", it.err)
+		case it.snap != nil:
+			// Any snapshot in the stream is a whole state at its
+			// generation: ours, or one the daemon sent unasked.
+			if it.seq == s.resyncSeq {
+				s.needSync, s.resyncSeq = false, 0
+			}
+			if s.needSync {
+				// Older than the one we asked for: wait for that.
+				continue
+			}
+			s.state = it.snap
+			return Update{Kind: UpdateResync,
+				Generation: it.snap.Generation, State: it.snap}, nil
+		case it.event != nil:
+			gen := it.event.GetGeneration()
+			if s.needSync || gen <= s.state.Generation {
+				continue // in the snapshot that is coming, or had
+			}
+			if gen != s.state.Generation+1 {
+				s.needSync = true
+				continue
+			}
+			next, ok := s.state.apply(it.event)
+			if !ok {
+				s.needSync = true
+				continue
+			}
+			s.state = next
+			return Update{Kind: UpdateEvent, Generation: gen,
+				Event: it.event, State: next}, nil
+		}
+	}
+}
