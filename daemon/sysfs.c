@@ -21,7 +21,9 @@
  *     If the parent carries more than one ib device (its "infiniband"
  *     directory lists several), "/guid:<node_guid>" is appended; this is
  *     read from the parent so a one-device scan agrees with a full scan.
- *   - a virtual device (rxe, siw; no parent): "guid:<node_guid>".
+ *   - a virtual device (rxe, siw; no parent): "guid:<node_guid>", with
+ *     "/netdev:<parent attribute>" when it names its net device (two rxe
+ *     on a bond and its slave share a MAC-derived GUID).
  *   - a virtual device with a zero node_guid: "name:<name>".
  */
 #include <ctype.h>
@@ -29,6 +31,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <net/if.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -448,6 +451,27 @@ static void build_parent_id(int devfd, const char *parent,
 		snprintf(dev->id, sizeof(dev->id), "guid:%s", dev->node_guid);
 }
 
+/*
+ * A virtual device (rxe, siw) has no parent device; its node GUID comes
+ * from its net device's MAC, which a bond and its slave share, so two
+ * soft-RoCE devices can carry one GUID.  Their "parent" attribute names
+ * the net device, which tells them apart.  Without a GUID, only the name
+ * is left.
+ */
+static void build_virtual_id(int devfd, struct sysfs_device *dev)
+{
+	char netdev[IFNAMSIZ + 1];
+
+	if (strcmp(dev->node_guid, ZERO_GUID) == 0)
+		snprintf(dev->id, sizeof(dev->id), "name:%s", dev->name);
+	else if (read_attr(devfd, "parent", netdev, sizeof(netdev)) == 0 &&
+		 netdev[0])
+		snprintf(dev->id, sizeof(dev->id), "guid:%s/netdev:%s",
+			 dev->node_guid, netdev);
+	else
+		snprintf(dev->id, sizeof(dev->id), "guid:%s", dev->node_guid);
+}
+
 /* The parent device (the "device" link): id, PCI address, driver, NUMA
  * node.  False for a virtual device, which has none. */
 static bool read_parent(int devfd, struct sysfs_device *dev)
@@ -456,12 +480,7 @@ static bool read_parent(int devfd, struct sysfs_device *dev)
 
 	dev->numa_node = -1;
 	if (read_link_base(devfd, "device", parent, sizeof(parent)) < 0) {
-		if (strcmp(dev->node_guid, ZERO_GUID) == 0)
-			snprintf(dev->id, sizeof(dev->id), "name:%s",
-				 dev->name);
-		else
-			snprintf(dev->id, sizeof(dev->id), "guid:%s",
-				 dev->node_guid);
+		build_virtual_id(devfd, dev);
 		return false;
 	}
 	build_parent_id(devfd, parent, dev);

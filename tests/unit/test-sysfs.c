@@ -591,6 +591,45 @@ static void test_shared_parent(void)
 	fixture_free(fx);
 }
 
+/* Soft-RoCE on a bond and on its slave: one MAC, so one node GUID; the
+ * net device in their "parent" attribute tells them apart (seen on a 6.1
+ * kernel: rxe0 and rxe1 both 6060:a8ff:fe69:0025, parent dummy0/dummy1). */
+static void test_soft_roce_same_guid(void)
+{
+	struct fixture *fx = fixture_new();
+	struct sysfs_device *all;
+	size_t n;
+	int r;
+
+	for (int i = 0; i < 2; i++) {
+		struct fixture_device d = {
+			.name = i ? "rxe1" : "rxe0",
+			.uverbs = i,
+			.node_guid = "6060:a8ff:fe69:0025",
+			.node_type = "1: CA",
+			.nports = 1,
+			.ports = {{"4: ACTIVE", "5: LinkUp", "Ethernet", NULL,
+				   NULL, i ? "bond0" : "eth0"}},
+		};
+		char path[64];
+
+		fixture_add_device(fx, &d);
+		snprintf(path, sizeof(path), "class/infiniband/%s/parent",
+			 d.name);
+		fixture_write_str(fx, path, i ? "bond0\n" : "eth0\n");
+	}
+	r = sysfs_scan_all(fixture_root(fx), &all, &n, NULL);
+	CHECK(r == 0 && n == 2, "r=%d n=%zu", r, n);
+	CHECK(n == 2 &&
+		      !strcmp(all[0].id,
+			      "guid:6060:a8ff:fe69:0025/netdev:eth0") &&
+		      !strcmp(all[1].id,
+			      "guid:6060:a8ff:fe69:0025/netdev:bond0"),
+	      "ids %s, %s", n ? all[0].id : "", n > 1 ? all[1].id : "");
+	sysfs_devices_free(all, n);
+	fixture_free(fx);
+}
+
 /* A rename keeps the id; an unplug and re-plug of the same PCI function
  * gives the same id under a new name. */
 static void test_identity_survives_rename(void)
@@ -948,6 +987,7 @@ int main(void)
 	test_odd_names();
 	test_no_class_dir();
 	test_shared_parent();
+	test_soft_roce_same_guid();
 	test_identity_survives_rename();
 	test_uverbs_lookup();
 	test_copy_equal();
