@@ -24,9 +24,10 @@ meson test -C build-asan --print-errorlogs --num-processes 2 "$@" || rc=1
 # so that the preloaded fork shim and the umockdev-wrapped children find
 # the runtime they were built against; the rpath says where it lives.
 asan_rt=$(dirname "$(clang -print-file-name=libclang_rt.asan-x86_64.so)")
-CC=clang scripts/build.sh build-clang -Db_sanitize=address,undefined \
-	-Db_lundef=false \
-	"-Dc_link_args=-shared-libasan -Wl,-rpath,$asan_rt" || exit 1
+CC=clang CXX=clang++ scripts/build.sh build-clang \
+	-Db_sanitize=address,undefined -Db_lundef=false \
+	"-Dc_link_args=-shared-libasan -Wl,-rpath,$asan_rt" \
+	"-Dcpp_link_args=-shared-libasan -Wl,-rpath,$asan_rt" || exit 1
 meson test -C build-clang --print-errorlogs --num-processes 2 "$@" || rc=1
 
 scripts/test-summary.py build/meson-logs/testlog.json \
