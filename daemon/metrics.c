@@ -17,17 +17,21 @@
 
 #include "config.h"
 #include "devices.h"
+#include "httpcap.h"
 #include "metrics.h"
 #include "rdmad-config.h"
 #include "server.h"
 
 /* Bytes of request line and headers a scraper may send. */
 #define METRICS_MAX_HEADERS 8192
+/* Connections open at once; Prometheus needs one per target. */
+#define METRICS_MAX_CONNECTIONS 16
 
 #define N_EVENTS (DEVICES_EVENT_RELEASED + 1)
 
 struct metrics {
 	struct evhttp *http;
+	struct httpcap *cap;
 	const struct devices *table;
 	const struct server *srv;
 	uint64_t events[N_EVENTS];
@@ -224,6 +228,7 @@ struct metrics *metrics_new(struct event_base *base, const char *listen,
 			    const struct server *srv)
 {
 	struct metrics *m = calloc(1, sizeof(*m));
+	struct evhttp_bound_socket *bound;
 	char host[64];
 	unsigned int port;
 
@@ -247,11 +252,15 @@ struct metrics *metrics_new(struct event_base *base, const char *listen,
 	if (evhttp_set_cb(m->http, "/metrics", on_request, m) < 0)
 		goto fail;
 	evhttp_set_gencb(m->http, on_other, m);
-	if (evhttp_bind_socket(m->http, host, port) < 0) {
+	bound = evhttp_bind_socket_with_handle(m->http, host, port);
+	if (!bound) {
 		if (!errno)
 			errno = EADDRNOTAVAIL;
 		goto fail;
 	}
+	m->cap = httpcap_new(m->http, bound, METRICS_MAX_CONNECTIONS);
+	if (!m->cap)
+		goto fail;
 	return m;
 fail:
 	metrics_free(m);
@@ -264,6 +273,7 @@ void metrics_free(struct metrics *m)
 
 	if (!m)
 		return;
+	httpcap_free(m->cap);
 	if (m->http)
 		evhttp_free(m->http);
 	free(m);

@@ -4,6 +4,7 @@
 import os
 import socket
 import subprocess
+import time
 import urllib.error
 import urllib.request
 
@@ -123,6 +124,35 @@ class TestMetrics(DaemonTest):
         self.assertTrue(reply == b"" or reply.startswith(b"HTTP/1.1 4"),
                         reply)
         self.assertIn("rdmad_generation", scrape(self.port)[1])
+
+    def test_idle_connections_capped(self):
+        """Connections that never send a request cost at most 16
+        descriptors; the socket clients and, once they go, scrapes are
+        served."""
+        self.tb.plug("mlx5_0", "mlx5-ib")
+        self.start_daemon(config=self.conf)
+        fds = lambda: len(os.listdir("/proc/%d/fd" % self.d.proc.pid))
+        before = fds()
+        idle = []
+        try:
+            for _ in range(200):
+                s = socket.socket()
+                s.setblocking(False)
+                s.connect_ex(("127.0.0.1", self.port))
+                idle.append(s)
+            wait_until(lambda: fds() >= before + 16,
+                       what="the daemon to accept up to its cap")
+            time.sleep(0.5)
+            self.assertLessEqual(fds(), before + 16)
+            self.assertEqual(status(self.sock)["devices"][0]["name"],
+                             "mlx5_0")
+            self.assertIn("accepting no more", self.d.logtext())
+        finally:
+            for s in idle:
+                s.close()
+        self.assertIn("rdmad_generation", scrape(self.port)[1])
+        wait_until(lambda: fds() <= before + 1,
+                   what="descriptors of closed connections to go")
 
     def test_busy_port_retried_on_reload(self):
         """The metrics port is taken at start: rdmad serves clients anyway,
