@@ -305,6 +305,127 @@ sys.stdin.read()
             self.assertIn(sock, r.stderr)
 
 
+# A hostile local user's client, protobuf by hand (PROTOCOL.md): it opens
+# N connections, says Hello on each and holds DEVICE on each (with a comm
+# full of terminal escapes), or repeats Hello without reading; prints how
+# many it got, then waits.
+HOSTILE = r"""
+import ctypes, socket, sys
+path, mode, n, device = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
+libc = ctypes.CDLL(None)
+libc.prctl(15, b"\x1b]0;pwn\x07\x1b[2J", 0, 0, 0)  # PR_SET_NAME
+def frame(seq, field, body=b""):
+    return bytes([8, 1, 16, seq, (field << 3) | 2, len(body)]) + body
+hello = frame(1, 10)
+hold = frame(2, 13, b"\x0a" + bytes([len(device)]) + device.encode())
+socks, held = [], 0
+for _ in range(n):
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    try:
+        s.connect(path)
+    except OSError:
+        break
+    socks.append(s)
+    if mode == "hold":
+        try:
+            s.send(hello); s.recv(4096)
+            s.send(hold)
+            reply = s.recv(4096)
+        except OSError:
+            continue  # turned away: a limit
+        held += reply[:2] == b"\x08\x01" and reply[4:5] != b"\x18"
+    else:
+        s.setblocking(False)
+        try:
+            for _ in range(1000):
+                s.send(hello)
+        except OSError:
+            pass
+print(held if mode == "hold" else len(socks), flush=True)
+sys.stdin.read()
+"""
+
+
+class TestHostileUser(DaemonTest):
+    """Issue 9's attacks, as an unprivileged local user: the daemon keeps
+    serving root, with its descriptors and memory bounded."""
+
+    def attacker(self, mode, n, device="mlx5_0"):
+        cmd = ["/usr/bin/python3", "-c", HOSTILE, self.sock, mode, str(n),
+               device]
+        if os.getuid() == 0:
+            cmd = ["setpriv", "--reuid=65534", "--regid=65534",
+                   "--clear-groups"] + cmd
+        p = subprocess.Popen(cmd, stdin=subprocess.PIPE,
+                             stdout=subprocess.PIPE, text=True)
+        self.addCleanup(lambda: (p.kill(), p.communicate()))
+        return p, int(p.stdout.readline())
+
+    def usage(self):
+        pid = self.d.proc.pid
+        with open("/proc/%d/status" % pid) as f:
+            rss = [int(l.split()[1]) for l in f if l.startswith("VmRSS")][0]
+        return len(os.listdir("/proc/%d/fd" % pid)), rss
+
+    def test_thousand_holders_still_encode(self):
+        """1,000 connections each holding one device (3,000 broke every
+        snapshot before holders were capped at 64 plus a count); comms
+        full of escapes reach nobody's terminal."""
+        self.tb.plug("mlx5_0", "mlx5-ib")
+        self.start_daemon()
+        fds0, rss0 = self.usage()
+        _, held = self.attacker("hold", 1000)
+        # All 1,000 unless a low open file limit clamped max_clients.
+        self.assertGreater(held, 64)
+        t = time.monotonic()
+        dev = find(status(self.sock), "mlx5_0")
+        elapsed = time.monotonic() - t
+        self.assertEqual(dev["holder_count"], held)
+        if os.getuid() == 0:
+            self.assertEqual(len(dev["holders"]), 64)
+        for h in dev["holders"]:
+            self.assertTrue(h["comm"].isprintable() and h["comm"].isascii(),
+                            h["comm"])
+        human = rdmactl(self.sock, "status").stdout
+        self.assertNotIn("\x1b", human)
+        fds, rss = self.usage()
+        self.assertLessEqual(fds, fds0 + held + 2)
+        self.assertLess(rss - rss0, 64 * 1024, "KiB of RSS for the holds")
+        print("%d holders: status in %.0f ms, daemon %d fds, RSS +%d KiB"
+              % (held, elapsed * 1000, fds, rss - rss0))
+
+    def test_repeated_hello_pins_nothing(self):
+        """Hello again and again without reading: each connection gets one
+        Welcome (one page descriptor in flight), then is closed."""
+        self.tb.plug("mlx5_0", "mlx5-ib")
+        self.start_daemon()
+        fds0, _ = self.usage()
+        self.attacker("hello", 200)
+        wait_until(lambda: self.usage()[0] <= fds0 + 2,
+                   what="the repeating connections to be closed")
+        self.assertEqual(present_names(status(self.sock)), ["mlx5_0"])
+
+    def test_descriptor_pressure_keeps_devices(self):
+        """The attacker takes every slot it may while the daemon runs at a
+        low open file limit; a rescan then finds descriptors in reserve,
+        and no device is reported removed."""
+        self.tb.plug("mlx5_0", "mlx5-ib")
+        self.tb.plug("mlx5_1", "mlx5-ib")
+        self.start_daemon(preexec_fn=lambda: resource.setrlimit(
+            resource.RLIMIT_NOFILE, (300, 300)))
+        mon = Monitor(self.sock)
+        self.addCleanup(mon.close)
+        self.attacker("hold", 400)
+        self.assertLess(self.usage()[0], 300 - 8, "descriptors in reserve")
+        self.d.proc.send_signal(1)  # SIGHUP: reload and full rescan
+        if os.getuid() == 0:
+            self.assertEqual(rdmactl(self.sock, "rescan").returncode, 0)
+        self.assertEqual(present_names(status(self.sock)),
+                         ["mlx5_0", "mlx5_1"])
+        self.assertFalse([e for e in mon.drain()
+                          if e.get("event") == "removed"])
+
+
 class TestBadInput(DaemonTest):
     def raw(self):
         s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
