@@ -474,6 +474,14 @@ int devices_set_netdev_state(struct devices *table, const char *ifname, bool up)
 	return events;
 }
 
+int devices_netdev_gone(struct devices *table, const char *ifname)
+{
+	int events = devices_set_netdev_state(table, ifname, false);
+
+	netdevs_forget(table->netdevs, ifname);
+	return events;
+}
+
 static ssize_t holder_index(const struct device *d, const void *owner)
 {
 	for (size_t i = 0; i < d->nholders; i++)

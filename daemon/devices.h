@@ -69,6 +69,9 @@ int devices_apply_one(struct devices *table, const char *name,
 /* A netdev went up/down (rtnetlink): updates every port it backs. */
 int devices_set_netdev_state(struct devices *table, const char *ifname,
 			     bool up);
+/* A netdev was deleted or renamed away: its ports go down, its name is
+ * forgotten.  Returns the number of events. */
+int devices_netdev_gone(struct devices *table, const char *ifname);
 
 /* -ENODEV unknown or removed name, -EALREADY if @h->owner holds it. */
 int devices_hold(struct devices *table, const char *name,

@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The up/down state of net devices, as rtnetlink last said: a chained hash
- * table of names, grown by doubling.  Pure data, no descriptors; the
+ * table of names, grown by doubling.  A net device that goes (or is
+ * renamed) is forgotten, so containers creating and deleting veths by the
+ * thousand leave nothing behind.  Pure data, no descriptors; the
  * device table (devices.c) owns one.
  */
 #include <errno.h>
@@ -108,6 +110,27 @@ int netdevs_set(struct netdevs *nd, const char *name, bool up)
 	}
 	s->up = up;
 	return 0;
+}
+
+void netdevs_forget(struct netdevs *nd, const char *name)
+{
+	struct netdev_state **to, *s;
+
+	if (!nd->nbuckets)
+		return;
+	for (to = slot(nd, name); (s = *to); to = &s->next) {
+		if (strcmp(s->name, name) == 0) {
+			*to = s->next;
+			free(s);
+			nd->n--;
+			return;
+		}
+	}
+}
+
+size_t netdevs_count(const struct netdevs *nd)
+{
+	return nd->n;
 }
 
 bool netdevs_get(const struct netdevs *nd, const char *name, bool *ret_up)

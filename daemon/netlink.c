@@ -395,6 +395,14 @@ static void set_state(struct netlink_source *src, struct rtnl_link *link,
 			  up ? "up" : "down");
 }
 
+static void forget(struct netlink_source *src, struct rtnl_link *link)
+{
+	const char *name = rtnl_link_get_name(link);
+
+	if (name)
+		devices_netdev_gone(src->table, name);
+}
+
 static void rescan_for(struct netlink_source *src, struct rtnl_link *link)
 {
 	const char *name = rtnl_link_get_name(link);
@@ -416,13 +424,13 @@ static void on_link_change(struct nl_cache *cache, struct nl_object *old_obj,
 		set_state(src, new, link_up(new));
 		rescan_for(src, new);
 	} else if (action == NL_ACT_DEL && (old || new)) {
-		set_state(src, old ? old : new, false);
+		forget(src, old ? old : new);
 		rescan_for(src, old ? old : new);
 	} else if (action == NL_ACT_CHANGE && old && new) {
 		old_name = rtnl_link_get_name(old);
 		new_name = rtnl_link_get_name(new);
 		if (old_name && new_name && strcmp(old_name, new_name) != 0) {
-			set_state(src, old, false);
+			forget(src, old);
 			set_state(src, new, link_up(new));
 			rescan_for(src, old);
 			rescan_for(src, new);

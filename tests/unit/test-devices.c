@@ -22,7 +22,7 @@ enum op {
 	OP_RELEASE_OWNER, /* arg2: owner */
 	OP_REF,		  /* arg: name (devices_find) */
 	OP_UNREF,	  /* arg: name (the referenced one) */
-	OP_NETDEV,	  /* arg: ifname, arg2: "up" or "down" */
+	OP_NETDEV,	  /* arg: ifname, arg2: "up", "down" or "gone" */
 	OP_PORT_UP,	  /* arg: name, want_r: its port's netdev_up */
 };
 
@@ -179,6 +179,8 @@ static int run_step(const struct step *s)
 		ctx.ref = NULL;
 		return 0;
 	case OP_NETDEV:
+		if (!strcmp(s->arg2, "gone"))
+			return devices_netdev_gone(ctx.table, s->arg);
 		return devices_set_netdev_state(ctx.table, s->arg,
 						!strcmp(s->arg2, "up"));
 	case OP_PORT_UP:
@@ -315,6 +317,12 @@ static const struct step netdevs[] = {
 	{OP_SCAN, "r|pci:1||eth1 s|pci:2||eth1 t|pci:3||eth9", NULL, 1,
 	 "CHANGED r", NULL},
 	{OP_NETDEV, "eth1", "up", 2, "CHANGED r, CHANGED s", NULL},
+	/* Deleted: its ports go down, and a later scan knows nothing of it. */
+	{OP_NETDEV, "eth1", "gone", 2, "CHANGED r, CHANGED s", NULL},
+	{OP_PORT_UP, "r", NULL, 0, "", NULL},
+	{OP_SCAN, "r|pci:1||eth0 s|pci:2||eth1 t|pci:3||eth9", NULL, 2,
+	 "CHANGED r, CHANGED s", NULL},
+	{OP_PORT_UP, "s", NULL, -1, "", NULL},
 	{OP_NETDEV, "", "up", -EINVAL, "", NULL},
 	{OP_NETDEV, "a-name-far-too-long", "up", -EINVAL, "", NULL},
 };

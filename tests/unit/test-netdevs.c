@@ -63,10 +63,41 @@ static void test_grow(void)
 	netdevs_free(NULL);
 }
 
+/* Containers make and delete veths all day: what goes is forgotten. */
+static void test_forget(void)
+{
+	struct netdevs *nd = netdevs_new();
+	char name[16];
+	bool up;
+
+	netdevs_forget(nd, "eth0"); /* an empty table */
+	for (int round = 0; round < 10; round++) {
+		for (int i = 0; i < 1000; i++) {
+			snprintf(name, sizeof(name), "veth%d",
+				 round * 1000 + i);
+			CHECK(netdevs_set(nd, name, true) == 0, "set %s", name);
+		}
+		for (int i = 0; i < 1000; i++) {
+			snprintf(name, sizeof(name), "veth%d",
+				 round * 1000 + i);
+			netdevs_forget(nd, name);
+		}
+	}
+	CHECK(netdevs_count(nd) == 0, "%zu left of 10,000 made and deleted",
+	      netdevs_count(nd));
+	CHECK(!netdevs_get(nd, "veth5", &up), "forgotten");
+	CHECK(netdevs_set(nd, "eth0", false) == 0 && netdevs_count(nd) == 1,
+	      "set again");
+	netdevs_forget(nd, "eth1"); /* unknown: nothing */
+	CHECK(netdevs_count(nd) == 1, "unknown forget kept eth0");
+	netdevs_free(nd);
+}
+
 int main(void)
 {
 	test_rows();
 	test_grow();
+	test_forget();
 	if (failures)
 		fprintf(stderr, "%u failures\n", failures);
 	else

@@ -442,13 +442,13 @@ static int test_rtnetlink(void)
 	      fake_calls_dump());
 	CHECK(fake_calls_count("state:c2a=up") == 0, "%s", fake_calls_dump());
 
-	/* A rename (of a down link) tells both names. */
+	/* A rename (of a down link) tells both names; the old is gone. */
 	fake_calls_reset();
 	link_change(sk, "c2b", 0, NULL);
 	link_change(sk, "c2b", -1, "c2c");
 	CHECK(wait_for("netdev:c2c", WAIT_MS), "rename: %s", fake_calls_dump());
 	CHECK(fake_calls_count("netdev:c2b") == 1 &&
-		      fake_calls_count("state:c2b=down") == 1,
+		      fake_calls_count("gone:c2b") == 1,
 	      "rename: %s", fake_calls_dump());
 
 	/* Deleting one end deletes both. */
@@ -461,6 +461,8 @@ static int test_rtnetlink(void)
 	CHECK(wait_for("netdev:c2a", WAIT_MS) &&
 		      wait_for("netdev:c2c", WAIT_MS),
 	      "delete: %s", fake_calls_dump());
+	CHECK(wait_for("gone:c2a", WAIT_MS) && wait_for("gone:c2c", WAIT_MS),
+	      "deleted links forgotten: %s", fake_calls_dump());
 
 	test_overrun(sk);
 
