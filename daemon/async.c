@@ -252,6 +252,7 @@ void async_source_device_event(struct async_source *src,
 {
 	switch (event) {
 	case DEVICES_EVENT_ADDED:
+	case DEVICES_EVENT_RETURNED: /* a new registration: a new context */
 		if (src->list_stale || !find_ibv(src, device_info(dev)->name))
 			refresh_list(src);
 		add_device(src, dev);
@@ -268,6 +269,8 @@ void async_source_device_event(struct async_source *src,
 		/* Its context went at REMOVED; the id may belong to a
 		 * re-plugged successor by now, whose context must stay. */
 	case DEVICES_EVENT_CHANGED:
+	case DEVICES_EVENT_READY:
+	case DEVICES_EVENT_UNREADY:
 		break;
 	}
 }

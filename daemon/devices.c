@@ -16,9 +16,11 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "devices.h"
 #include "hash.h"
+#include "lives.h"
 #include "netdevs.h"
 
 #define INITIAL_BUCKETS 64
@@ -26,6 +28,10 @@
 struct device {
 	struct sysfs_device info;
 	enum device_state state;
+	bool ready;
+	uint64_t incarnation;
+	uint64_t away_deadline; /* AWAY: realtime ms */
+	unsigned int changed;	/* RETURNED: life_field bits */
 	uint64_t generation;
 	uint64_t serial;   /* creation order: the last key of the sort */
 	unsigned int refs; /* internal references */
@@ -33,7 +39,7 @@ struct device {
 	unsigned int applied;
 	struct holder *holders;
 	size_t nholders;
-	struct device *id_next;	  /* chain in by_id (present only) */
+	struct device *id_next;	  /* chain in by_id (present or away) */
 	struct device *name_next; /* chain in by_name (every listed one) */
 };
 
@@ -49,7 +55,16 @@ struct devices {
 	struct device **order;
 	size_t n, cap;
 	struct netdevs *netdevs; /* up/down, as rtnetlink last said */
+	struct lives *lives;	 /* every identity seen, and its last life */
+	uint64_t grace_vf_ms, grace_other_ms;
+	uint64_t (*now_ms)(void);
 };
+
+/* Present or away: a device its identity may still come back to. */
+static bool live(const struct device *d)
+{
+	return d->state != DEVICE_STATE_REMOVED;
+}
 
 static struct device **id_slot(const struct devices *t, const char *id)
 {
@@ -97,7 +112,7 @@ static void name_remove(struct devices *t, struct device *d)
 		*p = d->name_next;
 }
 
-static struct device *find_present_id(const struct devices *t, const char *id)
+static struct device *find_live_id(const struct devices *t, const char *id)
 {
 	for (struct device *d = *id_slot(t, id); d; d = d->id_next)
 		if (!strcmp(d->info.id, id))
@@ -144,7 +159,7 @@ static int reserve_one(struct devices *t)
 	t->nbuckets = nb;
 	for (size_t i = 0; i < t->n; i++) {
 		name_insert(t, t->order[i]);
-		if (t->order[i]->state == DEVICE_STATE_PRESENT)
+		if (live(t->order[i]))
 			id_insert(t, t->order[i]);
 	}
 	return 0;
@@ -234,7 +249,7 @@ static void free_device(struct device *d)
 /* Unlink a device from every index; the caller emits and frees. */
 static void unlink_device(struct devices *t, struct device *d)
 {
-	if (d->state == DEVICE_STATE_PRESENT)
+	if (live(d))
 		id_remove(t, d);
 	name_remove(t, d);
 	order_remove(t, d);
@@ -268,6 +283,38 @@ static bool remove_device(struct devices *t, struct device *d)
 	}
 	id_remove(t, d);
 	d->state = DEVICE_STATE_REMOVED;
+	d->away_deadline = 0;
+	emit(t, DEVICES_EVENT_REMOVED, d, NULL);
+	return false;
+}
+
+static uint64_t realtime_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+static uint64_t grace_of(const struct devices *t, const struct device *d)
+{
+	return d->info.sriov_pf[0] ? t->grace_vf_ms : t->grace_other_ms;
+}
+
+/*
+ * A present device went.  With a grace period it is AWAY (listed, holds
+ * kept, not usable) until it comes back or devices_expire() ends it; else
+ * REMOVED as before.  Returns true when @d was freed.
+ */
+static bool device_gone(struct devices *t, struct device *d)
+{
+	uint64_t grace = grace_of(t, d);
+
+	if (!grace || d->state != DEVICE_STATE_PRESENT)
+		return remove_device(t, d);
+	d->state = DEVICE_STATE_AWAY;
+	d->ready = false;
+	d->away_deadline = t->now_ms() + grace;
 	emit(t, DEVICES_EVENT_REMOVED, d, NULL);
 	return false;
 }
@@ -286,23 +333,88 @@ static void fill_netdev_up(const struct devices *t, struct sysfs_device *info)
 	}
 }
 
+static bool port_ready(const struct sysfs_port *p)
+{
+	return !strcmp(p->state, "ACTIVE") && p->gid0_zero != 1 &&
+	       !(p->netdev[0] && p->netdev_up == 0);
+}
+
+/* Usable: its uverbs node exists and a port is ACTIVE, with a GID 0 that
+ * is not all zeros and a net device that is not known to be down. */
+static bool compute_ready(const struct sysfs_device *info)
+{
+	if (!info->uverbs[0])
+		return false;
+	for (unsigned int i = 0; i < info->nports; i++)
+		if (port_ready(&info->ports[i]))
+			return true;
+	return false;
+}
+
+/* The incarnation @info starts, and whether its identity is known (so
+ * the event is RETURNED, with what changed since its last life). */
+static bool next_life(struct devices *t, const struct sysfs_device *info,
+		      uint64_t *ret_incarnation, unsigned int *ret_changed)
+{
+	const struct life *life = lives_find(t->lives, info->id);
+
+	*ret_changed = 0;
+	if (!life) {
+		*ret_incarnation = 1;
+		return false;
+	}
+	/* The daemon restarted: the same registration, the same life. */
+	if (life->reg_key && life->reg_key == info->reg_key) {
+		*ret_incarnation = life->incarnation;
+		return false;
+	}
+	*ret_incarnation = life->incarnation + 1;
+	*ret_changed = lives_diff(life, info);
+	return true;
+}
+
 static int add_device(struct devices *t, struct sysfs_device *info)
 {
 	struct device *d;
+	bool returned;
 
 	d = reserve_one(t) < 0 ? NULL : calloc(1, sizeof(*d));
 	if (!d) {
 		drop_info(info);
 		return -ENOMEM;
 	}
+	returned = next_life(t, info, &d->incarnation, &d->changed);
+	lives_note(t->lives, info, d->incarnation);
 	take_info(d, info);
 	d->state = DEVICE_STATE_PRESENT;
+	d->ready = compute_ready(&d->info);
 	d->serial = t->next_serial++;
 	d->seen = d->applied = t->epoch;
 	id_insert(t, d);
 	name_insert(t, d);
 	order_insert(t, d);
-	emit(t, DEVICES_EVENT_ADDED, d, NULL);
+	emit(t, returned ? DEVICES_EVENT_RETURNED : DEVICES_EVENT_ADDED, d,
+	     NULL);
+	return 1;
+}
+
+/* An AWAY device's identity registered again in time: the same entry
+ * (holds, aliases) in its next life. */
+static int revive_device(struct devices *t, struct device *d,
+			 struct sysfs_device *info)
+{
+	next_life(t, info, &d->incarnation, &d->changed);
+	lives_note(t->lives, info, d->incarnation);
+	d->applied = t->epoch;
+	name_remove(t, d);
+	order_remove(t, d);
+	take_info(d, info);
+	d->state = DEVICE_STATE_PRESENT;
+	d->ready = compute_ready(&d->info);
+	d->away_deadline = 0;
+	name_insert(t, d);
+	order_insert(t, d);
+	emit(t, DEVICES_EVENT_RETURNED, d, NULL);
 	return 1;
 }
 
@@ -320,14 +432,26 @@ static void rename_device(struct devices *t, struct device *d,
 	emit(t, DEVICES_EVENT_RENAMED, d, old);
 }
 
+static enum devices_event ready_event(bool was, bool is)
+{
+	if (was == is)
+		return DEVICES_EVENT_CHANGED;
+	return is ? DEVICES_EVENT_READY : DEVICES_EVENT_UNREADY;
+}
+
 /* A new scan of a present device: RENAMED, CHANGED or nothing.  A rename
  * that also changed other fields is one RENAMED event: it carries the
  * whole new device, so a separate CHANGED would say nothing new. */
 static int update_device(struct devices *t, struct device *d,
 			 struct sysfs_device *info)
 {
+	bool was_ready = d->ready;
+
 	d->applied = t->epoch;
+	d->changed = 0;
 	if (strcmp(d->info.name, info->name)) {
+		lives_note(t->lives, info, d->incarnation);
+		d->ready = compute_ready(info);
 		rename_device(t, d, info);
 		return 1;
 	}
@@ -335,9 +459,20 @@ static int update_device(struct devices *t, struct device *d,
 		drop_info(info);
 		return 0;
 	}
+	lives_note(t->lives, info, d->incarnation);
 	take_info(d, info);
-	emit(t, DEVICES_EVENT_CHANGED, d, NULL);
+	d->ready = compute_ready(&d->info);
+	emit(t, ready_event(was_ready, d->ready), d, NULL);
 	return 1;
+}
+
+/* A registration ended under a present device (unplugged and plugged
+ * again between two looks): its life ends here, the new one returns. */
+static int replace_device(struct devices *t, struct device *d,
+			  struct sysfs_device *info)
+{
+	remove_device(t, d);
+	return 1 + add_device(t, info);
 }
 
 static int apply_entry(struct devices *t, struct sysfs_device *info)
@@ -349,13 +484,18 @@ static int apply_entry(struct devices *t, struct sysfs_device *info)
 		return 0;
 	}
 	fill_netdev_up(t, info);
-	d = find_present_id(t, info->id);
+	d = find_live_id(t, info->id);
 	if (!d)
 		return add_device(t, info);
 	if (d->applied == t->epoch) {
 		drop_info(info); /* the same id twice in one scan */
 		return 0;
 	}
+	if (d->state == DEVICE_STATE_AWAY)
+		return revive_device(t, d, info);
+	if (d->info.reg_key && info->reg_key &&
+	    d->info.reg_key != info->reg_key)
+		return replace_device(t, d, info);
 	return update_device(t, d, info);
 }
 
@@ -369,7 +509,7 @@ static int remove_unseen(struct devices *t)
 
 		if (d->state == DEVICE_STATE_PRESENT && d->seen != t->epoch) {
 			events++;
-			if (remove_device(t, d))
+			if (device_gone(t, d))
 				continue;
 		}
 		i++;
@@ -390,7 +530,7 @@ int devices_apply_scan(struct devices *table, struct sysfs_device *scan,
 
 	table->epoch++;
 	for (size_t i = 0; i < n; i++) {
-		d = find_present_id(table, scan[i].id);
+		d = find_live_id(table, scan[i].id);
 		if (d)
 			d->seen = table->epoch;
 	}
@@ -423,7 +563,7 @@ int devices_apply_one(struct devices *table, const char *name,
 		old = find_present_name(table, name);
 		if (!old)
 			return 0;
-		remove_device(table, old);
+		device_gone(table, old);
 		return 1;
 	}
 	if (!info->id[0] || !info->name[0]) {
@@ -433,7 +573,7 @@ int devices_apply_one(struct devices *table, const char *name,
 	table->epoch++;
 	old = find_present_name(table, info->name);
 	if (old && strcmp(old->info.id, info->id)) {
-		remove_device(table, old);
+		device_gone(table, old);
 		events++;
 	}
 	r = apply_entry(table, info);
@@ -465,9 +605,12 @@ int devices_set_netdev_state(struct devices *table, const char *ifname, bool up)
 	for (size_t i = 0; i < table->n; i++) {
 		struct device *d = table->order[i];
 
+		bool was_ready = d->ready;
+
 		if (d->state == DEVICE_STATE_PRESENT &&
 		    set_ports_up(d, ifname, up)) {
-			emit(table, DEVICES_EVENT_CHANGED, d, NULL);
+			d->ready = compute_ready(&d->info);
+			emit(table, ready_event(was_ready, d->ready), d, NULL);
 			events++;
 		}
 	}
@@ -591,7 +734,9 @@ struct devices *devices_new(uint64_t generation)
 	t->by_name = calloc(t->nbuckets, sizeof(*t->by_name));
 	t->order = calloc(t->cap, sizeof(*t->order));
 	t->netdevs = netdevs_new();
-	if (!t->by_id || !t->by_name || !t->order || !t->netdevs) {
+	t->lives = lives_new();
+	t->now_ms = realtime_ms;
+	if (!t->by_id || !t->by_name || !t->order || !t->netdevs || !t->lives) {
 		devices_free(t);
 		return NULL;
 	}
@@ -605,6 +750,7 @@ void devices_free(struct devices *table)
 	for (size_t i = 0; i < table->n; i++)
 		free_device(table->order[i]);
 	netdevs_free(table->netdevs);
+	lives_free(table->lives);
 	free(table->by_id);
 	free(table->by_name);
 	free(table->order);
@@ -616,6 +762,44 @@ void devices_set_listener(struct devices *table, devices_listener_fn fn,
 {
 	table->fn = fn;
 	table->userdata = userdata;
+}
+
+struct lives *devices_lives(struct devices *table)
+{
+	return table->lives;
+}
+
+void devices_set_grace(struct devices *table, uint64_t vf_ms, uint64_t other_ms,
+		       uint64_t (*now_ms)(void))
+{
+	table->grace_vf_ms = vf_ms;
+	table->grace_other_ms = other_ms;
+	table->now_ms = now_ms ? now_ms : realtime_ms;
+}
+
+/* An AWAY device that did not come back in time: removed as any other
+ * (and dropped at once when nobody holds it). */
+int devices_expire(struct devices *table, uint64_t *ret_next)
+{
+	uint64_t now = table->now_ms(), next = 0;
+	int events = 0;
+
+	for (size_t i = 0; i < table->n;) {
+		struct device *d = table->order[i];
+
+		if (d->state == DEVICE_STATE_AWAY && d->away_deadline <= now) {
+			events++;
+			if (remove_device(table, d))
+				continue;
+		} else if (d->state == DEVICE_STATE_AWAY &&
+			   (!next || d->away_deadline < next)) {
+			next = d->away_deadline;
+		}
+		i++;
+	}
+	if (ret_next)
+		*ret_next = next;
+	return events;
 }
 
 uint64_t devices_generation(const struct devices *table)
@@ -659,6 +843,26 @@ const struct device *devices_find(const struct devices *table, const char *name)
 const struct sysfs_device *device_info(const struct device *dev)
 {
 	return &dev->info;
+}
+
+uint64_t device_incarnation(const struct device *dev)
+{
+	return dev->incarnation;
+}
+
+bool device_ready(const struct device *dev)
+{
+	return dev->ready;
+}
+
+uint64_t device_away_deadline(const struct device *dev)
+{
+	return dev->away_deadline;
+}
+
+unsigned int device_changed(const struct device *dev)
+{
+	return dev->changed;
 }
 
 enum device_state device_state(const struct device *dev)

@@ -9,6 +9,18 @@
  * ones (the daemon's own open verbs context).  A device that is unplugged
  * while held stays listed with state REMOVED and its holders; when the
  * last reference goes it is dropped with a RELEASED event.
+ *
+ * Lives (PROTOCOL.md, "A device's lives").  The id is the identity; each
+ * registration of it by the kernel (sysfs_device.reg_key) is a new
+ * incarnation.  An identity seen before (listed, or remembered in the
+ * table's struct lives) that registers anew is RETURNED, not ADDED, and a
+ * present device whose registration changed under it ends its life first
+ * (REMOVED), so holds never move to a new registration unseen.  A device
+ * that goes while it has a grace period (devices_set_grace()) is AWAY
+ * until its deadline: it keeps its holds, and comes back RETURNED if the
+ * identity registers again in time; devices_expire() ends it otherwise.
+ * Readiness is computed here from the scan; READY and UNREADY say when it
+ * flips on a listed device.
  */
 #ifndef RDMAD_DEVICES_H
 #define RDMAD_DEVICES_H
@@ -26,15 +38,20 @@ struct device;
 enum device_state {
 	DEVICE_STATE_PRESENT,
 	DEVICE_STATE_REMOVED,
+	DEVICE_STATE_AWAY,
 };
 
 enum devices_event {
 	DEVICES_EVENT_ADDED,
-	DEVICES_EVENT_REMOVED,
+	DEVICES_EVENT_REMOVED, /* also: went AWAY */
 	DEVICES_EVENT_CHANGED,
 	DEVICES_EVENT_RENAMED,
 	DEVICES_EVENT_RELEASED,
+	DEVICES_EVENT_RETURNED,
+	DEVICES_EVENT_READY,
+	DEVICES_EVENT_UNREADY,
 };
+#define DEVICES_EVENT_COUNT (DEVICES_EVENT_UNREADY + 1)
 
 struct holder {
 	const void *owner; /* the client connection; identity of the hold */
@@ -55,6 +72,16 @@ typedef void (*devices_listener_fn)(void *userdata, enum devices_event event,
 /* @generation: the last generation published; the next change is +1. */
 struct devices *devices_new(uint64_t generation);
 void devices_free(struct devices *table);
+/* The identity memory (lives.h), to load and save. */
+struct lives *devices_lives(struct devices *table);
+/* Grace periods, in ms: for SR-IOV VFs (sriov_pf set) and for the rest;
+ * 0 (the default) removes at once.  @now_ms: CLOCK_REALTIME in ms, NULL
+ * for the real clock (tests pass their own). */
+void devices_set_grace(struct devices *table, uint64_t vf_ms, uint64_t other_ms,
+		       uint64_t (*now_ms)(void));
+/* End AWAY devices whose deadline passed; returns the events.  The
+ * earliest deadline still pending is in *ret_next (0: none). */
+int devices_expire(struct devices *table, uint64_t *ret_next);
 void devices_set_listener(struct devices *table, devices_listener_fn fn,
 			  void *userdata);
 
@@ -96,6 +123,12 @@ const struct device *devices_find(const struct devices *table,
 const struct sysfs_device *device_info(const struct device *dev);
 enum device_state device_state(const struct device *dev);
 uint64_t device_generation(const struct device *dev);
+uint64_t device_incarnation(const struct device *dev);
+bool device_ready(const struct device *dev);
+/* AWAY: CLOCK_REALTIME ms by which it may return; else 0. */
+uint64_t device_away_deadline(const struct device *dev);
+/* RETURNED: the life_field bits (lives.h) unlike its last life. */
+unsigned int device_changed(const struct device *dev);
 size_t device_holder_count(const struct device *dev);
 const struct holder *device_holder(const struct device *dev, size_t index);
 

@@ -13,15 +13,17 @@
 
 #include "devices.h"
 #include "export.h"
+#include "lives.h"
 #include "wire.h"
 
-/* One block: the Device, the two pointer arrays, then the sub-messages
- * (all pointer-aligned, so the layout needs no padding). */
+/* One block: the Device, the two pointer arrays, the sub-messages, then
+ * the changed field names (all pointer-aligned, so no padding). */
 static size_t block_size(size_t nports, size_t nholders)
 {
 	return sizeof(Rdmad__Device) +
 	       nports * (sizeof(Rdmad__Port *) + sizeof(Rdmad__Port)) +
-	       nholders * (sizeof(Rdmad__Holder *) + sizeof(Rdmad__Holder));
+	       nholders * (sizeof(Rdmad__Holder *) + sizeof(Rdmad__Holder)) +
+	       LIFE_FIELDS * sizeof(char *);
 }
 
 static void fill_port(Rdmad__Port *msg, const struct sysfs_port *port)
@@ -45,6 +47,34 @@ static void fill_holder(Rdmad__Holder *msg, const struct holder *h)
 	msg->comm = (char *)h->comm;
 }
 
+static Rdmad__DeviceState wire_state(const struct device *dev,
+				     const struct export_viewer *viewer)
+{
+	switch (device_state(dev)) {
+	case DEVICE_STATE_PRESENT:
+		return RDMAD__DEVICE_STATE__DEVICE_STATE_PRESENT;
+	case DEVICE_STATE_REMOVED:
+		return RDMAD__DEVICE_STATE__DEVICE_STATE_REMOVED;
+	case DEVICE_STATE_AWAY:
+		break;
+	}
+	/* Older clients know no AWAY: for them it is gone. */
+	return viewer->lifecycle ? RDMAD__DEVICE_STATE__DEVICE_STATE_AWAY
+				 : RDMAD__DEVICE_STATE__DEVICE_STATE_REMOVED;
+}
+
+/* RETURNED: the names of the fields unlike the last life. */
+static void fill_changed(Rdmad__Device *msg, const struct device *dev,
+			 char **names)
+{
+	unsigned int mask = device_changed(dev);
+
+	msg->changed = names;
+	for (unsigned int i = 0; i < LIFE_FIELDS; i++)
+		if (mask & (1u << i))
+			names[msg->n_changed++] = (char *)life_field_name(i);
+}
+
 static void fill_device(Rdmad__Device *msg, const struct device *dev,
 			const char *old_name)
 {
@@ -63,17 +93,14 @@ static void fill_device(Rdmad__Device *msg, const struct device *dev,
 	msg->generation = device_generation(dev);
 	if (old_name)
 		msg->old_name = (char *)old_name;
-	switch (device_state(dev)) {
-	case DEVICE_STATE_PRESENT:
-		msg->state = RDMAD__DEVICE_STATE__DEVICE_STATE_PRESENT;
-		break;
-	case DEVICE_STATE_REMOVED:
-		msg->state = RDMAD__DEVICE_STATE__DEVICE_STATE_REMOVED;
-		break;
-	}
+	msg->identity = (char *)info->id;
+	msg->incarnation = device_incarnation(dev);
+	msg->ready = device_ready(dev);
+	msg->away_deadline_ms = device_away_deadline(dev);
+	msg->sriov_pf = (char *)info->sriov_pf;
 }
 
-const struct export_viewer export_viewer_all = {.all = true};
+const struct export_viewer export_viewer_all = {.all = true, .lifecycle = true};
 
 static bool may_see(const struct export_viewer *viewer, const struct holder *h)
 {
@@ -94,6 +121,8 @@ static size_t visible_holders(const struct device *dev,
 bool export_viewer_same(const struct device *dev, const struct export_viewer *a,
 			const struct export_viewer *b)
 {
+	if (a->lifecycle != b->lifecycle)
+		return false;
 	if (a->all || b->all)
 		return a->all == b->all || device_holder_count(dev) == 0;
 	return a->uid == b->uid ||
@@ -131,6 +160,7 @@ int export_device(const struct device *dev, const char *old_name,
 		return -ENOMEM;
 	rdmad__device__init(msg);
 	fill_device(msg, dev, old_name);
+	msg->state = wire_state(dev, viewer);
 	msg->n_ports = nports;
 	msg->ports = (Rdmad__Port **)(msg + 1);
 	msg->n_holders = nholders;
@@ -143,6 +173,7 @@ int export_device(const struct device *dev, const char *old_name,
 		msg->ports[i] = &ports[i];
 	}
 	fill_holders(msg, holders, dev, viewer);
+	fill_changed(msg, dev, (char **)(holders + nholders));
 	*ret_msg = msg;
 	return 0;
 }
@@ -184,9 +215,22 @@ void export_table_free(Rdmad__Device **msgs, size_t n)
 	free(msgs);
 }
 
-Rdmad__EventType export_event_type(enum devices_event event)
+Rdmad__EventType export_event_type(enum devices_event event,
+				   const struct export_viewer *viewer)
 {
 	switch (event) {
+	case DEVICES_EVENT_RETURNED:
+		return viewer->lifecycle
+			       ? RDMAD__EVENT_TYPE__EVENT_TYPE_RETURNED
+			       : RDMAD__EVENT_TYPE__EVENT_TYPE_ADDED;
+	case DEVICES_EVENT_READY:
+		return viewer->lifecycle
+			       ? RDMAD__EVENT_TYPE__EVENT_TYPE_READY
+			       : RDMAD__EVENT_TYPE__EVENT_TYPE_CHANGED;
+	case DEVICES_EVENT_UNREADY:
+		return viewer->lifecycle
+			       ? RDMAD__EVENT_TYPE__EVENT_TYPE_UNREADY
+			       : RDMAD__EVENT_TYPE__EVENT_TYPE_CHANGED;
 	case DEVICES_EVENT_ADDED:
 		return RDMAD__EVENT_TYPE__EVENT_TYPE_ADDED;
 	case DEVICES_EVENT_REMOVED:

@@ -26,10 +26,11 @@ enum devices_event;
  */
 struct export_viewer {
 	bool all;
-	uid_t uid; /* when !all */
+	uid_t uid;	/* when !all */
+	bool lifecycle; /* said "lifecycle" in Hello: AWAY, RETURNED, ... */
 };
 
-extern const struct export_viewer export_viewer_all;
+extern const struct export_viewer export_viewer_all; /* with lifecycle */
 
 /* Would @a and @b get the same message for @dev? */
 bool export_viewer_same(const struct device *dev, const struct export_viewer *a,
@@ -46,6 +47,9 @@ int export_table(const struct devices *table,
 		 size_t *ret_n);
 void export_table_free(Rdmad__Device **msgs, size_t n);
 
-Rdmad__EventType export_event_type(enum devices_event event);
+/* The wire type of @event for @viewer: a client without the lifecycle
+ * feature gets ADDED for RETURNED and CHANGED for READY/UNREADY. */
+Rdmad__EventType export_event_type(enum devices_event event,
+				   const struct export_viewer *viewer);
 
 #endif

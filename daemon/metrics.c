@@ -27,7 +27,7 @@
 /* Connections open at once; Prometheus needs one per target. */
 #define METRICS_MAX_CONNECTIONS 16
 
-#define N_EVENTS (DEVICES_EVENT_RELEASED + 1)
+#define N_EVENTS DEVICES_EVENT_COUNT
 
 struct metrics {
 	struct evhttp *http;
@@ -71,6 +71,12 @@ static const char *event_name(enum devices_event event)
 		return "renamed";
 	case DEVICES_EVENT_RELEASED:
 		return "released";
+	case DEVICES_EVENT_RETURNED:
+		return "returned";
+	case DEVICES_EVENT_READY:
+		return "ready";
+	case DEVICES_EVENT_UNREADY:
+		return "unready";
 	}
 	return "unknown";
 }

@@ -1028,7 +1028,7 @@ static struct outbuf *encode_event(struct server *srv, enum devices_event event,
 	frame.body_case = RDMAD__FRAME__BODY_EVENT;
 	frame.event = &ev;
 	ev.generation = devices_generation(srv->table);
-	ev.type = export_event_type(event);
+	ev.type = export_event_type(event, viewer);
 	ob = outbuf_encode(&frame, true, -1);
 	export_device_free(ev.device);
 	return ob;

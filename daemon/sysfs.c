@@ -228,6 +228,17 @@ static void read_port_numbered(int portsfd, uint32_t number, const char *attr,
 		buf[0] = '\0';
 }
 
+/* A port whose GID 0 is all zeros has no address yet (RoCE before its
+ * netdev has one; ucx #11820): not usable. */
+static int read_gid0_zero(int portsfd, uint32_t number)
+{
+	char gid[ATTR_READ_MAX];
+
+	if (port_attr(portsfd, number, "gids/0", gid, sizeof(gid)) < 0)
+		return -1;
+	return strspn(gid, "0:") == strlen(gid);
+}
+
 static void read_port(int portsfd, uint32_t number, struct sysfs_port *port)
 {
 	char lid[ATTR_READ_MAX];
@@ -246,6 +257,7 @@ static void read_port(int portsfd, uint32_t number, struct sysfs_port *port)
 		      sizeof(port->netdev)) < 0 ||
 	    strchr(port->netdev, ' '))
 		port->netdev[0] = '\0';
+	port->gid0_zero = read_gid0_zero(portsfd, number);
 	port->lid = 0;
 	if (port_attr(portsfd, number, "lid", lid, sizeof(lid)) == 0 &&
 	    strncmp(lid, "0x", 2) == 0 &&
@@ -428,6 +440,8 @@ static void read_parent_attrs(int devfd, struct sysfs_device *dev)
 		dev->numa_node = (int)node;
 	read_link_base(devfd, "device/driver", dev->driver,
 		       sizeof(dev->driver));
+	read_link_base(devfd, "device/physfn", dev->sriov_pf,
+		       sizeof(dev->sriov_pf));
 }
 
 static void build_parent_id(int devfd, const char *parent,
@@ -641,6 +655,13 @@ static int read_rest(const struct scan_ctx *ctx, int devfd,
 	return 0;
 }
 
+static uint64_t registration(int devfd)
+{
+	struct stat st;
+
+	return fstat(devfd, &st) == 0 ? (uint64_t)st.st_ino : 0;
+}
+
 static int scan_one(const struct scan_ctx *ctx, const char *name,
 		    struct sysfs_device *ret)
 {
@@ -654,6 +675,7 @@ static int scan_one(const struct scan_ctx *ctx, const char *name,
 	if (devfd < 0)
 		return errno == ENOTDIR ? -EBADMSG : -errno;
 	strcpy(ret->name, name);
+	ret->reg_key = registration(devfd);
 	r = read_essentials(devfd, ret);
 	/* A file missing from a directory that is still there is a device
 	 * being created or torn down: unusable now, maybe fine later. */
@@ -836,7 +858,8 @@ int sysfs_device_copy(struct sysfs_device *dst, const struct sysfs_device *src)
 static bool ports_equal(const struct sysfs_port *a, const struct sysfs_port *b)
 {
 	return a->port == b->port && a->lid == b->lid &&
-	       a->netdev_up == b->netdev_up && !strcmp(a->state, b->state) &&
+	       a->netdev_up == b->netdev_up && a->gid0_zero == b->gid0_zero &&
+	       !strcmp(a->state, b->state) &&
 	       !strcmp(a->phys_state, b->phys_state) &&
 	       !strcmp(a->link_layer, b->link_layer) &&
 	       !strcmp(a->rate, b->rate) && !strcmp(a->netdev, b->netdev);
@@ -852,7 +875,7 @@ int sysfs_device_equal(const struct sysfs_device *a,
 	    strcmp(a->fw_ver, b->fw_ver) ||
 	    strcmp(a->pci_address, b->pci_address) ||
 	    strcmp(a->driver, b->driver) || a->numa_node != b->numa_node ||
-	    a->nports != b->nports)
+	    strcmp(a->sriov_pf, b->sriov_pf) || a->nports != b->nports)
 		return 0;
 	for (unsigned int i = 0; i < a->nports; i++)
 		if (!ports_equal(&a->ports[i], &b->ports[i]))

@@ -24,6 +24,7 @@ struct sysfs_port {
 	char netdev[16];     /* IFNAMSIZ; from gid_attrs/ndevs/0 */
 	uint32_t lid;
 	int netdev_up; /* -1 unknown; filled by the device table */
+	int gid0_zero; /* GID 0 all zeros: 1, set: 0, unreadable: -1 */
 };
 
 struct sysfs_device {
@@ -37,6 +38,11 @@ struct sysfs_device {
 	char pci_address[32]; /* empty when not a PCI device */
 	char driver[32];      /* driver of the parent device */
 	int numa_node;	      /* -1 unknown */
+	char sriov_pf[32];    /* an SR-IOV VF: its PF (device/physfn) */
+	/* This registration: the inode of the device's sysfs directory,
+	 * which the kernel makes anew each time it registers the device
+	 * (names and uverbs numbers are reused, this is not). */
+	uint64_t reg_key;
 	unsigned int nports;
 	struct sysfs_port *ports; /* malloc'd, nports entries */
 };

@@ -230,15 +230,25 @@ class Testbed:
         self.tb.remove_device(dev.pci_path)
 
     def rename(self, old, new):
-        """`rdma dev set OLD name NEW`: the class device moves, a move
-        uevent carries DEVPATH_OLD, the uverbs ibdev file follows."""
+        """`rdma dev set OLD name NEW`: as the kernel's device_rename(),
+        the class device's directory moves (the same registration, so the
+        same sysfs inode), a move uevent carries DEVPATH_OLD, the uverbs
+        ibdev file follows."""
         dev = self.devices.pop(old)
         old_path = dev.ib_path
-        k = KINDS[dev.kind]
-        self.tb.remove_device(old_path)
         dev.name = new
-        self._add_ib(dev, k, "4: ACTIVE",
-                     "E: DEVPATH_OLD=%s\n" % old_path[len("/sys"):])
+        os.rename(self.sys + old_path[4:], self.sys + dev.ib_path[4:])
+        cls = os.path.join(self.sys, "class", "infiniband")
+        os.unlink(os.path.join(cls, old))
+        os.symlink("../../devices/pci0000:00/%s/infiniband/%s"
+                   % (dev.pci, new), os.path.join(cls, new))
+        uevent = os.path.join(self.sys + dev.ib_path[4:], "uevent")
+        with open(uevent) as f:
+            lines = [l for l in f.read().splitlines()
+                     if not l.startswith(("NAME=", "DEVPATH_OLD="))]
+        lines += ["NAME=%s" % new, "DEVPATH_OLD=%s" % old_path[len("/sys"):]]
+        with open(uevent, "w") as f:
+            f.write("\n".join(lines) + "\n")
         self.tb.set_attribute(dev.uverbs_path, "ibdev", new)
         self.tb.uevent(dev.ib_path, "move")
         self.devices[new] = dev

@@ -48,6 +48,9 @@ static const char *const event_names[] = {
 	[DEVICES_EVENT_CHANGED] = "CHANGED",
 	[DEVICES_EVENT_RENAMED] = "RENAMED",
 	[DEVICES_EVENT_RELEASED] = "RELEASED",
+	[DEVICES_EVENT_RETURNED] = "RETURNED",
+	[DEVICES_EVENT_READY] = "READY",
+	[DEVICES_EVENT_UNREADY] = "UNREADY",
 };
 
 static void listener(void *userdata, enum devices_event event,
@@ -245,8 +248,9 @@ static const struct step basic[] = {
 	{OP_HOLD, "zz", "o1", -ENODEV, "", NULL},
 	{OP_SCAN, "", NULL, 1, "REMOVED b", "b:R:1"},
 	{OP_HOLD, "b", "o2", -ENODEV, "", "b:R:1"},
-	/* The same id plugged again: a new object beside the held one. */
-	{OP_SCAN, "b|pci:2", NULL, 1, "ADDED b", "b:R:1 b:P:0"},
+	/* The same id plugged again: its next life, a new object beside the
+	 * held one. */
+	{OP_SCAN, "b|pci:2", NULL, 1, "RETURNED b", "b:R:1 b:P:0"},
 	{OP_HOLD, "b", "o1", 0, "CHANGED b", "b:R:1 b:P:1"},
 	{OP_RELEASE, "b", "o1", 0, "RELEASED b", "b:P:1"},
 	{OP_RELEASE, "b", "o1", 0, "CHANGED b", "b:P:0"},
@@ -289,7 +293,7 @@ static const struct step one_device[] = {
 	{OP_ONE, "x", "x|pci:1|INIT", 1, "RENAMED x<a", "x:P:0"},
 	{OP_ONE, "x", NULL, 1, "REMOVED x", ""},
 	{OP_ONE, "x", NULL, 0, "", ""},
-	{OP_ONE, "a", "a|pci:1", 1, "ADDED a", NULL},
+	{OP_ONE, "a", "a|pci:1", 1, "RETURNED a", NULL},
 	/* The name now belongs to another id: the old device is gone. */
 	{OP_ONE, "a", "a|pci:9", 2, "REMOVED a, ADDED a", "a:P:0"},
 	{OP_HOLD, "a", "o1", 0, "CHANGED a", NULL},

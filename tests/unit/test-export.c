@@ -206,19 +206,19 @@ static void test_table(void)
 
 static void test_event_types(void)
 {
-	CHECK(export_event_type(DEVICES_EVENT_ADDED) ==
+	CHECK(export_event_type(DEVICES_EVENT_ADDED, &export_viewer_all) ==
 		      RDMAD__EVENT_TYPE__EVENT_TYPE_ADDED,
 	      "ADDED");
-	CHECK(export_event_type(DEVICES_EVENT_REMOVED) ==
+	CHECK(export_event_type(DEVICES_EVENT_REMOVED, &export_viewer_all) ==
 		      RDMAD__EVENT_TYPE__EVENT_TYPE_REMOVED,
 	      "REMOVED");
-	CHECK(export_event_type(DEVICES_EVENT_CHANGED) ==
+	CHECK(export_event_type(DEVICES_EVENT_CHANGED, &export_viewer_all) ==
 		      RDMAD__EVENT_TYPE__EVENT_TYPE_CHANGED,
 	      "CHANGED");
-	CHECK(export_event_type(DEVICES_EVENT_RENAMED) ==
+	CHECK(export_event_type(DEVICES_EVENT_RENAMED, &export_viewer_all) ==
 		      RDMAD__EVENT_TYPE__EVENT_TYPE_RENAMED,
 	      "RENAMED");
-	CHECK(export_event_type(DEVICES_EVENT_RELEASED) ==
+	CHECK(export_event_type(DEVICES_EVENT_RELEASED, &export_viewer_all) ==
 		      RDMAD__EVENT_TYPE__EVENT_TYPE_RELEASED,
 	      "RELEASED");
 }
@@ -272,8 +272,10 @@ static void test_viewers(void)
 		{.owner = &h[1], .pid = 20, .uid = 2000, .comm = "theirs"},
 		{.owner = &h[2], .pid = 30, .uid = 1000, .comm = "mine2"},
 	};
-	const struct export_viewer u1000 = {.uid = 1000}, u2000 = {.uid = 2000},
-				   u3000 = {.uid = 3000}, u4000 = {.uid = 4000};
+	const struct export_viewer u1000 = {.uid = 1000, .lifecycle = true},
+				   u2000 = {.uid = 2000, .lifecycle = true},
+				   u3000 = {.uid = 3000, .lifecycle = true},
+				   u4000 = {.uid = 4000, .lifecycle = true};
 	struct sysfs_device scan;
 	struct devices *t = devices_new(1);
 	const struct device *dev;
