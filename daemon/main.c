@@ -451,29 +451,87 @@ static void free_signals(struct rdmad *d)
 
 /* ---- start-up ---- */
 
-/* The socket systemd passed us, if any (rdmad.socket). */
+static const char *const family_names[] = {
+	[AF_UNIX] = "AF_UNIX",
+	[AF_INET] = "AF_INET",
+	[AF_INET6] = "AF_INET6",
+	[AF_NETLINK] = "AF_NETLINK",
+};
+static const char *const type_names[] = {
+	[SOCK_STREAM] = "SOCK_STREAM",
+	[SOCK_DGRAM] = "SOCK_DGRAM",
+	[SOCK_SEQPACKET] = "SOCK_SEQPACKET",
+};
+
+static const char *name_of(const char *const *names, size_t n, int i)
+{
+	return i >= 0 && (size_t)i < n && names[i] ? names[i] : "other";
+}
+
+/* "AF_INET SOCK_STREAM, listening", or "not a socket", for the message
+ * that refuses it. */
+static void describe_socket(int fd, char *buf, size_t size)
+{
+	int family, type, listening;
+	socklen_t len = sizeof(int);
+
+	if (getsockopt(fd, SOL_SOCKET, SO_DOMAIN, &family, &len) < 0 ||
+	    getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &len) < 0 ||
+	    getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &listening, &len) < 0) {
+		snprintf(buf, size, "not a socket");
+		return;
+	}
+	snprintf(buf, size, "%s %s, %s",
+		 name_of(family_names,
+			 sizeof(family_names) / sizeof(*family_names), family),
+		 name_of(type_names, sizeof(type_names) / sizeof(*type_names),
+			 type),
+		 listening ? "listening" : "not listening");
+}
+
+/*
+ * The socket systemd passed us (rdmad.socket): its descriptor, -ENOENT
+ * when none was passed, or another -errno when what was passed cannot be
+ * served.  Then rdmad must not bind a path of its own instead: clients of
+ * the passed sockets would wait for replies that never come.
+ */
 static int activated_socket(void)
 {
+	char what[96];
 	int n = sd_listen_fds(1);
 
-	if (n <= 0)
-		return -1;
-	if (n > 1)
-		log_warnx("%d sockets passed; using the first", n);
-	if (sd_is_socket_unix(SD_LISTEN_FDS_START, SOCK_SEQPACKET, 1, NULL,
-			      0) <= 0) {
-		log_warnx("the passed socket is not a listening "
-			  "SOCK_SEQPACKET AF_UNIX socket; binding instead");
-		return -1;
+	if (n == 0)
+		return -ENOENT;
+	if (n < 0) {
+		log_warnc(n, "socket activation: LISTEN_FDS is unusable");
+		return n;
 	}
-	return SD_LISTEN_FDS_START;
+	if (n > 1) {
+		log_warnx("socket activation: %d sockets passed; rdmad serves "
+			  "exactly one (one ListenSequentialPacket= in "
+			  "rdmad.socket)",
+			  n);
+		return -EINVAL;
+	}
+	if (sd_is_socket_unix(SD_LISTEN_FDS_START, SOCK_SEQPACKET, 1, NULL, 0) >
+	    0)
+		return SD_LISTEN_FDS_START;
+	describe_socket(SD_LISTEN_FDS_START, what, sizeof(what));
+	log_warnx("socket activation: the passed descriptor is %s; rdmad "
+		  "needs a listening AF_UNIX SOCK_SEQPACKET socket "
+		  "(ListenSequentialPacket=)",
+		  what);
+	return -EPROTOTYPE;
 }
 
 static int start_server(struct rdmad *d)
 {
 	struct server_options o = server_options(d, &d->cfg);
+	int r = activated_socket();
 
-	o.listen_fd = activated_socket();
+	if (r < 0 && r != -ENOENT)
+		return r;
+	o.listen_fd = r >= 0 ? r : -1;
 	d->server = server_new(d->base, d->table, d->scan, &o);
 	if (!d->server)
 		return -errno;

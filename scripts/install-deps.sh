@@ -10,7 +10,8 @@ PKGS="build-essential meson ninja-build pkg-config clang clang-format llvm libcl
  libprotobuf-c-dev protobuf-c-compiler libinih-dev libjson-c-dev
  umockdev libumockdev-dev gir1.2-umockdev-1.0 python3 python3-gi
  iproute2 jq systemd udev util-linux procps valgrind
- golang-go protobuf-compiler protoc-gen-go golang-google-protobuf-dev"
+ golang-go protobuf-compiler protoc-gen-go golang-google-protobuf-dev
+ dpkg-dev debhelper lintian"
 
 missing=""
 for p in $PKGS; do

@@ -7,6 +7,7 @@ kinds are listed as libibverbs lists them, hotplug and rename show up in
 `rdmactl status` and `rdmactl monitor`, event storms coalesce, a kill -9
 loses nothing, and garbage on the socket or in sysfs harms nobody.
 """
+import fcntl
 import os
 import resource
 import socket
@@ -424,6 +425,110 @@ class TestHostileUser(DaemonTest):
                          ["mlx5_0", "mlx5_1"])
         self.assertFalse([e for e in mon.drain()
                           if e.get("event") == "removed"])
+class TestSocketActivation(DaemonTest):
+    """Socket activation as systemd does it (LISTEN_PID, LISTEN_FDS, the
+    sockets from fd 3 on): rdmad serves the one listening AF_UNIX
+    SOCK_SEQPACKET socket it is handed, and refuses anything else with a
+    message and a non-zero exit, never binding a path of its own instead
+    (clients of the passed socket would hang)."""
+
+    # Puts the descriptors named in argv at 3, 4, ... and execs the rest
+    # of argv with LISTEN_PID set to its own pid, as systemd does.
+    EXEC_ACTIVATED = r"""
+import os, sys
+n = int(sys.argv[1])
+fds = [int(a) for a in sys.argv[2:2 + n]]
+for i, fd in enumerate(fds):
+    os.dup2(fd, 3 + i)
+    os.close(fd)
+argv = sys.argv[2 + n:]
+os.execve(argv[0], argv, dict(os.environ, LISTEN_PID=str(os.getpid()),
+                              LISTEN_FDS=str(n)))
+"""
+
+    def activate(self, *files):
+        """rdmad --foreground with @files passed as systemd passes them."""
+        self.own = os.path.join(self.work, "own.sock")
+        high = [fcntl.fcntl(f.fileno(), fcntl.F_DUPFD, 100 + i)
+                for i, f in enumerate(files)]
+        try:
+            return subprocess.Popen(
+                ["/usr/bin/python3", "-c", self.EXEC_ACTIVATED,
+                 str(len(high))] + [str(h) for h in high] +
+                [rdmatb.RDMAD, "--foreground", "--socket", self.own,
+                 "--state-dir", os.path.join(self.work, "state")],
+                pass_fds=high, stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT, text=True)
+        finally:
+            for h in high:
+                os.close(h)
+
+    def listening(self, family=socket.AF_UNIX, type=socket.SOCK_SEQPACKET,
+                  listen=True):
+        s = socket.socket(family, type)
+        self.addCleanup(s.close)
+        if family == socket.AF_UNIX:
+            s.bind(os.path.join(self.work, "passed-%d.sock" % s.fileno()))
+        else:
+            s.bind(("127.0.0.1", 0))
+        if listen:
+            s.listen()
+        return s
+
+    def assert_refused(self, files, message):
+        proc = self.activate(*files)
+        try:
+            out, _ = proc.communicate(timeout=rdmatb.DEADLINE)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            out, _ = proc.communicate()
+            self.fail("rdmad kept running on a bad activation:\n" + out)
+        self.assertNotEqual(proc.returncode, 0, out)
+        self.assertIn(message, out)
+        self.assertFalse(os.path.exists(self.own),
+                         "rdmad bound its own socket instead:\n" + out)
+
+    def test_passed_socket_is_served(self):
+        self.tb.plug("mlx5_0", "mlx5-ib")
+        passed = self.listening()
+        proc = self.activate(passed)
+        try:
+            st = wait_until(lambda: (lambda r: r if isinstance(r, dict)
+                                     else None)(
+                rdmactl(passed.getsockname(), "status", "--json",
+                        check=False)),
+                what="rdmad answering on the passed socket")
+            self.assertEqual(present_names(st), ["mlx5_0"])
+            self.assertFalse(os.path.exists(self.own))
+        finally:
+            proc.terminate()
+            out, _ = proc.communicate(timeout=rdmatb.DEADLINE)
+        self.assertEqual(proc.returncode, 0, out)
+        self.assertIn("listening on the socket passed by systemd", out)
+
+    def test_stream_socket_refused(self):
+        self.assert_refused([self.listening(type=socket.SOCK_STREAM)],
+                            "the passed descriptor is AF_UNIX SOCK_STREAM, "
+                            "listening; rdmad needs a listening AF_UNIX "
+                            "SOCK_SEQPACKET socket")
+
+    def test_inet_socket_refused(self):
+        self.assert_refused([self.listening(family=socket.AF_INET,
+                                            type=socket.SOCK_STREAM)],
+                            "the passed descriptor is AF_INET SOCK_STREAM")
+
+    def test_socket_not_listening_refused(self):
+        self.assert_refused([self.listening(listen=False)],
+                            "is AF_UNIX SOCK_SEQPACKET, not listening")
+
+    def test_not_a_socket_refused(self):
+        r, w = os.pipe()
+        with os.fdopen(r) as rf, os.fdopen(w, "w"):
+            self.assert_refused([rf], "the passed descriptor is not a socket")
+
+    def test_two_sockets_refused(self):
+        self.assert_refused([self.listening(), self.listening()],
+                            "2 sockets passed; rdmad serves exactly one")
 
 
 class TestBadInput(DaemonTest):

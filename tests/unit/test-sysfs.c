@@ -745,14 +745,19 @@ static void test_device_cap(void)
 
 /*
  * Races: openat() is wrapped at link time (-Wl,--wrap=openat and
- * openat64, the name it has with 64-bit file offsets) so that a hook runs
- * just before the scanner opens a given path, making part of the tree
- * vanish in the middle of a scan.
+ * openat64, the name it has with 64-bit file offsets, and __openat_2 and
+ * __openat64_2, the names it has under -D_FORTIFY_SOURCE, as in a Debian
+ * package build) so that a hook runs just before the scanner opens a
+ * given path, making part of the tree vanish in the middle of a scan.
  */
 int __real_openat(int dirfd, const char *path, int flags, ...);
 int __real_openat64(int dirfd, const char *path, int flags, ...);
+int __real___openat_2(int dirfd, const char *path, int flags);
+int __real___openat64_2(int dirfd, const char *path, int flags);
 int __wrap_openat(int dirfd, const char *path, int flags, ...);
 int __wrap_openat64(int dirfd, const char *path, int flags, ...);
+int __wrap___openat_2(int dirfd, const char *path, int flags);
+int __wrap___openat64_2(int dirfd, const char *path, int flags);
 
 static struct {
 	const char *path;
@@ -760,7 +765,7 @@ static struct {
 	struct fixture *fx;
 } hook;
 
-static unsigned int run_hook(const char *path, int flags, va_list ap)
+static void fire_hook(const char *path)
 {
 	void (*fn)(struct fixture * fx) = hook.fn;
 
@@ -768,6 +773,11 @@ static unsigned int run_hook(const char *path, int flags, va_list ap)
 		hook.fn = NULL;
 		fn(hook.fx);
 	}
+}
+
+static unsigned int run_hook(const char *path, int flags, va_list ap)
+{
+	fire_hook(path);
 	return flags & O_CREAT ? va_arg(ap, unsigned int) : 0;
 }
 
@@ -791,6 +801,18 @@ int __wrap_openat64(int dirfd, const char *path, int flags, ...)
 	mode = run_hook(path, flags, ap);
 	va_end(ap);
 	return __real_openat64(dirfd, path, flags, mode);
+}
+
+int __wrap___openat_2(int dirfd, const char *path, int flags)
+{
+	fire_hook(path);
+	return __real___openat_2(dirfd, path, flags);
+}
+
+int __wrap___openat64_2(int dirfd, const char *path, int flags)
+{
+	fire_hook(path);
+	return __real___openat64_2(dirfd, path, flags);
 }
 
 static void r_unplug(struct fixture *fx)
