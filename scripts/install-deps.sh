@@ -11,6 +11,10 @@ PKGS="build-essential meson ninja-build pkg-config clang clang-format llvm libcl
  umockdev libumockdev-dev gir1.2-umockdev-1.0 python3 python3-gi
  iproute2 jq systemd udev util-linux procps valgrind
  golang-go protobuf-compiler protoc-gen-go golang-google-protobuf-dev"
+# The metrics endpoint's formats checked by Prometheus' own parsers, and
+# rdmactl's bash completion (tests/integration/test_metrics_formats.py,
+# tests/integration/test_completion.sh).
+PKGS="$PKGS prometheus python3-prometheus-client bash-completion"
 
 missing=""
 for p in $PKGS; do
