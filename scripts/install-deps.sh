@@ -11,9 +11,9 @@ PKGS="build-essential meson ninja-build pkg-config clang clang-format llvm libcl
  umockdev libumockdev-dev gir1.2-umockdev-1.0 python3 python3-gi
  iproute2 jq systemd udev util-linux procps valgrind
  golang-go protobuf-compiler protoc-gen-go golang-google-protobuf-dev"
-# The metrics endpoint's formats checked by Prometheus' own parsers, and
-# rdmactl's bash completion (tests/integration/test_metrics_formats.py,
-# tests/integration/test_completion.sh).
+# The metrics endpoint's formats checked by Prometheus' own parsers
+# (tests/integration/test_metrics_formats.py), and bash-completion's
+# pkg-config file, which says where rdmactl's completion is installed.
 PKGS="$PKGS prometheus python3-prometheus-client bash-completion"
 
 missing=""
