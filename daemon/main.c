@@ -20,6 +20,7 @@
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <syslog.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <event2/event.h>
@@ -70,6 +71,7 @@ struct rdmad {
 	struct server *server;
 	struct metrics *metrics;
 	struct event *ev_term, *ev_int, *ev_hup, *ev_status;
+	struct timespec start_time; /* for metrics */
 	bool genstore_failed;
 };
 
@@ -364,9 +366,17 @@ static struct server_options server_options(const struct rdmad *d,
 
 static int start_metrics(struct rdmad *d, const char *listen)
 {
+	struct metrics_sources src = {
+		.table = d->table,
+		.srv = d->server,
+		.scan = d->scan,
+		.netlink = d->netlink,
+		.start_time = d->start_time,
+	};
+
 	if (!listen[0])
 		return 0;
-	d->metrics = metrics_new(d->base, listen, d->table, d->server);
+	d->metrics = metrics_new(d->base, listen, &src);
 	if (!d->metrics) {
 		log_warn("metrics on %s", listen);
 		return -errno;
@@ -678,6 +688,7 @@ int main(int argc, char **argv)
 	char err[CONFIG_ERROR_MAX];
 	int r;
 
+	clock_gettime(CLOCK_REALTIME, &d.start_time);
 	r = parse_args(argc, argv, &d.cmd);
 	if (r >= 0)
 		return r;

@@ -66,6 +66,7 @@ struct scan {
 	bool garbage_logged;	/* rate limit for garbage warnings */
 	bool starved_logged;	/* rate limit for starvation warnings */
 	int reserve[SCAN_RESERVE_FDS]; /* -1 where not held */
+	struct scan_stats stats;
 };
 
 static uint64_t now_ms(void)
@@ -156,7 +157,24 @@ static void fed(struct scan *scan)
 	scan->starved_logged = false;
 }
 
-static int scan_all(struct scan *scan)
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static void count_pass(struct scan *scan, enum scan_kind kind, uint64_t start)
+{
+	uint64_t ns = now_ns() - start;
+
+	scan->stats.passes[kind]++;
+	scan->stats.total_ns[kind] += ns;
+	scan->stats.last_ns[kind] = ns;
+}
+
+static int read_all(struct scan *scan)
 {
 	struct sysfs_device *devs = NULL;
 	size_t n = 0, skipped = 0;
@@ -191,6 +209,15 @@ static int scan_all(struct scan *scan)
 	return r < 0 ? r : 0;
 }
 
+static int scan_all(struct scan *scan)
+{
+	uint64_t start = now_ns();
+	int r = read_all(scan);
+
+	count_pass(scan, SCAN_KIND_FULL, start);
+	return r;
+}
+
 static void retry_later(struct scan *scan, const char *name)
 {
 	if (coalesce_add(scan->retry, name) < 0)
@@ -217,9 +244,7 @@ static bool in_transition(struct scan *scan, const struct sysfs_device *info)
 			device_info(dev)->uverbs[0]);
 }
 
-/* Rescan one device.  @last_try: a half-created device is given up on
- * instead of being queued for a retry. */
-static void scan_one(struct scan *scan, const char *name, bool last_try)
+static void read_one(struct scan *scan, const char *name, bool last_try)
 {
 	struct sysfs_device info;
 	int r;
@@ -253,6 +278,16 @@ static void scan_one(struct scan *scan, const char *name, bool last_try)
 	}
 	if (r < 0)
 		log_warnx("scan: applying %s: %s", name, strerror(-r));
+}
+
+/* Rescan one device.  @last_try: a half-created device is given up on
+ * instead of being queued for a retry. */
+static void scan_one(struct scan *scan, const char *name, bool last_try)
+{
+	uint64_t start = now_ns();
+
+	read_one(scan, name, last_try);
+	count_pass(scan, SCAN_KIND_DEVICE, start);
 }
 
 /* Drain @set: one full pass, or one pass per pending name. */
@@ -397,4 +432,9 @@ void scan_request_uverbs(struct scan *scan, const char *uverbs)
 		}
 	}
 	scan_request(scan, NULL);
+}
+
+const struct scan_stats *scan_get_stats(const struct scan *scan)
+{
+	return &scan->stats;
 }

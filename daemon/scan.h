@@ -8,6 +8,7 @@
 #define RDMAD_SCAN_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 struct event_base;
 struct devices;
@@ -39,5 +40,18 @@ unsigned int scan_request_netdev(struct scan *scan, const char *ifname);
 /* Ask for a rescan of the device behind char device @uverbs ("uverbs3"),
  * or of everything when no device in the table has it. */
 void scan_request_uverbs(struct scan *scan, const char *uverbs);
+
+/* Passes over sysfs since start, and the time they took (for metrics). */
+enum scan_kind {
+	SCAN_KIND_FULL,	  /* every device */
+	SCAN_KIND_DEVICE, /* one device */
+	SCAN_KIND_COUNT,
+};
+struct scan_stats {
+	uint64_t passes[SCAN_KIND_COUNT];
+	uint64_t total_ns[SCAN_KIND_COUNT];
+	uint64_t last_ns[SCAN_KIND_COUNT]; /* the latest pass */
+};
+const struct scan_stats *scan_get_stats(const struct scan *scan);
 
 #endif

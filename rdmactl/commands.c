@@ -59,6 +59,39 @@ static int open_session(const struct rdmactl_ctx *ctx, const char *verb,
 	return RDMACTL_EXIT_OK;
 }
 
+/* The one device @ctx names, alone in @snap; 0, or -ENODEV when the
+ * daemon lists no such device.  The snapshot's memory is untouched. */
+static int select_device(const struct rdmactl_ctx *ctx,
+			 struct session_snapshot *snap)
+{
+	for (size_t i = 0; i < snap->n_devices; i++) {
+		if (strcmp(snap->devices[i]->name, ctx->device) == 0) {
+			snap->devices += i;
+			snap->n_devices = 1;
+			return 0;
+		}
+	}
+	return -ENODEV;
+}
+
+/* Print the snapshot, or only ctx->device out of it. */
+static int print_selected(const struct rdmactl_ctx *ctx, const char *verb,
+			  const struct session_snapshot *snap,
+			  int (*print)(const struct rdmactl_ctx *ctx,
+				       const struct session_snapshot *snap))
+{
+	struct session_snapshot view = *snap;
+
+	if (ctx->device && select_device(ctx, &view) < 0) {
+		fprintf(ctx->err,
+			"rdmactl: %s: no device '%s' (rdmad at %s lists %zu; "
+			"see 'rdmactl list')\n",
+			verb, ctx->device, ctx->socket_path, snap->n_devices);
+		return RDMACTL_EXIT_FAILURE;
+	}
+	return print(ctx, &view);
+}
+
 /* Shared by status and list: one GetStatus, then print it. */
 static int with_snapshot(const struct rdmactl_ctx *ctx, const char *verb,
 			 int (*print)(const struct rdmactl_ctx *ctx,
@@ -77,7 +110,7 @@ static int with_snapshot(const struct rdmactl_ctx *ctx, const char *verb,
 		session_free(s);
 		return r;
 	}
-	r = print(ctx, &snap);
+	r = print_selected(ctx, verb, &snap, print);
 	session_snapshot_clear(&snap);
 	session_free(s);
 	return r;
@@ -95,7 +128,7 @@ static int print_status(const struct rdmactl_ctx *ctx,
 	}
 	obj = output_status_json(snap->generation, snap->devices,
 				 snap->n_devices);
-	if (output_json_print(ctx->out, obj, 1) < 0)
+	if (output_json_print(ctx->out, obj, ctx->pretty) < 0)
 		return RDMACTL_EXIT_FAILURE;
 	return RDMACTL_EXIT_OK;
 }
@@ -110,7 +143,7 @@ static int print_list(const struct rdmactl_ctx *ctx,
 		return RDMACTL_EXIT_OK;
 	}
 	obj = output_devices_json(snap->devices, snap->n_devices);
-	if (output_json_print(ctx->out, obj, 1) < 0)
+	if (output_json_print(ctx->out, obj, ctx->pretty) < 0)
 		return RDMACTL_EXIT_FAILURE;
 	return RDMACTL_EXIT_OK;
 }

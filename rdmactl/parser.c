@@ -15,12 +15,14 @@
 #include "rdmad-config.h"
 
 #include "commands.h"
+#include "name.h"
 #include "parser.h"
 
 static const struct parser_verb verbs[] = {
 	{"status", commands_status,
-	 "show every device with its ports and holders"},
-	{"list", commands_list, "list device names, one a line"},
+	 "show every device (or DEVICE) with its ports and holders", true},
+	{"list", commands_list,
+	 "list device names, one a line (DEVICE: fail unless listed)", true},
 	{"monitor", commands_monitor,
 	 "print each change as it happens, until interrupted"},
 	{"rescan", commands_rescan,
@@ -32,6 +34,7 @@ static const struct parser_verb verbs[] = {
 static const struct option options[] = {
 	{"socket", required_argument, NULL, 's'},
 	{"json", no_argument, NULL, 'j'},
+	{"pretty", no_argument, NULL, 'p'},
 	{"timeout", required_argument, NULL, 't'},
 	{"help", no_argument, NULL, 'h'},
 	{"version", no_argument, NULL, 'V'},
@@ -48,18 +51,25 @@ const struct parser_verb *parser_find_verb(const char *name)
 	return NULL;
 }
 
+const struct parser_verb *parser_verb_at(size_t index)
+{
+	return index < sizeof(verbs) / sizeof(verbs[0]) ? &verbs[index] : NULL;
+}
+
 void parser_usage(FILE *f)
 {
-	size_t i;
+	const struct parser_verb *v;
 
-	fprintf(f, "Usage: rdmactl [OPTIONS] VERB [OPTIONS]\n\nVerbs:\n");
-	for (i = 0; i < sizeof(verbs) / sizeof(verbs[0]); i++)
-		fprintf(f, "  %-10s %s\n", verbs[i].name, verbs[i].help);
+	fprintf(f,
+		"Usage: rdmactl [OPTIONS] VERB [DEVICE] [OPTIONS]\n\nVerbs:\n");
+	for (size_t i = 0; (v = parser_verb_at(i)); i++)
+		fprintf(f, "  %-10s %s\n", v->name, v->help);
 	fprintf(f,
 		"\nOptions:\n"
 		"  -s, --socket PATH   rdmad's socket (default: "
 		"$RDMAD_SOCKET, else %s)\n"
-		"  -j, --json          print JSON\n"
+		"  -j, --json          print JSON (compact: one line)\n"
+		"  -p, --pretty        print JSON indented (implies --json)\n"
 		"  -t, --timeout SEC   wait this long for a reply "
 		"(default %d)\n"
 		"  -h, --help          show this help\n"
@@ -110,6 +120,10 @@ static int parse_option(int opt, struct rdmactl_ctx *ctx,
 	case 'j':
 		ctx->json = true;
 		return -1;
+	case 'p': /* implies --json: pretty text is the text */
+		ctx->pretty = true;
+		ctx->json = true;
+		return -1;
 	case 't':
 		if (parse_timeout(optarg, &ctx->timeout_ms) < 0)
 			return usage_error(ctx->err, "bad timeout", optarg);
@@ -133,7 +147,7 @@ static int parse_options(int argc, char **argv, struct rdmactl_ctx *ctx,
 	/* optind 0 makes glibc start afresh, which the unit tests need. */
 	optind = 0;
 	opterr = 0;
-	while ((opt = getopt_long(argc, argv, ":s:jt:hV", options, NULL)) !=
+	while ((opt = getopt_long(argc, argv, ":s:jpt:hV", options, NULL)) !=
 	       -1) {
 		if (opt == '?')
 			return usage_error(ctx->err, "unknown option",
@@ -148,6 +162,24 @@ static int parse_options(int argc, char **argv, struct rdmactl_ctx *ctx,
 	return -1;
 }
 
+/* What follows the verb: a device name where the verb takes one. */
+static int parse_device(int argc, char **argv, const struct parser_verb *verb,
+			struct rdmactl_ctx *ctx)
+{
+	int extra = optind + 1;
+
+	if (extra < argc && verb->takes_device) {
+		if (!rdmad_name_valid_str(argv[extra]))
+			return usage_error(ctx->err, "not a device name",
+					   argv[extra]);
+		ctx->device = argv[extra++];
+	}
+	if (extra < argc)
+		return usage_error(ctx->err, "unexpected argument",
+				   argv[extra]);
+	return RDMACTL_EXIT_OK;
+}
+
 int parser_parse(int argc, char **argv, struct rdmactl_ctx *ctx,
 		 const struct parser_verb **ret_verb)
 {
@@ -157,6 +189,8 @@ int parser_parse(int argc, char **argv, struct rdmactl_ctx *ctx,
 	*ret_verb = NULL;
 	ctx->socket_path = NULL;
 	ctx->json = false;
+	ctx->pretty = false;
+	ctx->device = NULL;
 	ctx->timeout_ms = RDMACTL_DEFAULT_TIMEOUT_MS;
 	r = parse_options(argc, argv, ctx, &flag_verb);
 	if (r >= 0)
@@ -170,11 +204,11 @@ int parser_parse(int argc, char **argv, struct rdmactl_ctx *ctx,
 	}
 	if (optind >= argc)
 		return usage_error(ctx->err, "no verb given", NULL);
-	if (optind + 1 < argc)
-		return usage_error(ctx->err, "unexpected argument",
-				   argv[optind + 1]);
 	*ret_verb = parser_find_verb(argv[optind]);
 	if (!*ret_verb)
 		return usage_error(ctx->err, "unknown verb", argv[optind]);
-	return 0;
+	r = parse_device(argc, argv, *ret_verb, ctx);
+	if (r != RDMACTL_EXIT_OK)
+		*ret_verb = NULL;
+	return r;
 }

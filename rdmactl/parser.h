@@ -8,6 +8,7 @@
 #define RDMACTL_PARSER_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdio.h>
 
 /* Exit statuses (rdmactl(8)). */
@@ -24,6 +25,8 @@ enum rdmactl_exit {
 struct rdmactl_ctx {
 	const char *socket_path;
 	bool json;
+	bool pretty;	    /* JSON indented (-p), as `rdma -j -p` */
+	const char *device; /* the verb's DEVICE argument, or NULL */
 	int timeout_ms;
 	FILE *out;
 	FILE *err;
@@ -35,6 +38,7 @@ struct parser_verb {
 	const char *name;
 	parser_handler_fn handler;
 	const char *help;
+	bool takes_device; /* "VERB [DEVICE]" */
 };
 
 /*
@@ -46,6 +50,9 @@ struct parser_verb {
 int parser_parse(int argc, char **argv, struct rdmactl_ctx *ret_ctx,
 		 const struct parser_verb **ret_verb);
 const struct parser_verb *parser_find_verb(const char *name);
+/* The verbs in table order (for help and the completion test); NULL past
+ * the end. */
+const struct parser_verb *parser_verb_at(size_t index);
 void parser_usage(FILE *f);
 
 #endif

@@ -12,6 +12,10 @@ PKGS="build-essential meson ninja-build pkg-config clang clang-format llvm libcl
  iproute2 jq systemd udev util-linux procps valgrind
  golang-go protobuf-compiler protoc-gen-go golang-google-protobuf-dev
  dpkg-dev debhelper lintian"
+# The metrics endpoint's formats checked by Prometheus' own parsers
+# (tests/integration/test_metrics_formats.py), and bash-completion's
+# pkg-config file, which says where rdmactl's completion is installed.
+PKGS="$PKGS prometheus python3-prometheus-client bash-completion"
 
 missing=""
 for p in $PKGS; do

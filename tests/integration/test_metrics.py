@@ -1,6 +1,9 @@
 #!/usr/bin/python3
 # SPDX-License-Identifier: MIT
-"""The OpenMetrics endpoint, scraped as Prometheus would, on loopback."""
+"""The metrics endpoint, scraped as Prometheus would, on loopback: the text
+format by default, OpenMetrics when asked for; per-device and per-port
+series follow hotplug.  test_metrics_formats.py has Prometheus' own
+parsers check both formats."""
 import os
 import socket
 import subprocess
@@ -22,8 +25,14 @@ def free_port():
 OPENER = urllib.request.build_opener(urllib.request.ProxyHandler({}))
 
 
-def scrape(port, path="/metrics"):
-    with OPENER.open("http://127.0.0.1:%d%s" % (port, path), timeout=rdmatb.DEADLINE) as r:
+OPENMETRICS = "application/openmetrics-text;version=1.0.0"
+
+
+def scrape(port, path="/metrics", accept=None):
+    req = urllib.request.Request("http://127.0.0.1:%d%s" % (port, path))
+    if accept:
+        req.add_header("Accept", accept)
+    with OPENER.open(req, timeout=rdmatb.DEADLINE) as r:
         return r.headers.get("Content-Type", ""), r.read().decode()
 
 
@@ -48,9 +57,10 @@ class TestMetrics(DaemonTest):
         self.tb.plug("mlx5_0", "mlx5-ib", ports=2)
         self.tb.plug("irdma0", "irdma")
         self.start_daemon(config=self.conf)
-        ctype, text = scrape(self.port)
+        ctype, text = scrape(self.port, accept=OPENMETRICS)
         self.assertIn("openmetrics-text", ctype)
         self.assertTrue(text.endswith("# EOF\n"), text[-40:])
+        self.assertEqual(samples(text), samples(scrape(self.port)[1]))
         m = samples(text)
         self.assertEqual(m['rdmad_devices{state="present"}'], 2)
         self.assertEqual(m["rdmad_ports_active"], 3)
@@ -61,6 +71,80 @@ class TestMetrics(DaemonTest):
                    what="metrics to follow the unplug")
         m = samples(scrape(self.port)[1])
         self.assertGreaterEqual(m['rdmad_events_total{type="removed"}'], 1)
+
+    def test_format_negotiated(self):
+        """Text 0.0.4 unless OpenMetrics is asked for; the same samples."""
+        self.start_daemon(config=self.conf)
+        for accept in (None, "*/*", "text/plain;version=0.0.4",
+                       "application/openmetrics-text;version=0.0.1"):
+            ctype, text = scrape(self.port, accept=accept)
+            self.assertEqual(ctype, "text/plain; version=0.0.4; charset=utf-8",
+                             accept)
+            self.assertNotIn("# EOF", text)
+            self.assertIn("# TYPE rdmad_build_info gauge\n", text)
+            self.assertIn("# TYPE rdmad_events_total counter\n", text)
+        ctype, text = scrape(self.port, accept=(
+            "application/openmetrics-text;version=1.0.0,"
+            "text/plain;version=0.0.4;q=0.5,*/*;q=0.1"))
+        self.assertTrue(ctype.startswith(
+            "application/openmetrics-text; version=1.0.0"), ctype)
+        self.assertIn("# TYPE rdmad_build info\n", text)
+        self.assertIn("# TYPE rdmad_events counter\n", text)
+        self.assertIn('rdmad_build_info{version="', text)
+
+    def test_per_device_series(self):
+        """Device, port and holder series by device= and port=; a removed
+        device still held stays, its state set says removed."""
+        self.tb.plug("mlx5_0", "mlx5-ib", ports=2)
+        self.tb.plug("irdma0", "irdma", port_state="1: DOWN")
+        self.start_daemon(config=self.conf)
+        m = samples(scrape(self.port)[1])
+        self.assertEqual(m['rdmad_device_state{device="mlx5_0",state="present"}'], 1)
+        self.assertEqual(m['rdmad_device_state{device="mlx5_0",state="removed"}'], 0)
+        self.assertEqual(m['rdmad_port_state{device="mlx5_0",port="2"}'], 4)
+        self.assertEqual(m['rdmad_port_state{device="irdma0",port="1"}'], 1)
+        self.assertEqual(m['rdmad_device_holders{device="irdma0"}'], 0)
+        info = [k for k in m if k.startswith('rdmad_device_info{device="irdma0"')]
+        self.assertEqual(len(info), 1, info)
+        self.assertIn('uverbs="uverbs1"', info[0])
+        self.assertEqual(m['rdmad_rescans_total{kind="full"}'], 1)
+        self.assertIn("rdmad_kernel_copy_on_fork", m)
+        self.assertIn(m["rdmad_kernel_copy_on_fork"], (-1, 0, 1))
+        self.assertLessEqual(m["process_start_time_seconds"], time.time())
+        self.assertGreater(m["process_start_time_seconds"], time.time() - 600)
+        hold = subprocess.Popen(
+            [os.path.join(rdmatb.BUILD, "tests", "integration", "client",
+                          "client-hold"), "irdma0"],
+            env=dict(os.environ, RDMAD_SOCKET=self.sock),
+            stdout=subprocess.PIPE, text=True)
+        try:
+            self.assertEqual(hold.stdout.readline().split(), ["held", "irdma0"])
+            self.tb.unplug("irdma0")
+            wait_until(lambda: samples(scrape(self.port)[1]).get(
+                'rdmad_device_state{device="irdma0",state="removed"}') == 1,
+                what="the held device listed as removed")
+            m = samples(scrape(self.port)[1])
+            self.assertEqual(m['rdmad_device_holders{device="irdma0"}'], 1)
+            self.assertEqual(m["rdmad_holds"], 1)
+            self.assertGreaterEqual(m['rdmad_rescans_total{kind="device"}'], 1)
+        finally:
+            hold.kill()
+            hold.communicate()
+        wait_until(lambda: 'device="irdma0"' not in scrape(self.port)[1],
+                   what="the released device's series gone")
+
+    def test_every_family_documented(self):
+        """rdmad(8) METRICS lists every family the endpoint writes."""
+        self.start_daemon(config=self.conf)
+        names = [line.split()[2] for line in scrape(self.port)[1].splitlines()
+                 if line.startswith("# TYPE ")]
+        self.assertGreaterEqual(len(names), 20)
+        with open(os.path.join(os.path.dirname(__file__), "..", "..", "man",
+                               "rdmad.8")) as f:
+            man = f.read()
+        metrics = man[man.index(".SH METRICS"):man.index(".SH FILES")]
+        for name in names:
+            self.assertRegex(metrics, r"\n\.B %s(\\f|\n)" % name)
 
     def test_refused_clients_counted(self):
         """A connection that never says Hello is closed and counted."""

@@ -39,6 +39,8 @@ static const struct parse_case {
 	bool json;
 	const char *socket;
 	int timeout_ms;
+	const char *device; /* NULL: none */
+	bool pretty;
 } parse_cases[] = {
 	{"status", NULL, 0, "status", false, RDMAD_DEFAULT_SOCKET, 5000},
 	{"status --json", NULL, 0, "status", true, RDMAD_DEFAULT_SOCKET, 5000},
@@ -60,7 +62,23 @@ static const struct parse_case {
 	{"help", NULL, 0, "help", false, RDMAD_DEFAULT_SOCKET, 5000},
 	{"", NULL, RDMACTL_EXIT_USAGE, NULL, false, NULL, 0},
 	{"frobnicate", NULL, RDMACTL_EXIT_USAGE, NULL, false, NULL, 0},
-	{"status extra", NULL, RDMACTL_EXIT_USAGE, NULL, false, NULL, 0},
+	{"-V", NULL, 0, "version", false, RDMAD_DEFAULT_SOCKET, 5000},
+	/* A device argument, as `rdma dev show DEV`; options anywhere. */
+	{"status mlx5_0", NULL, 0, "status", false, RDMAD_DEFAULT_SOCKET, 5000,
+	 "mlx5_0"},
+	{"status mlx5_0 --json", NULL, 0, "status", true, RDMAD_DEFAULT_SOCKET,
+	 5000, "mlx5_0"},
+	{"-j list irdma0", NULL, 0, "list", true, RDMAD_DEFAULT_SOCKET, 5000,
+	 "irdma0"},
+	/* -p: indented JSON, and JSON at all, as `rdma -j -p`. */
+	{"-p status", NULL, 0, "status", true, RDMAD_DEFAULT_SOCKET, 5000, NULL,
+	 true},
+	{"status --pretty bnxt_re0", NULL, 0, "status", true,
+	 RDMAD_DEFAULT_SOCKET, 5000, "bnxt_re0", true},
+	{"status a b", NULL, RDMACTL_EXIT_USAGE, NULL, false, NULL, 0},
+	{"status ..", NULL, RDMACTL_EXIT_USAGE, NULL, false, NULL, 0},
+	{"monitor mlx5_0", NULL, RDMACTL_EXIT_USAGE, NULL, false, NULL, 0},
+	{"rescan mlx5_0", NULL, RDMACTL_EXIT_USAGE, NULL, false, NULL, 0},
 	{"status --bogus", NULL, RDMACTL_EXIT_USAGE, NULL, false, NULL, 0},
 	{"status --socket", NULL, RDMACTL_EXIT_USAGE, NULL, false, NULL, 0},
 	{"--socket= status", NULL, RDMACTL_EXIT_USAGE, NULL, false, NULL, 0},
@@ -113,6 +131,11 @@ static void test_parse_case(const struct parse_case *c)
 		      c->argv, ctx.socket_path);
 		CHECK(ctx.timeout_ms == c->timeout_ms, "'%s': timeout %d",
 		      c->argv, ctx.timeout_ms);
+		CHECK(c->device ? ctx.device && !strcmp(ctx.device, c->device)
+				: !ctx.device,
+		      "'%s': device %s", c->argv,
+		      ctx.device ? ctx.device : "(none)");
+		CHECK(ctx.pretty == c->pretty, "'%s': pretty", c->argv);
 	}
 	free(errtext);
 }

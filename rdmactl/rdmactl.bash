@@ -1,0 +1,66 @@
+# SPDX-License-Identifier: MIT
+# bash completion for rdmactl(8): its verbs and options, and for status and
+# list the names of the devices rdmad lists, asked through the same socket
+# (--socket on the line, else $RDMAD_SOCKET, else the default).  Installed
+# as "rdmactl" in bash-completion's completionsdir.  Needs nothing from the
+# bash-completion package itself.
+
+_rdmactl()
+{
+	local cur=${COMP_WORDS[COMP_CWORD]} prev=${COMP_WORDS[COMP_CWORD - 1]}
+	local verbs="status list monitor rescan help version"
+	local opts="--socket --json --pretty --timeout --help --version"
+	local verb="" nargs=0 i w
+	local -a socket=()
+
+	# bash splits "--socket=PATH" at the "=".
+	[[ $prev == = ]] && prev=${COMP_WORDS[COMP_CWORD - 2]}
+	case $prev in
+	-s | --socket)
+		COMPREPLY=($(compgen -f -- "$cur"))
+		return
+		;;
+	-t | --timeout)
+		COMPREPLY=()
+		return
+		;;
+	esac
+	for ((i = 1; i < COMP_CWORD; i++)); do
+		w=${COMP_WORDS[i]}
+		case $w in
+		-s | --socket)
+			[[ ${COMP_WORDS[i + 1]} == = ]] && ((i++))
+			((i++))
+			socket=(--socket "${COMP_WORDS[i]}")
+			;;
+		-t | --timeout)
+			[[ ${COMP_WORDS[i + 1]} == = ]] && ((i++))
+			((i++))
+			;;
+		-*) ;;
+		*)
+			if [[ -z $verb ]]; then
+				verb=$w
+			else
+				((nargs++))
+			fi
+			;;
+		esac
+	done
+	if [[ $cur == -* ]]; then
+		COMPREPLY=($(compgen -W "$opts -s -j -p -t -h -V" -- "$cur"))
+		return
+	fi
+	if [[ -z $verb ]]; then
+		COMPREPLY=($(compgen -W "$verbs" -- "$cur"))
+		return
+	fi
+	case $verb in
+	status | list)
+		((nargs == 0)) || return
+		COMPREPLY=($(compgen -W "$("${COMP_WORDS[0]}" "${socket[@]}" \
+			--timeout 1 list 2>/dev/null)" -- "$cur"))
+		;;
+	esac
+}
+complete -F _rdmactl rdmactl
