@@ -6,7 +6,8 @@
  * run.  Cases: churn of one buffer (also with munmap + mmap in between,
  * checked with a real fork), 20,000 scattered live ranges, huge pages with
  * RDMAV_HUGEPAGES_SAFE (reserved through /proc/sys/vm/nr_hugepages when
- * run as root, restored at exit), and 8 threads registering at once.
+ * run as root, restored at exit), 8 threads registering at once, and
+ * fork() itself with 1,000 live ranges (what the atfork handlers add).
  * Each figure is the median of ROUNDS rounds, in ns per operation; in each
  * round every implementation runs once, after an untimed warm-up, and the
  * one that goes first rotates from round to round, so that load from
@@ -541,6 +542,55 @@ static void row_threads(void)
 	print_row(&r);
 }
 
+/* ---- fork itself ----------------------------------------------------------
+ */
+
+/* fork() + _exit() + waitpid() with @n single-page ranges of @impl live:
+ * what the prepare and child handlers add to a fork (ours runs in every
+ * column, since atfork handlers are process-wide; only the ranges held
+ * differ). */
+static double fork_cost(enum impl impl, unsigned int n, int forks)
+{
+	char *area = map(2 * (size_t)n * pg, 0);
+	double t0, t;
+
+	if (!area)
+		die("mmap");
+	for (unsigned int i = 0; i < n; i++)
+		if (reg(impl, area + 2 * (size_t)i * pg, pg))
+			die("register");
+	fork_flush(); /* untimed: the first fork after a change */
+	t0 = now_ns();
+	for (int i = 0; i < forks; i++)
+		fork_flush();
+	t = (now_ns() - t0) / forks;
+	for (unsigned int i = 0; i < n; i++)
+		if (unreg(impl, area + 2 * (size_t)i * pg, pg))
+			die("release");
+	munmap(area, 2 * (size_t)n * pg);
+	fork_flush();
+	return t;
+}
+
+static void row_fork(void)
+{
+	static char note[80];
+	struct row r = {
+		"fork, 1000 live ranges", {0}, "(info: per fork)", true, note};
+	double v[IMPL_COUNT][ROUNDS];
+
+	for (int k = 0; k < ROUNDS; k++)
+		for (int j = 0; j < IMPL_COUNT; j++) {
+			enum impl i = impl_at(k, j);
+
+			v[i][k] = fork_cost(i, 1000, 100);
+		}
+	medians(r.ns, v, ROUNDS);
+	snprintf(note, sizeof(note), "(ours - raw: %+.0f ns a fork)",
+		 r.ns[IMPL_OURS] - r.ns[IMPL_RAW]);
+	print_row(&r);
+}
+
 /* ---- huge pages ---------------------------------------------------------- */
 
 static long hugepages_old = -1;
@@ -727,6 +777,8 @@ int main(int argc, char **argv)
 	printf("%-26s %10s %10s %10s %10s %10s  %-22s %s\n", "case", "ours ns",
 	       "rdma-core", "raw ns", "rdma/ours", "ours/raw", "target",
 	       "result");
+	/* First, while the process is small: a fork's cost grows with it. */
+	row_fork();
 	row_churn("churn 64 KiB");
 	row_churn_remap("churn + munmap/mmap");
 	/* The mark of a re-registered range re-issued at fork, not at

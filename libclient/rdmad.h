@@ -223,7 +223,16 @@ struct rdmad_fork_stats {
 	uint64_t madvise_saved; /* madvise syscalls avoided (deferral, merge) */
 	uint64_t deferred_ranges; /* released ranges awaiting a fork */
 	uint64_t unaligned_bytes; /* bytes outside any registration marked */
-	uint64_t reserved[10];
+	/* Runs of contiguous marked pages: each is a VMA of its own at least,
+	 * so this is the least that marking adds to the mappings. */
+	uint64_t marked_runs;
+	/* Read from /proc only when @size covers them (0 when unreadable):
+	 * the process's mappings (lines of /proc/self/maps) and their limit
+	 * (vm.max_map_count); a registration fails with -EAGAIN or -ENOMEM
+	 * when marking needs more. */
+	uint64_t map_count;
+	uint64_t max_map_count;
+	uint64_t reserved[7];
 };
 /* Fill @ret_stats (of @size bytes, sizeof(struct rdmad_fork_stats) or an
  * older smaller size) */

@@ -12,6 +12,7 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <pthread.h>
+#include <stddef.h>
 #include <string.h>
 
 #include <infiniband/verbs.h>
@@ -97,9 +98,9 @@ static inline bool enabled(void)
 	return false;
 }
 
-int fork_api_dontfork(void *base, size_t size)
+int fork_api_dontfork(void *base, size_t size, const void *caller)
 {
-	return enabled() ? tracker_mark(base, size) : 0;
+	return enabled() ? tracker_mark(base, size, caller) : 0;
 }
 
 int fork_api_dofork(void *base, size_t size)
@@ -153,9 +154,14 @@ RDMAD_EXPORT enum rdmad_fork_status rdmad_is_fork_initialized(void)
 	return (enum rdmad_fork_status)api()->status();
 }
 
+int fork_api_route_dontfork(void *base, size_t size, const void *caller)
+{
+	return api()->dontfork(base, size, caller);
+}
+
 RDMAD_EXPORT int rdmad_dontfork_range(void *base, size_t size)
 {
-	return api()->dontfork(base, size);
+	return api()->dontfork(base, size, __builtin_return_address(0));
 }
 
 RDMAD_EXPORT int rdmad_dofork_range(void *base, size_t size)
@@ -178,6 +184,11 @@ RDMAD_EXPORT int rdmad_fork_get_stats(struct rdmad_fork_stats *ret_stats,
 	all.madvise_saved = t.madvise_saved;
 	all.deferred_ranges = t.deferred_ranges;
 	all.unaligned_bytes = t.unaligned_bytes;
+	all.marked_runs = t.marked_runs;
+	/* Reading /proc costs with the number of mappings: only for callers
+	 * that ask for these. */
+	if (size > offsetof(struct rdmad_fork_stats, map_count))
+		audit_map_counts(&all.map_count, &all.max_map_count);
 	memcpy(ret_stats, &all, size);
 	return 0;
 }

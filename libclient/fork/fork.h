@@ -4,8 +4,9 @@
  * rangemap.c (an index of page ranges with refcounts), madv.c (the
  * madvise calls and their rollback), hugepage.c (page size of a mapping),
  * policy.c (environment variables), cof.c (does the kernel copy pinned
- * pages at fork), tracker.c (sharded state, mark/release/flush), api.c
- * (the public rdmad_ calls) and shim.c (libibverbs' names for them).
+ * pages at fork), tracker.c (sharded state, mark/release/flush), audit.c
+ * (fork diagnostics), api.c (the public rdmad_ calls) and shim.c
+ * (libibverbs' names for them).
  */
 #ifndef RDMAD_FORK_H
 #define RDMAD_FORK_H
@@ -215,6 +216,8 @@ struct policy {
 	enum policy_remark remark;
 	/* RDMAD_FORK_COPY_ON_FORK: 0 or 1, -1 to ask the kernel */
 	int copy_on_fork;
+	bool audit;   /* RDMAD_FORK_AUDIT */
+	bool explain; /* RDMAD_FORK_EXPLAIN */
 };
 
 void policy_read(struct policy *ret_policy);
@@ -225,6 +228,28 @@ void policy_read(struct policy *ret_policy);
  * netlink (false when the kernel has no RDMA netlink). */
 bool cof_kernel_copies(void);
 
+/* ---- audit.c: fork diagnostics, while RDMAD_FORK_AUDIT/EXPLAIN are on ---- */
+
+/* Once, at the tracker's init: 0 or -ENOMEM. */
+int audit_init(const struct policy *policy, size_t page_size);
+/* Before marking a registration: its call site, and room for its record
+ * so that audit_add() cannot fail once it is marked (0 or -ENOMEM);
+ * audit_unreserve() when the marking failed.  Takes no tracker lock. */
+int audit_reserve(const void *caller, unsigned int *ret_site);
+void audit_unreserve(void);
+/* A registration of [base, base + size) marked as [start, end), from
+ * @caller, and a release; both under the tracker's shard lock. */
+void audit_add(uintptr_t base, size_t size, uintptr_t start, uintptr_t end,
+	       const void *caller, unsigned int site);
+void audit_remove(uintptr_t base, size_t size);
+/* In the fork prepare handler, every shard locked and flushed, with the
+ * number of (base) pages marked: the child's snapshot, and the audit. */
+void audit_fork_prepare(uint64_t pages);
+/* In the fork child handler: the SIGSEGV handler of EXPLAIN. */
+void audit_fork_child(void);
+/* Lines of /proc/self/maps now and vm.max_map_count (0 when unreadable). */
+void audit_map_counts(uint64_t *ret_maps, uint64_t *ret_max);
+
 /* ---- tracker.c ----------------------------------------------------------- */
 
 struct tracker_stats {
@@ -234,12 +259,14 @@ struct tracker_stats {
 	uint64_t madvise_saved;
 	uint64_t deferred_ranges;
 	uint64_t unaligned_bytes;
+	uint64_t marked_runs;
 };
 
 int tracker_init(const struct policy *policy);
 void tracker_set_policy(const struct policy *policy);
 bool tracker_has_ranges(void);
-int tracker_mark(void *base, size_t size);
+/* @caller: the return address of the entry point, for diagnostics. */
+int tracker_mark(void *base, size_t size, const void *caller);
 int tracker_release(void *base, size_t size);
 /* Un-mark every deferred range now. */
 void tracker_flush(void);
@@ -250,7 +277,7 @@ void tracker_get_stats(struct tracker_stats *ret_stats);
 struct fork_api_ops {
 	int (*init)(void);
 	int (*status)(void);
-	int (*dontfork)(void *base, size_t size);
+	int (*dontfork)(void *base, size_t size, const void *caller);
 	int (*dofork)(void *base, size_t size);
 	void (*stats)(struct tracker_stats *ret_stats);
 };
@@ -260,7 +287,10 @@ extern const struct fork_api_ops fork_api_self;
 
 int fork_api_init(void);
 int fork_api_status(void);
-int fork_api_dontfork(void *base, size_t size);
+int fork_api_dontfork(void *base, size_t size, const void *caller);
+/* rdmad_dontfork_range() through the process's one tracker, on behalf of
+ * @caller (rdmad_reg_mr()'s). */
+int fork_api_route_dontfork(void *base, size_t size, const void *caller);
 int fork_api_dofork(void *base, size_t size);
 
 #endif /* RDMAD_FORK_H */

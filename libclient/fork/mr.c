@@ -28,7 +28,8 @@ static struct ibv_mr *track(struct ibv_mr *mr, void *addr, size_t length)
 
 /* Mark the range before the kernel pins it; false with errno set if we
  * cannot (then nothing is registered). */
-static bool mark(struct ibv_pd *pd, void *addr, size_t length)
+static bool mark(struct ibv_pd *pd, void *addr, size_t length,
+		 const void *caller)
 {
 	int r;
 
@@ -36,7 +37,7 @@ static bool mark(struct ibv_pd *pd, void *addr, size_t length)
 		errno = EINVAL;
 		return false;
 	}
-	r = rdmad_dontfork_range(addr, length);
+	r = fork_api_route_dontfork(addr, length, caller);
 	if (r < 0) {
 		errno = -r;
 		return false;
@@ -47,7 +48,7 @@ static bool mark(struct ibv_pd *pd, void *addr, size_t length)
 RDMAD_EXPORT struct ibv_mr *rdmad_reg_mr(struct ibv_pd *pd, void *addr,
 					 size_t length, int access)
 {
-	if (!mark(pd, addr, length))
+	if (!mark(pd, addr, length, __builtin_return_address(0)))
 		return NULL;
 	return track(ibv_reg_mr(pd, addr, length, access), addr, length);
 }
@@ -56,7 +57,7 @@ RDMAD_EXPORT struct ibv_mr *rdmad_reg_mr_iova(struct ibv_pd *pd, void *addr,
 					      size_t length, uint64_t iova,
 					      int access)
 {
-	if (!mark(pd, addr, length))
+	if (!mark(pd, addr, length, __builtin_return_address(0)))
 		return NULL;
 	return track(ibv_reg_mr_iova(pd, addr, length, iova, access), addr,
 		     length);

@@ -5,8 +5,9 @@
  * IBV_FORK_SAFE act as if ibv_fork_init() were called, RDMAV_HUGEPAGES_SAFE
  * rounds ranges to the page size of their mapping.  Ours:
  * RDMAD_FORK_UNALIGNED=round|strict, RDMAD_FORK_DEFER=0|1,
- * RDMAD_FORK_REMARK=register|fork and
- * RDMAD_FORK_COPY_ON_FORK=0|1 (override what the kernel reports).
+ * RDMAD_FORK_REMARK=register|fork,
+ * RDMAD_FORK_COPY_ON_FORK=0|1 (override what the kernel reports) and the
+ * diagnostics RDMAD_FORK_AUDIT=0|1 and RDMAD_FORK_EXPLAIN=0|1 (audit.c).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -37,6 +38,8 @@ void policy_read(struct policy *ret_policy)
 	ret_policy->hugepages_safe = env_set("RDMAV_HUGEPAGES_SAFE");
 	ret_policy->defer = env_bool("RDMAD_FORK_DEFER", 1);
 	ret_policy->copy_on_fork = env_bool("RDMAD_FORK_COPY_ON_FORK", -1);
+	ret_policy->audit = env_bool("RDMAD_FORK_AUDIT", 0);
+	ret_policy->explain = env_bool("RDMAD_FORK_EXPLAIN", 0);
 	ret_policy->unaligned = POLICY_UNALIGNED_ROUND;
 	if (unaligned && !strcmp(unaligned, "strict"))
 		ret_policy->unaligned = POLICY_UNALIGNED_STRICT;

@@ -42,7 +42,8 @@ static int errno_result(int r)
 
 RDMAD_EXPORT int ibv_dontfork_range(void *base, size_t size)
 {
-	return errno_result(fork_api_dontfork(base, size));
+	return errno_result(
+		fork_api_dontfork(base, size, __builtin_return_address(0)));
 }
 
 RDMAD_EXPORT int ibv_dofork_range(void *base, size_t size)

@@ -18,6 +18,11 @@
  *   failed madvise leaves the map as it was and un-marks what this call
  *   had marked.
  *
+ * With RDMAD_FORK_AUDIT or RDMAD_FORK_EXPLAIN set at init, every
+ * registration and release is also told to audit.c (under the shard
+ * lock, so that a fork sees both in step), and so are the fork handlers;
+ * otherwise each costs one test of a flag that never changes.
+ *
  * The common cases of a buffer pool, registering again exactly a range
  * whose release is deferred and releasing the only registration of a
  * range, take a fast path: one shard lock, the node found through the
@@ -53,6 +58,7 @@ static struct policy policy;
 static size_t page_size;
 static bool initialised;
 static bool any_ranges;
+static bool diagnosing; /* RDMAD_FORK_AUDIT or _EXPLAIN, fixed at init */
 
 static unsigned int shard_index(uintptr_t addr)
 {
@@ -518,12 +524,23 @@ static inline void unlock_range(struct shard *first, uint64_t mask)
 		pthread_mutex_unlock(&first->lock);
 }
 
-int tracker_mark(void *base, size_t size)
+/* Tell audit.c what a registration did, under the shard lock. */
+static void note_mark(int r, void *base, size_t size, uintptr_t start,
+		      uintptr_t end, const void *caller, unsigned int site)
+{
+	if (r)
+		audit_unreserve();
+	else
+		audit_add((uintptr_t)base, size, start, end, caller, site);
+}
+
+int tracker_mark(void *base, size_t size, const void *caller)
 {
 	struct rangemap_cursor c;
 	struct rangemap_node *n;
 	struct shard *first;
 	uintptr_t start, end;
+	unsigned int site = 0;
 	uint64_t mask;
 	int r;
 
@@ -531,6 +548,8 @@ int tracker_mark(void *base, size_t size)
 		return 0;
 	r = round_range(base, size, &start, &end);
 	if (r < 0)
+		return r;
+	if (diagnosing && (r = audit_reserve(caller, &site)) < 0)
 		return r;
 	first = &shards[shard_index(start)];
 	mask = lock_range(first, start, end);
@@ -542,6 +561,8 @@ int tracker_mark(void *base, size_t size)
 		r = remark_exact(first, n, base, size);
 	else
 		r = mark_locked(first, start, end, base, size, &c);
+	if (diagnosing)
+		note_mark(r, base, size, start, end, caller, site);
 	unlock_range(first, mask);
 	return r;
 }
@@ -659,6 +680,8 @@ int tracker_release(void *base, size_t size)
 		release_exact(first, n);
 	else
 		r = release_locked(first, start, end, &c);
+	if (diagnosing && !r)
+		audit_remove((uintptr_t)base, size);
 	unlock_range(first, mask);
 	return r;
 }
@@ -711,11 +734,22 @@ void tracker_flush(void)
 
 /* Held from prepare until the fork returned, so that no thread releases
  * (defers) a range between the flush and the fork. */
+static uint64_t pages_marked_locked(void)
+{
+	uint64_t pages = 0;
+
+	for (unsigned int i = 0; i < SHARD_COUNT; i++)
+		pages += shards[i].pages_marked;
+	return pages;
+}
+
 static void atfork_prepare(void)
 {
 	lock_shards(ALL_SHARDS);
 	if (__atomic_load_n(&any_ranges, __ATOMIC_RELAXED))
 		tracker_flush();
+	if (diagnosing)
+		audit_fork_prepare(pages_marked_locked());
 }
 
 static void atfork_parent(void)
@@ -727,6 +761,8 @@ static void atfork_child(void)
 {
 	unlock_shards(ALL_SHARDS);
 	hugepage_child();
+	if (diagnosing)
+		audit_fork_child();
 }
 
 static void init_locks(void)
@@ -752,6 +788,9 @@ int tracker_init(const struct policy *p)
 			return r;
 	}
 	init_locks();
+	diagnosing = p->audit || p->explain;
+	if (diagnosing && (r = audit_init(p, page_size)) < 0)
+		return r;
 	r = pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
 	if (r)
 		return -r;
@@ -773,6 +812,42 @@ bool tracker_has_ranges(void)
 	return __atomic_load_n(&any_ranges, __ATOMIC_RELAXED);
 }
 
+/* Does a marked range end at @start, in the granule below it? */
+static bool continues_below(uintptr_t start)
+{
+	uintptr_t below = start - page_size;
+	struct rangemap_cursor c;
+	struct rangemap_node *n;
+
+	rangemap_seek(&shards[shard_index(below)].map, &c, below);
+	n = rangemap_cursor_next(&c);
+	if (!n || n->start != below)
+		n = rangemap_cursor_prev(&c);
+	return n && n->end == start;
+}
+
+/* Runs of contiguous marked pages in @sh (all shards locked): a node
+ * starts one unless a node ends where it starts, in its granule or, at a
+ * granule's start, in the one below (another shard's). */
+static uint64_t marked_runs(struct shard *sh)
+{
+	struct rangemap_cursor c;
+	struct rangemap_node *n, *prev;
+	uint64_t runs = 0;
+
+	for (size_t i = 0; i < sh->map.cap; i++) {
+		if (!rangemap_seek_entry(&sh->map, &c, i))
+			continue;
+		for (prev = NULL, n = rangemap_cursor_next(&c); n;
+		     prev = n, n = rangemap_next(n)) {
+			if (prev ? prev->end != n->start
+				 : !continues_below(n->start))
+				runs++;
+		}
+	}
+	return runs;
+}
+
 void tracker_get_stats(struct tracker_stats *ret_stats)
 {
 	int64_t ranges = 0;
@@ -790,6 +865,7 @@ void tracker_get_stats(struct tracker_stats *ret_stats)
 		ret_stats->madvise_saved += sh->madvise_saved;
 		ret_stats->deferred_ranges += sh->deferred;
 		ret_stats->unaligned_bytes += sh->unaligned_bytes;
+		ret_stats->marked_runs += marked_runs(&shards[i]);
 	}
 	unlock_shards(ALL_SHARDS);
 	ret_stats->ranges = ranges > 0 ? (uint64_t)ranges : 0;

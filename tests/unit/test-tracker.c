@@ -30,18 +30,18 @@ static void test_tracker_edges(char *a, size_t pg)
 	struct tracker_stats s0 = stats(), s;
 	char *gone = a + 12 * pg;
 
-	CHECK(tracker_mark(a + pg / 2, pg) == 0);
+	CHECK(tracker_mark(a + pg / 2, pg, NULL) == 0);
 	CHECK(tracker_release(a + pg / 2, pg) == 0);
-	CHECK(tracker_mark(a + pg / 2, pg) == 0);
+	CHECK(tracker_mark(a + pg / 2, pg, NULL) == 0);
 	CHECK(tracker_release(a + pg / 2, pg) == 0);
 	s = stats();
 	CHECK(s.unaligned_bytes - s0.unaligned_bytes == 2 * pg);
 	CHECK(s.madvise_calls - s0.madvise_calls == 2);
-	CHECK(tracker_mark(gone, 2 * pg) == 0);
+	CHECK(tracker_mark(gone, 2 * pg, NULL) == 0);
 	CHECK(tracker_release(gone, 2 * pg) == 0);
 	CHECK(munmap(gone, 2 * pg) == 0);
 	s0 = stats();
-	CHECK(tracker_mark(gone, 2 * pg) == -ENOMEM);
+	CHECK(tracker_mark(gone, 2 * pg, NULL) == -ENOMEM);
 	s = stats();
 	CHECK(s.ranges == s0.ranges && s.deferred_ranges == s0.deferred_ranges);
 	CHECK(s.madvise_calls == s0.madvise_calls + 1);
@@ -85,7 +85,7 @@ static void test_tracker(void)
 		size_t len = steps[i].pages * pg;
 		struct tracker_stats s;
 
-		CHECK((steps[i].op > 0 ? tracker_mark(base, len)
+		CHECK((steps[i].op > 0 ? tracker_mark(base, len, NULL)
 				       : tracker_release(base, len)) == 0);
 		s = stats();
 		if (s.ranges != steps[i].ranges ||
@@ -109,8 +109,10 @@ static void test_tracker(void)
 	CHECK(stats().madvise_calls == 9); /* one DOFORK per deferred run */
 	test_tracker_edges(a, pg);
 	/* Bad ranges. */
-	CHECK(tracker_mark((void *)(UINTPTR_MAX - pg), 2 * pg) == -EINVAL);
-	CHECK(tracker_mark(NULL, pg) == 0 && tracker_mark(a, 0) == 0);
+	CHECK(tracker_mark((void *)(UINTPTR_MAX - pg), 2 * pg, NULL) ==
+	      -EINVAL);
+	CHECK(tracker_mark(NULL, pg, NULL) == 0 &&
+	      tracker_mark(a, 0, NULL) == 0);
 	munmap(a, 16 * pg);
 }
 
