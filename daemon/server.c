@@ -76,7 +76,8 @@ struct client {
 	uid_t uid;
 	gid_t gid;
 	char comm[16];
-	bool admin; /* root or the admin group, as of connect() */
+	bool admin;	/* root or the admin group, as of connect() */
+	bool lifecycle; /* said the "lifecycle" feature in Hello */
 	bool hello;
 	bool subscribed;
 	bool resync; /* overflowed: owes a seq-0 snapshot */
@@ -259,8 +260,8 @@ static int emit_part(const Rdmad__Frame *frame, void *userdata)
 
 static struct export_viewer client_viewer(const struct client *c)
 {
-	return c->admin ? export_viewer_all
-			: (struct export_viewer){.uid = c->uid};
+	return (struct export_viewer){
+		.all = c->admin, .uid = c->uid, .lifecycle = c->lifecycle};
 }
 
 static int send_snapshot(struct client *c, uint64_t seq)
@@ -293,6 +294,9 @@ static int handle_hello(struct client *c, const Rdmad__Frame *req)
 	log_debug("client pid %d uid %d (%s) says hello as '%.32s'", c->pid,
 		  c->uid, c->comm, req->hello->client_name);
 	c->hello = true;
+	for (size_t i = 0; i < req->hello->n_features; i++)
+		if (!strcmp(req->hello->features[i], "lifecycle"))
+			c->lifecycle = true;
 	event_del(c->ev_hello);
 	wire_frame_init(&frame, req->seq);
 	frame.body_case = RDMAD__FRAME__BODY_WELCOME;
