@@ -70,6 +70,9 @@ class FakeDevice:
     def __init__(self, name, kind, uverbs, pci, guid, ports, netdev):
         self.name, self.kind, self.uverbs = name, kind, uverbs
         self.pci, self.guid, self.ports, self.netdev = pci, guid, ports, netdev
+        self.physfn = None  # an SR-IOV VF: its PF's PCI address
+        self.port_state = "4: ACTIVE"
+        self.gid0 = "fe80:0000:0000:0000:0202:c9ff:fe00:0001"
 
     @property
     def pci_path(self):
@@ -157,22 +160,61 @@ class Testbed:
             f.write("6\n")
 
     def plug(self, name, kind="mlx5-ib", ports=1, netdev=None,
-             port_state="4: ACTIVE"):
+             port_state="4: ACTIVE", vf_of=None, gid0=None):
+        """A new PCI function with its ib and uverbs devices.  @vf_of: the
+        name of a plugged device whose PCI function is this one's PF (an
+        SR-IOV VF: a physfn link).  @gid0: GID 0 of every port (default a
+        link-local one; all zeros for a port without an address)."""
         k = KINDS[kind]
         pci = "0000:%02x:00.%d" % (self.next_pci // 8 + 1, self.next_pci % 8)
         self.next_pci += 1
-        uverbs = "uverbs%d" % self.next_uverbs
-        self.next_uverbs += 1
         guid = "0002:c903:%04x:%04x" % (self.next_pci >> 16,
                                         self.next_pci & 0xFFFF)
         if k["netdev"] and netdev is None:
             netdev = "eth%d" % self.next_pci
-        dev = FakeDevice(name, kind, uverbs, pci, guid, ports, netdev)
-        self._add_pci(dev, k)
-        self._add_ib(dev, k, port_state)
-        self._add_uverbs(dev)
-        self.devices[name] = dev
+        dev = FakeDevice(name, kind, None, pci, guid, ports, netdev)
+        dev.port_state = port_state
+        if vf_of:
+            dev.physfn = self.devices[vf_of].pci
+        if gid0:
+            dev.gid0 = gid0
+        self._plug(dev)
         return dev
+
+    def _plug(self, dev):
+        k = KINDS[dev.kind]
+        dev.uverbs = "uverbs%d" % self.next_uverbs
+        self.next_uverbs += 1
+        self._add_pci(dev, k)
+        self._add_ib(dev, k, dev.port_state)
+        self._add_uverbs(dev)
+        self.devices[dev.name] = dev
+
+    def replug(self, name, new_name=None, pause=0.0):
+        """The same hardware back after a firmware reset, a VF rebind or a
+        host's servicing: the same PCI function and GUIDs, a new
+        registration (new sysfs directories, a new uverbs number), maybe
+        a new name."""
+        dev = self.devices[name]
+        self.unplug(name)
+        time.sleep(pause)
+        if new_name:
+            dev.name = new_name
+        self._plug(dev)
+        return dev
+
+    def set_gid0(self, name, port, gid):
+        dev = self.devices[name]
+        self.tb.set_attribute(dev.ib_path, "ports/%d/gids/0" % port, gid)
+        self.tb.uevent(dev.ib_path, "change")
+
+    def set_sriov_numvfs(self, pf, n):
+        """Write sriov_numvfs of @pf's PCI function, as an operator or a
+        device plugin does before the VFs trickle in."""
+        dev = self.devices[pf]
+        self.tb.set_attribute(dev.pci_path, "sriov_numvfs", str(n))
+        self.tb.set_attribute(dev.pci_path, "sriov_totalvfs", "128")
+        self.tb.uevent(dev.pci_path, "change")
 
     def _add_pci(self, dev, k):
         modalias = "pci:v%08Xd%08Xsv%08Xsd%08Xbc02sc00i00" % (
@@ -181,9 +223,10 @@ class Testbed:
             "P: /devices/pci0000:00/%s\n"
             "E: SUBSYSTEM=pci\nE: DRIVER=%s\nE: MODALIAS=%s\n"
             "A: vendor=0x%04x\nA: device=0x%04x\nA: modalias=%s\n"
-            "A: numa_node=0\nL: driver=../../../bus/pci/drivers/%s\n"
+            "A: numa_node=0\nL: driver=../../../bus/pci/drivers/%s\n%s"
             % (dev.pci, k["driver"], modalias, k["vendor"], k["device"],
-               modalias, k["driver"]))
+               modalias, k["driver"],
+               "L: physfn=../%s\n" % dev.physfn if dev.physfn else ""))
 
     def _ib_string(self, dev, k, port_state, extra=""):
         lines = ["P: /devices/pci0000:00/%s/infiniband/%s" % (dev.pci,
@@ -198,7 +241,8 @@ class Testbed:
                       "A: ports/%d/phys_state=5: LinkUp" % p,
                       "A: ports/%d/link_layer=%s" % (p, k["link_layer"]),
                       "A: ports/%d/rate=%s" % (p, k["rate"]),
-                      "A: ports/%d/lid=0x%x" % (p, p)]
+                      "A: ports/%d/lid=0x%x" % (p, p),
+                      "A: ports/%d/gids/0=%s" % (p, dev.gid0)]
             if dev.netdev:
                 lines.append("A: ports/%d/gid_attrs/ndevs/0=%s"
                              % (p, dev.netdev))
