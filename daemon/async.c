@@ -271,6 +271,8 @@ void async_source_device_event(struct async_source *src,
 	case DEVICES_EVENT_CHANGED:
 	case DEVICES_EVENT_READY:
 	case DEVICES_EVENT_UNREADY:
+	case DEVICES_EVENT_EXPECTING:
+	case DEVICES_EVENT_SETTLED:
 		break;
 	}
 }

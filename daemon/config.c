@@ -80,11 +80,16 @@ static const struct config_key keys[] = {
 	KEY_UINT("scan", "debounce_ms", debounce_ms, 0, 10000, true),
 	KEY_UINT("scan", "storm_threshold", storm_threshold, 1, 1000000, true),
 	KEY_STR("metrics", "listen", CONFIG_TYPE_LISTEN, metrics_listen, false),
+	KEY_UINT("lifecycle", "grace_vf_ms", grace_vf_ms, 0, 86400000, false),
+	KEY_UINT("lifecycle", "grace_ms", grace_ms, 0, 86400000, false),
+	KEY_UINT("lifecycle", "sriov_settle_ms", sriov_settle_ms, 100, 3600000,
+		 false),
 };
 
 #define N_KEYS (sizeof(keys) / sizeof(keys[0]))
 
-static const char *const sections[] = {"daemon", "socket", "scan", "metrics"};
+static const char *const sections[] = {"daemon",  "socket",    "scan",
+				       "metrics", "lifecycle", "alias"};
 
 /* What the reader and the handler share while one file is parsed. */
 struct parse {
@@ -119,6 +124,9 @@ void config_defaults(struct config *cfg)
 	cfg->max_queue = 256;
 	cfg->debounce_ms = 10;
 	cfg->storm_threshold = 64;
+	cfg->grace_vf_ms = 120000;
+	cfg->grace_ms = 0;
+	cfg->sriov_settle_ms = 120000;
 }
 
 static void __attribute__((format(printf, 2, 3)))
@@ -346,6 +354,31 @@ static bool known_section(const char *name)
 	return false;
 }
 
+/* [alias] NAME = MATCHERS (alias.h). */
+static int add_alias(struct parse *p, const char *name, const char *value)
+{
+	struct config *cfg = p->cfg;
+	char why[CONFIG_ERROR_MAX];
+
+	if (cfg->naliases == ALIAS_MAX_RULES) {
+		parse_error(p, "more than %d aliases", ALIAS_MAX_RULES);
+		return 1;
+	}
+	if (alias_rule_parse(name, value, &cfg->aliases[cfg->naliases], why,
+			     sizeof(why)) < 0) {
+		parse_error(p, "%s", why);
+		return 1;
+	}
+	for (unsigned int i = 0; i < cfg->naliases; i++) {
+		if (!strcmp(cfg->aliases[i].name, name)) {
+			parse_error(p, "alias %s given twice", name);
+			return 1;
+		}
+	}
+	cfg->naliases++;
+	return 1;
+}
+
 /* inih's callback; always returns 1 since we count errors ourselves. */
 static int on_key(void *user, const char *section, const char *name,
 		  const char *value)
@@ -358,6 +391,8 @@ static int on_key(void *user, const char *section, const char *name,
 	}
 	if (!known_section(section))
 		return 1; /* reported once, at its header, by the reader */
+	if (!strcmp(section, "alias"))
+		return add_alias(p, name, value);
 	for (size_t i = 0; i < N_KEYS; i++) {
 		if (strcmp(keys[i].section, section) == 0 &&
 		    strcmp(keys[i].name, name) == 0) {

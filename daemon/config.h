@@ -12,6 +12,8 @@
 #include <stddef.h>
 #include <sys/types.h>
 
+#include "alias.h"
+
 #define CONFIG_PATH_MAX 256
 /* sun_path is 108 bytes including the NUL. */
 #define CONFIG_SOCKET_PATH_MAX 108
@@ -39,6 +41,13 @@ struct config {
 	unsigned int storm_threshold;
 	/* [metrics] */
 	char metrics_listen[64]; /* "" : off; "host:port" */
+	/* [lifecycle] */
+	unsigned int grace_vf_ms;
+	unsigned int grace_ms;
+	unsigned int sriov_settle_ms;
+	/* [alias] */
+	struct alias_rule aliases[ALIAS_MAX_RULES];
+	unsigned int naliases;
 };
 
 /* The built-in defaults, documented in rdmad.conf(5). */

@@ -14,6 +14,7 @@
  * must not modify the table from inside the callback.
  */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -32,6 +33,11 @@ struct device {
 	uint64_t incarnation;
 	uint64_t away_deadline; /* AWAY: realtime ms */
 	unsigned int changed;	/* RETURNED: life_field bits */
+	char aliases[ALIAS_MAX_PER_DEVICE][ALIAS_NAME_MAX];
+	unsigned int naliases;
+	/* A PF whose sriov_numvfs went up: the wait for its VFs. */
+	unsigned int sriov_expected, sriov_ready;
+	uint64_t sriov_deadline; /* realtime ms; 0: not waiting */
 	uint64_t generation;
 	uint64_t serial;   /* creation order: the last key of the sort */
 	unsigned int refs; /* internal references */
@@ -57,8 +63,14 @@ struct devices {
 	struct netdevs *netdevs; /* up/down, as rtnetlink last said */
 	struct lives *lives;	 /* every identity seen, and its last life */
 	uint64_t grace_vf_ms, grace_other_ms;
+	uint64_t sriov_settle_ms;
 	uint64_t (*now_ms)(void);
+	struct alias_rule *rules;
+	size_t nrules;
 };
+
+static int assign_aliases(struct devices *t, const struct device *quiet);
+static int settle(struct devices *t, int events);
 
 /* Present or away: a device its identity may still come back to. */
 static bool live(const struct device *d)
@@ -393,6 +405,7 @@ static int add_device(struct devices *t, struct sysfs_device *info)
 	id_insert(t, d);
 	name_insert(t, d);
 	order_insert(t, d);
+	assign_aliases(t, d);
 	emit(t, returned ? DEVICES_EVENT_RETURNED : DEVICES_EVENT_ADDED, d,
 	     NULL);
 	return 1;
@@ -414,6 +427,7 @@ static int revive_device(struct devices *t, struct device *d,
 	d->away_deadline = 0;
 	name_insert(t, d);
 	order_insert(t, d);
+	assign_aliases(t, d);
 	emit(t, DEVICES_EVENT_RETURNED, d, NULL);
 	return 1;
 }
@@ -544,7 +558,7 @@ int devices_apply_scan(struct devices *table, struct sysfs_device *scan,
 		if (r > 0)
 			events += r;
 	}
-	return r < 0 ? r : events;
+	return r < 0 ? r : settle(table, events);
 }
 
 /*
@@ -564,7 +578,7 @@ int devices_apply_one(struct devices *table, const char *name,
 		if (!old)
 			return 0;
 		device_gone(table, old);
-		return 1;
+		return settle(table, 1);
 	}
 	if (!info->id[0] || !info->name[0]) {
 		drop_info(info);
@@ -577,7 +591,7 @@ int devices_apply_one(struct devices *table, const char *name,
 		events++;
 	}
 	r = apply_entry(table, info);
-	return r < 0 ? r : events + r;
+	return r < 0 ? r : settle(table, events + r);
 }
 
 static bool set_ports_up(struct device *d, const char *ifname, bool up)
@@ -614,7 +628,7 @@ int devices_set_netdev_state(struct devices *table, const char *ifname, bool up)
 			events++;
 		}
 	}
-	return events;
+	return settle(table, events);
 }
 
 int devices_netdev_gone(struct devices *table, const char *ifname)
@@ -736,6 +750,7 @@ struct devices *devices_new(uint64_t generation)
 	t->netdevs = netdevs_new();
 	t->lives = lives_new();
 	t->now_ms = realtime_ms;
+	t->sriov_settle_ms = 120000;
 	if (!t->by_id || !t->by_name || !t->order || !t->netdevs || !t->lives) {
 		devices_free(t);
 		return NULL;
@@ -751,6 +766,7 @@ void devices_free(struct devices *table)
 		free_device(table->order[i]);
 	netdevs_free(table->netdevs);
 	lives_free(table->lives);
+	free(table->rules);
 	free(table->by_id);
 	free(table->by_name);
 	free(table->order);
@@ -797,9 +813,193 @@ int devices_expire(struct devices *table, uint64_t *ret_next)
 		}
 		i++;
 	}
+	events = settle(table, events);
+	for (size_t i = 0; i < table->n; i++) {
+		uint64_t when = table->order[i]->sriov_deadline;
+
+		if (when && (!next || when < next))
+			next = when;
+	}
 	if (ret_next)
 		*ret_next = next;
 	return events;
+}
+
+/* ---- aliases ---- */
+
+static int compare_identity(const void *a, const void *b)
+{
+	const struct device *x = *(const struct device *const *)a;
+	const struct device *y = *(const struct device *const *)b;
+
+	return strcmp(x->info.id, y->info.id);
+}
+
+struct alias_set {
+	char names[ALIAS_MAX_PER_DEVICE][ALIAS_NAME_MAX];
+	unsigned int n;
+};
+
+static void add_alias(struct alias_set *set, const char *name)
+{
+	if (set->n < ALIAS_MAX_PER_DEVICE)
+		snprintf(set->names[set->n++], ALIAS_NAME_MAX, "%s", name);
+}
+
+/* One rule over the live devices in identity order. */
+static void apply_rule(const struct alias_rule *rule, struct device **devs,
+		       struct alias_set *sets, size_t n)
+{
+	char name[ALIAS_NAME_MAX];
+	unsigned int index = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		if (!alias_rule_matches(rule, &devs[i]->info))
+			continue;
+		alias_rule_name(rule, index++, name);
+		add_alias(&sets[i], name);
+		if (!strstr(rule->name, "%d"))
+			return;
+	}
+}
+
+/* Take @set; true when it differs from what @d had. */
+static bool take_aliases(struct device *d, const struct alias_set *set)
+{
+	bool same = d->naliases == set->n &&
+		    !memcmp(d->aliases, set->names, sizeof(set->names));
+
+	memcpy(d->aliases, set->names, sizeof(set->names));
+	d->naliases = set->n;
+	return !same;
+}
+
+/*
+ * Assign every alias anew; a device whose aliases changed gets CHANGED,
+ * except @quiet (a device about to be announced with them).  Removed
+ * devices lose theirs: an alias names usable or returning hardware.
+ */
+static int assign_aliases(struct devices *t, const struct device *quiet)
+{
+	struct alias_set *sets;
+	struct device **devs;
+	size_t n = 0;
+	int events = 0;
+
+	if (!t->nrules)
+		return 0;
+	devs = calloc(t->n ? t->n : 1, sizeof(*devs));
+	sets = calloc(t->n ? t->n : 1, sizeof(*sets));
+	if (!devs || !sets) {
+		free(devs);
+		free(sets);
+		return -ENOMEM;
+	}
+	for (size_t i = 0; i < t->n; i++) {
+		if (live(t->order[i]))
+			devs[n++] = t->order[i];
+		else
+			t->order[i]->naliases = 0;
+	}
+	qsort(devs, n, sizeof(*devs), compare_identity);
+	for (size_t r = 0; r < t->nrules; r++)
+		apply_rule(&t->rules[r], devs, sets, n);
+	for (size_t i = 0; i < n; i++) {
+		if (take_aliases(devs[i], &sets[i]) && devs[i] != quiet) {
+			emit(t, DEVICES_EVENT_CHANGED, devs[i], NULL);
+			events++;
+		}
+	}
+	free(devs);
+	free(sets);
+	return events;
+}
+
+int devices_set_aliases(struct devices *table, const struct alias_rule *rules,
+			size_t n)
+{
+	struct alias_rule *copy = NULL;
+
+	if (n && !(copy = calloc(n, sizeof(*copy))))
+		return -ENOMEM;
+	if (n)
+		memcpy(copy, rules, n * sizeof(*copy));
+	free(table->rules);
+	table->rules = copy;
+	table->nrules = n;
+	return assign_aliases(table, NULL);
+}
+
+/* ---- SR-IOV: a PF's VFs trickling in ---- */
+
+static unsigned int ready_vfs(const struct devices *t, const struct device *pf)
+{
+	unsigned int n = 0;
+
+	for (size_t i = 0; i < t->n; i++) {
+		const struct device *d = t->order[i];
+
+		n += d->state == DEVICE_STATE_PRESENT && d->ready &&
+		     !strcmp(d->info.sriov_pf, pf->info.pci_address);
+	}
+	return n;
+}
+
+/* EXPECTING when a PF's sriov_numvfs went up; SETTLED when that many VFs
+ * are ready or the wait is over (@now past the deadline). */
+static int check_pf(struct devices *t, struct device *pf, uint64_t now)
+{
+	int numvfs = pf->info.sriov_numvfs;
+
+	if (numvfs <= 0 || (unsigned int)numvfs < pf->sriov_expected) {
+		pf->sriov_expected = numvfs > 0 ? numvfs : 0;
+		pf->sriov_deadline = 0;
+		return 0;
+	}
+	if ((unsigned int)numvfs > pf->sriov_expected) {
+		pf->sriov_expected = numvfs;
+		pf->sriov_ready = ready_vfs(t, pf);
+		pf->sriov_deadline = now + t->sriov_settle_ms;
+		emit(t, DEVICES_EVENT_EXPECTING, pf, NULL);
+		return 1 + check_pf(t, pf, now);
+	}
+	if (!pf->sriov_deadline)
+		return 0;
+	pf->sriov_ready = ready_vfs(t, pf);
+	if (pf->sriov_ready < pf->sriov_expected && now < pf->sriov_deadline)
+		return 0;
+	pf->sriov_deadline = 0;
+	emit(t, DEVICES_EVENT_SETTLED, pf, NULL);
+	return 1;
+}
+
+static int check_sriov(struct devices *t)
+{
+	uint64_t now = t->now_ms();
+	int events = 0;
+
+	for (size_t i = 0; i < t->n; i++)
+		if (t->order[i]->state == DEVICE_STATE_PRESENT)
+			events += check_pf(t, t->order[i], now);
+	return events;
+}
+
+void devices_set_sriov_settle(struct devices *table, uint64_t ms)
+{
+	table->sriov_settle_ms = ms;
+}
+
+/* After every change: aliases follow the devices, PFs their VFs. */
+static int settle(struct devices *t, int events)
+{
+	int r;
+
+	if (events < 0)
+		return events;
+	r = assign_aliases(t, NULL);
+	if (r < 0)
+		return r;
+	return events + r + check_sriov(t);
 }
 
 uint64_t devices_generation(const struct devices *table)
@@ -863,6 +1063,23 @@ uint64_t device_away_deadline(const struct device *dev)
 unsigned int device_changed(const struct device *dev)
 {
 	return dev->changed;
+}
+
+size_t device_alias_count(const struct device *dev)
+{
+	return dev->naliases;
+}
+
+const char *device_alias(const struct device *dev, size_t index)
+{
+	return index < dev->naliases ? dev->aliases[index] : NULL;
+}
+
+void device_sriov(const struct device *dev, unsigned int *ret_expected,
+		  unsigned int *ret_ready)
+{
+	*ret_expected = dev->sriov_expected;
+	*ret_ready = dev->sriov_ready;
 }
 
 enum device_state device_state(const struct device *dev)

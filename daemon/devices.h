@@ -30,6 +30,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "alias.h"
 #include "sysfs.h"
 
 struct devices;
@@ -50,8 +51,11 @@ enum devices_event {
 	DEVICES_EVENT_RETURNED,
 	DEVICES_EVENT_READY,
 	DEVICES_EVENT_UNREADY,
+	/* @dev is the PF; device_sriov() says how many VFs. */
+	DEVICES_EVENT_EXPECTING, /* its sriov_numvfs went up */
+	DEVICES_EVENT_SETTLED,	 /* those VFs are ready, or time is up */
 };
-#define DEVICES_EVENT_COUNT (DEVICES_EVENT_UNREADY + 1)
+#define DEVICES_EVENT_COUNT (DEVICES_EVENT_SETTLED + 1)
 
 struct holder {
 	const void *owner; /* the client connection; identity of the hold */
@@ -79,9 +83,16 @@ struct lives *devices_lives(struct devices *table);
  * for the real clock (tests pass their own). */
 void devices_set_grace(struct devices *table, uint64_t vf_ms, uint64_t other_ms,
 		       uint64_t (*now_ms)(void));
-/* End AWAY devices whose deadline passed; returns the events.  The
- * earliest deadline still pending is in *ret_next (0: none). */
+/* How long a PF's announced VFs may take to be ready (default 120 s). */
+void devices_set_sriov_settle(struct devices *table, uint64_t ms);
+/* End AWAY devices whose deadline passed, and SR-IOV waits that timed
+ * out; returns the events.  The earliest deadline still pending is in
+ * *ret_next (0: none). */
 int devices_expire(struct devices *table, uint64_t *ret_next);
+/* The [alias] rules (copied); aliases are assigned again at once, with a
+ * CHANGED for each device whose aliases changed.  -ENOMEM. */
+int devices_set_aliases(struct devices *table, const struct alias_rule *rules,
+			size_t n);
 void devices_set_listener(struct devices *table, devices_listener_fn fn,
 			  void *userdata);
 
@@ -129,6 +140,11 @@ bool device_ready(const struct device *dev);
 uint64_t device_away_deadline(const struct device *dev);
 /* RETURNED: the life_field bits (lives.h) unlike its last life. */
 unsigned int device_changed(const struct device *dev);
+size_t device_alias_count(const struct device *dev);
+const char *device_alias(const struct device *dev, size_t index);
+/* A PF: the VFs announced and those ready (EXPECTING, SETTLED). */
+void device_sriov(const struct device *dev, unsigned int *ret_expected,
+		  unsigned int *ret_ready);
 size_t device_holder_count(const struct device *dev);
 const struct holder *device_holder(const struct device *dev, size_t index);
 

@@ -23,7 +23,7 @@ static size_t block_size(size_t nports, size_t nholders)
 	return sizeof(Rdmad__Device) +
 	       nports * (sizeof(Rdmad__Port *) + sizeof(Rdmad__Port)) +
 	       nholders * (sizeof(Rdmad__Holder *) + sizeof(Rdmad__Holder)) +
-	       LIFE_FIELDS * sizeof(char *);
+	       (LIFE_FIELDS + ALIAS_MAX_PER_DEVICE) * sizeof(char *);
 }
 
 static void fill_port(Rdmad__Port *msg, const struct sysfs_port *port)
@@ -73,6 +73,15 @@ static void fill_changed(Rdmad__Device *msg, const struct device *dev,
 	for (unsigned int i = 0; i < LIFE_FIELDS; i++)
 		if (mask & (1u << i))
 			names[msg->n_changed++] = (char *)life_field_name(i);
+}
+
+static void fill_aliases(Rdmad__Device *msg, const struct device *dev,
+			 char **names)
+{
+	msg->aliases = names;
+	msg->n_aliases = device_alias_count(dev);
+	for (size_t i = 0; i < msg->n_aliases; i++)
+		names[i] = (char *)device_alias(dev, i);
 }
 
 static void fill_device(Rdmad__Device *msg, const struct device *dev,
@@ -174,6 +183,7 @@ int export_device(const struct device *dev, const char *old_name,
 	}
 	fill_holders(msg, holders, dev, viewer);
 	fill_changed(msg, dev, (char **)(holders + nholders));
+	fill_aliases(msg, dev, msg->changed + LIFE_FIELDS);
 	*ret_msg = msg;
 	return 0;
 }
@@ -230,6 +240,15 @@ Rdmad__EventType export_event_type(enum devices_event event,
 	case DEVICES_EVENT_UNREADY:
 		return viewer->lifecycle
 			       ? RDMAD__EVENT_TYPE__EVENT_TYPE_UNREADY
+			       : RDMAD__EVENT_TYPE__EVENT_TYPE_CHANGED;
+	/* Older clients: a CHANGED of the PF keeps their generations whole. */
+	case DEVICES_EVENT_EXPECTING:
+		return viewer->lifecycle
+			       ? RDMAD__EVENT_TYPE__EVENT_TYPE_EXPECTING
+			       : RDMAD__EVENT_TYPE__EVENT_TYPE_CHANGED;
+	case DEVICES_EVENT_SETTLED:
+		return viewer->lifecycle
+			       ? RDMAD__EVENT_TYPE__EVENT_TYPE_SETTLED
 			       : RDMAD__EVENT_TYPE__EVENT_TYPE_CHANGED;
 	case DEVICES_EVENT_ADDED:
 		return RDMAD__EVENT_TYPE__EVENT_TYPE_ADDED;

@@ -20,10 +20,10 @@
 #include <unistd.h>
 
 #include "genstore.h"
+#include "statefile.h"
 
 #define GENSTORE_BLOCK 1024
 #define GENSTORE_FILE "generation"
-#define GENSTORE_TMP "generation.tmp"
 
 struct genstore {
 	int dirfd;
@@ -70,46 +70,14 @@ static uint64_t clock_floor(void)
 	return (uint64_t)ts.tv_sec * 1000000 + (uint64_t)ts.tv_nsec / 1000;
 }
 
-static int write_all(int fd, const char *buf, size_t len)
-{
-	while (len) {
-		ssize_t n = write(fd, buf, len);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0)
-			return -errno;
-		buf += n;
-		len -= n;
-	}
-	return 0;
-}
-
-/* Write the ceiling to a temp file, sync it, and rename it into place. */
+/* The ceiling, replaced whole (statefile.h). */
 static int write_ceiling(int dirfd, uint64_t ceiling)
 {
 	char buf[32];
-	int fd, r;
 
-	fd = openat(dirfd, GENSTORE_TMP,
-		    O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW,
-		    0644);
-	if (fd < 0)
-		return -errno;
-	r = write_all(fd, buf,
-		      snprintf(buf, sizeof(buf), "%llu\n",
-			       (unsigned long long)ceiling));
-	if (r == 0 && fsync(fd) < 0)
-		r = -errno;
-	if (close(fd) < 0 && r == 0)
-		r = -errno;
-	if (r == 0 && renameat(dirfd, GENSTORE_TMP, dirfd, GENSTORE_FILE) < 0)
-		r = -errno;
-	if (r < 0)
-		unlinkat(dirfd, GENSTORE_TMP, 0);
-	else
-		fsync(dirfd); /* the rename itself; best effort */
-	return r;
+	return statefile_write(dirfd, GENSTORE_FILE, buf,
+			       snprintf(buf, sizeof(buf), "%llu\n",
+					(unsigned long long)ceiling));
 }
 
 static int reserve(struct genstore *store, uint64_t from)

@@ -20,6 +20,7 @@
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <syslog.h>
+#include <fcntl.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -38,6 +39,8 @@
 #include "scan.h"
 #include "udev.h"
 #include "genstore.h"
+#include "lives.h"
+#include "statefile.h"
 
 /* Past this, a stuck tear-down is cut short by SIGALRM's default action. */
 #define SHUTDOWN_TIMEOUT_SEC 10
@@ -71,6 +74,10 @@ struct rdmad {
 	struct server *server;
 	struct metrics *metrics;
 	struct event *ev_term, *ev_int, *ev_hup, *ev_status;
+	struct event *ev_lives;	    /* saves the identities, a second after */
+	struct event *ev_expire;    /* the next AWAY or SR-IOV deadline */
+	uint64_t expire_at;	    /* realtime ms it is set for; 0: not set */
+	int state_fd;		    /* the state directory */
 	struct timespec start_time; /* for metrics */
 	bool genstore_failed;
 };
@@ -266,6 +273,120 @@ static void schedule_status(struct rdmad *d)
 		evtimer_add(d->ev_status, &tv);
 }
 
+/* ---- devices' lives: the identities kept, the deadlines kept ---- */
+
+#define LIVES_FILE "lives"
+#define LIVES_MAX_BYTES (4u << 20)
+
+static uint64_t realtime_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+static void load_lives(struct rdmad *d)
+{
+	char *text = NULL;
+	size_t bad = 0;
+	int r;
+
+	r = statefile_read(d->state_fd, LIVES_FILE, LIVES_MAX_BYTES, &text);
+	if (r == -ENOENT)
+		return;
+	if (r == 0)
+		r = lives_parse(devices_lives(d->table), text, &bad);
+	free(text);
+	if (r < 0)
+		log_warnc(r, "%s/%s: devices come back as new",
+			  d->cfg.state_dir, LIVES_FILE);
+	else if (bad)
+		log_warnx("%s/%s: %zu unreadable lines skipped",
+			  d->cfg.state_dir, LIVES_FILE, bad);
+}
+
+static void save_lives(struct rdmad *d)
+{
+	struct lives *lives = devices_lives(d->table);
+	char *text;
+	int r = -ENOMEM;
+
+	if (!lives_dirty(lives))
+		return;
+	text = lives_format(lives);
+	if (text)
+		r = statefile_write(d->state_fd, LIVES_FILE, text,
+				    strlen(text));
+	free(text);
+	if (r < 0)
+		log_warnc(r, "cannot save %s/%s", d->cfg.state_dir, LIVES_FILE);
+	else
+		lives_saved(lives);
+}
+
+static void on_lives_timer(evutil_socket_t fd, short what, void *arg)
+{
+	save_lives(arg);
+}
+
+/* At most one save a second, however many devices change. */
+static void schedule_save(struct rdmad *d)
+{
+	struct timeval tv = {.tv_sec = 1};
+
+	if (lives_dirty(devices_lives(d->table)) &&
+	    !evtimer_pending(d->ev_lives, NULL))
+		evtimer_add(d->ev_lives, &tv);
+}
+
+static void arm_expiry(struct rdmad *d, uint64_t when)
+{
+	uint64_t now = realtime_ms(), wait;
+	struct timeval tv;
+
+	if (!when || (d->expire_at && d->expire_at <= when))
+		return;
+	wait = when > now ? when - now : 0;
+	tv.tv_sec = wait / 1000;
+	tv.tv_usec = wait % 1000 * 1000;
+	d->expire_at = when;
+	evtimer_add(d->ev_expire, &tv);
+}
+
+static void on_expire(evutil_socket_t fd, short what, void *arg)
+{
+	struct rdmad *d = arg;
+	uint64_t next = 0;
+
+	d->expire_at = 0;
+	devices_expire(d->table, &next);
+	arm_expiry(d, next);
+}
+
+/* A deadline that @event starts: an AWAY device's, or a PF's wait. */
+static void note_deadline(struct rdmad *d, enum devices_event event,
+			  const struct device *dev)
+{
+	if (event == DEVICES_EVENT_REMOVED &&
+	    device_state(dev) == DEVICE_STATE_AWAY)
+		arm_expiry(d, device_away_deadline(dev));
+	else if (event == DEVICES_EVENT_EXPECTING)
+		arm_expiry(d, realtime_ms() + d->cfg.sriov_settle_ms);
+}
+
+/* [lifecycle] and [alias], at start and at every reload. */
+static void apply_lifecycle(struct rdmad *d, const struct config *cfg)
+{
+	int r;
+
+	devices_set_grace(d->table, cfg->grace_vf_ms, cfg->grace_ms, NULL);
+	devices_set_sriov_settle(d->table, cfg->sriov_settle_ms);
+	r = devices_set_aliases(d->table, cfg->aliases, cfg->naliases);
+	if (r < 0)
+		log_warnc(r, "aliases");
+}
+
 /* The glue: every table change goes to the store, the verbs source and
  * the clients, in that order. */
 static void on_table_event(void *userdata, enum devices_event event,
@@ -287,6 +408,8 @@ static void on_table_event(void *userdata, enum devices_event event,
 	if (d->async)
 		async_source_device_event(d->async, event, dev);
 	metrics_note_event(d->metrics, event);
+	note_deadline(d, event, dev);
+	schedule_save(d);
 	schedule_status(d);
 }
 
@@ -394,6 +517,7 @@ static int apply_reload(struct rdmad *d, const struct config *cfg)
 	config_each_restart_change(&d->cfg, cfg, log_restart_key, NULL);
 	log_set_level(cfg->log_level);
 	server_set_limits(d->server, &o);
+	apply_lifecycle(d, cfg);
 	/* A listener that could not bind before is tried again, changed or
 	 * not (the port may be free now). */
 	if (strcmp(cfg->metrics_listen, d->cfg.metrics_listen) != 0 ||
@@ -573,8 +697,14 @@ static int start_table(struct rdmad *d)
 			"and restart all clients to start over",
 			d->cfg.state_dir);
 	d->table = devices_new(start);
-	if (!d->table)
-		return -ENOMEM;
+	d->state_fd = open(d->cfg.state_dir,
+			   O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+	d->ev_lives = evtimer_new(d->base, on_lives_timer, d);
+	d->ev_expire = evtimer_new(d->base, on_expire, d);
+	if (!d->table || d->state_fd < 0 || !d->ev_lives || !d->ev_expire)
+		return d->state_fd < 0 ? -errno : -ENOMEM;
+	load_lives(d);
+	apply_lifecycle(d, &d->cfg);
 	devices_set_listener(d->table, on_table_event, d);
 	log_debug("generation starts after %llu", (unsigned long long)start);
 	return 0;
@@ -672,6 +802,14 @@ static int rdmad_run(struct rdmad *d)
 out_sources:
 	stop_sources(d);
 out_table:
+	if (d->table)
+		save_lives(d);
+	if (d->ev_lives)
+		event_free(d->ev_lives);
+	if (d->ev_expire)
+		event_free(d->ev_expire);
+	if (d->state_fd >= 0)
+		close(d->state_fd);
 	devices_free(d->table);
 	genstore_close(d->genstore);
 out_base:
@@ -684,7 +822,7 @@ out:
 
 int main(int argc, char **argv)
 {
-	struct rdmad d = {0};
+	struct rdmad d = {.state_fd = -1};
 	char err[CONFIG_ERROR_MAX];
 	int r;
 

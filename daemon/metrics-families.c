@@ -120,6 +120,8 @@ static void events(const struct metrics_state *st, struct expo *e)
 		[DEVICES_EVENT_RETURNED] = "returned",
 		[DEVICES_EVENT_READY] = "ready",
 		[DEVICES_EVENT_UNREADY] = "unready",
+		[DEVICES_EVENT_EXPECTING] = "expecting",
+		[DEVICES_EVENT_SETTLED] = "settled",
 	};
 
 	for (int i = 0; i < METRICS_N_EVENTS; i++)
@@ -159,8 +161,7 @@ static void device_state_samples(const struct metrics_state *st, struct expo *e)
 				 device_state(d) == (enum device_state)s);
 }
 
-static void device_ready_samples(const struct metrics_state *st,
-				 struct expo *e)
+static void device_ready_samples(const struct metrics_state *st, struct expo *e)
 {
 	const struct devices *t = st->src.table;
 

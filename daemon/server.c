@@ -1023,16 +1023,24 @@ static struct outbuf *encode_event(struct server *srv, enum devices_event event,
 				   const struct export_viewer *viewer)
 {
 	Rdmad__Event ev = RDMAD__EVENT__INIT;
+	Rdmad__Sriov sriov = RDMAD__SRIOV__INIT;
 	Rdmad__Frame frame;
 	struct outbuf *ob;
 
-	if (export_device(dev, old_name, viewer, &ev.device) < 0)
+	ev.type = export_event_type(event, viewer);
+	if (ev.type == RDMAD__EVENT_TYPE__EVENT_TYPE_EXPECTING ||
+	    ev.type == RDMAD__EVENT_TYPE__EVENT_TYPE_SETTLED) {
+		/* About a PF's VFs, not a device of the list. */
+		sriov.pf = (char *)device_info(dev)->pci_address;
+		device_sriov(dev, &sriov.expected, &sriov.ready);
+		ev.sriov = &sriov;
+	} else if (export_device(dev, old_name, viewer, &ev.device) < 0) {
 		return NULL;
+	}
 	wire_frame_init(&frame, 0);
 	frame.body_case = RDMAD__FRAME__BODY_EVENT;
 	frame.event = &ev;
 	ev.generation = devices_generation(srv->table);
-	ev.type = export_event_type(event, viewer);
 	ob = outbuf_encode(&frame, true, -1);
 	export_device_free(ev.device);
 	return ob;

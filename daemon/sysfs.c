@@ -442,6 +442,9 @@ static void read_parent_attrs(int devfd, struct sysfs_device *dev)
 		       sizeof(dev->driver));
 	read_link_base(devfd, "device/physfn", dev->sriov_pf,
 		       sizeof(dev->sriov_pf));
+	if (read_attr(devfd, "device/sriov_numvfs", raw, sizeof(raw)) == 0 &&
+	    parse_uint(raw, 10, INT_MAX, &node) == 0)
+		dev->sriov_numvfs = (int)node;
 }
 
 static void build_parent_id(int devfd, const char *parent,
@@ -493,6 +496,7 @@ static bool read_parent(int devfd, struct sysfs_device *dev)
 	char parent[SYSFS_NAME_MAX * 2];
 
 	dev->numa_node = -1;
+	dev->sriov_numvfs = -1;
 	if (read_link_base(devfd, "device", parent, sizeof(parent)) < 0) {
 		build_virtual_id(devfd, dev);
 		return false;
@@ -875,7 +879,8 @@ int sysfs_device_equal(const struct sysfs_device *a,
 	    strcmp(a->fw_ver, b->fw_ver) ||
 	    strcmp(a->pci_address, b->pci_address) ||
 	    strcmp(a->driver, b->driver) || a->numa_node != b->numa_node ||
-	    strcmp(a->sriov_pf, b->sriov_pf) || a->nports != b->nports)
+	    strcmp(a->sriov_pf, b->sriov_pf) ||
+	    a->sriov_numvfs != b->sriov_numvfs || a->nports != b->nports)
 		return 0;
 	for (unsigned int i = 0; i < a->nports; i++)
 		if (!ports_equal(&a->ports[i], &b->ports[i]))

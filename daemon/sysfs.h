@@ -39,6 +39,7 @@ struct sysfs_device {
 	char driver[32];      /* driver of the parent device */
 	int numa_node;	      /* -1 unknown */
 	char sriov_pf[32];    /* an SR-IOV VF: its PF (device/physfn) */
+	int sriov_numvfs;     /* a PF: its sriov_numvfs; else -1 */
 	/* This registration: the inode of the device's sysfs directory,
 	 * which the kernel makes anew each time it registers the device
 	 * (names and uverbs numbers are reused, this is not). */

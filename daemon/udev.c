@@ -121,24 +121,34 @@ int udev_decode(const struct udev_uevent *ev, struct udev_target *ret)
 		return decode_uverbs(ev, ret);
 	if (strcmp(ev->subsystem, "net") == 0)
 		return decode_netdev(ev, ret);
+	/* A PF's sriov_numvfs written: its VFs are on their way. */
+	if (strcmp(ev->subsystem, "pci") == 0 &&
+	    strcmp(ev->action, "change") == 0) {
+		ret->kind = UDEV_TARGET_PCI;
+		return copy_name(ret->name, ev->sysname);
+	}
 	return -ENOMSG;
+}
+
+/* Does @dev (when set) carry ib devices: an infiniband class directory? */
+static bool has_ibdev(struct udev_device *dev)
+{
+	char path[4096];
+	struct stat st;
+
+	if (!dev || !udev_device_get_syspath(dev))
+		return false;
+	if (snprintf(path, sizeof(path), "%s/infiniband",
+		     udev_device_get_syspath(dev)) >= (int)sizeof(path))
+		return false;
+	return stat(path, &st) == 0;
 }
 
 /* A netdev nobody's port uses yet may still belong to RDMA hardware: its
  * parent device then also has an infiniband class directory. */
 static bool parent_has_ibdev(struct udev_device *dev)
 {
-	struct udev_device *parent;
-	char path[4096];
-	struct stat st;
-
-	parent = udev_device_get_parent(dev);
-	if (!parent || !udev_device_get_syspath(parent))
-		return false;
-	if (snprintf(path, sizeof(path), "%s/infiniband",
-		     udev_device_get_syspath(parent)) >= (int)sizeof(path))
-		return false;
-	return stat(path, &st) == 0;
+	return has_ibdev(udev_device_get_parent(dev));
 }
 
 /* @removed: an ib device's "remove", which sysfs may not show yet. */
@@ -164,6 +174,10 @@ static void request(struct udev_source *src, struct udev_device *dev,
 		if (t->old_name[0])
 			n += scan_request_netdev(src->scan, t->old_name);
 		if (n == 0 && parent_has_ibdev(dev))
+			scan_request(src->scan, NULL);
+		break;
+	case UDEV_TARGET_PCI:
+		if (has_ibdev(dev))
 			scan_request(src->scan, NULL);
 		break;
 	}
@@ -238,6 +252,7 @@ static int monitor_open(struct udev_source *src)
 		"infiniband",
 		"infiniband_verbs",
 		"net",
+		"pci",
 	};
 	size_t i;
 	int r;

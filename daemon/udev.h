@@ -24,10 +24,12 @@ enum udev_target_kind {
 	UDEV_TARGET_IBDEV,  /* rescan ib device @name (and @old_name) */
 	UDEV_TARGET_UVERBS, /* rescan the device behind uverbs @name */
 	UDEV_TARGET_NETDEV, /* rescan devices on netdev @name (and @old_name) */
+	UDEV_TARGET_PCI,    /* PCI function @name changed (sriov_numvfs) */
 };
 struct udev_uevent {
 	const char *action;    /* "add", "remove", "change", "move", ... */
-	const char *subsystem; /* "infiniband", "infiniband_verbs", "net" */
+	const char *subsystem; /* "infiniband", "infiniband_verbs", "net",
+				* "pci" */
 	const char *sysname;
 	const char *devpath_old; /* DEVPATH_OLD, for "move" */
 	const char *ibdev;	 /* sysattr "ibdev" of a uverbs device */
