@@ -33,6 +33,7 @@ FAMILIES = {
     "rdmad_devices": "gauge", "rdmad_holds": "gauge",
     "rdmad_ports_active": "gauge", "rdmad_device": "info",
     "rdmad_device_state": "gauge", "rdmad_device_holders": "gauge",
+    "rdmad_device_ready": "gauge",
     "rdmad_port": "info", "rdmad_port_state": "gauge",
     "rdmad_clients": "gauge", "rdmad_clients_refused": "counter",
     "rdmad_holds_refused": "counter", "rdmad_client_resyncs": "counter",
@@ -107,6 +108,8 @@ class TestMetricsFormats(DaemonTest):
         self.assertEqual(value("rdmad_device_state", device="irdma0",
                                state="removed"), 1)
         self.assertEqual(value("rdmad_device_holders", device="irdma0"), 1)
+        self.assertEqual(value("rdmad_device_ready", device="mlx5_0"), 1)
+        self.assertEqual(value("rdmad_device_ready", device="irdma0"), 0)
         self.assertEqual(value("rdmad_port_state", device="mlx5_0",
                                port="2"), 4)
         self.assertEqual(value("rdmad_port_state", device="mlx5_1",
