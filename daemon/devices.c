@@ -273,6 +273,7 @@ static void drop_device(struct devices *t, struct device *d,
 	unlink_device(t, d);
 	/* What goes is no longer present: clients see it as removed. */
 	d->state = DEVICE_STATE_REMOVED;
+	d->ready = false;
 	emit(t, event, d, NULL);
 	free_device(d);
 }
@@ -295,6 +296,7 @@ static bool remove_device(struct devices *t, struct device *d)
 	}
 	id_remove(t, d);
 	d->state = DEVICE_STATE_REMOVED;
+	d->ready = false;
 	d->away_deadline = 0;
 	emit(t, DEVICES_EVENT_REMOVED, d, NULL);
 	return false;

@@ -115,6 +115,9 @@ static void test_returned(void)
 	scan(t, d, 1);
 	EXPECT("REMOVED mlx5_4/2, RETURNED mlx5_4/3");
 	CHECK(devices_count(t) == 2, "the held old life stays listed");
+	CHECK(!device_ready(devices_first(t)) &&
+		      device_ready(devices_next(t, devices_first(t))),
+	      "the ended life is not ready, the new one is");
 	events[0] = '\0';
 	devices_release_owner(t, &h);
 	EXPECT("RELEASED mlx5_4/2");
