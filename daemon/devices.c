@@ -782,6 +782,25 @@ void devices_set_listener(struct devices *table, devices_listener_fn fn,
 	table->userdata = userdata;
 }
 
+const char *devices_event_name(enum devices_event event)
+{
+	static const char *const names[DEVICES_EVENT_COUNT] = {
+		[DEVICES_EVENT_ADDED] = "added",
+		[DEVICES_EVENT_REMOVED] = "removed",
+		[DEVICES_EVENT_CHANGED] = "changed",
+		[DEVICES_EVENT_RENAMED] = "renamed",
+		[DEVICES_EVENT_RELEASED] = "released",
+		[DEVICES_EVENT_RETURNED] = "returned",
+		[DEVICES_EVENT_READY] = "ready",
+		[DEVICES_EVENT_UNREADY] = "unready",
+		[DEVICES_EVENT_EXPECTING] = "expecting",
+		[DEVICES_EVENT_SETTLED] = "settled",
+	};
+
+	return (unsigned int)event < DEVICES_EVENT_COUNT ? names[event]
+							 : "unknown";
+}
+
 struct lives *devices_lives(struct devices *table)
 {
 	return table->lives;

@@ -73,6 +73,9 @@ typedef void (*devices_listener_fn)(void *userdata, enum devices_event event,
 				    const struct device *dev,
 				    const char *old_name);
 
+/* "added", "removed", ...: the name logs, metrics and tests use. */
+const char *devices_event_name(enum devices_event event);
+
 /* @generation: the last generation published; the next change is +1. */
 struct devices *devices_new(uint64_t generation);
 void devices_free(struct devices *table);

@@ -111,21 +111,9 @@ static void ports_active(const struct metrics_state *st, struct expo *e)
 
 static void events(const struct metrics_state *st, struct expo *e)
 {
-	static const char *const name[METRICS_N_EVENTS] = {
-		[DEVICES_EVENT_ADDED] = "added",
-		[DEVICES_EVENT_REMOVED] = "removed",
-		[DEVICES_EVENT_CHANGED] = "changed",
-		[DEVICES_EVENT_RENAMED] = "renamed",
-		[DEVICES_EVENT_RELEASED] = "released",
-		[DEVICES_EVENT_RETURNED] = "returned",
-		[DEVICES_EVENT_READY] = "ready",
-		[DEVICES_EVENT_UNREADY] = "unready",
-		[DEVICES_EVENT_EXPECTING] = "expecting",
-		[DEVICES_EVENT_SETTLED] = "settled",
-	};
-
 	for (int i = 0; i < METRICS_N_EVENTS; i++)
-		expo_u64(e, LABELS("type", name[i]), st->events[i]);
+		expo_u64(e, LABELS("type", devices_event_name(i)),
+			 st->events[i]);
 }
 
 /* ---- per device and per port ---- */

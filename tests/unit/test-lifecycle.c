@@ -23,26 +23,14 @@ static uint64_t fake_now(void)
 	return now;
 }
 
-static const char *const names[DEVICES_EVENT_COUNT] = {
-	[DEVICES_EVENT_ADDED] = "ADDED",
-	[DEVICES_EVENT_REMOVED] = "REMOVED",
-	[DEVICES_EVENT_CHANGED] = "CHANGED",
-	[DEVICES_EVENT_RENAMED] = "RENAMED",
-	[DEVICES_EVENT_RELEASED] = "RELEASED",
-	[DEVICES_EVENT_RETURNED] = "RETURNED",
-	[DEVICES_EVENT_READY] = "READY",
-	[DEVICES_EVENT_UNREADY] = "UNREADY",
-	[DEVICES_EVENT_EXPECTING] = "EXPECTING",
-	[DEVICES_EVENT_SETTLED] = "SETTLED",
-};
-
 static void listener(void *userdata, enum devices_event event,
 		     const struct device *dev, const char *old_name)
 {
 	size_t len = strlen(events);
 
 	snprintf(events + len, sizeof(events) - len, "%s%s %s/%llu",
-		 len ? ", " : "", names[event], device_info(dev)->name,
+		 len ? ", " : "", devices_event_name(event),
+		 device_info(dev)->name,
 		 (unsigned long long)device_incarnation(dev));
 }
 
@@ -99,28 +87,28 @@ static void test_returned(void)
 
 	d[0] = dev("mlx5_0", "0000:03:00.0", 11, "ACTIVE");
 	scan(t, d, 1);
-	EXPECT("ADDED mlx5_0/1");
+	EXPECT("added mlx5_0/1");
 	CHECK(device_ready(devices_find(t, "mlx5_0")), "ready");
 	scan(t, d, 0);
-	EXPECT("REMOVED mlx5_0/1");
+	EXPECT("removed mlx5_0/1");
 	/* Back as another name: the same identity, its next life. */
 	d[0] = dev("mlx5_4", "0000:03:00.0", 12, "ACTIVE");
 	scan(t, d, 1);
-	EXPECT("RETURNED mlx5_4/2");
+	EXPECT("returned mlx5_4/2");
 	CHECK(device_changed(devices_find(t, "mlx5_4")) == LIFE_NAME,
 	      "changed: the name");
 	/* Held, and re-registered between two looks: the old life ends. */
 	CHECK(devices_hold(t, "mlx5_4", &h) == 0, "hold");
 	d[0] = dev("mlx5_4", "0000:03:00.0", 13, "ACTIVE");
 	scan(t, d, 1);
-	EXPECT("REMOVED mlx5_4/2, RETURNED mlx5_4/3");
+	EXPECT("removed mlx5_4/2, returned mlx5_4/3");
 	CHECK(devices_count(t) == 2, "the held old life stays listed");
 	CHECK(!device_ready(devices_first(t)) &&
 		      device_ready(devices_next(t, devices_first(t))),
 	      "the ended life is not ready, the new one is");
 	events[0] = '\0';
 	devices_release_owner(t, &h);
-	EXPECT("RELEASED mlx5_4/2");
+	EXPECT("released mlx5_4/2");
 	devices_free(t);
 }
 
@@ -136,7 +124,7 @@ static void test_restart(void)
 	scan(t, d, 1);
 	d[0] = dev("mlx5_0", "0000:03:00.0", 22, "ACTIVE");
 	scan(t, d, 1);
-	EXPECT("REMOVED mlx5_0/1, RETURNED mlx5_0/2");
+	EXPECT("removed mlx5_0/1, returned mlx5_0/2");
 	text = lives_format(devices_lives(t));
 	devices_free(t);
 
@@ -145,14 +133,14 @@ static void test_restart(void)
 	      "parse: %zu bad", bad);
 	d[0] = dev("mlx5_0", "0000:03:00.0", 22, "ACTIVE");
 	scan(t2, d, 1);
-	EXPECT("ADDED mlx5_0/2");
+	EXPECT("added mlx5_0/2");
 	devices_free(t2);
 
 	t2 = table();
 	lives_parse(devices_lives(t2), text, NULL);
 	d[0] = dev("mlx5_0", "0000:03:00.0", 23, "ACTIVE");
 	scan(t2, d, 1);
-	EXPECT("RETURNED mlx5_0/3");
+	EXPECT("returned mlx5_0/3");
 	devices_free(t2);
 
 	t2 = table();
@@ -195,7 +183,7 @@ static void test_away(void)
 	CHECK(devices_hold(t, "mlx5_1", &h) == 0, "hold the VF");
 	d[0] = dev("mlx5_0", "0000:03:00.0", 31, "ACTIVE");
 	scan(t, d, 1);
-	EXPECT("REMOVED mlx5_1/1");
+	EXPECT("removed mlx5_1/1");
 	CHECK(device_state(devices_find(t, "mlx5_1")) == DEVICE_STATE_AWAY &&
 		      device_away_deadline(devices_find(t, "mlx5_1")) ==
 			      now + 5000,
@@ -204,7 +192,7 @@ static void test_away(void)
 	d[1] = dev("mlx5_1", "0000:03:00.1", 33, "ACTIVE");
 	strcpy(d[1].sriov_pf, "0000:03:00.0");
 	scan(t, d, 2);
-	EXPECT("RETURNED mlx5_1/2");
+	EXPECT("returned mlx5_1/2");
 	CHECK(device_holder_count(devices_find(t, "mlx5_1")) == 1 &&
 		      devices_count(t) == 2,
 	      "the same entry, holds kept");
@@ -216,7 +204,7 @@ static void test_away(void)
 	now += 1;
 	events[0] = '\0';
 	CHECK(devices_expire(t, &next) == 1 && next == 0, "expired");
-	EXPECT("REMOVED mlx5_1/2");
+	EXPECT("removed mlx5_1/2");
 	CHECK(device_state(devices_find(t, "mlx5_1")) == DEVICE_STATE_REMOVED,
 	      "removed, still held");
 	devices_free(t);
@@ -229,23 +217,23 @@ static void test_ready(void)
 
 	d[0] = dev("mlx5_0", "0000:03:00.0", 41, "INIT");
 	scan(t, d, 1);
-	EXPECT("ADDED mlx5_0/1");
+	EXPECT("added mlx5_0/1");
 	CHECK(!device_ready(devices_find(t, "mlx5_0")), "INIT: not ready");
 	d[0] = dev("mlx5_0", "0000:03:00.0", 41, "ACTIVE");
 	scan(t, d, 1);
-	EXPECT("READY mlx5_0/1");
+	EXPECT("ready mlx5_0/1");
 	d[0] = dev("mlx5_0", "0000:03:00.0", 41, "ACTIVE");
 	d[0].ports[0].gid0_zero = 1;
 	scan(t, d, 1);
-	EXPECT("UNREADY mlx5_0/1");
+	EXPECT("unready mlx5_0/1");
 	d[0] = dev("mlx5_0", "0000:03:00.0", 41, "ACTIVE");
 	strcpy(d[0].ports[0].netdev, "eth0");
 	strcpy(d[0].ports[0].link_layer, "Ethernet");
 	scan(t, d, 1);
-	EXPECT("READY mlx5_0/1");
+	EXPECT("ready mlx5_0/1");
 	events[0] = '\0';
 	devices_set_netdev_state(t, "eth0", false);
-	EXPECT("UNREADY mlx5_0/1");
+	EXPECT("unready mlx5_0/1");
 	devices_free(t);
 }
 
@@ -290,7 +278,7 @@ static void test_aliases(void)
 	d[1] = dev("mlx5_0", "0000:05:00.0", 52, "ACTIVE");
 	d[2] = dev("mlx5_9", "0000:01:00.0", 53, "ACTIVE");
 	scan(t, d, 3);
-	EXPECT("CHANGED mlx5_1/1, CHANGED mlx5_0/1, ADDED mlx5_9/1");
+	EXPECT("changed mlx5_1/1, changed mlx5_0/1, added mlx5_9/1");
 	CHECK(!strcmp(device_alias(devices_find(t, "mlx5_9"), 0), "ib0"),
 	      "the new one first");
 	devices_free(t);
@@ -310,7 +298,7 @@ static void test_sriov(void)
 	d[0] = dev("mlx5_0", "0000:03:00.0", 61, "ACTIVE");
 	d[0].sriov_numvfs = 2;
 	scan(t, d, 1);
-	EXPECT("CHANGED mlx5_0/1, EXPECTING mlx5_0/1");
+	EXPECT("changed mlx5_0/1, expecting mlx5_0/1");
 	device_sriov(devices_find(t, "mlx5_0"), &expected, &ready);
 	CHECK(expected == 2 && ready == 0, "expecting 2: %u %u", expected,
 	      ready);
@@ -327,7 +315,7 @@ static void test_sriov(void)
 		}
 		scan(t, d, n + 1);
 	}
-	EXPECT("ADDED mlx5_2/1, SETTLED mlx5_0/1");
+	EXPECT("added mlx5_2/1, settled mlx5_0/1");
 	device_sriov(devices_find(t, "mlx5_0"), &expected, &ready);
 	CHECK(expected == 2 && ready == 2, "settled: %u %u", expected, ready);
 
@@ -338,7 +326,7 @@ static void test_sriov(void)
 	now += 1000;
 	events[0] = '\0';
 	devices_expire(t, &next);
-	CHECK(strstr(events, "SETTLED mlx5_0/1") != NULL, "%s", events);
+	CHECK(strstr(events, "settled mlx5_0/1") != NULL, "%s", events);
 	devices_free(t);
 }
 

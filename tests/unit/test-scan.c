@@ -114,18 +114,8 @@ static void remove_tree(const char *rel)
 static void on_event(void *userdata, enum devices_event event,
 		     const struct device *dev, const char *old_name)
 {
-	static const char *const names[] = {
-		[DEVICES_EVENT_ADDED] = "added",
-		[DEVICES_EVENT_REMOVED] = "removed",
-		[DEVICES_EVENT_CHANGED] = "changed",
-		[DEVICES_EVENT_RENAMED] = "renamed",
-		[DEVICES_EVENT_RELEASED] = "released",
-		[DEVICES_EVENT_RETURNED] = "returned",
-		[DEVICES_EVENT_READY] = "ready",
-		[DEVICES_EVENT_UNREADY] = "unready",
-	};
-
-	fake_calls_add("%s:%s", names[event], device_info(dev)->name);
+	fake_calls_add("%s:%s", devices_event_name(event),
+		       device_info(dev)->name);
 }
 
 static void run_for(unsigned int ms)
