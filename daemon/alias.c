@@ -126,7 +126,7 @@ bool alias_rule_matches(const struct alias_rule *r,
 	       (!r->netdev[0] || any_netdev(dev, r->netdev)) &&
 	       (!r->driver[0] || !strcmp(r->driver, dev->driver)) &&
 	       (!r->link_layer[0] || any_link_layer(dev, r->link_layer)) &&
-	       (r->vf < 0 || r->vf == (dev->sriov_pf[0] != '\0'));
+	       (r->vf < 0 || r->vf == dev->vf);
 }
 
 void alias_rule_name(const struct alias_rule *rule, unsigned int index,

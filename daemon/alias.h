@@ -13,7 +13,7 @@
  *   pci:ADDR        the PCI function          id:IDENTITY  the identity
  *   guid:GUID       the node GUID             netdev:NAME  a port's netdev
  *   driver:NAME     the parent's driver       link_layer:InfiniBand|Ethernet
- *   vf / pf         an SR-IOV VF / not one
+ *   vf / pf         a VF (sysfs_device.vf) / not one
  * A name with "%d" numbers every matching device, 0, 1, ..., in identity
  * order (PCI order for PCI devices); without it the name goes to the first
  * matching device in that order.  Pure code: config.c parses, devices.c

@@ -312,7 +312,7 @@ static uint64_t realtime_ms(void)
 
 static uint64_t grace_of(const struct devices *t, const struct device *d)
 {
-	return d->info.sriov_pf[0] ? t->grace_vf_ms : t->grace_other_ms;
+	return d->info.vf ? t->grace_vf_ms : t->grace_other_ms;
 }
 
 /*

@@ -81,7 +81,7 @@ struct devices *devices_new(uint64_t generation);
 void devices_free(struct devices *table);
 /* The identity memory (lives.h), to load and save. */
 struct lives *devices_lives(struct devices *table);
-/* Grace periods, in ms: for SR-IOV VFs (sriov_pf set) and for the rest;
+/* Grace periods, in ms: for VFs (sysfs_device.vf) and for the rest;
  * 0 (the default) removes at once.  @now_ms: CLOCK_REALTIME in ms, NULL
  * for the real clock (tests pass their own). */
 void devices_set_grace(struct devices *table, uint64_t vf_ms, uint64_t other_ms,

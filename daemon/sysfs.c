@@ -442,6 +442,7 @@ static void read_parent_attrs(int devfd, struct sysfs_device *dev)
 		       sizeof(dev->driver));
 	read_link_base(devfd, "device/physfn", dev->sriov_pf,
 		       sizeof(dev->sriov_pf));
+	dev->vf = dev->vf || dev->sriov_pf[0];
 	if (read_attr(devfd, "device/sriov_numvfs", raw, sizeof(raw)) == 0 &&
 	    parse_uint(raw, 10, INT_MAX, &node) == 0)
 		dev->sriov_numvfs = (int)node;
@@ -659,6 +660,18 @@ static int read_rest(const struct scan_ctx *ctx, int devfd,
 	return 0;
 }
 
+/* Where the class link points: below a VMBus device on Hyper-V. */
+static bool on_vmbus(int classfd, const char *name)
+{
+	char target[PATH_MAX];
+	ssize_t n = readlinkat(classfd, name, target, sizeof(target) - 1);
+
+	if (n < 0)
+		return false;
+	target[n] = '\0';
+	return strstr(target, "/VMBUS:") != NULL;
+}
+
 static uint64_t registration(int devfd)
 {
 	struct stat st;
@@ -680,6 +693,7 @@ static int scan_one(const struct scan_ctx *ctx, const char *name,
 		return errno == ENOTDIR ? -EBADMSG : -errno;
 	strcpy(ret->name, name);
 	ret->reg_key = registration(devfd);
+	ret->vf = on_vmbus(ctx->classfd, name);
 	r = read_essentials(devfd, ret);
 	/* A file missing from a directory that is still there is a device
 	 * being created or torn down: unusable now, maybe fine later. */
@@ -879,7 +893,7 @@ int sysfs_device_equal(const struct sysfs_device *a,
 	    strcmp(a->fw_ver, b->fw_ver) ||
 	    strcmp(a->pci_address, b->pci_address) ||
 	    strcmp(a->driver, b->driver) || a->numa_node != b->numa_node ||
-	    strcmp(a->sriov_pf, b->sriov_pf) ||
+	    strcmp(a->sriov_pf, b->sriov_pf) || a->vf != b->vf ||
 	    a->sriov_numvfs != b->sriov_numvfs || a->nports != b->nports)
 		return 0;
 	for (unsigned int i = 0; i < a->nports; i++)

@@ -40,6 +40,9 @@ struct sysfs_device {
 	int numa_node;	      /* -1 unknown */
 	char sriov_pf[32];    /* an SR-IOV VF: its PF (device/physfn) */
 	int sriov_numvfs;     /* a PF: its sriov_numvfs; else -1 */
+	/* A VF: an SR-IOV VF here (sriov_pf), or a PCI function on Hyper-V's
+	 * VMBus, as Azure's VFs are (their PF is on the host). */
+	bool vf;
 	/* This registration: the inode of the device's sysfs directory,
 	 * which the kernel makes anew each time it registers the device
 	 * (names and uverbs numbers are reused, this is not). */

@@ -179,6 +179,7 @@ static void test_away(void)
 	d[0] = dev("mlx5_0", "0000:03:00.0", 31, "ACTIVE");
 	d[1] = dev("mlx5_1", "0000:03:00.1", 32, "ACTIVE");
 	strcpy(d[1].sriov_pf, "0000:03:00.0");
+	d[1].vf = true;
 	scan(t, d, 2);
 	CHECK(devices_hold(t, "mlx5_1", &h) == 0, "hold the VF");
 	d[0] = dev("mlx5_0", "0000:03:00.0", 31, "ACTIVE");
@@ -191,6 +192,7 @@ static void test_away(void)
 	d[0] = dev("mlx5_0", "0000:03:00.0", 31, "ACTIVE");
 	d[1] = dev("mlx5_1", "0000:03:00.1", 33, "ACTIVE");
 	strcpy(d[1].sriov_pf, "0000:03:00.0");
+	d[1].vf = true;
 	scan(t, d, 2);
 	EXPECT("returned mlx5_1/2");
 	CHECK(device_holder_count(devices_find(t, "mlx5_1")) == 1 &&

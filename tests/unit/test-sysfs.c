@@ -591,6 +591,35 @@ static void test_shared_parent(void)
 	fixture_free(fx);
 }
 
+/* An SR-IOV VF: its PF from the physfn link, the PF's sriov_numvfs. */
+static void test_sriov_links(void)
+{
+	struct fixture_device pf = fixture_mlx5("mlx5_0", 0, "0000:03:00.0", 1);
+	struct fixture_device vf = fixture_mlx5("mlx5_1", 1, "0000:03:00.2", 1);
+	struct fixture *fx = fixture_new();
+	struct sysfs_device *all;
+	size_t n;
+	int r;
+
+	vf.node_guid = "0002:c903:0000:7777";
+	fixture_add_device(fx, &pf);
+	fixture_add_device(fx, &vf);
+	fixture_write_str(fx, "devices/pci0000:00/0000:03:00.0/sriov_numvfs",
+			  "4\n");
+	fixture_symlink(fx, "../0000:03:00.0",
+			"devices/pci0000:00/0000:03:00.2/physfn");
+	r = sysfs_scan_all(fixture_root(fx), &all, &n, NULL);
+	CHECK(r == 0 && n == 2, "r=%d n=%zu", r, n);
+	CHECK(n == 2 && all[0].sriov_numvfs == 4 && !all[0].vf &&
+		      !all[0].sriov_pf[0],
+	      "the PF: numvfs %d", n ? all[0].sriov_numvfs : -9);
+	CHECK(n == 2 && all[1].vf && !strcmp(all[1].sriov_pf, "0000:03:00.0") &&
+		      all[1].sriov_numvfs == -1,
+	      "the VF: pf '%s'", n > 1 ? all[1].sriov_pf : "");
+	sysfs_devices_free(all, n);
+	fixture_free(fx);
+}
+
 /* Soft-RoCE on a bond and on its slave: one MAC, so one node GUID; the
  * net device in their "parent" attribute tells them apart (seen on a 6.1
  * kernel: rxe0 and rxe1 both 6060:a8ff:fe69:0025, parent dummy0/dummy1). */
@@ -1010,6 +1039,7 @@ int main(void)
 	test_no_class_dir();
 	test_shared_parent();
 	test_soft_roce_same_guid();
+	test_sriov_links();
 	test_identity_survives_rename();
 	test_uverbs_lookup();
 	test_copy_equal();
