@@ -378,7 +378,8 @@ static bool next_life(struct devices *t, const struct sysfs_device *info,
 		return false;
 	}
 	/* The daemon restarted: the same registration, the same life. */
-	if (life->reg_key && life->reg_key == info->reg_key) {
+	if (sysfs_same_registration(life->reg_key, life->uverbs, info->reg_key,
+				    info->uverbs)) {
 		*ret_incarnation = life->incarnation;
 		return false;
 	}
@@ -510,7 +511,8 @@ static int apply_entry(struct devices *t, struct sysfs_device *info)
 	if (d->state == DEVICE_STATE_AWAY)
 		return revive_device(t, d, info);
 	if (d->info.reg_key && info->reg_key &&
-	    d->info.reg_key != info->reg_key)
+	    !sysfs_same_registration(d->info.reg_key, d->info.uverbs,
+				     info->reg_key, info->uverbs))
 		return replace_device(t, d, info);
 	return update_device(t, d, info);
 }

@@ -6,8 +6,8 @@
  *
  * Text form, one life a line, fields separated by tabs (sysfs values are
  * printable ASCII and never hold one):
- *   identity incarnation reg_key last_seen name node_guid sys_image_guid
- *   fw_ver netdev numa_node
+ *   identity incarnation reg_key uverbs last_seen name node_guid
+ *   sys_image_guid fw_ver netdev numa_node
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -20,7 +20,7 @@
 #include "lives.h"
 
 #define SLOTS (2 * LIVES_MAX) /* a power of two */
-#define NFIELDS 10
+#define NFIELDS 11
 
 struct lives {
 	struct life *all; /* LIVES_MAX entries, n used */
@@ -127,6 +127,7 @@ static void fill(struct life *life, const struct sysfs_device *dev,
 	life->numa_node = dev->numa_node;
 	life->incarnation = incarnation;
 	life->reg_key = dev->reg_key;
+	snprintf(life->uverbs, sizeof(life->uverbs), "%s", dev->uverbs);
 }
 
 int lives_note(struct lives *lives, const struct sysfs_device *dev,
@@ -187,10 +188,10 @@ char *lives_format(const struct lives *lives)
 		const struct life *l = order[i];
 
 		len += snprintf(text + len, size - len,
-				"%s\t%" PRIu64 "\t%" PRIu64 "\t%" PRIu64
+				"%s\t%" PRIu64 "\t%" PRIu64 "\t%s\t%" PRIu64
 				"\t%s\t%s\t%s\t%s\t%s\t%d\n",
 				l->identity, l->incarnation, l->reg_key,
-				l->last_seen, l->name, l->node_guid,
+				l->uverbs, l->last_seen, l->name, l->node_guid,
 				l->sys_image_guid, l->fw_ver, l->netdev,
 				l->numa_node);
 	}
@@ -230,18 +231,19 @@ static int parse_line(char *line, struct life *l)
 	if (n != NFIELDS || line || !f[0][0])
 		return -EINVAL;
 	memset(l, 0, sizeof(*l));
-	numa = strtol(f[9], &end, 10);
+	numa = strtol(f[10], &end, 10);
 	if (parse_u64(f[1], &l->incarnation) < 0 ||
 	    parse_u64(f[2], &l->reg_key) < 0 ||
-	    parse_u64(f[3], &l->last_seen) < 0 || *end || end == f[9] ||
+	    parse_u64(f[4], &l->last_seen) < 0 || *end || end == f[10] ||
 	    numa < -1 || numa > 65535 ||
 	    copy_field(l->identity, sizeof(l->identity), f[0]) < 0 ||
-	    copy_field(l->name, sizeof(l->name), f[4]) < 0 ||
-	    copy_field(l->node_guid, sizeof(l->node_guid), f[5]) < 0 ||
-	    copy_field(l->sys_image_guid, sizeof(l->sys_image_guid), f[6]) <
+	    copy_field(l->uverbs, sizeof(l->uverbs), f[3]) < 0 ||
+	    copy_field(l->name, sizeof(l->name), f[5]) < 0 ||
+	    copy_field(l->node_guid, sizeof(l->node_guid), f[6]) < 0 ||
+	    copy_field(l->sys_image_guid, sizeof(l->sys_image_guid), f[7]) <
 		    0 ||
-	    copy_field(l->fw_ver, sizeof(l->fw_ver), f[7]) < 0 ||
-	    copy_field(l->netdev, sizeof(l->netdev), f[8]) < 0)
+	    copy_field(l->fw_ver, sizeof(l->fw_ver), f[8]) < 0 ||
+	    copy_field(l->netdev, sizeof(l->netdev), f[9]) < 0)
 		return -EINVAL;
 	l->numa_node = (int)numa;
 	return 0;

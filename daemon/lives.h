@@ -23,6 +23,7 @@ struct life {
 	char identity[sizeof(((struct sysfs_device *)0)->id)];
 	uint64_t incarnation;
 	uint64_t reg_key;
+	char uverbs[16];
 	uint64_t last_seen; /* lives_note() order, for forgetting */
 	char name[SYSFS_NAME_MAX];
 	char node_guid[20];

@@ -873,6 +873,13 @@ int sysfs_device_copy(struct sysfs_device *dst, const struct sysfs_device *src)
 	return 0;
 }
 
+bool sysfs_same_registration(uint64_t reg_a, const char *uverbs_a,
+			     uint64_t reg_b, const char *uverbs_b)
+{
+	return reg_a && reg_a == reg_b &&
+	       (!uverbs_a[0] || !uverbs_b[0] || !strcmp(uverbs_a, uverbs_b));
+}
+
 static bool ports_equal(const struct sysfs_port *a, const struct sysfs_port *b)
 {
 	return a->port == b->port && a->lid == b->lid &&

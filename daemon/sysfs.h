@@ -44,8 +44,8 @@ struct sysfs_device {
 	 * VMBus, as Azure's VFs are (their PF is on the host). */
 	bool vf;
 	/* This registration: the inode of the device's sysfs directory,
-	 * which the kernel makes anew each time it registers the device
-	 * (names and uverbs numbers are reused, this is not). */
+	 * which the kernel makes anew each time it registers the device;
+	 * with the uverbs name, see sysfs_same_registration(). */
 	uint64_t reg_key;
 	unsigned int nports;
 	struct sysfs_port *ports; /* malloc'd, nports entries */
@@ -81,6 +81,16 @@ void sysfs_device_clear(struct sysfs_device *dev);
 void sysfs_devices_free(struct sysfs_device *devices, size_t n);
 /* Deep copy; -ENOMEM. */
 int sysfs_device_copy(struct sysfs_device *dst, const struct sysfs_device *src);
+/*
+ * Are two looks at a device the same registration?  The same directory
+ * inode (sysfs's are never reused: kernfs numbers them with a
+ * generation) and, where both have one, the same uverbs device: a
+ * filesystem that reuses inodes (umockdev's fake sysfs on ext4) still
+ * tells a re-plug by its new uverbs number.  An unknown inode (0) is
+ * never the same registration.
+ */
+bool sysfs_same_registration(uint64_t reg_a, const char *uverbs_a,
+			     uint64_t reg_b, const char *uverbs_b);
 /* True when two scans of a device differ in anything a client sees. */
 int sysfs_device_equal(const struct sysfs_device *a,
 		       const struct sysfs_device *b);

@@ -109,6 +109,11 @@ static void test_returned(void)
 	events[0] = '\0';
 	devices_release_owner(t, &h);
 	EXPECT("released mlx5_4/2");
+	/* A filesystem that reused the inode: the new uverbs tells. */
+	d[0] = dev("mlx5_4", "0000:03:00.0", 13, "ACTIVE");
+	strcpy(d[0].uverbs, "uverbs99");
+	scan(t, d, 1);
+	EXPECT("removed mlx5_4/3, returned mlx5_4/4");
 	devices_free(t);
 }
 
