@@ -219,12 +219,32 @@ static struct json_object *event_device_json(const Rdmad__Event *event)
 	return dev;
 }
 
+/*
+ * The "event" of monitor --json is a contract (added, removed, changed,
+ * renamed, released): a lifecycle event keeps there the name a client
+ * without the feature gets for it (PROTOCOL.md 8a) and adds its own in
+ * "lifecycle".  EXPECTING and SETTLED have no older name.
+ */
+static const char *base_event_name(Rdmad__EventType type)
+{
+	if (type == RDMAD__EVENT_TYPE__EVENT_TYPE_RETURNED)
+		return "added";
+	if (type == RDMAD__EVENT_TYPE__EVENT_TYPE_READY ||
+	    type == RDMAD__EVENT_TYPE__EVENT_TYPE_UNREADY)
+		return "changed";
+	return output_event_name(type);
+}
+
 struct json_object *output_event_json(const Rdmad__Event *event)
 {
 	struct json_object *obj = json_object_new_object();
+	const char *name = output_event_name(event->type);
+	const char *base = base_event_name(event->type);
 
 	add_uint(obj, "generation", event->generation);
-	add_string(obj, "event", output_event_name(event->type));
+	add_string(obj, "event", base);
+	if (strcmp(base, name))
+		add_string(obj, "lifecycle", name);
 	/* EXPECTING and SETTLED are about a PF's VFs, not one device. */
 	if (event->sriov)
 		json_object_object_add(obj, "sriov", sriov_json(event->sriov));
