@@ -25,8 +25,8 @@ static bool unreachable(const struct session *s, int err)
 	       err == -ECONNRESET || err == -EPIPE;
 }
 
-static int report(const struct rdmactl_ctx *ctx, const char *verb,
-		  struct session *s, int err)
+int commands_report(const struct rdmactl_ctx *ctx, const char *verb,
+		    struct session *s, int err)
 {
 	const char *why = s ? session_error(s) : strerror(-err);
 
@@ -45,13 +45,13 @@ static int report(const struct rdmactl_ctx *ctx, const char *verb,
 	return RDMACTL_EXIT_FAILURE;
 }
 
-static int open_session(const struct rdmactl_ctx *ctx, const char *verb,
-			struct session **ret_session)
+int commands_open_session(const struct rdmactl_ctx *ctx, const char *verb,
+			  struct session **ret_session)
 {
 	int r = session_open(ctx->socket_path, ctx->timeout_ms, ret_session);
 
 	if (r < 0) {
-		r = report(ctx, verb, *ret_session, r);
+		r = commands_report(ctx, verb, *ret_session, r);
 		session_free(*ret_session);
 		*ret_session = NULL;
 		return r;
@@ -101,12 +101,12 @@ static int with_snapshot(const struct rdmactl_ctx *ctx, const char *verb,
 	struct session *s;
 	int r;
 
-	r = open_session(ctx, verb, &s);
+	r = commands_open_session(ctx, verb, &s);
 	if (r != RDMACTL_EXIT_OK)
 		return r;
 	r = session_get_snapshot(s, RDMAD__FRAME__BODY_GET_STATUS, &snap);
 	if (r < 0) {
-		r = report(ctx, verb, s, r);
+		r = commands_report(ctx, verb, s, r);
 		session_free(s);
 		return r;
 	}
@@ -165,7 +165,7 @@ int commands_rescan(const struct rdmactl_ctx *ctx)
 	struct session *s;
 	int r;
 
-	r = open_session(ctx, "rescan", &s);
+	r = commands_open_session(ctx, "rescan", &s);
 	if (r != RDMACTL_EXIT_OK)
 		return r;
 	wire_frame_init(&frame, 0);
@@ -173,7 +173,7 @@ int commands_rescan(const struct rdmactl_ctx *ctx)
 	frame.rescan = &body;
 	r = session_simple_request(s, &frame);
 	if (r < 0)
-		r = report(ctx, "rescan", s, r);
+		r = commands_report(ctx, "rescan", s, r);
 	session_free(s);
 	return r;
 }
@@ -358,14 +358,14 @@ int commands_monitor(const struct rdmactl_ctx *ctx)
 	struct monitor m = {.ctx = ctx};
 	int r;
 
-	r = open_session(ctx, "monitor", &m.s);
+	r = commands_open_session(ctx, "monitor", &m.s);
 	if (r != RDMACTL_EXIT_OK)
 		return r;
 	r = monitor_run(&m);
 	if (r == -EIO)
 		r = RDMACTL_EXIT_FAILURE;
 	else if (r < 0)
-		r = report(ctx, "monitor", m.s, r);
+		r = commands_report(ctx, "monitor", m.s, r);
 	session_free(m.s);
 	return r;
 }

@@ -7,12 +7,23 @@
 #define RDMACTL_COMMANDS_H
 
 #include "parser.h"
+#include "session.h"
 
 int commands_status(const struct rdmactl_ctx *ctx);
 int commands_list(const struct rdmactl_ctx *ctx);
 int commands_monitor(const struct rdmactl_ctx *ctx);
 int commands_rescan(const struct rdmactl_ctx *ctx);
+int commands_wait(const struct rdmactl_ctx *ctx);
+int commands_env(const struct rdmactl_ctx *ctx);
 int commands_help(const struct rdmactl_ctx *ctx);
 int commands_version(const struct rdmactl_ctx *ctx);
+
+/* Shared by the handlers (commands.c, ready.c): connect and say Hello,
+ * or print why not; and print a session's failure, returning the exit
+ * status it means. */
+int commands_open_session(const struct rdmactl_ctx *ctx, const char *verb,
+			  struct session **ret_session);
+int commands_report(const struct rdmactl_ctx *ctx, const char *verb,
+		    struct session *s, int err);
 
 #endif

@@ -7,6 +7,7 @@
  */
 #include <errno.h>
 #include <string.h>
+#include <time.h>
 
 #include "output.h"
 
@@ -23,6 +24,16 @@ const char *output_event_name(Rdmad__EventType type)
 		return "renamed";
 	case RDMAD__EVENT_TYPE__EVENT_TYPE_RELEASED:
 		return "released";
+	case RDMAD__EVENT_TYPE__EVENT_TYPE_RETURNED:
+		return "returned";
+	case RDMAD__EVENT_TYPE__EVENT_TYPE_READY:
+		return "ready";
+	case RDMAD__EVENT_TYPE__EVENT_TYPE_UNREADY:
+		return "unready";
+	case RDMAD__EVENT_TYPE__EVENT_TYPE_EXPECTING:
+		return "expecting";
+	case RDMAD__EVENT_TYPE__EVENT_TYPE_SETTLED:
+		return "settled";
 	case _RDMAD__EVENT_TYPE_IS_INT_SIZE:
 		break;
 	}
@@ -37,6 +48,8 @@ const char *output_state_name(Rdmad__DeviceState state)
 		return "present";
 	case RDMAD__DEVICE_STATE__DEVICE_STATE_REMOVED:
 		return "removed";
+	case RDMAD__DEVICE_STATE__DEVICE_STATE_AWAY:
+		return "away";
 	case _RDMAD__DEVICE_STATE_IS_INT_SIZE:
 		break;
 	}
@@ -103,6 +116,35 @@ static uint32_t holder_total(const Rdmad__Device *dev)
 						  : (uint32_t)dev->n_holders;
 }
 
+static struct json_object *strings_json(char *const *v, size_t n)
+{
+	struct json_object *arr = json_object_new_array();
+
+	for (size_t i = 0; i < n; i++)
+		json_object_array_add(arr, json_object_new_string(v[i]));
+	return arr;
+}
+
+/* The lifecycle keys (PROTOCOL.md 8a); those that only mean something
+ * in one state or event are left out elsewhere. */
+static void add_lifecycle(struct json_object *obj, const Rdmad__Device *dev)
+{
+	add_string(obj, "identity", dev->identity);
+	add_uint(obj, "incarnation", dev->incarnation);
+	json_object_object_add(obj, "ready",
+			       json_object_new_boolean(dev->ready));
+	json_object_object_add(obj, "aliases",
+			       strings_json(dev->aliases, dev->n_aliases));
+	if (dev->state == RDMAD__DEVICE_STATE__DEVICE_STATE_AWAY)
+		add_uint(obj, "away_deadline_ms", dev->away_deadline_ms);
+	if (dev->n_changed)
+		json_object_object_add(
+			obj, "changed",
+			strings_json(dev->changed, dev->n_changed));
+	if (dev->sriov_pf[0])
+		add_string(obj, "sriov_pf", dev->sriov_pf);
+}
+
 static struct json_object *holders_json(const Rdmad__Device *dev)
 {
 	struct json_object *arr = json_object_new_array();
@@ -132,6 +174,7 @@ struct json_object *output_device_json(const Rdmad__Device *dev)
 	json_object_object_add(obj, "ports", ports_json(dev));
 	json_object_object_add(obj, "holders", holders_json(dev));
 	add_uint(obj, "holder_count", holder_total(dev));
+	add_lifecycle(obj, dev);
 	return obj;
 }
 
@@ -155,16 +198,61 @@ struct json_object *output_status_json(uint64_t generation,
 	return obj;
 }
 
-struct json_object *output_event_json(const Rdmad__Event *event)
+static struct json_object *sriov_json(const Rdmad__Sriov *sriov)
 {
 	struct json_object *obj = json_object_new_object();
 
+	add_string(obj, "pf", sriov->pf);
+	add_uint(obj, "expected", sriov->expected);
+	add_uint(obj, "ready", sriov->ready);
+	return obj;
+}
+
+static struct json_object *event_device_json(const Rdmad__Event *event)
+{
+	struct json_object *dev = output_device_json(event->device);
+
+	/* A return that changed nothing still says so. */
+	if (event->type == RDMAD__EVENT_TYPE__EVENT_TYPE_RETURNED &&
+	    !event->device->n_changed)
+		json_object_object_add(dev, "changed", json_object_new_array());
+	return dev;
+}
+
+/*
+ * The "event" of monitor --json is a contract (added, removed, changed,
+ * renamed, released): a lifecycle event keeps there the name a client
+ * without the feature gets for it (PROTOCOL.md 8a) and adds its own in
+ * "lifecycle".  EXPECTING and SETTLED have no older name.
+ */
+static const char *base_event_name(Rdmad__EventType type)
+{
+	if (type == RDMAD__EVENT_TYPE__EVENT_TYPE_RETURNED)
+		return "added";
+	if (type == RDMAD__EVENT_TYPE__EVENT_TYPE_READY ||
+	    type == RDMAD__EVENT_TYPE__EVENT_TYPE_UNREADY)
+		return "changed";
+	return output_event_name(type);
+}
+
+struct json_object *output_event_json(const Rdmad__Event *event)
+{
+	struct json_object *obj = json_object_new_object();
+	const char *name = output_event_name(event->type);
+	const char *base = base_event_name(event->type);
+
 	add_uint(obj, "generation", event->generation);
-	add_string(obj, "event", output_event_name(event->type));
+	add_string(obj, "event", base);
+	if (strcmp(base, name))
+		add_string(obj, "lifecycle", name);
+	/* EXPECTING and SETTLED are about a PF's VFs, not one device. */
+	if (event->sriov)
+		json_object_object_add(obj, "sriov", sriov_json(event->sriov));
+	if (!event->device)
+		return obj;
 	if (event->type == RDMAD__EVENT_TYPE__EVENT_TYPE_RENAMED)
 		add_string(obj, "old_name", event->device->old_name);
-	json_object_object_add(obj, "device",
-			       output_device_json(event->device));
+	json_object_object_add(obj, "device", event_device_json(event));
 	return obj;
 }
 
@@ -238,12 +326,70 @@ static void port_text(FILE *f, const Rdmad__Port *port)
 		fprintf(f, "\t\tlid:\t\t%u\n", port->lid);
 }
 
+/* Names joined by ", " (at most a line's worth), "-" when none. */
+static void list_text(FILE *f, char *const *v, size_t n)
+{
+	if (!n)
+		fputc('-', f);
+	for (size_t i = 0; i < n; i++)
+		fprintf(f, "%s%s", i ? ", " : "", or_dash(v[i]));
+	fputc('\n', f);
+}
+
+static uint64_t realtime_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+/* "away until 2024-05-01 12:00:05 UTC (25 s left)": the deadline the
+ * daemon set, in local time, and how far off it is now. */
+static void away_text(FILE *f, uint64_t deadline_ms)
+{
+	time_t t = (time_t)(deadline_ms / 1000);
+	uint64_t now = realtime_ms();
+	char when[64] = "?";
+	struct tm tm;
+
+	if (localtime_r(&t, &tm))
+		strftime(when, sizeof(when), "%Y-%m-%d %H:%M:%S %Z", &tm);
+	fprintf(f, "away until %s (%llu s left)", when,
+		deadline_ms > now
+			? (unsigned long long)((deadline_ms - now + 999) / 1000)
+			: 0ULL);
+}
+
+static void state_text(FILE *f, const Rdmad__Device *dev)
+{
+	fprintf(f, "\tstate:\t\t\t");
+	if (dev->state == RDMAD__DEVICE_STATE__DEVICE_STATE_AWAY)
+		away_text(f, dev->away_deadline_ms);
+	else
+		fputs(output_state_name(dev->state), f);
+	fputc('\n', f);
+}
+
+static void lifecycle_text(FILE *f, const Rdmad__Device *dev)
+{
+	fprintf(f, "\tidentity:\t\t%s\n", or_dash(dev->identity));
+	fprintf(f, "\tincarnation:\t\t%llu\n",
+		(unsigned long long)dev->incarnation);
+	fprintf(f, "\tready:\t\t\t%s\n", dev->ready ? "yes" : "no");
+	fprintf(f, "\taliases:\t\t");
+	list_text(f, dev->aliases, dev->n_aliases);
+	if (dev->sriov_pf[0])
+		fprintf(f, "\tsriov_pf:\t\t%s\n", or_dash(dev->sriov_pf));
+}
+
 static void device_text(FILE *f, const Rdmad__Device *dev)
 {
 	size_t i;
 
 	fprintf(f, "hca_id:\t%s\n", or_dash(dev->name));
-	fprintf(f, "\tstate:\t\t\t%s\n", output_state_name(dev->state));
+	state_text(f, dev);
+	lifecycle_text(f, dev);
 	fprintf(f, "\tuverbs:\t\t\t%s\n", or_dash(dev->uverbs));
 	fprintf(f, "\tnode_type:\t\t%s\n", or_dash(dev->node_type));
 	fprintf(f, "\tnode_guid:\t\t%s\n", or_dash(dev->node_guid));
@@ -287,18 +433,63 @@ void output_list_text(FILE *f, Rdmad__Device *const *devices, size_t n)
 		fprintf(f, "%s\n", or_dash(devices[i]->name));
 }
 
+/* "expecting 4 VFs of 0000:03:00.0", "settled 0000:03:00.0: 3 of 4
+ * VFs ready". */
+static void sriov_text(FILE *f, const Rdmad__Event *event)
+{
+	const Rdmad__Sriov *sriov = event->sriov;
+
+	if (event->type == RDMAD__EVENT_TYPE__EVENT_TYPE_SETTLED)
+		fprintf(f, " %s: %u of %u VF%s ready", or_dash(sriov->pf),
+			sriov->ready, sriov->expected,
+			sriov->expected == 1 ? "" : "s");
+	else
+		fprintf(f, " %u VF%s of %s", sriov->expected,
+			sriov->expected == 1 ? "" : "s", or_dash(sriov->pf));
+}
+
+/* What an event adds after the name: the old name, what a return
+ * changed. */
+static void event_detail_text(FILE *f, const Rdmad__Event *event)
+{
+	const Rdmad__Device *dev = event->device;
+
+	if (event->type == RDMAD__EVENT_TYPE__EVENT_TYPE_RENAMED)
+		fprintf(f, " (was %s)", or_dash(dev->old_name));
+	if (event->type != RDMAD__EVENT_TYPE__EVENT_TYPE_RETURNED)
+		return;
+	fprintf(f, " (incarnation %llu, changed: ",
+		(unsigned long long)dev->incarnation);
+	if (!dev->n_changed)
+		fputs("nothing", f);
+	for (size_t i = 0; i < dev->n_changed; i++)
+		fprintf(f, "%s%s", i ? ", " : "", or_dash(dev->changed[i]));
+	fputc(')', f);
+}
+
+static void device_event_text(FILE *f, const Rdmad__Device *dev)
+{
+	fprintf(f, " [%s", output_state_name(dev->state));
+	if (dev->state == RDMAD__DEVICE_STATE__DEVICE_STATE_PRESENT)
+		fprintf(f, ", %s", dev->ready ? "ready" : "not ready");
+	fprintf(f, ", %s, %zu port%s, %u holder%s]", or_dash(dev->uverbs),
+		dev->n_ports, dev->n_ports == 1 ? "" : "s", holder_total(dev),
+		holder_total(dev) == 1 ? "" : "s");
+}
+
 void output_event_text(FILE *f, const Rdmad__Event *event)
 {
 	const Rdmad__Device *dev = event->device;
 
-	fprintf(f, "generation %llu: %s %s",
-		(unsigned long long)event->generation,
-		output_event_name(event->type), or_dash(dev->name));
-	if (event->type == RDMAD__EVENT_TYPE__EVENT_TYPE_RENAMED)
-		fprintf(f, " (was %s)", or_dash(dev->old_name));
-	fprintf(f, " [%s, %s, %zu port%s, %u holder%s]\n",
-		output_state_name(dev->state), or_dash(dev->uverbs),
-		dev->n_ports, dev->n_ports == 1 ? "" : "s", holder_total(dev),
-		holder_total(dev) == 1 ? "" : "s");
+	fprintf(f, "generation %llu: %s", (unsigned long long)event->generation,
+		output_event_name(event->type));
+	if (event->sriov)
+		sriov_text(f, event);
+	if (dev) {
+		fprintf(f, " %s", or_dash(dev->name));
+		event_detail_text(f, event);
+		device_event_text(f, dev);
+	}
+	fputc('\n', f);
 	fflush(f);
 }

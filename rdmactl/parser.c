@@ -25,6 +25,12 @@ static const struct parser_verb verbs[] = {
 	 "list device names, one a line (DEVICE: fail unless listed)", true},
 	{"monitor", commands_monitor,
 	 "print each change as it happens, until interrupted"},
+	{"wait", commands_wait,
+	 "wait until a device (--device) or all are present (--ready: ready)",
+	 false, PARSER_OPT_DEVICE | PARSER_OPT_READY | PARSER_OPT_UNTIL},
+	{"env", commands_env,
+	 "print NCCL_IB_HCA= (--nccl) and UCX_NET_DEVICES= (--ucx) lines",
+	 false, PARSER_OPT_NCCL | PARSER_OPT_UCX},
 	{"rescan", commands_rescan,
 	 "ask rdmad to rescan sysfs now (root or admin group)"},
 	{"help", commands_help, "show this help"},
@@ -36,6 +42,10 @@ static const struct option options[] = {
 	{"json", no_argument, NULL, 'j'},
 	{"pretty", no_argument, NULL, 'p'},
 	{"timeout", required_argument, NULL, 't'},
+	{"device", required_argument, NULL, 'd'},
+	{"ready", no_argument, NULL, 'r'},
+	{"nccl", no_argument, NULL, 'N'},
+	{"ucx", no_argument, NULL, 'U'},
 	{"help", no_argument, NULL, 'h'},
 	{"version", no_argument, NULL, 'V'},
 	{0},
@@ -71,10 +81,15 @@ void parser_usage(FILE *f)
 		"  -j, --json          print JSON (compact: one line)\n"
 		"  -p, --pretty        print JSON indented (implies --json)\n"
 		"  -t, --timeout SEC   wait this long for a reply "
-		"(default %d)\n"
+		"(default %d);\n"
+		"                      wait: for the condition (default %d, "
+		"0: no limit)\n"
 		"  -h, --help          show this help\n"
-		"  -V, --version       show the version\n",
-		RDMAD_DEFAULT_SOCKET, RDMACTL_DEFAULT_TIMEOUT_MS / 1000);
+		"  -V, --version       show the version\n"
+		"\nwait: -d, --device NAME|ALIAS   -r, --ready\n"
+		"env:  --nccl   --ucx   (neither: both)\n",
+		RDMAD_DEFAULT_SOCKET, RDMACTL_DEFAULT_TIMEOUT_MS / 1000,
+		RDMACTL_WAIT_DEFAULT_TIMEOUT_MS / 1000);
 }
 
 static int usage_error(FILE *err, const char *what, const char *arg)
@@ -85,7 +100,8 @@ static int usage_error(FILE *err, const char *what, const char *arg)
 	return RDMACTL_EXIT_USAGE;
 }
 
-/* Seconds, fractions allowed, from 1 ms to one hour. */
+/* Seconds, fractions allowed, from 1 ms to one hour; 0 is taken here
+ * and refused later for every verb but wait, where it means no limit. */
 static int parse_timeout(const char *arg, int *ret_ms)
 {
 	char *end;
@@ -94,7 +110,7 @@ static int parse_timeout(const char *arg, int *ret_ms)
 	errno = 0;
 	sec = strtod(arg, &end);
 	if (errno || end == arg || *end != '\0' || !isfinite(sec) ||
-	    sec < 0.001 || sec > 3600)
+	    (sec != 0 && sec < 0.001) || sec < 0 || sec > 3600)
 		return -EINVAL;
 	*ret_ms = (int)(sec * 1000);
 	return 0;
@@ -107,9 +123,49 @@ static const char *default_socket(void)
 	return env && *env ? env : RDMAD_DEFAULT_SOCKET;
 }
 
+/* What the options said besides ctx: for the checks once the verb is
+ * known. */
+struct parse_state {
+	const struct parser_verb *flag_verb; /* --help, --version */
+	unsigned int given;		     /* enum parser_opt */
+	const char *given_name;		     /* the last of them, for errors */
+	bool timeout_given;
+};
+
+static int verb_option(int opt, struct rdmactl_ctx *ctx, struct parse_state *st)
+{
+	switch (opt) {
+	case 'd':
+		if (!rdmad_name_valid_str(optarg))
+			return usage_error(ctx->err, "not a device name",
+					   optarg);
+		ctx->device = optarg;
+		st->given |= PARSER_OPT_DEVICE;
+		st->given_name = "--device";
+		return -1;
+	case 'r':
+		ctx->ready = true;
+		st->given |= PARSER_OPT_READY;
+		st->given_name = "--ready";
+		return -1;
+	case 'N':
+		ctx->nccl = true;
+		st->given |= PARSER_OPT_NCCL;
+		st->given_name = "--nccl";
+		return -1;
+	case 'U':
+		ctx->ucx = true;
+		st->given |= PARSER_OPT_UCX;
+		st->given_name = "--ucx";
+		return -1;
+	}
+	/* getopt already named the bad option. */
+	return usage_error(ctx->err, "bad usage", NULL);
+}
+
 /* One option; returns -1 to go on, else an exit status. */
 static int parse_option(int opt, struct rdmactl_ctx *ctx,
-			const struct parser_verb **ret_verb)
+			struct parse_state *st)
 {
 	switch (opt) {
 	case 's':
@@ -127,27 +183,27 @@ static int parse_option(int opt, struct rdmactl_ctx *ctx,
 	case 't':
 		if (parse_timeout(optarg, &ctx->timeout_ms) < 0)
 			return usage_error(ctx->err, "bad timeout", optarg);
+		st->timeout_given = true;
 		return -1;
 	case 'h':
-		*ret_verb = parser_find_verb("help");
+		st->flag_verb = parser_find_verb("help");
 		return -1;
 	case 'V':
-		*ret_verb = parser_find_verb("version");
+		st->flag_verb = parser_find_verb("version");
 		return -1;
 	}
-	/* getopt already named the bad option. */
-	return usage_error(ctx->err, "bad usage", NULL);
+	return verb_option(opt, ctx, st);
 }
 
 static int parse_options(int argc, char **argv, struct rdmactl_ctx *ctx,
-			 const struct parser_verb **ret_flag_verb)
+			 struct parse_state *st)
 {
 	int opt, r;
 
 	/* optind 0 makes glibc start afresh, which the unit tests need. */
 	optind = 0;
 	opterr = 0;
-	while ((opt = getopt_long(argc, argv, ":s:jpt:hV", options, NULL)) !=
+	while ((opt = getopt_long(argc, argv, ":s:jpt:hVd:r", options, NULL)) !=
 	       -1) {
 		if (opt == '?')
 			return usage_error(ctx->err, "unknown option",
@@ -155,11 +211,32 @@ static int parse_options(int argc, char **argv, struct rdmactl_ctx *ctx,
 		if (opt == ':')
 			return usage_error(ctx->err, "missing argument to",
 					   argv[optind - 1]);
-		r = parse_option(opt, ctx, ret_flag_verb);
+		r = parse_option(opt, ctx, st);
 		if (r >= 0)
 			return r;
 	}
 	return -1;
+}
+
+/* The options only some verbs take, and what --timeout means for @verb. */
+static int check_verb_options(const struct parser_verb *verb,
+			      struct rdmactl_ctx *ctx,
+			      const struct parse_state *st)
+{
+	if (st->given & ~verb->options)
+		return usage_error(ctx->err, "option not taken by this verb",
+				   st->given_name);
+	if (!(verb->options & PARSER_OPT_UNTIL)) {
+		if (ctx->timeout_ms == 0)
+			return usage_error(ctx->err, "bad timeout", "0");
+		return RDMACTL_EXIT_OK;
+	}
+	/* As systemd-networkd-wait-online: 120 s, and 0 for no limit. */
+	if (!st->timeout_given)
+		ctx->timeout_ms = RDMACTL_WAIT_DEFAULT_TIMEOUT_MS;
+	else if (ctx->timeout_ms == 0)
+		ctx->timeout_ms = -1;
+	return RDMACTL_EXIT_OK;
 }
 
 /* What follows the verb: a device name where the verb takes one. */
@@ -180,26 +257,34 @@ static int parse_device(int argc, char **argv, const struct parser_verb *verb,
 	return RDMACTL_EXIT_OK;
 }
 
-int parser_parse(int argc, char **argv, struct rdmactl_ctx *ctx,
-		 const struct parser_verb **ret_verb)
+static void ctx_reset(struct rdmactl_ctx *ctx)
 {
-	const struct parser_verb *flag_verb = NULL;
-	int r;
-
-	*ret_verb = NULL;
 	ctx->socket_path = NULL;
 	ctx->json = false;
 	ctx->pretty = false;
 	ctx->device = NULL;
+	ctx->ready = false;
+	ctx->nccl = false;
+	ctx->ucx = false;
 	ctx->timeout_ms = RDMACTL_DEFAULT_TIMEOUT_MS;
-	r = parse_options(argc, argv, ctx, &flag_verb);
+}
+
+int parser_parse(int argc, char **argv, struct rdmactl_ctx *ctx,
+		 const struct parser_verb **ret_verb)
+{
+	struct parse_state st = {0};
+	int r;
+
+	*ret_verb = NULL;
+	ctx_reset(ctx);
+	r = parse_options(argc, argv, ctx, &st);
 	if (r >= 0)
 		return r;
 	if (!ctx->socket_path)
 		ctx->socket_path = default_socket();
 	/* --help and --version win over any verb, as in most tools. */
-	if (flag_verb) {
-		*ret_verb = flag_verb;
+	if (st.flag_verb) {
+		*ret_verb = st.flag_verb;
 		return 0;
 	}
 	if (optind >= argc)
@@ -208,6 +293,8 @@ int parser_parse(int argc, char **argv, struct rdmactl_ctx *ctx,
 	if (!*ret_verb)
 		return usage_error(ctx->err, "unknown verb", argv[optind]);
 	r = parse_device(argc, argv, *ret_verb, ctx);
+	if (r == RDMACTL_EXIT_OK)
+		r = check_verb_options(*ret_verb, ctx, &st);
 	if (r != RDMACTL_EXIT_OK)
 		*ret_verb = NULL;
 	return r;

@@ -20,14 +20,29 @@ enum rdmactl_exit {
 };
 
 #define RDMACTL_DEFAULT_TIMEOUT_MS 5000
+/* `wait`'s default limit, systemd-networkd-wait-online's. */
+#define RDMACTL_WAIT_DEFAULT_TIMEOUT_MS 120000
+
+/* Options that only some verbs take (parser_verb.options). */
+enum parser_opt {
+	PARSER_OPT_DEVICE = 1 << 0, /* --device NAME|ALIAS */
+	PARSER_OPT_READY = 1 << 1,  /* --ready */
+	PARSER_OPT_NCCL = 1 << 2,   /* --nccl */
+	PARSER_OPT_UCX = 1 << 3,    /* --ucx */
+	/* --timeout is how long the verb waits for its condition (default
+	 * RDMACTL_WAIT_DEFAULT_TIMEOUT_MS, 0: no limit), not for a reply. */
+	PARSER_OPT_UNTIL = 1 << 4,
+};
 
 /* What a verb's handler gets: the resolved options and where to print. */
 struct rdmactl_ctx {
 	const char *socket_path;
 	bool json;
 	bool pretty;	    /* JSON indented (-p), as `rdma -j -p` */
-	const char *device; /* the verb's DEVICE argument, or NULL */
-	int timeout_ms;
+	const char *device; /* the verb's DEVICE argument or --device */
+	bool ready;	    /* --ready */
+	bool nccl, ucx;	    /* env: which variables */
+	int timeout_ms;	    /* -1: no limit (wait --timeout 0) */
 	FILE *out;
 	FILE *err;
 };
@@ -38,7 +53,8 @@ struct parser_verb {
 	const char *name;
 	parser_handler_fn handler;
 	const char *help;
-	bool takes_device; /* "VERB [DEVICE]" */
+	bool takes_device;    /* "VERB [DEVICE]" */
+	unsigned int options; /* enum parser_opt: what else it takes */
 };
 
 /*

@@ -1,6 +1,7 @@
 # SPDX-License-Identifier: MIT
-# bash completion for rdmactl(8): its verbs and options, and for status and
-# list the names of the devices rdmad lists, asked through the same socket
+# bash completion for rdmactl(8): its verbs and options (wait's and env's
+# own after those verbs), and for status, list and wait --device the names
+# of the devices rdmad lists, asked through the same socket
 # (--socket on the line, else $RDMAD_SOCKET, else the default).  Installed
 # as "rdmactl" in bash-completion's completionsdir.  Needs nothing from the
 # bash-completion package itself.
@@ -8,8 +9,9 @@
 _rdmactl()
 {
 	local cur=${COMP_WORDS[COMP_CWORD]} prev=${COMP_WORDS[COMP_CWORD - 1]}
-	local verbs="status list monitor rescan help version"
+	local verbs="status list monitor wait env rescan help version"
 	local opts="--socket --json --pretty --timeout --help --version"
+	local -A verb_opts=([wait]="--device --ready -d -r" [env]="--nccl --ucx")
 	local verb="" nargs=0 i w
 	local -a socket=()
 
@@ -33,7 +35,7 @@ _rdmactl()
 			((i++))
 			socket=(--socket "${COMP_WORDS[i]}")
 			;;
-		-t | --timeout)
+		-t | --timeout | -d | --device)
 			[[ ${COMP_WORDS[i + 1]} == = ]] && ((i++))
 			((i++))
 			;;
@@ -47,8 +49,14 @@ _rdmactl()
 			;;
 		esac
 	done
+	# After the loop, which found the socket to ask.
+	if [[ $prev == -d || $prev == --device ]]; then
+		COMPREPLY=($(compgen -W "$(_rdmactl_devices)" -- "$cur"))
+		return
+	fi
 	if [[ $cur == -* ]]; then
-		COMPREPLY=($(compgen -W "$opts -s -j -p -t -h -V" -- "$cur"))
+		COMPREPLY=($(compgen -W "$opts -s -j -p -t -h -V \
+			${verb:+${verb_opts[$verb]}}" -- "$cur"))
 		return
 	fi
 	if [[ -z $verb ]]; then
@@ -58,9 +66,14 @@ _rdmactl()
 	case $verb in
 	status | list)
 		((nargs == 0)) || return
-		COMPREPLY=($(compgen -W "$("${COMP_WORDS[0]}" "${socket[@]}" \
-			--timeout 1 list 2>/dev/null)" -- "$cur"))
+		COMPREPLY=($(compgen -W "$(_rdmactl_devices)" -- "$cur"))
 		;;
 	esac
+}
+
+# The names rdmad lists, asked through the socket of the command line.
+_rdmactl_devices()
+{
+	"${COMP_WORDS[0]}" "${socket[@]}" --timeout 1 list 2>/dev/null
 }
 complete -F _rdmactl rdmactl

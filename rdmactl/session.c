@@ -197,6 +197,11 @@ int session_simple_request(struct session *s, Rdmad__Frame *frame)
 	return 0;
 }
 
+/* What rdmactl understands beyond the base protocol (PROTOCOL.md 8a):
+ * it shows RETURNED, READY, UNREADY, EXPECTING, SETTLED and AWAY as they
+ * are, rather than as the older events that stand in for them. */
+static char *features[] = {"lifecycle"};
+
 static int hello(struct session *s)
 {
 	Rdmad__Hello body = RDMAD__HELLO__INIT;
@@ -207,6 +212,8 @@ static int hello(struct session *s)
 
 	wire_frame_init(&frame, 0);
 	body.client_name = "rdmactl";
+	body.n_features = sizeof(features) / sizeof(features[0]);
+	body.features = features;
 	frame.body_case = RDMAD__FRAME__BODY_HELLO;
 	frame.hello = &body;
 	r = session_send(s, &frame, &seq);

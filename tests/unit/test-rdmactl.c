@@ -17,6 +17,7 @@
 #include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/un.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <json-c/json.h>
@@ -41,6 +42,7 @@ static const struct parse_case {
 	int timeout_ms;
 	const char *device; /* NULL: none */
 	bool pretty;
+	bool ready, nccl, ucx;
 } parse_cases[] = {
 	{"status", NULL, 0, "status", false, RDMAD_DEFAULT_SOCKET, 5000},
 	{"status --json", NULL, 0, "status", true, RDMAD_DEFAULT_SOCKET, 5000},
@@ -85,6 +87,33 @@ static const struct parse_case {
 	{"--timeout 0 status", NULL, RDMACTL_EXIT_USAGE, NULL, false, NULL, 0},
 	{"--timeout soon status", NULL, RDMACTL_EXIT_USAGE, NULL, false, NULL,
 	 0},
+	/* wait: --timeout is the limit for the condition, 120 s by default
+	 * as systemd-networkd-wait-online, 0 for none. */
+	{"wait", NULL, 0, "wait", false, RDMAD_DEFAULT_SOCKET, 120000},
+	{"wait --device mlx5_0 --ready --timeout 3", NULL, 0, "wait", false,
+	 RDMAD_DEFAULT_SOCKET, 3000, "mlx5_0", false, true},
+	{"-d ib0 -r wait", NULL, 0, "wait", false, RDMAD_DEFAULT_SOCKET, 120000,
+	 "ib0", false, true},
+	{"wait --device=mlx5_1", NULL, 0, "wait", false, RDMAD_DEFAULT_SOCKET,
+	 120000, "mlx5_1"},
+	{"wait --ready -t 0", NULL, 0, "wait", false, RDMAD_DEFAULT_SOCKET, -1,
+	 NULL, false, true},
+	{"wait mlx5_0", NULL, RDMACTL_EXIT_USAGE, NULL, false, NULL, 0},
+	{"wait --device", NULL, RDMACTL_EXIT_USAGE, NULL, false, NULL, 0},
+	{"wait --device ../x", NULL, RDMACTL_EXIT_USAGE, NULL, false, NULL, 0},
+	{"wait --nccl", NULL, RDMACTL_EXIT_USAGE, NULL, false, NULL, 0},
+	{"wait --timeout -1", NULL, RDMACTL_EXIT_USAGE, NULL, false, NULL, 0},
+	/* env: --nccl, --ucx, both or neither (both). */
+	{"env --nccl", NULL, 0, "env", false, RDMAD_DEFAULT_SOCKET, 5000, NULL,
+	 false, false, true},
+	{"env --ucx --nccl", NULL, 0, "env", false, RDMAD_DEFAULT_SOCKET, 5000,
+	 NULL, false, false, true, true},
+	{"env", NULL, 0, "env", false, RDMAD_DEFAULT_SOCKET, 5000},
+	{"env --ready", NULL, RDMACTL_EXIT_USAGE, NULL, false, NULL, 0},
+	{"env --timeout 0", NULL, RDMACTL_EXIT_USAGE, NULL, false, NULL, 0},
+	{"status --device mlx5_0", NULL, RDMACTL_EXIT_USAGE, NULL, false, NULL,
+	 0},
+	{"monitor --ucx", NULL, RDMACTL_EXIT_USAGE, NULL, false, NULL, 0},
 };
 
 static int split_args(char *line, char **argv, int max)
@@ -136,6 +165,10 @@ static void test_parse_case(const struct parse_case *c)
 		      "'%s': device %s", c->argv,
 		      ctx.device ? ctx.device : "(none)");
 		CHECK(ctx.pretty == c->pretty, "'%s': pretty", c->argv);
+		CHECK(ctx.ready == c->ready && ctx.nccl == c->nccl &&
+			      ctx.ucx == c->ucx,
+		      "'%s': ready %d nccl %d ucx %d", c->argv, ctx.ready,
+		      ctx.nccl, ctx.ucx);
 	}
 	free(errtext);
 }
@@ -151,6 +184,8 @@ static void test_parser(void)
 	CHECK(parser_find_verb("monitor")->handler == commands_monitor,
 	      "table");
 	CHECK(parser_find_verb("stat") == NULL, "prefix matched");
+	CHECK(parser_find_verb("wait")->handler == commands_wait, "table");
+	CHECK(parser_find_verb("env")->handler == commands_env, "table");
 }
 
 /* ---- sample devices ------------------------------------------------------ */
@@ -323,6 +358,186 @@ static void test_json(void)
 	CHECK(!strcmp(output_event_name(77), "unknown"), "unknown event");
 }
 
+static bool has_key(struct json_object *obj, const char *k)
+{
+	return json_object_object_get_ex(obj, k, NULL);
+}
+
+static const char *item(struct json_object *obj, const char *k, size_t i)
+{
+	struct json_object *arr = key(obj, k, json_type_array);
+
+	if (!arr || i >= json_object_array_length(arr))
+		return "(none)";
+	return json_object_get_string(json_object_array_get_idx(arr, i));
+}
+
+/* The lifecycle keys (PROTOCOL.md 8a): added, never renamed. */
+static void test_lifecycle_json(void)
+{
+	static char *aliases[] = {"ib0", "rail0"}, *changed[] = {"name"};
+	struct sample_dev a;
+	Rdmad__Event ev = RDMAD__EVENT__INIT;
+	Rdmad__Sriov sriov = RDMAD__SRIOV__INIT;
+	struct json_object *o, *d, *v;
+
+	sample_dev_init(&a, 0, false);
+	a.dev.identity = "pci:0000:03:00.0";
+	a.dev.incarnation = 3;
+	a.dev.ready = 1;
+	a.dev.n_aliases = 2;
+	a.dev.aliases = aliases;
+	d = printed(output_device_json(&a.dev), 0);
+	CHECK(!strcmp(str(d, "identity"), "pci:0000:03:00.0"), "identity");
+	CHECK(num(d, "incarnation") == 3, "incarnation");
+	v = key(d, "ready", json_type_boolean);
+	CHECK(v && json_object_get_boolean(v), "ready");
+	CHECK(!strcmp(item(d, "aliases", 1), "rail0"), "aliases");
+	CHECK(!has_key(d, "away_deadline_ms") && !has_key(d, "changed") &&
+		      !has_key(d, "sriov_pf"),
+	      "keys of other states");
+	json_object_put(d);
+
+	/* AWAY: the state's name and its deadline; a VF's PF. */
+	a.dev.state = RDMAD__DEVICE_STATE__DEVICE_STATE_AWAY;
+	a.dev.away_deadline_ms = 1700000000123ULL;
+	a.dev.sriov_pf = "0000:03:00.0";
+	d = printed(output_device_json(&a.dev), 0);
+	CHECK(!strcmp(str(d, "state"), "away"), "away");
+	CHECK(num(d, "away_deadline_ms") == 1700000000123LL, "deadline");
+	CHECK(!strcmp(str(d, "sriov_pf"), "0000:03:00.0"), "sriov_pf");
+	json_object_put(d);
+
+	/* RETURNED: "changed", even when empty. */
+	a.dev.state = RDMAD__DEVICE_STATE__DEVICE_STATE_PRESENT;
+	ev.generation = 9;
+	ev.type = RDMAD__EVENT_TYPE__EVENT_TYPE_RETURNED;
+	ev.device = &a.dev;
+	o = printed(output_event_json(&ev), 0);
+	/* "event" keeps the older name; "lifecycle" says it. */
+	CHECK(!strcmp(str(o, "event"), "added") &&
+		      !strcmp(str(o, "lifecycle"), "returned"),
+	      "returned");
+	d = key(o, "device", json_type_object);
+	CHECK(d && json_object_array_length(
+			   key(d, "changed", json_type_array)) == 0,
+	      "empty changed");
+	json_object_put(o);
+	a.dev.n_changed = 1;
+	a.dev.changed = changed;
+	o = printed(output_event_json(&ev), 0);
+	d = key(o, "device", json_type_object);
+	CHECK(d && !strcmp(item(d, "changed", 0), "name"), "changed");
+	json_object_put(o);
+
+	/* EXPECTING and SETTLED: the PF's numbers, no device. */
+	sriov.pf = "0000:03:00.0";
+	sriov.expected = 4;
+	sriov.ready = 3;
+	ev.type = RDMAD__EVENT_TYPE__EVENT_TYPE_SETTLED;
+	ev.device = NULL;
+	ev.sriov = &sriov;
+	o = printed(output_event_json(&ev), 0);
+	CHECK(!strcmp(str(o, "event"), "settled") && !has_key(o, "device") &&
+		      !has_key(o, "lifecycle"),
+	      "settled");
+	d = key(o, "sriov", json_type_object);
+	CHECK(d && !strcmp(str(d, "pf"), "0000:03:00.0") &&
+		      num(d, "expected") == 4 && num(d, "ready") == 3,
+	      "sriov");
+	json_object_put(o);
+	for (int t = RDMAD__EVENT_TYPE__EVENT_TYPE_RETURNED;
+	     t <= RDMAD__EVENT_TYPE__EVENT_TYPE_SETTLED; t++)
+		CHECK(strcmp(output_event_name(t), "unknown"), "name of %d", t);
+	CHECK(!strcmp(output_event_name(RDMAD__EVENT_TYPE__EVENT_TYPE_UNREADY),
+		      "unready"),
+	      "unready");
+}
+
+static char *text_of(void (*fn)(FILE *f, const void *arg), const void *arg)
+{
+	char *text = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&text, &len);
+
+	fn(f, arg);
+	fclose(f);
+	return text;
+}
+
+static void event_text(FILE *f, const void *ev)
+{
+	output_event_text(f, ev);
+}
+
+static void one_status_text(FILE *f, const void *dev)
+{
+	Rdmad__Device *devs[1] = {(Rdmad__Device *)dev};
+
+	output_status_text(f, 1, devs, 1);
+}
+
+static void test_lifecycle_text(void)
+{
+	static char *changed[] = {"name", "fw_ver"}, *aliases[] = {"ib0"};
+	struct sample_dev a;
+	Rdmad__Event ev = RDMAD__EVENT__INIT;
+	Rdmad__Sriov sriov = RDMAD__SRIOV__INIT;
+	struct timespec now;
+	char *t;
+
+	sample_dev_init(&a, 0, false);
+	a.dev.identity = "pci:0000:03:00.0";
+	a.dev.incarnation = 2;
+	a.dev.n_aliases = 1;
+	a.dev.aliases = aliases;
+	t = text_of(one_status_text, &a.dev);
+	CHECK(strstr(t, "\tidentity:\t\tpci:0000:03:00.0\n") &&
+		      strstr(t, "\tincarnation:\t\t2\n") &&
+		      strstr(t, "\tready:\t\t\tno\n") &&
+		      strstr(t, "\taliases:\t\tib0\n"),
+	      "status: %s", t);
+	free(t);
+	clock_gettime(CLOCK_REALTIME, &now);
+	a.dev.state = RDMAD__DEVICE_STATE__DEVICE_STATE_AWAY;
+	a.dev.away_deadline_ms = (uint64_t)now.tv_sec * 1000 + 30000;
+	t = text_of(one_status_text, &a.dev);
+	CHECK(strstr(t, "\tstate:\t\t\taway until ") &&
+		      (strstr(t, " (30 s left)") || strstr(t, " (29 s left)")),
+	      "away: %s", t);
+	free(t);
+
+	a.dev.state = RDMAD__DEVICE_STATE__DEVICE_STATE_PRESENT;
+	a.dev.ready = 1;
+	a.dev.n_changed = 2;
+	a.dev.changed = changed;
+	ev.generation = 5;
+	ev.type = RDMAD__EVENT_TYPE__EVENT_TYPE_RETURNED;
+	ev.device = &a.dev;
+	t = text_of(event_text, &ev);
+	CHECK(!strcmp(t, "generation 5: returned mlx5_0 (incarnation 2, "
+			 "changed: name, fw_ver) [present, ready, uverbs0, 1 "
+			 "port, 0 holders]\n"),
+	      "returned: %s", t);
+	free(t);
+	sriov.pf = "0000:03:00.0";
+	sriov.expected = 4;
+	ev.type = RDMAD__EVENT_TYPE__EVENT_TYPE_EXPECTING;
+	ev.device = NULL;
+	ev.sriov = &sriov;
+	t = text_of(event_text, &ev);
+	CHECK(!strcmp(t, "generation 5: expecting 4 VFs of 0000:03:00.0\n"),
+	      "expecting: %s", t);
+	free(t);
+	ev.type = RDMAD__EVENT_TYPE__EVENT_TYPE_SETTLED;
+	sriov.ready = 4;
+	t = text_of(event_text, &ev);
+	CHECK(!strcmp(t, "generation 5: settled 0000:03:00.0: 4 of 4 VFs "
+			 "ready\n"),
+	      "settled: %s", t);
+	free(t);
+}
+
 /* What the daemon relays is printed so that it cannot drive the
  * terminal: control bytes and bytes past ASCII become \xNN. */
 static void test_text_escapes(void)
@@ -354,6 +569,7 @@ enum script {
 	SCRIPT_OLD_VERSION,  /* answer in protocol version 2 */
 	SCRIPT_MONITOR,	     /* events, a duplicate, a gap, an overflow */
 	SCRIPT_MONITOR_STOP, /* a snapshot, then SIGTERM to the monitor */
+	SCRIPT_WAIT,	     /* an unknown event, then mlx5_0 ready */
 };
 
 #define FLEET 600
@@ -501,6 +717,22 @@ static bool run_monitor(struct fake *fk, int fd)
 	return ok;
 }
 
+/* wait: an event type it does not know makes it resubscribe; the
+ * device's READY ends it. */
+static bool run_wait(struct fake *fk, int fd)
+{
+	uint64_t seq = expect(fd, RDMAD__FRAME__BODY_SUBSCRIBE);
+	bool ok = seq && snapshot(fk, fd, seq, 10, 2) == 0;
+
+	ok = ok && event(fk, fd, 11, 77, 0) == 0;
+	seq = ok ? expect(fd, RDMAD__FRAME__BODY_SUBSCRIBE) : 0;
+	ok = seq && snapshot(fk, fd, seq, 11, 2) == 0;
+	fk->subscribes = 2;
+	fk->devs[0].dev.ready = 1;
+	return ok &&
+	       event(fk, fd, 12, RDMAD__EVENT_TYPE__EVENT_TYPE_READY, 0) == 0;
+}
+
 static bool run_script(struct fake *fk, int fd)
 {
 	uint64_t seq = expect(fd, RDMAD__FRAME__BODY_HELLO);
@@ -526,6 +758,8 @@ static bool run_script(struct fake *fk, int fd)
 				   "rescan needs root or the admin group") == 0;
 	case SCRIPT_MONITOR:
 		return run_monitor(fk, fd);
+	case SCRIPT_WAIT:
+		return run_wait(fk, fd);
 	case SCRIPT_MONITOR_STOP:
 		seq = expect(fd, RDMAD__FRAME__BODY_SUBSCRIBE);
 		if (!seq || snapshot(fk, fd, seq, 10, 1) < 0)
@@ -564,6 +798,8 @@ static void fake_start(struct fake *fk, enum script script)
 	snprintf(fk->path, sizeof(fk->path), "%s/rdmad.sock", fk->dir);
 	for (i = 0; i < FLEET; i++) {
 		sample_dev_init(&fk->devs[i], (unsigned int)i, i % 2);
+		fk->devs[i].dev.identity = fk->devs[i].name;
+		fk->devs[i].dev.incarnation = 1;
 		fk->ptrs[i] = &fk->devs[i].dev;
 	}
 	fk->script = script;
@@ -585,6 +821,22 @@ static void fake_stop(struct fake *fk)
 	rmdir(fk->dir);
 }
 
+/* Run @handler on @ctx with output captured in *ret_out and *ret_err. */
+static int run_ctx(struct rdmactl_ctx *ctx,
+		   int (*handler)(const struct rdmactl_ctx *), char **ret_out,
+		   char **ret_err)
+{
+	size_t olen, elen;
+	int r;
+
+	ctx->out = open_memstream(ret_out, &olen);
+	ctx->err = open_memstream(ret_err, &elen);
+	r = handler(ctx);
+	fclose(ctx->out);
+	fclose(ctx->err);
+	return r;
+}
+
 /* Run a verb against @fk with output captured in *ret_out and *ret_err. */
 static int run_verb(struct fake *fk, const char *path,
 		    int (*handler)(const struct rdmactl_ctx *), bool json,
@@ -592,15 +844,8 @@ static int run_verb(struct fake *fk, const char *path,
 {
 	struct rdmactl_ctx ctx = {
 		.socket_path = path, .json = json, .timeout_ms = timeout_ms};
-	size_t olen, elen;
-	int r;
 
-	ctx.out = open_memstream(ret_out, &olen);
-	ctx.err = open_memstream(ret_err, &elen);
-	r = handler(&ctx);
-	fclose(ctx.out);
-	fclose(ctx.err);
-	return r;
+	return run_ctx(&ctx, handler, ret_out, ret_err);
 }
 
 static void test_status_exchange(void)
@@ -753,14 +998,37 @@ static void test_monitor(void)
 	free(fk);
 }
 
+static void test_wait(void)
+{
+	struct fake *fk = calloc(1, sizeof(*fk));
+	struct rdmactl_ctx ctx = {
+		.device = "mlx5_0", .ready = true, .timeout_ms = 5000};
+	char *out, *err;
+	int r;
+
+	fake_start(fk, SCRIPT_WAIT);
+	ctx.socket_path = fk->path;
+	r = run_ctx(&ctx, commands_wait, &out, &err);
+	fake_stop(fk);
+	CHECK(fk->ok && fk->subscribes == 2, "wait: the script did not end");
+	CHECK(r == 0 && !*out && !*err, "wait: exit %d: '%s' '%s'", r, out,
+	      err);
+	free(out);
+	free(err);
+	free(fk);
+}
+
 int main(void)
 {
 	test_parser();
 	test_json();
+	test_lifecycle_json();
+	test_lifecycle_text();
 	test_text_escapes();
 	test_status_exchange();
 	test_failures();
 	test_monitor();
+	test_wait();
 	if (failures) {
 		fprintf(stderr, "%d check(s) failed\n", failures);
 		return 1;
