@@ -1030,13 +1030,13 @@ static struct outbuf *encode_event(struct server *srv, enum devices_event event,
 	ev.type = export_event_type(event, viewer);
 	if (ev.type == RDMAD__EVENT_TYPE__EVENT_TYPE_EXPECTING ||
 	    ev.type == RDMAD__EVENT_TYPE__EVENT_TYPE_SETTLED) {
-		/* About a PF's VFs, not a device of the list. */
+		/* About the PF's VFs; the PF itself is the device. */
 		sriov.pf = (char *)device_info(dev)->pci_address;
 		device_sriov(dev, &sriov.expected, &sriov.ready);
 		ev.sriov = &sriov;
-	} else if (export_device(dev, old_name, viewer, &ev.device) < 0) {
-		return NULL;
 	}
+	if (export_device(dev, old_name, viewer, &ev.device) < 0)
+		return NULL;
 	wire_frame_init(&frame, 0);
 	frame.body_case = RDMAD__FRAME__BODY_EVENT;
 	frame.event = &ev;

@@ -223,14 +223,16 @@ static struct json_object *event_device_json(const Rdmad__Event *event)
  * The "event" of monitor --json is a contract (added, removed, changed,
  * renamed, released): a lifecycle event keeps there the name a client
  * without the feature gets for it (PROTOCOL.md 8a) and adds its own in
- * "lifecycle".  EXPECTING and SETTLED have no older name.
+ * "lifecycle"; EXPECTING and SETTLED are a change of the PF.
  */
 static const char *base_event_name(Rdmad__EventType type)
 {
 	if (type == RDMAD__EVENT_TYPE__EVENT_TYPE_RETURNED)
 		return "added";
 	if (type == RDMAD__EVENT_TYPE__EVENT_TYPE_READY ||
-	    type == RDMAD__EVENT_TYPE__EVENT_TYPE_UNREADY)
+	    type == RDMAD__EVENT_TYPE__EVENT_TYPE_UNREADY ||
+	    type == RDMAD__EVENT_TYPE__EVENT_TYPE_EXPECTING ||
+	    type == RDMAD__EVENT_TYPE__EVENT_TYPE_SETTLED)
 		return "changed";
 	return output_event_name(type);
 }
@@ -245,7 +247,7 @@ struct json_object *output_event_json(const Rdmad__Event *event)
 	add_string(obj, "event", base);
 	if (strcmp(base, name))
 		add_string(obj, "lifecycle", name);
-	/* EXPECTING and SETTLED are about a PF's VFs, not one device. */
+	/* EXPECTING and SETTLED: the PF's VFs; the device is the PF. */
 	if (event->sriov)
 		json_object_object_add(obj, "sriov", sriov_json(event->sriov));
 	if (!event->device)

@@ -190,6 +190,12 @@ class Testbed:
         self._add_uverbs(dev)
         self.devices[dev.name] = dev
 
+    def plug_back(self, dev):
+        """Plug an unplugged FakeDevice again: the same PCI function and
+        GUIDs, a new registration."""
+        self._plug(dev)
+        return dev
+
     def replug(self, name, new_name=None, pause=0.0):
         """The same hardware back after a firmware reset, a VF rebind or a
         host's servicing: the same PCI function and GUIDs, a new
@@ -200,8 +206,7 @@ class Testbed:
         time.sleep(pause)
         if new_name:
             dev.name = new_name
-        self._plug(dev)
-        return dev
+        return self.plug_back(dev)
 
     def set_gid0(self, name, port, gid):
         dev = self.devices[name]

@@ -9,7 +9,6 @@ a pace: a loaded machine makes the tests slower, not flaky."""
 import os
 import subprocess
 import time
-import unittest
 
 import rdmatb
 from rdmatb import DaemonTest, Monitor, rdmactl, status, find
@@ -309,33 +308,6 @@ class TestAliasesAndSriov(DaemonTest):
         # NCCL and UCX get the kernel's name, never the alias.
         self.assertEqual(rdmactl(self.sock, "env", "--ucx").stdout,
                          "UCX_NET_DEVICES=mlx5_4:1\n")
-
-    @unittest.skip(NEEDS_DAEMON)
-    def test_sriov_expecting_settled(self):
-        self.tb.plug("mlx5_0", "mlx5-ib")
-        self.start_daemon()
-        mon = Monitor(self.sock)
-        try:
-            self.tb.set_sriov_numvfs("mlx5_0", 2)
-            ev = self.expect_sriov(mon, "expecting")
-            pf = self.tb.devices["mlx5_0"].pci
-            self.assertEqual(ev["sriov"]["pf"], pf)
-            self.assertEqual(ev["sriov"]["expected"], 2)
-            self.tb.plug("mlx5_1", "mlx5-ib", vf_of="mlx5_0")
-            self.tb.plug("mlx5_2", "mlx5-ib", vf_of="mlx5_0")
-            ev = self.expect_sriov(mon, "settled")
-            self.assertEqual(ev["sriov"], {"pf": pf, "expected": 2,
-                                           "ready": 2})
-        finally:
-            mon.close()
-
-    def expect_sriov(self, mon, event):
-        deadline = time.monotonic() + rdmatb.DEADLINE
-        while True:
-            obj = mon.next(max(0, deadline - time.monotonic()))
-            if obj["event"] == event:
-                self.assertNotIn("device", obj)
-                return obj
 
 
 if __name__ == "__main__":

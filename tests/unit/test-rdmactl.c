@@ -430,16 +430,15 @@ static void test_lifecycle_json(void)
 	CHECK(d && !strcmp(item(d, "changed", 0), "name"), "changed");
 	json_object_put(o);
 
-	/* EXPECTING and SETTLED: the PF's numbers, no device. */
+	/* EXPECTING and SETTLED: a change of the PF, with its VFs' numbers. */
 	sriov.pf = "0000:03:00.0";
 	sriov.expected = 4;
 	sriov.ready = 3;
 	ev.type = RDMAD__EVENT_TYPE__EVENT_TYPE_SETTLED;
-	ev.device = NULL;
 	ev.sriov = &sriov;
 	o = printed(output_event_json(&ev), 0);
-	CHECK(!strcmp(str(o, "event"), "settled") && !has_key(o, "device") &&
-		      !has_key(o, "lifecycle"),
+	CHECK(!strcmp(str(o, "event"), "changed") && has_key(o, "device") &&
+		      !strcmp(str(o, "lifecycle"), "settled"),
 	      "settled");
 	d = key(o, "sriov", json_type_object);
 	CHECK(d && !strcmp(str(d, "pf"), "0000:03:00.0") &&
