@@ -42,6 +42,8 @@ struct rdmad_client {
 
 	rdmad_event_cb cb;
 	void *userdata;
+	/* EXPECTING or SETTLED being delivered by @dispatcher. */
+	const struct rdmad_sriov *event_sriov;
 
 	struct rdmad_client *registry_next;
 	struct rdmad_client *registry_prev;

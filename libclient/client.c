@@ -196,6 +196,42 @@ RDMAD_EXPORT int rdmad_client_set_callback(struct rdmad_client *client,
 	return 0;
 }
 
+/* The features decide how devices are built: fixed once a list exists. */
+RDMAD_EXPORT int rdmad_client_set_features(struct rdmad_client *client,
+					   unsigned int features)
+{
+	struct session *s;
+	int err = 0;
+
+	if (!client ||
+	    (features & ~(unsigned int)RDMAD_CLIENT_FEATURE_LIFECYCLE))
+		return -EINVAL;
+	s = &client->session;
+	pthread_mutex_lock(&client->lock);
+	if (s->connected || s->connecting || s->sync.snapshot)
+		err = -EBUSY;
+	else
+		s->sync.features = features;
+	pthread_mutex_unlock(&client->lock);
+	return err;
+}
+
+/* Only the thread in the callback sees the event it is given. */
+RDMAD_EXPORT const struct rdmad_sriov *
+rdmad_client_get_event_sriov(struct rdmad_client *client)
+{
+	const struct rdmad_sriov *sriov = NULL;
+
+	if (!client)
+		return NULL;
+	pthread_mutex_lock(&client->lock);
+	if (client->dispatching &&
+	    pthread_equal(client->dispatcher, pthread_self()))
+		sriov = client->event_sriov;
+	pthread_mutex_unlock(&client->lock);
+	return sriov;
+}
+
 /* ---- connecting ---------------------------------------------------------- */
 
 RDMAD_EXPORT int rdmad_client_connect(struct rdmad_client *client)
@@ -240,12 +276,15 @@ static int dispatch(struct rdmad_client *c)
 	for (i = 0; i < n; i++) {
 		cb = c->cb;
 		userdata = c->userdata;
+		c->event_sriov = events[i].sriov;
 		pthread_mutex_unlock(&c->lock);
 		if (cb)
 			cb(c, events[i].type, events[i].device,
 			   events[i].generation, userdata);
-		snapshot_device_unref(events[i].device);
 		pthread_mutex_lock(&c->lock);
+		c->event_sriov = NULL;
+		snapshot_device_unref(events[i].device);
+		snapshot_sriov_free(events[i].sriov);
 	}
 	free(events);
 	return (int)n;
@@ -336,4 +375,29 @@ rdmad_client_get_snapshot(struct rdmad_client *client)
 	if (!snap)
 		errno = -err;
 	return snap;
+}
+
+RDMAD_EXPORT int rdmad_client_resolve(struct rdmad_client *client,
+				      const char *name_or_alias,
+				      char **ret_name)
+{
+	struct rdmad_snapshot *snap;
+	const struct rdmad_device *dev;
+	char *name = NULL;
+
+	if (!client || !name_or_alias || !ret_name)
+		return -EINVAL;
+	snap = rdmad_client_get_snapshot(client);
+	if (!snap)
+		return errno ? -errno : -EIO;
+	dev = rdmad_snapshot_resolve(snap, name_or_alias);
+	if (dev)
+		name = strdup(rdmad_device_get_name(dev));
+	rdmad_snapshot_unref(snap);
+	if (!dev)
+		return -ENODEV;
+	if (!name)
+		return -ENOMEM;
+	*ret_name = name;
+	return 0;
 }

@@ -107,6 +107,10 @@ int conn_send(struct conn *conn, Rdmad__Frame *frame, uint64_t *ret_seq)
 	return err;
 }
 
+/* What every Hello asks for: the device list is kept by (identity,
+ * incarnation), whatever the application is shown (PROTOCOL.md 8a). */
+static char *const hello_features[] = {"lifecycle"};
+
 int conn_send_name(struct conn *conn, Rdmad__Frame__BodyCase body,
 		   const char *name, uint64_t *ret_seq)
 {
@@ -121,6 +125,9 @@ int conn_send_name(struct conn *conn, Rdmad__Frame__BodyCase body,
 	/* An if chain, not a switch: the body enum is generated code. */
 	if (body == RDMAD__FRAME__BODY_HELLO) {
 		hello.client_name = (char *)name;
+		hello.features = (char **)hello_features;
+		hello.n_features =
+			sizeof(hello_features) / sizeof(hello_features[0]);
 		frame.hello = &hello;
 	} else if (body == RDMAD__FRAME__BODY_SUBSCRIBE) {
 		frame.subscribe = &subscribe;

@@ -34,6 +34,8 @@ void conn_adopt(struct conn *conn, struct conn *from);
 int conn_map_page(struct conn *conn, int fd);
 /* Send @frame with the next sequence number, returned in *ret_seq. */
 int conn_send(struct conn *conn, Rdmad__Frame *frame, uint64_t *ret_seq);
+/* A request with no field but a name: Hello (the name is the client's,
+ * and the library's features go with it), Subscribe, Hold, Release. */
 int conn_send_name(struct conn *conn, Rdmad__Frame__BodyCase body,
 		   const char *name, uint64_t *ret_seq);
 /*

@@ -44,10 +44,37 @@ enum rdmad_event_type {
 	/* The connection was (re)established and the full list re-read;
 	 * the device argument is NULL.  Compare snapshots to find out what
 	 * changed while the daemon was out of reach. */
-	RDMAD_EVENT_RESYNC = 5
+	RDMAD_EVENT_RESYNC = 5,
+	/* Since 1.1, only for a client that enabled
+	 * RDMAD_CLIENT_FEATURE_LIFECYCLE (others get the 1.0 type named).
+	 * RETURNED: a known identity registered again, as a new incarnation
+	 * (else ADDED); contexts of the old life are dead. */
+	RDMAD_EVENT_RETURNED = 6,
+	RDMAD_EVENT_READY = 7,	 /* became usable (else CHANGED) */
+	RDMAD_EVENT_UNREADY = 8, /* stopped being usable (else CHANGED) */
+	/* A PF's sriov_numvfs was set; then its VFs are all ready, or the
+	 * daemon stopped waiting.  The device argument is NULL:
+	 * rdmad_client_get_event_sriov() says which PF (else not told). */
+	RDMAD_EVENT_EXPECTING = 9,
+	RDMAD_EVENT_SETTLED = 10
 };
 
-enum rdmad_device_state { RDMAD_DEVICE_PRESENT = 0, RDMAD_DEVICE_REMOVED = 1 };
+enum rdmad_device_state {
+	RDMAD_DEVICE_PRESENT = 0,
+	RDMAD_DEVICE_REMOVED = 1,
+	/* Since 1.1, with RDMAD_CLIENT_FEATURE_LIFECYCLE (else REMOVED): gone,
+	 * expected back by rdmad_device_get_away_deadline(). */
+	RDMAD_DEVICE_AWAY = 2
+};
+
+/* What a client opts into with rdmad_client_set_features() (since 1.1). */
+enum rdmad_client_feature {
+	/* Events RETURNED, READY, UNREADY, EXPECTING, SETTLED and the state
+	 * AWAY as they are.  Without it, a client sees what librdmad 1.0
+	 * showed: ADDED, CHANGED and REMOVED instead, and no EXPECTING or
+	 * SETTLED.  The device list is kept by the same rules either way. */
+	RDMAD_CLIENT_FEATURE_LIFECYCLE = 1 << 0
+};
 
 /*
  * Called from rdmad_client_process() for each change, in order.  @device is
@@ -102,6 +129,26 @@ int rdmad_client_process(struct rdmad_client *client);
 int rdmad_client_set_callback(struct rdmad_client *client, rdmad_event_cb cb,
 			      void *userdata);
 
+/* Opt into @features (a mask of enum rdmad_client_feature), replacing
+ * those set before; 0 goes back to the 1.0 view.  Call it before the
+ * first call that connects: -EBUSY after, -EINVAL for an unknown bit.
+ * Since 1.1. */
+int rdmad_client_set_features(struct rdmad_client *client,
+			      unsigned int features);
+
+/* The SR-IOV announcement of the EXPECTING or SETTLED event being
+ * delivered: valid inside the callback, on its thread, until it returns;
+ * NULL anywhere else.  Since 1.1. */
+struct rdmad_sriov;
+const struct rdmad_sriov *
+rdmad_client_get_event_sriov(struct rdmad_client *client);
+/* The PF's PCI address, e.g. "0000:c1:00.0" (NULL for NULL). */
+const char *rdmad_sriov_get_pf(const struct rdmad_sriov *sriov);
+/* sriov_numvfs as written; the VFs' RDMA devices ready (SETTLED: when
+ * the daemon stopped waiting, fewer than expected after a timeout). */
+unsigned int rdmad_sriov_get_expected(const struct rdmad_sriov *sriov);
+unsigned int rdmad_sriov_get_ready(const struct rdmad_sriov *sriov);
+
 /* The newest generation the daemon has published: read from a page the
  * daemon shares read-only, else (no connection, or a daemon that passes
  * no page) the newest one its messages gave; 0 if unknown.  Never
@@ -124,6 +171,14 @@ struct rdmad_snapshot *rdmad_client_get_snapshot(struct rdmad_client *client);
 int rdmad_client_hold(struct rdmad_client *client, const char *name);
 int rdmad_client_release(struct rdmad_client *client, const char *name);
 
+/* The kernel name of the present device that @name_or_alias names: a
+ * device name, an alias from rdmad.conf's [alias] section, or an
+ * identity, in that order; in *@ret_name, to free().  -ENODEV when no
+ * present device has it, or the errors of rdmad_client_get_snapshot().
+ * Since 1.1. */
+int rdmad_client_resolve(struct rdmad_client *client, const char *name_or_alias,
+			 char **ret_name);
+
 /* Open a device through libibverbs and hold it in one step; the context
  * is closed by rdmad_client_close_device().  Each open context and the
  * hold of rdmad_client_hold() count as uses of their own: the daemon's
@@ -142,9 +197,21 @@ size_t rdmad_snapshot_get_count(const struct rdmad_snapshot *snapshot);
 /* Devices are owned by the snapshot; NULL when out of range. */
 const struct rdmad_device *
 rdmad_snapshot_get_device(const struct rdmad_snapshot *snapshot, size_t index);
+/* The device named @name; where an ended life and the present one share
+ * the name, the present one. */
 const struct rdmad_device *
 rdmad_snapshot_find_device(const struct rdmad_snapshot *snapshot,
 			   const char *name);
+/* The ready set, since 1.1: the present devices that are usable
+ * (rdmad_device_is_ready()), in list order; NULL when out of range. */
+size_t rdmad_snapshot_get_ready_count(const struct rdmad_snapshot *snapshot);
+const struct rdmad_device *
+rdmad_snapshot_get_ready_device(const struct rdmad_snapshot *snapshot,
+				size_t index);
+/* As rdmad_client_resolve(), in this snapshot: NULL when none.  Since 1.1. */
+const struct rdmad_device *
+rdmad_snapshot_resolve(const struct rdmad_snapshot *snapshot,
+		       const char *name_or_alias);
 
 const char *rdmad_device_get_name(const struct rdmad_device *device);
 const char *rdmad_device_get_old_name(const struct rdmad_device *device);
@@ -160,6 +227,31 @@ int rdmad_device_get_numa_node(const struct rdmad_device *device);
 enum rdmad_device_state
 rdmad_device_get_state(const struct rdmad_device *device);
 uint64_t rdmad_device_get_generation(const struct rdmad_device *device);
+
+/* A device's lives, since 1.1 (librdmad(3), "Lifecycle").  The identity
+ * survives every life (the parent bus path: "pci:0000:c1:00.0"); the
+ * incarnation counts the identity's registrations from 1 (0 from a
+ * daemon before lifecycle, whose identity is the id).  The pair names
+ * one entry of the list; the name does not. */
+const char *rdmad_device_get_identity(const struct rdmad_device *device);
+uint64_t rdmad_device_get_incarnation(const struct rdmad_device *device);
+/* 1 when present and usable (a port ACTIVE with a non-zero GID 0, its
+ * net device not down), else 0.  A daemon before lifecycle says nothing
+ * of it: every present device counts as ready. */
+int rdmad_device_is_ready(const struct rdmad_device *device);
+/* AWAY: CLOCK_REALTIME milliseconds it may come back by; else 0. */
+uint64_t rdmad_device_get_away_deadline(const struct rdmad_device *device);
+/* The names rdmad.conf's [alias] section gives it; NULL out of range. */
+unsigned int rdmad_device_get_alias_count(const struct rdmad_device *device);
+const char *rdmad_device_get_alias(const struct rdmad_device *device,
+				   unsigned int index);
+/* In a RETURNED event: the fields unlike the last life ("name",
+ * "node_guid", "sys_image_guid", "fw_ver", "netdev", "numa_node"). */
+unsigned int rdmad_device_get_changed_count(const struct rdmad_device *device);
+const char *rdmad_device_get_changed(const struct rdmad_device *device,
+				     unsigned int index);
+/* An SR-IOV VF: its PF's PCI address; else "". */
+const char *rdmad_device_get_sriov_pf(const struct rdmad_device *device);
 
 unsigned int rdmad_device_get_port_count(const struct rdmad_device *device);
 const struct rdmad_port *
@@ -185,10 +277,10 @@ const char *rdmad_device_get_holder(const struct rdmad_device *device,
 /*
  * The RFC's call: a fresh NULL-terminated list from the real libibverbs,
  * freed with ibv_free_device_list(), that reflects every change rdmad had
- * announced when it was called: no device the daemon lists as removed,
- * every present one whose char device is reachable.  Uses a process-wide
- * client on the default socket; works like ibv_get_device_list() when no
- * daemon runs.  See librdmad(3) for how it relates to the generation.
+ * announced when it was called: no device the daemon lists as removed
+ * or away, every present one whose char device is reachable.  Uses a
+ * process-wide client on the default socket; works like ibv_get_device_list()
+ * when no daemon runs.  See librdmad(3) for how it relates to the generation.
  */
 struct ibv_device **ibv_refresh_device_list(int *num_devices);
 

@@ -2,8 +2,8 @@
 /*
  * ibv_refresh_device_list(): the real libibverbs list (it rescans sysfs on
  * every ibv_get_device_list() call), filtered by what rdmad announced, so
- * the result never lists a device the daemon reported removed or does
- * not know.  A process-wide client on the default socket serves it.
+ * the result never lists a device the daemon reported removed or away, or
+ * does not know.  A process-wide client on the default socket serves it.
  *
  * Freeing: ibv_free_device_list() drops one reference on every entry up to
  * the NULL and frees the array (rdma-core libibverbs/device.c; the
@@ -31,6 +31,9 @@ static void process_client_create(void)
 	process_client = rdmad_client_new(NULL);
 }
 
+/* Present for the daemon: not REMOVED, not AWAY, not unknown.  Where a
+ * held ended life shares the name with the present one, find_device()
+ * returns the present one, which is what libibverbs lists. */
 static bool listed_present(const struct rdmad_snapshot *snap, const char *name)
 {
 	const struct rdmad_device *dev = rdmad_snapshot_find_device(snap, name);

@@ -539,6 +539,7 @@ static int open_link(struct session *link, struct session *s)
 	memset(link, 0, sizeof(*link));
 	init_common(link, s->path);
 	link->sync.want_events = s->sync.want_events;
+	link->sync.features = s->sync.features;
 	err = copy_holds(link, s);
 	if (err == 0)
 		err = conn_open(&link->conn, s->path);

@@ -4,7 +4,11 @@
  * daemon's Device messages, and their getters.  Each device is one
  * allocation holding its ports, holders and every string, and is itself
  * reference counted so that the snapshot after an event shares every
- * unchanged device with the one before.
+ * unchanged device with the one before.  An entry of the list is one life
+ * of a device (PROTOCOL.md 8a): its identity and incarnation name it, so
+ * a held entry of an ended life and the present life of the same PCI
+ * function, often under the same name, are two entries.  Each snapshot
+ * also indexes its ready set, the usable devices.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -18,19 +22,31 @@ static const char *str_or_empty(const char *s)
 	return s ? s : "";
 }
 
+/* The identity; a daemon before lifecycle sends only the id, its equal. */
+static const char *identity_of(const Rdmad__Device *msg)
+{
+	const char *identity = str_or_empty(msg->identity);
+
+	return identity[0] ? identity : msg->id;
+}
+
 static size_t device_strings_size(const Rdmad__Device *msg)
 {
 	const char *fields[] = {
-		msg->name,	msg->old_name,	msg->id,
-		msg->uverbs,	msg->node_guid, msg->sys_image_guid,
-		msg->node_type, msg->fw_ver,	msg->pci_address,
-		msg->driver,
+		msg->name,	msg->old_name,	  msg->id,
+		msg->uverbs,	msg->node_guid,	  msg->sys_image_guid,
+		msg->node_type, msg->fw_ver,	  msg->pci_address,
+		msg->driver,	identity_of(msg), msg->sriov_pf,
 	};
 	size_t size = 0;
 	size_t i;
 
 	for (i = 0; i < sizeof(fields) / sizeof(fields[0]); i++)
 		size += strlen(str_or_empty(fields[i])) + 1;
+	for (i = 0; i < msg->n_aliases; i++)
+		size += strlen(str_or_empty(msg->aliases[i])) + 1;
+	for (i = 0; i < msg->n_changed; i++)
+		size += strlen(str_or_empty(msg->changed[i])) + 1;
 	for (i = 0; i < msg->n_ports; i++) {
 		const Rdmad__Port *p = msg->ports[i];
 
@@ -88,8 +104,48 @@ static void fill_holders(struct rdmad_device *dev, const Rdmad__Device *msg,
 	}
 }
 
+static void fill_strings(const char **dst, char *const *src, unsigned int n,
+			 char **cursor)
+{
+	unsigned int i;
+
+	for (i = 0; i < n; i++)
+		dst[i] = put_str(cursor, src[i]);
+}
+
+/* AWAY is shown only to a client that knows it: to others it is gone,
+ * as the daemon tells its older clients.  A state newer than this
+ * library is not present either. */
+static enum rdmad_device_state public_state(Rdmad__DeviceState state,
+					    unsigned int features)
+{
+	if (state == RDMAD__DEVICE_STATE__DEVICE_STATE_PRESENT)
+		return RDMAD_DEVICE_PRESENT;
+	if (state == RDMAD__DEVICE_STATE__DEVICE_STATE_AWAY &&
+	    (features & RDMAD_CLIENT_FEATURE_LIFECYCLE))
+		return RDMAD_DEVICE_AWAY;
+	return RDMAD_DEVICE_REMOVED;
+}
+
+/* The lifecycle fields; a daemon before them sends no incarnation. */
+static void fill_life(struct rdmad_device *dev, const Rdmad__Device *msg,
+		      unsigned int features, char **cursor)
+{
+	dev->identity = put_str(cursor, identity_of(msg));
+	dev->sriov_pf = put_str(cursor, msg->sriov_pf);
+	dev->incarnation = msg->incarnation;
+	dev->away = msg->state == RDMAD__DEVICE_STATE__DEVICE_STATE_AWAY;
+	dev->away_deadline = dev->away ? msg->away_deadline_ms : 0;
+	dev->state = public_state(msg->state, features);
+	/* Without readiness from the daemon, present means usable. */
+	dev->ready = dev->state == RDMAD_DEVICE_PRESENT &&
+		     (msg->ready || !msg->incarnation);
+	fill_strings(dev->aliases, msg->aliases, dev->n_aliases, cursor);
+	fill_strings(dev->changed, msg->changed, dev->n_changed, cursor);
+}
+
 static void fill_device(struct rdmad_device *dev, const Rdmad__Device *msg,
-			char **cursor)
+			unsigned int features, char **cursor)
 {
 	dev->name = put_str(cursor, msg->name);
 	dev->old_name = put_str(cursor, msg->old_name);
@@ -102,17 +158,16 @@ static void fill_device(struct rdmad_device *dev, const Rdmad__Device *msg,
 	dev->pci_address = put_str(cursor, msg->pci_address);
 	dev->driver = put_str(cursor, msg->driver);
 	dev->numa_node = msg->numa_node;
-	dev->state = msg->state == RDMAD__DEVICE_STATE__DEVICE_STATE_REMOVED
-			     ? RDMAD_DEVICE_REMOVED
-			     : RDMAD_DEVICE_PRESENT;
 	dev->generation = msg->generation;
+	fill_life(dev, msg, features, cursor);
 	fill_ports(dev, msg, cursor);
 	fill_holders(dev, msg, cursor);
 }
 
-struct rdmad_device *snapshot_device_new(const Rdmad__Device *msg)
+struct rdmad_device *snapshot_device_new(const Rdmad__Device *msg,
+					 unsigned int features)
 {
-	size_t ports_size, holders_size;
+	size_t ports_size, holders_size, strv_size;
 	struct rdmad_device *dev;
 	char *cursor;
 
@@ -122,21 +177,26 @@ struct rdmad_device *snapshot_device_new(const Rdmad__Device *msg)
 	}
 	ports_size = msg->n_ports * sizeof(struct rdmad_port);
 	holders_size = msg->n_holders * sizeof(struct rdmad_holder);
-	dev = calloc(1, sizeof(*dev) + ports_size + holders_size +
+	strv_size = (msg->n_aliases + msg->n_changed) * sizeof(char *);
+	dev = calloc(1, sizeof(*dev) + ports_size + holders_size + strv_size +
 				device_strings_size(msg));
 	if (!dev)
 		return NULL;
 	atomic_init(&dev->refs, 1);
 	dev->n_ports = msg->n_ports;
 	dev->n_holders = msg->n_holders;
+	dev->n_aliases = msg->n_aliases;
+	dev->n_changed = msg->n_changed;
 	/* A daemon before holder_count lists every holder. */
 	dev->holder_count = msg->holder_count > msg->n_holders
 				    ? msg->holder_count
 				    : msg->n_holders;
 	dev->ports = (struct rdmad_port *)(dev + 1);
 	dev->holders = (struct rdmad_holder *)((char *)dev->ports + ports_size);
-	cursor = (char *)dev->holders + holders_size;
-	fill_device(dev, msg, &cursor);
+	dev->aliases = (const char **)((char *)dev->holders + holders_size);
+	dev->changed = dev->aliases + dev->n_aliases;
+	cursor = (char *)(dev->changed + dev->n_changed);
+	fill_device(dev, msg, features, &cursor);
 	return dev;
 }
 
@@ -155,20 +215,34 @@ void snapshot_device_unref(struct rdmad_device *device)
 		free(device);
 }
 
+/* Room for @count devices and as many in the ready set. */
 static struct rdmad_snapshot *snapshot_alloc(size_t count, uint64_t generation)
 {
 	struct rdmad_snapshot *snap;
 
-	snap = calloc(1, sizeof(*snap) + count * sizeof(snap->devices[0]));
+	snap = calloc(1, sizeof(*snap) + 2 * count * sizeof(snap->devices[0]));
 	if (!snap)
 		return NULL;
 	atomic_init(&snap->refs, 1);
 	snap->generation = generation;
+	snap->ready = &snap->devices[count];
 	return snap;
 }
 
+/* The ready set, once the list is complete. */
+static void index_ready(struct rdmad_snapshot *snap)
+{
+	size_t i;
+
+	snap->n_ready = 0;
+	for (i = 0; i < snap->count; i++)
+		if (snap->devices[i]->ready)
+			snap->ready[snap->n_ready++] = snap->devices[i];
+}
+
 struct rdmad_snapshot *snapshot_new_from_wire(Rdmad__Device *const *msgs,
-					      size_t n, uint64_t generation)
+					      size_t n, uint64_t generation,
+					      unsigned int features)
 {
 	struct rdmad_snapshot *snap = snapshot_alloc(n, generation);
 	size_t i;
@@ -176,26 +250,73 @@ struct rdmad_snapshot *snapshot_new_from_wire(Rdmad__Device *const *msgs,
 	if (!snap)
 		return NULL;
 	for (i = 0; i < n; i++) {
-		snap->devices[i] = snapshot_device_new(msgs[i]);
+		snap->devices[i] = snapshot_device_new(msgs[i], features);
 		if (!snap->devices[i])
 			goto fail;
 		snap->count++;
 	}
+	index_ready(snap);
 	return snap;
 fail:
 	rdmad_snapshot_unref(snap);
 	return NULL;
 }
 
-static bool same_device(const struct rdmad_device *a,
-			const struct rdmad_device *b,
-			enum rdmad_event_type type)
+struct rdmad_sriov *snapshot_sriov_new(const Rdmad__Sriov *msg)
 {
+	const char *pf = msg ? str_or_empty(msg->pf) : "";
+	size_t len = strlen(pf) + 1;
+	struct rdmad_sriov *sriov = calloc(1, sizeof(*sriov) + len);
+
+	if (!sriov)
+		return NULL;
+	memcpy(sriov + 1, pf, len);
+	sriov->pf = (const char *)(sriov + 1);
+	sriov->expected = msg ? msg->expected : 0;
+	sriov->ready = msg ? msg->ready : 0;
+	return sriov;
+}
+
+void snapshot_sriov_free(struct rdmad_sriov *sriov)
+{
+	free(sriov);
+}
+
+/* Whether @a and @b are the same life of a device: its identity and
+ * incarnation.  From a daemon before lifecycle, which sends no
+ * incarnation, the rule of librdmad 1.0: the id, else the name (or, for
+ * RENAMED, the old name). */
+static bool same_life(const struct rdmad_device *a,
+		      const struct rdmad_device *b, enum rdmad_event_type type)
+{
+	if (a->incarnation && b->incarnation)
+		return a->incarnation == b->incarnation &&
+		       strcmp(a->identity, b->identity) == 0;
 	if (a->id[0] && b->id[0])
 		return strcmp(a->id, b->id) == 0;
 	if (type == RDMAD_EVENT_RENAMED && b->old_name[0])
 		return strcmp(a->name, b->old_name) == 0;
 	return strcmp(a->name, b->name) == 0;
+}
+
+/* The entry @device's event is about; @snap->count when none.  A return
+ * takes the place of the AWAY entry of its identity. */
+static size_t find_entry(const struct rdmad_snapshot *snap,
+			 const struct rdmad_device *device,
+			 enum rdmad_event_type type)
+{
+	size_t i;
+
+	for (i = 0; i < snap->count; i++)
+		if (same_life(snap->devices[i], device, type))
+			return i;
+	if (type != RDMAD_EVENT_RETURNED)
+		return snap->count;
+	for (i = 0; i < snap->count; i++)
+		if (snap->devices[i]->away &&
+		    strcmp(snap->devices[i]->identity, device->identity) == 0)
+			return i;
+	return snap->count;
 }
 
 /* Whether the event leaves the device listed. */
@@ -207,11 +328,17 @@ static bool event_keeps(enum rdmad_event_type type,
 	case RDMAD_EVENT_CHANGED:
 	case RDMAD_EVENT_RENAMED:
 	case RDMAD_EVENT_RESYNC:
+	case RDMAD_EVENT_RETURNED:
+	case RDMAD_EVENT_READY:
+	case RDMAD_EVENT_UNREADY:
 		return true;
 	case RDMAD_EVENT_REMOVED:
-		/* The daemon keeps a removed device listed while held. */
-		return device->holder_count > 0;
+		/* The daemon keeps a removed device listed while held, and
+		 * an AWAY one until its deadline. */
+		return device->away || device->holder_count > 0;
 	case RDMAD_EVENT_RELEASED:
+	case RDMAD_EVENT_EXPECTING:
+	case RDMAD_EVENT_SETTLED:
 		return false;
 	}
 	return false;
@@ -222,12 +349,14 @@ static void apply_in_place(struct rdmad_snapshot *snap,
 			   enum rdmad_event_type type,
 			   struct rdmad_device *device)
 {
-	bool keep = event_keeps(type, device);
+	bool keep;
 	size_t i;
 
-	for (i = 0; i < snap->count; i++)
-		if (same_device(snap->devices[i], device, type))
-			break;
+	/* EXPECTING and SETTLED: no entry changes. */
+	if (!device)
+		return;
+	keep = event_keeps(type, device);
+	i = find_entry(snap, device, type);
 	if (i == snap->count) {
 		if (keep)
 			snap->devices[snap->count++] =
@@ -262,6 +391,7 @@ int snapshot_apply_events(const struct rdmad_snapshot *old,
 			snapshot_device_ref(old->devices[i]);
 	for (i = 0; i < n; i++)
 		apply_in_place(snap, events[i].type, events[i].device);
+	index_ready(snap);
 	*ret_snapshot = snap;
 	return 0;
 }
@@ -329,13 +459,83 @@ RDMAD_EXPORT const struct rdmad_device *
 rdmad_snapshot_find_device(const struct rdmad_snapshot *snapshot,
 			   const char *name)
 {
+	const struct rdmad_device *found = NULL, *dev;
 	size_t i;
 
 	if (!snapshot || !name)
 		return NULL;
-	for (i = 0; i < snapshot->count; i++)
-		if (strcmp(snapshot->devices[i]->name, name) == 0)
-			return snapshot->devices[i];
+	for (i = 0; i < snapshot->count; i++) {
+		dev = snapshot->devices[i];
+		if (strcmp(dev->name, name) != 0)
+			continue;
+		/* An ended life that is still held may share the name. */
+		if (dev->state == RDMAD_DEVICE_PRESENT)
+			return dev;
+		if (!found)
+			found = dev;
+	}
+	return found;
+}
+
+RDMAD_EXPORT size_t
+rdmad_snapshot_get_ready_count(const struct rdmad_snapshot *snapshot)
+{
+	return snapshot ? snapshot->n_ready : 0;
+}
+
+RDMAD_EXPORT const struct rdmad_device *
+rdmad_snapshot_get_ready_device(const struct rdmad_snapshot *snapshot,
+				size_t index)
+{
+	if (!snapshot || index >= snapshot->n_ready)
+		return NULL;
+	return snapshot->ready[index];
+}
+
+static bool has_name(const struct rdmad_device *dev, const char *name)
+{
+	return strcmp(dev->name, name) == 0;
+}
+
+static bool has_alias(const struct rdmad_device *dev, const char *alias)
+{
+	unsigned int i;
+
+	for (i = 0; i < dev->n_aliases; i++)
+		if (strcmp(dev->aliases[i], alias) == 0)
+			return true;
+	return false;
+}
+
+static bool has_identity(const struct rdmad_device *dev, const char *identity)
+{
+	return dev->identity[0] && strcmp(dev->identity, identity) == 0;
+}
+
+/* A name wins over an alias, an alias over an identity: an alias that
+ * happens to be another device's kernel name does not hide that device. */
+RDMAD_EXPORT const struct rdmad_device *
+rdmad_snapshot_resolve(const struct rdmad_snapshot *snapshot,
+		       const char *name_or_alias)
+{
+	static bool (*const matches[])(const struct rdmad_device *,
+				       const char *) = {
+		has_name,
+		has_alias,
+		has_identity,
+	};
+	const struct rdmad_device *dev;
+	size_t m, i;
+
+	if (!snapshot || !name_or_alias)
+		return NULL;
+	for (m = 0; m < sizeof(matches) / sizeof(matches[0]); m++)
+		for (i = 0; i < snapshot->count; i++) {
+			dev = snapshot->devices[i];
+			if (dev->state == RDMAD_DEVICE_PRESENT &&
+			    matches[m](dev, name_or_alias))
+				return dev;
+		}
 	return NULL;
 }
 
@@ -357,6 +557,8 @@ DEVICE_STR_GETTER(node_type)
 DEVICE_STR_GETTER(fw_ver)
 DEVICE_STR_GETTER(pci_address)
 DEVICE_STR_GETTER(driver)
+DEVICE_STR_GETTER(identity)
+DEVICE_STR_GETTER(sriov_pf)
 
 RDMAD_EXPORT int rdmad_device_get_numa_node(const struct rdmad_device *device)
 {
@@ -373,6 +575,51 @@ RDMAD_EXPORT uint64_t
 rdmad_device_get_generation(const struct rdmad_device *device)
 {
 	return device ? device->generation : 0;
+}
+
+RDMAD_EXPORT uint64_t
+rdmad_device_get_incarnation(const struct rdmad_device *device)
+{
+	return device ? device->incarnation : 0;
+}
+
+RDMAD_EXPORT int rdmad_device_is_ready(const struct rdmad_device *device)
+{
+	return device && device->ready;
+}
+
+RDMAD_EXPORT uint64_t
+rdmad_device_get_away_deadline(const struct rdmad_device *device)
+{
+	return device ? device->away_deadline : 0;
+}
+
+RDMAD_EXPORT unsigned int
+rdmad_device_get_alias_count(const struct rdmad_device *device)
+{
+	return device ? device->n_aliases : 0;
+}
+
+RDMAD_EXPORT const char *
+rdmad_device_get_alias(const struct rdmad_device *device, unsigned int index)
+{
+	if (!device || index >= device->n_aliases)
+		return NULL;
+	return device->aliases[index];
+}
+
+RDMAD_EXPORT unsigned int
+rdmad_device_get_changed_count(const struct rdmad_device *device)
+{
+	return device ? device->n_changed : 0;
+}
+
+RDMAD_EXPORT const char *
+rdmad_device_get_changed(const struct rdmad_device *device, unsigned int index)
+{
+	if (!device || index >= device->n_changed)
+		return NULL;
+	return device->changed[index];
 }
 
 RDMAD_EXPORT unsigned int
@@ -434,4 +681,20 @@ rdmad_device_get_holder(const struct rdmad_device *device, unsigned int index,
 	if (ret_uid)
 		*ret_uid = device->holders[index].uid;
 	return device->holders[index].comm;
+}
+
+RDMAD_EXPORT const char *rdmad_sriov_get_pf(const struct rdmad_sriov *sriov)
+{
+	return sriov ? sriov->pf : NULL;
+}
+
+RDMAD_EXPORT unsigned int
+rdmad_sriov_get_expected(const struct rdmad_sriov *sriov)
+{
+	return sriov ? sriov->expected : 0;
+}
+
+RDMAD_EXPORT unsigned int rdmad_sriov_get_ready(const struct rdmad_sriov *sriov)
+{
+	return sriov ? sriov->ready : 0;
 }

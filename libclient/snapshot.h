@@ -9,6 +9,7 @@
 #define RDMAD_SNAPSHOT_H
 
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -35,12 +36,19 @@ struct rdmad_holder {
 	const char *comm;
 };
 
-/* One allocation: this header, the ports, the holders, then the strings. */
+/* One allocation: this header, the ports, the holders, the alias and
+ * changed-field pointers, then the strings. */
 struct rdmad_device {
 	atomic_uint refs;
-	enum rdmad_device_state state;
+	enum rdmad_device_state state; /* as the client's features show it */
+	bool away;		       /* the daemon said AWAY */
+	bool ready;		       /* present and usable */
 	int numa_node;
 	uint64_t generation;
+	uint64_t incarnation; /* 0: a daemon before lifecycle */
+	uint64_t away_deadline;
+	const char *identity; /* the daemon's, else the id */
+	const char *sriov_pf;
 	const char *name;
 	const char *old_name;
 	const char *id;
@@ -54,39 +62,66 @@ struct rdmad_device {
 	unsigned int n_ports;
 	unsigned int n_holders;	   /* listed: at most WIRE_MAX_HOLDERS_LISTED */
 	unsigned int holder_count; /* all of them */
+	unsigned int n_aliases;
+	unsigned int n_changed;
 	struct rdmad_port *ports;
 	struct rdmad_holder *holders;
+	const char **aliases;
+	const char **changed;
 };
 
+/* The devices, then the ready set: @ready points into the same
+ * allocation, just past room for every device. */
 struct rdmad_snapshot {
 	atomic_uint refs;
 	uint64_t generation;
 	size_t count;
+	size_t n_ready;
+	struct rdmad_device **ready;
 	struct rdmad_device *devices[];
+};
+
+/* EXPECTING and SETTLED: one allocation, the PF's address after it. */
+struct rdmad_sriov {
+	const char *pf;
+	unsigned int expected;
+	unsigned int ready;
 };
 
 /* One change to the device list, as the daemon announced it. */
 struct client_event {
 	enum rdmad_event_type type;
-	struct rdmad_device *device; /* NULL for RESYNC */
+	struct rdmad_device *device; /* NULL for RESYNC, EXPECTING, SETTLED */
+	struct rdmad_sriov *sriov; /* EXPECTING and SETTLED, for the callback */
 	uint64_t generation;
 };
 
-/* A device built from a wire message (all strings copied); NULL on ENOMEM
- * or a message without a name (errno EINVAL). */
-struct rdmad_device *snapshot_device_new(const Rdmad__Device *msg);
+/* A device built from a wire message (all strings copied), its state as a
+ * client with @features (enum rdmad_client_feature) sees it; NULL on
+ * ENOMEM or a message without a name (errno EINVAL). */
+struct rdmad_device *snapshot_device_new(const Rdmad__Device *msg,
+					 unsigned int features);
 struct rdmad_device *snapshot_device_ref(struct rdmad_device *device);
 void snapshot_device_unref(struct rdmad_device *device);
 
 /* A snapshot of the devices of the snapshot parts @msgs (in order). */
 struct rdmad_snapshot *snapshot_new_from_wire(Rdmad__Device *const *msgs,
-					      size_t n, uint64_t generation);
+					      size_t n, uint64_t generation,
+					      unsigned int features);
+
+/* An Event.sriov copied (an absent one reads as empty); NULL on ENOMEM. */
+struct rdmad_sriov *snapshot_sriov_new(const Rdmad__Sriov *msg);
+void snapshot_sriov_free(struct rdmad_sriov *sriov);
 
 /*
- * The snapshot that follows @old after one event: @device (a reference is
- * taken) replaces the entry with the same id (else the same name, or
- * old_name for RENAMED), is appended if new, or the entry is dropped
- * (RELEASED, or REMOVED of a device nobody holds).  @old may be NULL.
+ * The snapshot that follows @old after one event (PROTOCOL.md 8a): @device
+ * (a reference is taken) replaces the entry of the same life (identity
+ * and incarnation; from a daemon before lifecycle the same id, else the
+ * same name, or old_name for RENAMED), or for RETURNED the AWAY entry of
+ * its identity; is appended if new; or the entry is dropped (RELEASED,
+ * or REMOVED of a device neither held nor AWAY).  An event without a
+ * device (EXPECTING, SETTLED) changes only the generation.  @old may be
+ * NULL.
  */
 int snapshot_apply_event(const struct rdmad_snapshot *old,
 			 enum rdmad_event_type type,

@@ -9,7 +9,9 @@
  * subscriber pays for its list only when it reads it.  Every
  * function runs with the client's lock held and does no I/O except
  * sending Subscribe (through conn.c); it knows nothing of the client
- * handle or the session above it.
+ * handle or the session above it.  The list always follows every event
+ * type (PROTOCOL.md 8a); what the callback is told depends on the
+ * client's features: without lifecycle, the types librdmad 1.0 knew.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -36,42 +38,53 @@ void sync_clear_queue(struct sync *sync)
 {
 	size_t i;
 
-	for (i = 0; i < sync->queue_len; i++)
+	for (i = 0; i < sync->queue_len; i++) {
 		snapshot_device_unref(sync->queue[i].device);
+		snapshot_sriov_free(sync->queue[i].sriov);
+	}
 	free(sync->queue);
 	sync->queue = NULL;
 	sync->queue_len = 0;
 	sync->queue_cap = 0;
 }
 
-int sync_queue_event(struct sync *sync, enum rdmad_event_type type,
-		     struct rdmad_device *device, uint64_t generation)
+/* Queue @event, taking its device and sriov (dropped on failure). */
+static int queue_event(struct sync *sync, struct client_event event)
 {
 	struct client_event *queue;
 	size_t cap;
+	int err = 0;
 
 	/* Nobody to tell: a client used only for snapshots must not grow a
 	 * queue that no rdmad_client_process() ever drains. */
-	if (!sync->want_events) {
-		snapshot_device_unref(device);
-		return 0;
-	}
+	if (!sync->want_events)
+		goto drop;
 	if (sync->queue_len == sync->queue_cap) {
 		cap = sync->queue_cap ? 2 * sync->queue_cap : 16;
 		queue = realloc(sync->queue, cap * sizeof(*queue));
 		if (!queue) {
-			snapshot_device_unref(device);
-			return -ENOMEM;
+			err = -ENOMEM;
+			goto drop;
 		}
 		sync->queue = queue;
 		sync->queue_cap = cap;
 	}
-	sync->queue[sync->queue_len++] = (struct client_event){
-		.type = type,
-		.device = device,
-		.generation = generation,
-	};
+	sync->queue[sync->queue_len++] = event;
 	return 0;
+drop:
+	snapshot_device_unref(event.device);
+	snapshot_sriov_free(event.sriov);
+	return err;
+}
+
+int sync_queue_event(struct sync *sync, enum rdmad_event_type type,
+		     struct rdmad_device *device, uint64_t generation)
+{
+	return queue_event(sync, (struct client_event){
+					 .type = type,
+					 .device = device,
+					 .generation = generation,
+				 });
 }
 
 struct client_event *sync_take_queue(struct sync *sync, size_t *ret_n)
@@ -185,7 +198,7 @@ static int add_unfolded(struct sync *sync, enum rdmad_event_type type,
 	}
 	sync->unfolded[sync->n_unfolded++] = (struct client_event){
 		.type = type,
-		.device = snapshot_device_ref(device),
+		.device = device ? snapshot_device_ref(device) : NULL,
 		.generation = generation,
 	};
 	return 0;
@@ -199,7 +212,8 @@ static int complete_snapshot(struct sync *sync)
 	uint64_t generation = a->generation;
 	bool solicited = a->seq == sync->subscribe_seq;
 
-	snap = snapshot_new_from_wire(a->devices, a->n_devices, generation);
+	snap = snapshot_new_from_wire(a->devices, a->n_devices, generation,
+				      sync->features);
 	clear_parts(sync);
 	if (!snap)
 		return -ENOMEM;
@@ -272,9 +286,97 @@ static int handle_part(struct sync *sync, struct conn *conn,
 	return complete_snapshot(sync);
 }
 
+/* The public type of a wire event type; false for one newer than this
+ * library.  RESYNC (5 in rdmad.h) is no wire type, so from RETURNED on
+ * the numbers differ. */
+static bool type_from_wire(Rdmad__EventType wire,
+			   enum rdmad_event_type *ret_type)
+{
+	static const enum rdmad_event_type types[] = {
+		[RDMAD__EVENT_TYPE__EVENT_TYPE_ADDED] = RDMAD_EVENT_ADDED,
+		[RDMAD__EVENT_TYPE__EVENT_TYPE_REMOVED] = RDMAD_EVENT_REMOVED,
+		[RDMAD__EVENT_TYPE__EVENT_TYPE_CHANGED] = RDMAD_EVENT_CHANGED,
+		[RDMAD__EVENT_TYPE__EVENT_TYPE_RENAMED] = RDMAD_EVENT_RENAMED,
+		[RDMAD__EVENT_TYPE__EVENT_TYPE_RELEASED] = RDMAD_EVENT_RELEASED,
+		[RDMAD__EVENT_TYPE__EVENT_TYPE_RETURNED] = RDMAD_EVENT_RETURNED,
+		[RDMAD__EVENT_TYPE__EVENT_TYPE_READY] = RDMAD_EVENT_READY,
+		[RDMAD__EVENT_TYPE__EVENT_TYPE_UNREADY] = RDMAD_EVENT_UNREADY,
+		[RDMAD__EVENT_TYPE__EVENT_TYPE_EXPECTING] =
+			RDMAD_EVENT_EXPECTING,
+		[RDMAD__EVENT_TYPE__EVENT_TYPE_SETTLED] = RDMAD_EVENT_SETTLED,
+	};
+
+	if ((unsigned int)wire >= sizeof(types) / sizeof(types[0]))
+		return false;
+	*ret_type = types[wire];
+	return true;
+}
+
+/* What the callback is told of @type: as it is with the lifecycle
+ * feature, else what the daemon tells its older clients (PROTOCOL.md
+ * 8a); false: nothing. */
+static bool type_for_callback(enum rdmad_event_type type, unsigned int features,
+			      enum rdmad_event_type *ret_type)
+{
+	*ret_type = type;
+	if (features & RDMAD_CLIENT_FEATURE_LIFECYCLE)
+		return true;
+	switch (type) {
+	case RDMAD_EVENT_ADDED:
+	case RDMAD_EVENT_REMOVED:
+	case RDMAD_EVENT_CHANGED:
+	case RDMAD_EVENT_RENAMED:
+	case RDMAD_EVENT_RELEASED:
+	case RDMAD_EVENT_RESYNC:
+		return true;
+	case RDMAD_EVENT_RETURNED:
+		*ret_type = RDMAD_EVENT_ADDED;
+		return true;
+	case RDMAD_EVENT_READY:
+	case RDMAD_EVENT_UNREADY:
+		*ret_type = RDMAD_EVENT_CHANGED;
+		return true;
+	case RDMAD_EVENT_EXPECTING:
+	case RDMAD_EVENT_SETTLED:
+		return false;
+	}
+	return false;
+}
+
+/* Tell the callback, if @event is for it; takes its device and sriov. */
+static int tell(struct sync *sync, struct client_event event)
+{
+	if (!type_for_callback(event.type, sync->features, &event.type)) {
+		snapshot_device_unref(event.device);
+		snapshot_sriov_free(event.sriov);
+		return 0;
+	}
+	return queue_event(sync, event);
+}
+
+/* EXPECTING and SETTLED: no device, but a generation of their own. */
+static int handle_sriov(struct sync *sync, enum rdmad_event_type type,
+			const Rdmad__Event *ev)
+{
+	struct rdmad_sriov *sriov = snapshot_sriov_new(ev->sriov);
+	int err;
+
+	if (!sriov)
+		return -ENOMEM;
+	err = add_unfolded(sync, type, NULL, ev->generation);
+	if (err < 0) {
+		snapshot_sriov_free(sriov);
+		return err;
+	}
+	return tell(sync, (struct client_event){.type = type,
+						.sriov = sriov,
+						.generation = ev->generation});
+}
+
 static int handle_event(struct sync *sync, struct conn *conn,
 			const Rdmad__Event *ev)
 {
+	enum rdmad_event_type type;
 	struct rdmad_device *dev;
 	uint64_t last;
 	int err;
@@ -286,21 +388,21 @@ static int handle_event(struct sync *sync, struct conn *conn,
 	if (ev->generation <= last)
 		return 0;
 	/* A gap, or an event type newer than this library: resync. */
-	if (ev->generation != last + 1 ||
-	    (unsigned int)ev->type > RDMAD__EVENT_TYPE__EVENT_TYPE_RELEASED)
+	if (ev->generation != last + 1 || !type_from_wire(ev->type, &type))
 		return sync_subscribe(sync, conn);
-	dev = snapshot_device_new(ev->device);
+	if (type == RDMAD_EVENT_EXPECTING || type == RDMAD_EVENT_SETTLED)
+		return handle_sriov(sync, type, ev);
+	dev = snapshot_device_new(ev->device, sync->features);
 	if (!dev)
-		return -ENOMEM;
-	/* The wire values equal the public ones (rdmad.proto, rdmad.h). */
-	err = add_unfolded(sync, (enum rdmad_event_type)ev->type, dev,
-			   ev->generation);
+		return errno == EINVAL ? -EPROTO : -ENOMEM;
+	err = add_unfolded(sync, type, dev, ev->generation);
 	if (err < 0) {
 		snapshot_device_unref(dev);
 		return err;
 	}
-	return sync_queue_event(sync, (enum rdmad_event_type)ev->type, dev,
-				ev->generation);
+	return tell(sync, (struct client_event){.type = type,
+						.device = dev,
+						.generation = ev->generation});
 }
 
 /* Append @from's queue to ours: the only step that can fail. */
@@ -349,7 +451,8 @@ int sync_adopt(struct sync *sync, struct sync *from)
 	sync->resync_pending = from->resync_pending;
 	sync->assembly = from->assembly;
 	sync->assembly_bytes = from->assembly_bytes;
-	*from = (struct sync){.want_events = from->want_events};
+	*from = (struct sync){.want_events = from->want_events,
+			      .features = from->features};
 	return 0;
 }
 

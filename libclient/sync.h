@@ -32,8 +32,12 @@ struct sync {
 	struct wire_assembly assembly; /* snapshot parts so far */
 	size_t assembly_bytes;	       /* what they take, as part_cost() */
 
-	/* Events for the callback; none are queued unless @want_events. */
+	/* Events for the callback; none are queued unless @want_events.
+	 * @features (enum rdmad_client_feature) say which types and states
+	 * the callback and the devices show; the list follows the same
+	 * rules either way. */
 	bool want_events;
+	unsigned int features;
 	struct client_event *queue;
 	size_t queue_len;
 	size_t queue_cap;
@@ -50,6 +54,7 @@ int sync_handle_frame(struct sync *sync, struct conn *conn,
 		      Rdmad__Frame *frame);
 /* Ask for a fresh snapshot on @conn. */
 int sync_subscribe(struct sync *sync, struct conn *conn);
+/* Queue an event for the callback, taking @device's reference. */
 int sync_queue_event(struct sync *sync, enum rdmad_event_type type,
 		     struct rdmad_device *device, uint64_t generation);
 /* Take @from's list, subscription and parts (dropping ours) and append
@@ -58,8 +63,8 @@ int sync_adopt(struct sync *sync, struct sync *from);
 /* Forget the subscription and any half-read snapshot. */
 void sync_reset(struct sync *sync);
 void sync_clear_queue(struct sync *sync);
-/* Hand over the queued events (the caller frees the array and unrefs
- * their devices); *ret_n is how many. */
+/* Hand over the queued events (the caller frees the array, unrefs their
+ * devices and frees their sriov); *ret_n is how many. */
 struct client_event *sync_take_queue(struct sync *sync, size_t *ret_n);
 /* The generation of the device list, 0 before the first snapshot. */
 uint64_t sync_generation(const struct sync *sync);

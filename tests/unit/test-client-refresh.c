@@ -4,8 +4,9 @@
  * a daemon snapshot, with libibverbs' list functions replaced at link time
  * (-Wl,--wrap) by fakes that count references the way rdma-core does
  * (one per list entry, dropped by ibv_free_device_list() for every entry
- * up to the NULL).  Checks the names kept, the count, and that after
- * freeing the result every reference is back: none leaked, none dropped
+ * up to the NULL).  Checks the names kept (a present device also when a
+ * held ended life shares its name; never an AWAY one), the count, and that
+ * after freeing the result every reference is back: none leaked, none dropped
  * twice.
  */
 #include <stdio.h>
@@ -82,23 +83,28 @@ static void set_ibverbs(const char *const *names)
 			 names[n_fake]);
 }
 
-/* "name" present, "-name" removed (held). */
+/* "name" present, "-name" removed (held), "~name" away. */
 static void set_daemon(const char *const *names)
 {
 	Rdmad__Device msgs[MAX_FAKE], *ptrs[MAX_FAKE];
 	size_t n;
 
 	for (n = 0; names[n]; n++) {
+		bool marked = names[n][0] == '-' || names[n][0] == '~';
+
 		msgs[n] = (Rdmad__Device)RDMAD__DEVICE__INIT;
-		msgs[n].name = (char *)names[n] + (names[n][0] == '-');
-		msgs[n].state =
-			names[n][0] == '-'
-				? RDMAD__DEVICE_STATE__DEVICE_STATE_REMOVED
-				: RDMAD__DEVICE_STATE__DEVICE_STATE_PRESENT;
+		msgs[n].name = (char *)names[n] + marked;
+		msgs[n].state = RDMAD__DEVICE_STATE__DEVICE_STATE_PRESENT;
+		if (names[n][0] == '-')
+			msgs[n].state =
+				RDMAD__DEVICE_STATE__DEVICE_STATE_REMOVED;
+		if (names[n][0] == '~')
+			msgs[n].state = RDMAD__DEVICE_STATE__DEVICE_STATE_AWAY;
+		msgs[n].incarnation = 1;
 		ptrs[n] = &msgs[n];
 	}
 	rdmad_snapshot_unref(daemon_snapshot);
-	daemon_snapshot = snapshot_new_from_wire(ptrs, n, 1);
+	daemon_snapshot = snapshot_new_from_wire(ptrs, n, 1, 0);
 }
 
 static const struct {
@@ -125,6 +131,16 @@ static const struct {
 	 true,
 	 {"mlx5_0", "mlx5_1"}},
 	{"all dropped", {"a", "b", "c"}, {"-a", "-b"}, false, {NULL}},
+	{"an ended held life and the present one share the name",
+	 {"mlx5_0", "mlx5_1"},
+	 {"-mlx5_0", "mlx5_1", "mlx5_0"},
+	 false,
+	 {"mlx5_0", "mlx5_1"}},
+	{"away dropped",
+	 {"mlx5_0", "mlx5_1"},
+	 {"~mlx5_0", "mlx5_1"},
+	 false,
+	 {"mlx5_1"}},
 };
 
 /* 1 if @name is among @names, else 0: the references it should hold. */

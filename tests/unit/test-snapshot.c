@@ -2,7 +2,12 @@
 /*
  * Unit test of libclient/snapshot.c: snapshots built from the daemon's
  * Device messages, every getter, out-of-range and NULL arguments, and the
- * snapshot that follows each kind of event (sharing unchanged devices).
+ * snapshot that follows each kind of event (sharing unchanged devices);
+ * the lifecycle (PROTOCOL.md 8a): entries keyed by identity and
+ * incarnation, so a held ended life and the present one of the same PCI
+ * function are two entries (issue 11's two defects), every new event
+ * type, the AWAY state as each client sees it, the ready set, resolving
+ * names and aliases, and the rule of 1.0 against an older daemon.
  */
 #include <assert.h>
 #include <stdio.h>
@@ -69,7 +74,7 @@ static void test_build_and_getters(void)
 
 	make_device(&a, "mlx5_0", "pci-0000:03:00.0", 1, false);
 	make_device(&b, "mlx5_1", "pci-0000:03:00.1", 0, true);
-	snap = snapshot_new_from_wire(msgs, 2, 99);
+	snap = snapshot_new_from_wire(msgs, 2, 99, 0);
 	CHECK(snap != NULL);
 	CHECK(rdmad_snapshot_get_generation(snap) == 99);
 	CHECK(rdmad_snapshot_get_count(snap) == 2);
@@ -118,7 +123,7 @@ static void test_out_of_range(void)
 	const struct rdmad_device *dev;
 
 	make_device(&a, "mlx5_0", "x", 0, false);
-	snap = snapshot_new_from_wire(msgs, 1, 1);
+	snap = snapshot_new_from_wire(msgs, 1, 1, 0);
 	dev = rdmad_snapshot_get_device(snap, 0);
 	CHECK(rdmad_snapshot_get_device(snap, 1) == NULL);
 	CHECK(rdmad_snapshot_get_device(snap, (size_t)-1) == NULL);
@@ -135,7 +140,7 @@ static void test_out_of_range(void)
 	CHECK(rdmad_snapshot_unref(NULL) == NULL);
 	/* An empty snapshot is valid. */
 	rdmad_snapshot_unref(snap);
-	snap = snapshot_new_from_wire(NULL, 0, 5);
+	snap = snapshot_new_from_wire(NULL, 0, 5, 0);
 	CHECK(snap && rdmad_snapshot_get_count(snap) == 0);
 	rdmad_snapshot_unref(snap);
 }
@@ -146,8 +151,8 @@ static void test_nameless_rejected(void)
 	Rdmad__Device *msgs[1] = {&a.msg};
 
 	make_device(&a, "", "x", 0, false);
-	CHECK(snapshot_device_new(&a.msg) == NULL);
-	CHECK(snapshot_new_from_wire(msgs, 1, 1) == NULL);
+	CHECK(snapshot_device_new(&a.msg, 0) == NULL);
+	CHECK(snapshot_new_from_wire(msgs, 1, 1, 0) == NULL);
 }
 
 /* One event applied to a base list of mlx5_0 (id A) and mlx5_1 (id B). */
@@ -227,12 +232,12 @@ static void test_events(void)
 
 	make_device(&a, "mlx5_0", "A", 0, false);
 	make_device(&b, "mlx5_1", "B", 0, false);
-	base = snapshot_new_from_wire(msgs, 2, 10);
+	base = snapshot_new_from_wire(msgs, 2, 10, 0);
 	for (i = 0; i < sizeof(event_cases) / sizeof(event_cases[0]); i++) {
 		make_device(&e, event_cases[i].name, event_cases[i].id,
 			    event_cases[i].holders, event_cases[i].removed);
 		e.msg.old_name = (char *)event_cases[i].old_name;
-		dev = snapshot_device_new(&e.msg);
+		dev = snapshot_device_new(&e.msg, 0);
 		CHECK(snapshot_apply_event(base, event_cases[i].type, dev, 11,
 					   &next) == 0);
 		for (n = 0; n < 3 && event_cases[i].expect[n]; n++)
@@ -265,8 +270,8 @@ static void test_sharing(void)
 	make_device(&a, "mlx5_0", "A", 0, false);
 	make_device(&b, "mlx5_1", "B", 0, false);
 	make_device(&e, "mlx5_1", "B", 1, false);
-	base = snapshot_new_from_wire(msgs, 2, 1);
-	dev = snapshot_device_new(&e.msg);
+	base = snapshot_new_from_wire(msgs, 2, 1, 0);
+	dev = snapshot_device_new(&e.msg, 0);
 	CHECK(snapshot_apply_event(base, RDMAD_EVENT_CHANGED, dev, 2, &next) ==
 	      0);
 	snapshot_device_unref(dev);
@@ -313,13 +318,13 @@ static void test_batch(void)
 
 	make_device(&a, "mlx5_0", "A", 0, false);
 	make_device(&b, "mlx5_1", "B", 0, false);
-	base = snapshot_new_from_wire(msgs, 2, 10);
+	base = snapshot_new_from_wire(msgs, 2, 10, 0);
 	for (i = 0; i < N; i++) {
 		make_device(&f, seq[i].name, seq[i].id, seq[i].holders,
 			    seq[i].removed);
 		events[i] = (struct client_event){
 			.type = seq[i].type,
-			.device = snapshot_device_new(&f.msg),
+			.device = snapshot_device_new(&f.msg, 0),
 			.generation = 11 + i,
 		};
 	}
@@ -358,6 +363,356 @@ static void test_batch(void)
 	rdmad_snapshot_unref(base);
 }
 
+/* ---- the lifecycle ------------------------------------------------------ */
+
+/* One life: NAME@IDENTITY#INCARNATION in STATE ('P' present, 'R' removed,
+ * 'A' away), @holders 0 or 1, @ready. */
+struct life {
+	const char *name;
+	const char *identity;
+	uint64_t incarnation;
+	char state;
+	int holders;
+	bool ready;
+};
+
+static void make_life(struct fake_device *f, const struct life *l)
+{
+	make_device(f, l->name, l->identity, l->holders, l->state == 'R');
+	f->msg.identity = (char *)l->identity;
+	f->msg.incarnation = l->incarnation;
+	f->msg.ready = l->ready;
+	if (l->state == 'A') {
+		f->msg.state = RDMAD__DEVICE_STATE__DEVICE_STATE_AWAY;
+		f->msg.away_deadline_ms = 1700000000000ull;
+	}
+}
+
+static struct rdmad_device *life_device(const struct life *l,
+					unsigned int features)
+{
+	struct fake_device f;
+
+	make_life(&f, l);
+	return snapshot_device_new(&f.msg, features);
+}
+
+/* "name#inc:state" of every entry, space-separated. */
+static void describe(const struct rdmad_snapshot *snap, char *buf, size_t size)
+{
+	const struct rdmad_device *dev;
+	static const char states[] = {'P', 'R', 'A'};
+	size_t i, len = 0;
+
+	buf[0] = '\0';
+	for (i = 0; (dev = rdmad_snapshot_get_device(snap, i)); i++)
+		len += (size_t)snprintf(
+			buf + len, size - len, "%s%s#%llu:%c", i ? " " : "",
+			rdmad_device_get_name(dev),
+			(unsigned long long)rdmad_device_get_incarnation(dev),
+			states[rdmad_device_get_state(dev)]);
+}
+
+/* A sequence of events from a base list, and the list after each. */
+struct life_case {
+	const char *what;
+	struct life base[3];
+	struct {
+		enum rdmad_event_type type; /* EXPECTING: no device */
+		struct life dev;
+		const char *expect;
+	} steps[4];
+};
+
+#define P(n, id, inc)                                                          \
+	{                                                                      \
+		n, id, inc, 'P', 0, true                                       \
+	}
+#define HELD(n, id, inc)                                                       \
+	{                                                                      \
+		n, id, inc, 'R', 1, false                                      \
+	}
+#define GONE(n, id, inc)                                                       \
+	{                                                                      \
+		n, id, inc, 'R', 0, false                                      \
+	}
+#define AWAY(n, id, inc)                                                       \
+	{                                                                      \
+		n, id, inc, 'A', 1, false                                      \
+	}
+
+static const struct life_case life_cases[] = {
+	{"issue 11 defect 1 and 2: a held life, the same PCI function again",
+	 {P("mlx5_0", "pci:0000:03:00.0", 1)},
+	 {{RDMAD_EVENT_REMOVED, HELD("mlx5_0", "pci:0000:03:00.0", 1),
+	   "mlx5_0#1:R"},
+	  {RDMAD_EVENT_RETURNED, P("mlx5_0", "pci:0000:03:00.0", 2),
+	   "mlx5_0#1:R mlx5_0#2:P"},
+	  {RDMAD_EVENT_RELEASED, GONE("mlx5_0", "pci:0000:03:00.0", 1),
+	   "mlx5_0#2:P"}}},
+	{"the same with ADDED, then a change of the new life first",
+	 {P("mlx5_0", "pci:0000:03:00.0", 1), P("mlx5_1", "pci:B", 1)},
+	 {{RDMAD_EVENT_REMOVED, HELD("mlx5_0", "pci:0000:03:00.0", 1),
+	   "mlx5_0#1:R mlx5_1#1:P"},
+	  {RDMAD_EVENT_ADDED, P("mlx5_0", "pci:0000:03:00.0", 2),
+	   "mlx5_0#1:R mlx5_1#1:P mlx5_0#2:P"},
+	  {RDMAD_EVENT_CHANGED, P("mlx5_0", "pci:0000:03:00.0", 2),
+	   "mlx5_0#1:R mlx5_1#1:P mlx5_0#2:P"},
+	  {RDMAD_EVENT_RELEASED, GONE("mlx5_0", "pci:0000:03:00.0", 1),
+	   "mlx5_1#1:P mlx5_0#2:P"}}},
+	{"away, then returned under a new name in its place",
+	 {P("mlx5_0", "pci:A", 3), P("mlx5_1", "pci:B", 1)},
+	 {{RDMAD_EVENT_REMOVED, AWAY("mlx5_0", "pci:A", 3),
+	   "mlx5_0#3:A mlx5_1#1:P"},
+	  {RDMAD_EVENT_RETURNED, P("mlx5_7", "pci:A", 4),
+	   "mlx5_7#4:P mlx5_1#1:P"}}},
+	{"away even unheld stays; the deadline's REMOVED drops it",
+	 {P("mlx5_0", "pci:A", 1)},
+	 {{RDMAD_EVENT_REMOVED,
+	   {"mlx5_0", "pci:A", 1, 'A', 0, false},
+	   "mlx5_0#1:A"},
+	  {RDMAD_EVENT_REMOVED, GONE("mlx5_0", "pci:A", 1), ""}}},
+	{"returned with no away entry is added; a held old life stays",
+	 {HELD("mlx5_0", "pci:A", 1)},
+	 {{RDMAD_EVENT_RETURNED, P("mlx5_0", "pci:A", 2),
+	   "mlx5_0#1:R mlx5_0#2:P"}}},
+	{"ready and unready replace their life only",
+	 {HELD("mlx5_0", "pci:A", 1), {"mlx5_0", "pci:A", 2, 'P', 0, false}},
+	 {{RDMAD_EVENT_READY, P("mlx5_0", "pci:A", 2), "mlx5_0#1:R mlx5_0#2:P"},
+	  {RDMAD_EVENT_UNREADY,
+	   {"mlx5_0", "pci:A", 2, 'P', 0, false},
+	   "mlx5_0#1:R mlx5_0#2:P"}}},
+	{"renamed: the life, not the name",
+	 {HELD("mlx5_0", "pci:A", 1), P("mlx5_0", "pci:A", 2)},
+	 {{RDMAD_EVENT_RENAMED, P("roce0", "pci:A", 2),
+	   "mlx5_0#1:R roce0#2:P"}}},
+	{"EXPECTING and SETTLED change no entry",
+	 {P("mlx5_0", "pci:A", 1)},
+	 {{RDMAD_EVENT_EXPECTING, {NULL}, "mlx5_0#1:P"},
+	  {RDMAD_EVENT_SETTLED, {NULL}, "mlx5_0#1:P"}}},
+	{"a daemon before lifecycle: by id, as 1.0",
+	 {{"mlx5_0", "pci:A", 0, 'R', 1, false}},
+	 {{RDMAD_EVENT_ADDED,
+	   {"mlx5_0", "pci:A", 0, 'P', 0, false},
+	   "mlx5_0#0:P"}}},
+};
+
+static struct rdmad_snapshot *life_base(const struct life *base)
+{
+	struct fake_device f[3];
+	Rdmad__Device *msgs[3];
+	size_t n;
+
+	for (n = 0; n < 3 && base[n].name; n++) {
+		make_life(&f[n], &base[n]);
+		msgs[n] = &f[n].msg;
+	}
+	return snapshot_new_from_wire(msgs, n, 10,
+				      RDMAD_CLIENT_FEATURE_LIFECYCLE);
+}
+
+static void run_life_case(const struct life_case *c)
+{
+	struct rdmad_snapshot *snap = life_base(c->base), *next;
+	struct rdmad_device *dev;
+	char got[256];
+	size_t s;
+
+	for (s = 0; s < 4 && c->steps[s].expect; s++) {
+		dev = c->steps[s].dev.name
+			      ? life_device(&c->steps[s].dev,
+					    RDMAD_CLIENT_FEATURE_LIFECYCLE)
+			      : NULL;
+		CHECK(snapshot_apply_event(snap, c->steps[s].type, dev, 11 + s,
+					   &next) == 0);
+		describe(next, got, sizeof(got));
+		CHECK(strcmp(got, c->steps[s].expect) == 0,
+		      "%s, step %zu: \"%s\", not \"%s\"", c->what, s, got,
+		      c->steps[s].expect);
+		CHECK(rdmad_snapshot_get_generation(next) == 11 + s);
+		snapshot_device_unref(dev);
+		rdmad_snapshot_unref(snap);
+		snap = next;
+	}
+	rdmad_snapshot_unref(snap);
+}
+
+static void test_lives(void)
+{
+	size_t i;
+
+	for (i = 0; i < sizeof(life_cases) / sizeof(life_cases[0]); i++)
+		run_life_case(&life_cases[i]);
+}
+
+static void test_life_getters(void)
+{
+	static char *aliases[] = {"ib0", "rail0"};
+	static char *changed[] = {"name", "fw_ver"};
+	struct fake_device f;
+	struct rdmad_device *dev, *compat;
+	struct life l = AWAY("mlx5_0", "pci:0000:c1:00.1", 7);
+
+	make_life(&f, &l);
+	f.msg.aliases = aliases;
+	f.msg.n_aliases = 2;
+	f.msg.changed = changed;
+	f.msg.n_changed = 2;
+	f.msg.sriov_pf = "0000:c1:00.0";
+	dev = snapshot_device_new(&f.msg, RDMAD_CLIENT_FEATURE_LIFECYCLE);
+	compat = snapshot_device_new(&f.msg, 0);
+	CHECK(strcmp(rdmad_device_get_identity(dev), "pci:0000:c1:00.1") == 0);
+	CHECK(rdmad_device_get_incarnation(dev) == 7);
+	CHECK(rdmad_device_get_state(dev) == RDMAD_DEVICE_AWAY);
+	/* A client of 1.0 sees an AWAY device as removed. */
+	CHECK(rdmad_device_get_state(compat) == RDMAD_DEVICE_REMOVED);
+	CHECK(rdmad_device_get_away_deadline(dev) == 1700000000000ull);
+	CHECK(rdmad_device_get_away_deadline(compat) == 1700000000000ull);
+	CHECK(!rdmad_device_is_ready(dev));
+	CHECK(rdmad_device_get_alias_count(dev) == 2);
+	CHECK(strcmp(rdmad_device_get_alias(dev, 0), "ib0") == 0);
+	CHECK(strcmp(rdmad_device_get_alias(dev, 1), "rail0") == 0);
+	CHECK(rdmad_device_get_alias(dev, 2) == NULL);
+	CHECK(rdmad_device_get_alias(dev, 1) != aliases[1]);
+	CHECK(rdmad_device_get_changed_count(dev) == 2);
+	CHECK(strcmp(rdmad_device_get_changed(dev, 1), "fw_ver") == 0);
+	CHECK(rdmad_device_get_changed(dev, 2) == NULL);
+	CHECK(strcmp(rdmad_device_get_sriov_pf(dev), "0000:c1:00.0") == 0);
+	/* The port and holder still read right past the new arrays. */
+	CHECK(strcmp(rdmad_port_get_netdev(rdmad_device_get_port(dev, 0)),
+		     "eth0") == 0);
+	CHECK(strcmp(rdmad_device_get_holder(dev, 0, NULL, NULL), "mpirun") ==
+	      0);
+	snapshot_device_unref(dev);
+	snapshot_device_unref(compat);
+	/* Present and ready; then a daemon before lifecycle: identity is
+	 * the id, present means ready, no deadline. */
+	l = (struct life)P("mlx5_0", "pci:A", 1);
+	dev = life_device(&l, 0);
+	CHECK(rdmad_device_is_ready(dev) == 1);
+	CHECK(rdmad_device_get_away_deadline(dev) == 0);
+	snapshot_device_unref(dev);
+	make_device(&f, "mlx5_0", "pci:old", 0, false);
+	dev = snapshot_device_new(&f.msg, 0);
+	CHECK(strcmp(rdmad_device_get_identity(dev), "pci:old") == 0);
+	CHECK(rdmad_device_get_incarnation(dev) == 0);
+	CHECK(rdmad_device_is_ready(dev) == 1);
+	snapshot_device_unref(dev);
+	/* NULL handles. */
+	CHECK(rdmad_device_get_identity(NULL) == NULL);
+	CHECK(rdmad_device_get_incarnation(NULL) == 0);
+	CHECK(rdmad_device_is_ready(NULL) == 0);
+	CHECK(rdmad_device_get_alias_count(NULL) == 0);
+	CHECK(rdmad_device_get_alias(NULL, 0) == NULL);
+	CHECK(rdmad_device_get_changed(NULL, 0) == NULL);
+	CHECK(rdmad_device_get_sriov_pf(NULL) == NULL);
+}
+
+static void test_ready_set(void)
+{
+	static const struct life base[3] = {
+		{"mlx5_0", "pci:A", 1, 'P', 0, false},
+		P("mlx5_1", "pci:B", 1),
+		AWAY("mlx5_2", "pci:C", 1),
+	};
+	struct life ready0 = P("mlx5_0", "pci:A", 1);
+	struct rdmad_snapshot *snap = life_base(base), *next;
+	struct rdmad_device *dev;
+
+	CHECK(rdmad_snapshot_get_count(snap) == 3);
+	CHECK(rdmad_snapshot_get_ready_count(snap) == 1);
+	CHECK(strcmp(rdmad_device_get_name(
+			     rdmad_snapshot_get_ready_device(snap, 0)),
+		     "mlx5_1") == 0);
+	CHECK(rdmad_snapshot_get_ready_device(snap, 1) == NULL);
+	dev = life_device(&ready0, 0);
+	CHECK(snapshot_apply_event(snap, RDMAD_EVENT_READY, dev, 11, &next) ==
+	      0);
+	snapshot_device_unref(dev);
+	/* In list order; the old snapshot's set is its own. */
+	CHECK(rdmad_snapshot_get_ready_count(next) == 2);
+	CHECK(rdmad_snapshot_get_ready_device(next, 0) ==
+	      rdmad_snapshot_get_device(next, 0));
+	CHECK(rdmad_snapshot_get_ready_device(next, 1) ==
+	      rdmad_snapshot_get_device(next, 1));
+	CHECK(rdmad_snapshot_get_ready_count(snap) == 1);
+	CHECK(rdmad_snapshot_get_ready_count(NULL) == 0);
+	CHECK(rdmad_snapshot_get_ready_device(NULL, 0) == NULL);
+	rdmad_snapshot_unref(snap);
+	rdmad_snapshot_unref(next);
+}
+
+/* Names win over aliases, aliases over identities; only present devices;
+ * find_device prefers the present life. */
+static void test_resolve(void)
+{
+	static char *a0[] = {"ib0", "mlx5_1"};
+	static char *a2[] = {"ib2"};
+	static const struct life lives[3] = {
+		HELD("mlx5_0", "pci:A", 1),
+		P("mlx5_0", "pci:A", 2),
+		P("mlx5_1", "pci:B", 1),
+	};
+	struct fake_device f[4];
+	Rdmad__Device *msgs[4];
+	struct rdmad_snapshot *snap;
+	struct life away = AWAY("mlx5_5", "pci:E", 1);
+	size_t i;
+
+	for (i = 0; i < 3; i++) {
+		make_life(&f[i], &lives[i]);
+		msgs[i] = &f[i].msg;
+	}
+	make_life(&f[3], &away);
+	msgs[3] = &f[3].msg;
+	f[1].msg.aliases = a0;
+	f[1].msg.n_aliases = 2;
+	f[3].msg.aliases = a2;
+	f[3].msg.n_aliases = 1;
+	snap = snapshot_new_from_wire(msgs, 4, 1, 0);
+	CHECK(rdmad_snapshot_resolve(snap, "mlx5_0") ==
+	      rdmad_snapshot_get_device(snap, 1));
+	CHECK(rdmad_snapshot_find_device(snap, "mlx5_0") ==
+	      rdmad_snapshot_get_device(snap, 1));
+	CHECK(rdmad_snapshot_resolve(snap, "ib0") ==
+	      rdmad_snapshot_get_device(snap, 1));
+	CHECK(rdmad_snapshot_resolve(snap, "mlx5_1") ==
+	      rdmad_snapshot_get_device(snap, 2));
+	CHECK(rdmad_snapshot_resolve(snap, "pci:B") ==
+	      rdmad_snapshot_get_device(snap, 2));
+	/* An AWAY device's alias names nothing present. */
+	CHECK(rdmad_snapshot_resolve(snap, "ib2") == NULL);
+	CHECK(rdmad_snapshot_resolve(snap, "mlx5_5") == NULL);
+	CHECK(rdmad_snapshot_find_device(snap, "mlx5_5") ==
+	      rdmad_snapshot_get_device(snap, 3));
+	CHECK(rdmad_snapshot_resolve(snap, "nope") == NULL);
+	CHECK(rdmad_snapshot_resolve(snap, NULL) == NULL);
+	CHECK(rdmad_snapshot_resolve(NULL, "mlx5_0") == NULL);
+	rdmad_snapshot_unref(snap);
+}
+
+static void test_sriov(void)
+{
+	Rdmad__Sriov msg = RDMAD__SRIOV__INIT;
+	struct rdmad_sriov *sriov;
+
+	msg.pf = "0000:c1:00.0";
+	msg.expected = 8;
+	msg.ready = 3;
+	sriov = snapshot_sriov_new(&msg);
+	CHECK(strcmp(rdmad_sriov_get_pf(sriov), "0000:c1:00.0") == 0 &&
+	      rdmad_sriov_get_pf(sriov) != msg.pf);
+	CHECK(rdmad_sriov_get_expected(sriov) == 8 &&
+	      rdmad_sriov_get_ready(sriov) == 3);
+	snapshot_sriov_free(sriov);
+	sriov = snapshot_sriov_new(NULL);
+	CHECK(strcmp(rdmad_sriov_get_pf(sriov), "") == 0 &&
+	      rdmad_sriov_get_expected(sriov) == 0);
+	snapshot_sriov_free(sriov);
+	CHECK(rdmad_sriov_get_pf(NULL) == NULL);
+	CHECK(rdmad_sriov_get_ready(NULL) == 0);
+}
+
 int main(void)
 {
 	test_build_and_getters();
@@ -366,6 +721,11 @@ int main(void)
 	test_events();
 	test_sharing();
 	test_batch();
+	test_lives();
+	test_life_getters();
+	test_ready_set();
+	test_resolve();
+	test_sriov();
 	if (failures)
 		fprintf(stderr, "%d check(s) failed\n", failures);
 	return failures ? 1 : 0;
