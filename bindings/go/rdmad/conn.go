@@ -31,6 +31,11 @@ const (
 	maxFrame   = 65536 // any frame from the daemon
 	maxRequest = 4096  // a request to the daemon
 	maxName    = 63    // bytes of a device name
+
+	// FeatureLifecycle is the Hello feature of PROTOCOL.md section 8a: a
+	// device's lives (identity, incarnation, readiness, AWAY and the
+	// events RETURNED, READY, UNREADY, EXPECTING and SETTLED).
+	FeatureLifecycle = "lifecycle"
 )
 
 // SocketPath resolves the socket as rdmad, librdmad and rdmactl do: path
@@ -49,8 +54,9 @@ func SocketPath(path string) string {
 type Option func(*options)
 
 type options struct {
-	clientName string
-	noPage     bool
+	clientName  string
+	noPage      bool
+	noLifecycle bool
 }
 
 // WithClientName sets the Hello's client_name, free text for the daemon's
@@ -65,6 +71,17 @@ func WithoutGenerationPage() Option {
 	return func(o *options) { o.noPage = true }
 }
 
+// WithoutLifecycle leaves the "lifecycle" feature (PROTOCOL.md section 8a)
+// out of the Hello: the daemon then sends what a client of the base
+// protocol knows (a return as ADDED, READY, UNREADY, EXPECTING and
+// SETTLED as CHANGED, an AWAY device as REMOVED), and a Subscription keys
+// its entries by name as before.  The lifecycle fields of a Device
+// (Identity, Incarnation, Ready, Aliases, ...) still come from a daemon
+// that has them.
+func WithoutLifecycle() Option {
+	return func(o *options) { o.noLifecycle = true }
+}
+
 // Conn is one connection to rdmad, after the Hello/Welcome handshake.  Its
 // methods may be called from several goroutines at once.  A Conn does not
 // reconnect: once a call returns a connection-level error (ErrDisconnected,
@@ -75,6 +92,8 @@ type Conn struct {
 	uc      *net.UnixConn
 	raw     syscall.RawConn
 	welcome *rdmadpb.Welcome
+	// lifecycle: the Hello listed FeatureLifecycle.
+	lifecycle bool
 
 	pageMu sync.RWMutex
 	page   *genPage
@@ -138,14 +157,15 @@ func Dial(ctx context.Context, path string, opts ...Option) (*Conn, error) {
 		return nil, fmt.Errorf("rdmad: %s: %w", path, err)
 	}
 	c := &Conn{
-		path:    path,
-		uc:      uc,
-		raw:     raw,
-		nextSeq: 1,
-		pending: make(map[uint64]*call),
-		done:    make(chan struct{}),
-		buf:     make([]byte, maxFrame),
-		oob:     make([]byte, syscall.CmsgSpace(4*4)),
+		path:      path,
+		uc:        uc,
+		raw:       raw,
+		lifecycle: !o.noLifecycle,
+		nextSeq:   1,
+		pending:   make(map[uint64]*call),
+		done:      make(chan struct{}),
+		buf:       make([]byte, maxFrame),
+		oob:       make([]byte, syscall.CmsgSpace(4*4)),
 	}
 	if err := c.hello(ctx, &o); err != nil {
 		uc.Close()
@@ -158,8 +178,11 @@ func Dial(ctx context.Context, path string, opts ...Option) (*Conn, error) {
 // hello does the handshake before the reader runs: the Welcome is the one
 // frame that carries a descriptor.
 func (c *Conn) hello(ctx context.Context, o *options) error {
-	f := &rdmadpb.Frame{Body: &rdmadpb.Frame_Hello{
-		Hello: &rdmadpb.Hello{ClientName: o.clientName}}}
+	h := &rdmadpb.Hello{ClientName: o.clientName}
+	if !o.noLifecycle {
+		h.Features = []string{FeatureLifecycle}
+	}
+	f := &rdmadpb.Frame{Body: &rdmadpb.Frame_Hello{Hello: h}}
 	seq, err := c.write(ctx, f, nil)
 	if err != nil {
 		return err
@@ -560,6 +583,14 @@ func (c *Conn) Path() string {
 // versions and the generation at the time.
 func (c *Conn) Welcome() *rdmadpb.Welcome {
 	return c.welcome
+}
+
+// Lifecycle reports whether this Conn asked for the "lifecycle" feature
+// (the default; WithoutLifecycle turns it off).  A daemon that predates it
+// ignores the request: its devices then have no Identity, and a
+// Subscription keys them by name.
+func (c *Conn) Lifecycle() bool {
+	return c.lifecycle
 }
 
 // HasGenerationPage reports whether the daemon's generation page is mapped.

@@ -111,8 +111,9 @@ func (p *peer) send(f *rdmadpb.Frame) {
 	p.sendBytes(b, nil)
 }
 
-// hello expects Hello and answers Welcome at generation gen.
-func (p *peer) hello(gen uint64) {
+// hello expects Hello and answers Welcome at generation gen; it returns
+// the Hello.
+func (p *peer) hello(gen uint64) *rdmadpb.Hello {
 	f := p.recv()
 	if f.GetHello() == nil || f.GetSeq() == 0 || f.GetVersion() != 1 {
 		p.t.Errorf("fake daemon: expected Hello, got %v", f)
@@ -120,6 +121,7 @@ func (p *peer) hello(gen uint64) {
 	p.send(&rdmadpb.Frame{Seq: f.GetSeq(), Body: &rdmadpb.Frame_Welcome{
 		Welcome: &rdmadpb.Welcome{Version: 1, Generation: gen,
 			DaemonVersion: "test"}}})
+	return f.GetHello()
 }
 
 // snapshot sends the devices as len(split) parts of the given sizes.
@@ -643,8 +645,8 @@ func TestApply(t *testing.T) {
 		{rdmadpb.EventType_EVENT_TYPE_CHANGED, dev("a"),
 			[]string{"a", "mlx5_2"}},
 	} {
-		next, ok := s.apply(&rdmadpb.Event{Generation: s.Generation + 1,
-			Type: step.typ, Device: step.d})
+		next, _, ok := s.apply(&rdmadpb.Event{Generation: s.Generation + 1,
+			Type: step.typ, Device: step.d}, true)
 		if !ok || !equal(names(next), step.want) ||
 			next.Generation != s.Generation+1 {
 			t.Fatalf("%v %s: %v, want %v", step.typ, step.d.GetName(),

@@ -28,6 +28,18 @@
 // Snapshots split into parts are assembled and checked (parts 0, 1, ... of
 // one generation), and fields a newer daemon adds are ignored.
 //
+// Dial asks for the protocol's "lifecycle" feature (PROTOCOL.md section 8a;
+// [WithoutLifecycle] leaves it out): devices carry an Identity that
+// survives every registration and an Incarnation that counts them, Ready,
+// Aliases, the AWAY state with its deadline, and the events RETURNED,
+// READY, UNREADY, EXPECTING and SETTLED.  The state then keys its entries
+// by (identity, incarnation), so that a removed device still held and the
+// same hardware registered again are two entries; [Update].Previous is
+// the entry an event replaced (for RETURNED, the life that ended) and
+// [Update].Sriov the PF's VF numbers of EXPECTING and SETTLED.  [Ready],
+// [Present], [Away] and [Resolve] (a name or an rdmad.conf alias) read a
+// device or a state.
+//
 // Holds belong to the connection: [Conn.Hold] makes the daemon list this
 // process (pid, uid, comm by SO_PEERCRED) as a holder of the device, so that
 // a device unplugged while in use stays listed as removed until

@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"sort"
@@ -39,9 +40,12 @@ func live(t *testing.T) liveEnv {
 type statusJSON struct {
 	Generation uint64 `json:"generation"`
 	Devices    []struct {
-		Name    string `json:"name"`
-		State   string `json:"state"`
-		Holders []struct {
+		Name        string `json:"name"`
+		State       string `json:"state"`
+		Identity    string `json:"identity"`
+		Incarnation uint64 `json:"incarnation"`
+		Ready       bool   `json:"ready"`
+		Holders     []struct {
 			Pid  uint32 `json:"pid"`
 			UID  uint32 `json:"uid"`
 			Comm string `json:"comm"`
@@ -211,15 +215,20 @@ func TestLiveSnapshotMatchesRdmactl(t *testing.T) {
 	st := e.status(t)
 	var theirs []string
 	for _, d := range st.Devices {
-		theirs = append(theirs, d.Name+" "+d.State)
+		theirs = append(theirs, fmt.Sprintf("%s %s %s/%d ready=%v",
+			d.Name, d.State, d.Identity, d.Incarnation, d.Ready))
 	}
 	var ours []string
 	for _, d := range s.Devices {
-		state := "present"
-		if !Usable(d) {
-			state = "removed"
+		state := "removed"
+		if Present(d) {
+			state = "present"
+		} else if Away(d) {
+			state = "away"
 		}
-		ours = append(ours, d.GetName()+" "+state)
+		ours = append(ours, fmt.Sprintf("%s %s %s/%d ready=%v",
+			d.GetName(), state, d.GetIdentity(), d.GetIncarnation(),
+			d.GetReady()))
 	}
 	sort.Strings(theirs)
 	// Nothing changes the fake devices meanwhile; the generation can

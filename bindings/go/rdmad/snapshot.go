@@ -17,20 +17,110 @@ const (
 )
 
 // Snapshot is the whole device list at one generation.  Devices are sorted
-// by name.  A Snapshot and the devices in it are shared and must not be
-// modified: updates make new ones.
+// by name, and entries of one name (an ended life still held beside the
+// present one, PROTOCOL.md section 8a) by incarnation.  A Snapshot and the
+// devices in it are shared and must not be modified: updates make new
+// ones.
 type Snapshot struct {
 	Generation uint64
 	Devices    []*rdmadpb.Device
 }
 
-// Device returns the device listed under name, or nil.
+// Life names one entry of the list under the lifecycle feature: a
+// device's identity, which survives every registration, and the
+// incarnation, which counts them (PROTOCOL.md section 8a).
+type Life struct {
+	Identity    string
+	Incarnation uint64
+}
+
+// LifeOf is d's (identity, incarnation); Identity is empty where the
+// daemon predates the lifecycle feature.
+func LifeOf(d *rdmadpb.Device) Life {
+	return Life{Identity: d.GetIdentity(), Incarnation: d.GetIncarnation()}
+}
+
+// Device returns the device listed under name, or nil.  Where two entries
+// share the name (a removed life still held, and the device registered
+// again under the same name) it is the one that is not removed, else the
+// newest.
 func (s *Snapshot) Device(name string) *rdmadpb.Device {
 	i, ok := s.find(name)
 	if !ok {
 		return nil
 	}
-	return s.Devices[i]
+	best := s.Devices[i]
+	for _, d := range s.Devices[i+1:] {
+		if d.GetName() != name {
+			break
+		}
+		if stateRank(d) <= stateRank(best) {
+			best = d
+		}
+	}
+	return best
+}
+
+// Life returns the entry of life l, or nil.
+func (s *Snapshot) Life(l Life) *rdmadpb.Device {
+	for _, d := range s.Devices {
+		if d.GetIdentity() == l.Identity &&
+			d.GetIncarnation() == l.Incarnation {
+			return d
+		}
+	}
+	return nil
+}
+
+// Resolve returns the device that nameOrAlias names in s: a device of
+// that kernel name or one whose Aliases (rdmad.conf's [alias], which
+// follow the hardware across its lives) list it.  Where several match, a
+// present one wins over an away one, and that over a removed one; at the
+// same state a kernel name wins over an alias.  Nil when none matches.
+func Resolve(s *Snapshot, nameOrAlias string) *rdmadpb.Device {
+	var best *rdmadpb.Device
+	bestRank := 0
+	for _, d := range s.Devices {
+		rank := 2 * stateRank(d)
+		if d.GetName() != nameOrAlias {
+			if !hasAlias(d, nameOrAlias) {
+				continue
+			}
+			rank++
+		}
+		if best == nil || rank < bestRank {
+			best, bestRank = d, rank
+		}
+	}
+	return best
+}
+
+func hasAlias(d *rdmadpb.Device, alias string) bool {
+	for _, a := range d.GetAliases() {
+		if a == alias {
+			return true
+		}
+	}
+	return false
+}
+
+// stateRank orders states for lookups: present, away, the rest.
+func stateRank(d *rdmadpb.Device) int {
+	switch d.GetState() {
+	case rdmadpb.DeviceState_DEVICE_STATE_PRESENT:
+		return 0
+	case rdmadpb.DeviceState_DEVICE_STATE_AWAY:
+		return 1
+	}
+	return 2
+}
+
+// less is the order of Snapshot.Devices: name, then incarnation.
+func less(a, b *rdmadpb.Device) bool {
+	if a.GetName() != b.GetName() {
+		return a.GetName() < b.GetName()
+	}
+	return a.GetIncarnation() < b.GetIncarnation()
 }
 
 func (s *Snapshot) find(name string) (int, bool) {
@@ -40,11 +130,34 @@ func (s *Snapshot) find(name string) (int, bool) {
 	return i, i < len(s.Devices) && s.Devices[i].GetName() == name
 }
 
-// Usable reports whether d can be used: present.  A removed device (still
-// held by someone) is not, and neither is a state this package does not
-// know (PROTOCOL.md section 3).
+// Usable reports whether d can be used: present (Present).  A removed
+// device (still held by someone) is not, an away one (gone, expected
+// back) is not, and neither is a state this package does not know
+// (PROTOCOL.md section 3).  Ready says whether it can be used now.
 func Usable(d *rdmadpb.Device) bool {
+	return Present(d)
+}
+
+// Present reports whether d is registered with the kernel now: state
+// PRESENT, neither AWAY nor REMOVED (nor a state this package does not
+// know).
+func Present(d *rdmadpb.Device) bool {
 	return d.GetState() == rdmadpb.DeviceState_DEVICE_STATE_PRESENT
+}
+
+// Away reports whether d is gone with a grace period: expected back, as a
+// new incarnation of the same entry (RETURNED), before
+// d.AwayDeadlineMs (PROTOCOL.md section 8a).
+func Away(d *rdmadpb.Device) bool {
+	return d.GetState() == rdmadpb.DeviceState_DEVICE_STATE_AWAY
+}
+
+// Ready reports whether d is usable now: present, and ready as the daemon
+// judges it (its uverbs device exists, a port is ACTIVE with a GID 0 that
+// is not all zeros and, for RoCE and iWARP, a net device that is not
+// down).  A daemon without the lifecycle feature never says ready.
+func Ready(d *rdmadpb.Device) bool {
+	return Present(d) && d.GetReady()
 }
 
 // HolderCount is the number of holders of d: the daemon lists at most 64
@@ -58,50 +171,92 @@ func HolderCount(d *rdmadpb.Device) uint32 {
 	return n
 }
 
-// with returns a copy of s at generation gen with d put in under d.Name
-// (replacing what was there) and the device called drop, if any, left out.
-func (s *Snapshot) with(gen uint64, d *rdmadpb.Device, drop string) *Snapshot {
+// edit returns a copy of s at generation gen without the entries drop
+// says yes to, with d (if not nil) put in at its place in the order; the
+// first entry dropped is returned too, or nil.
+func (s *Snapshot) edit(gen uint64, d *rdmadpb.Device,
+	drop func(*rdmadpb.Device) bool) (*Snapshot, *rdmadpb.Device) {
 	out := &Snapshot{Generation: gen,
 		Devices: make([]*rdmadpb.Device, 0, len(s.Devices)+1)}
+	var dropped *rdmadpb.Device
 	for _, e := range s.Devices {
-		if (drop != "" && e.GetName() == drop) ||
-			(d != nil && e.GetName() == d.GetName()) {
+		if drop(e) {
+			if dropped == nil {
+				dropped = e
+			}
 			continue
 		}
 		out.Devices = append(out.Devices, e)
 	}
 	if d != nil {
-		i, _ := out.find(d.GetName())
+		i := sort.Search(len(out.Devices), func(i int) bool {
+			return !less(out.Devices[i], d)
+		})
 		out.Devices = append(out.Devices, nil)
 		copy(out.Devices[i+1:], out.Devices[i:])
 		out.Devices[i] = d
 	}
-	return out
+	return out, dropped
 }
 
-// apply returns the state after ev (PROTOCOL.md section 8), or false for an
-// event type this package does not know (a reason to resync).
-func (s *Snapshot) apply(ev *rdmadpb.Event) (*Snapshot, bool) {
+// apply returns the state after ev and the entry ev replaced or dropped
+// (nil when it added one), or false for an event type this package does
+// not know (a reason to resync).
+//
+// With lifecycle (the Hello said the feature) and a device that has an
+// identity, the entry ev is about is the one of the same (identity,
+// incarnation) (PROTOCOL.md section 8a); else the one of the same name,
+// as section 8 has it.
+func (s *Snapshot) apply(ev *rdmadpb.Event, lifecycle bool) (*Snapshot, *rdmadpb.Device, bool) {
 	d := ev.GetDevice()
 	if d == nil {
-		return nil, false
+		return nil, nil, false
 	}
 	gen := ev.GetGeneration()
+	same := func(e *rdmadpb.Device) bool { return e.GetName() == d.GetName() }
+	if lifecycle && d.GetIdentity() != "" {
+		same = func(e *rdmadpb.Device) bool {
+			return e.GetIdentity() == d.GetIdentity() &&
+				e.GetIncarnation() == d.GetIncarnation()
+		}
+	}
+	put := func(drop func(*rdmadpb.Device) bool) (*Snapshot, *rdmadpb.Device, bool) {
+		next, prev := s.edit(gen, d, drop)
+		return next, prev, true
+	}
 	switch ev.GetType() {
 	case rdmadpb.EventType_EVENT_TYPE_ADDED,
-		rdmadpb.EventType_EVENT_TYPE_CHANGED:
-		return s.with(gen, d, ""), true
+		rdmadpb.EventType_EVENT_TYPE_CHANGED,
+		rdmadpb.EventType_EVENT_TYPE_READY,
+		rdmadpb.EventType_EVENT_TYPE_UNREADY,
+		rdmadpb.EventType_EVENT_TYPE_EXPECTING,
+		rdmadpb.EventType_EVENT_TYPE_SETTLED:
+		return put(same)
+	case rdmadpb.EventType_EVENT_TYPE_RETURNED:
+		// The AWAY entry of this identity comes back as this life; an
+		// ended life (REMOVED, still held) stays beside it.
+		return put(func(e *rdmadpb.Device) bool {
+			return same(e) || (d.GetIdentity() != "" &&
+				e.GetIdentity() == d.GetIdentity() && Away(e))
+		})
 	case rdmadpb.EventType_EVENT_TYPE_REMOVED:
-		if HolderCount(d) == 0 {
-			return s.with(gen, nil, d.GetName()), true
+		if !Away(d) && HolderCount(d) == 0 {
+			next, prev := s.edit(gen, nil, same)
+			return next, prev, true
 		}
-		return s.with(gen, d, ""), true
+		return put(same)
 	case rdmadpb.EventType_EVENT_TYPE_RENAMED:
-		return s.with(gen, d, d.GetOldName()), true
+		if lifecycle && d.GetIdentity() != "" {
+			return put(same) // the same life under a new name
+		}
+		return put(func(e *rdmadpb.Device) bool {
+			return same(e) || e.GetName() == d.GetOldName()
+		})
 	case rdmadpb.EventType_EVENT_TYPE_RELEASED:
-		return s.with(gen, nil, d.GetName()), true
+		next, prev := s.edit(gen, nil, same)
+		return next, prev, true
 	}
-	return nil, false
+	return nil, nil, false
 }
 
 // assembly collects the parts of one snapshot (PROTOCOL.md section 7).
@@ -143,10 +298,10 @@ func (a *assembly) add(p *rdmadpb.Snapshot) (*Snapshot, error) {
 	if devs == nil {
 		devs = []*rdmadpb.Device{}
 	}
-	// Sorted by the daemon; sorting again costs nothing when it is, and
+	// Sorted by name by the daemon; sorting again costs nothing when it is, and
 	// keeps Device() right if some daemon does not.
 	sort.SliceStable(devs, func(i, j int) bool {
-		return devs[i].GetName() < devs[j].GetName()
+		return less(devs[i], devs[j])
 	})
 	return &Snapshot{Generation: a.generation, Devices: devs}, nil
 }

@@ -44,8 +44,18 @@ type Update struct {
 	Generation uint64
 	// Event is the change, for UpdateEvent: its type, and the whole
 	// device as it is after the change (Event.Device.OldName is the
-	// previous name of a renamed one).  Nil for UpdateResync.
+	// previous name of a renamed one; for EXPECTING and SETTLED the
+	// device is the PF).  Nil for UpdateResync.
 	Event *rdmadpb.Event
+	// Previous is the entry of the state that Event replaced or dropped:
+	// the device as it was before (for RETURNED, the AWAY entry of the
+	// identity, whose contexts are dead), nil where Event added one and
+	// for UpdateResync.
+	Previous *rdmadpb.Device
+	// Sriov is Event.Sriov for EXPECTING and SETTLED: the PF's PCI
+	// address, the VFs its sriov_numvfs asks for and, for SETTLED, how
+	// many of their RDMA devices are ready.  Nil otherwise.
+	Sriov *rdmadpb.Sriov
 	// State is the whole device list after this update.
 	State *Snapshot
 }
@@ -174,6 +184,12 @@ func (s *Subscription) Generation() uint64 {
 }
 
 // Next waits for the next change within ctx and returns it applied.
+// Under the lifecycle feature entries are keyed by (identity, incarnation)
+// (PROTOCOL.md section 8a): RETURNED replaces the AWAY entry of its
+// identity or adds one, READY, UNREADY, EXPECTING and SETTLED replace
+// their entry, REMOVED keeps an AWAY or held one, and an ended life still
+// held stays beside the next one until its RELEASED.  Without it (or from
+// a daemon that sends no identity) entries are keyed by name (section 8).
 // Events already contained in the state are skipped; a gap, an event type
 // this package does not know, or an overflow of the queue makes it send
 // Subscribe again and return the new snapshot as an UpdateResync.  An
@@ -227,14 +243,20 @@ func (s *Subscription) Next(ctx context.Context) (Update, error) {
 				s.needSync = true
 				continue
 			}
-			next, ok := s.state.apply(it.event)
+			next, prev, ok := s.state.apply(it.event, s.c.lifecycle)
 			if !ok {
 				s.needSync = true
 				continue
 			}
 			s.state = next
-			return Update{Kind: UpdateEvent, Generation: gen,
-				Event: it.event, State: next}, nil
+			u := Update{Kind: UpdateEvent, Generation: gen,
+				Event: it.event, Previous: prev, State: next}
+			switch it.event.GetType() {
+			case rdmadpb.EventType_EVENT_TYPE_EXPECTING,
+				rdmadpb.EventType_EVENT_TYPE_SETTLED:
+				u.Sriov = it.event.GetSriov()
+			}
+			return u, nil
 		}
 	}
 }

@@ -46,11 +46,29 @@ type deviceJSON struct {
 	Ports        []portJSON   `json:"ports"`
 	Holders      []holderJSON `json:"holders"`
 	HolderCount  uint32       `json:"holder_count"`
+	// The lifecycle keys (PROTOCOL.md 8a): away_deadline_ms only for an
+	// away device, changed where it names something (and on every
+	// returned event, empty or not), sriov_pf where there is one.
+	Identity       string    `json:"identity"`
+	Incarnation    uint64    `json:"incarnation"`
+	Ready          bool      `json:"ready"`
+	Aliases        []string  `json:"aliases"`
+	AwayDeadlineMs *uint64   `json:"away_deadline_ms,omitempty"`
+	Changed        *[]string `json:"changed,omitempty"`
+	SriovPF        string    `json:"sriov_pf,omitempty"`
+}
+
+type sriovJSON struct {
+	PF       string `json:"pf"`
+	Expected uint32 `json:"expected"`
+	Ready    uint32 `json:"ready"`
 }
 
 type eventJSON struct {
 	Generation uint64      `json:"generation"`
 	Event      string      `json:"event"`
+	Lifecycle  string      `json:"lifecycle,omitempty"`
+	Sriov      *sriovJSON  `json:"sriov,omitempty"`
 	OldName    *string     `json:"old_name,omitempty"`
 	Device     *deviceJSON `json:"device,omitempty"`
 }
@@ -67,6 +85,8 @@ func stateName(s rdmadpb.DeviceState) string {
 		return "present"
 	case rdmadpb.DeviceState_DEVICE_STATE_REMOVED:
 		return "removed"
+	case rdmadpb.DeviceState_DEVICE_STATE_AWAY:
+		return "away"
 	}
 	return "unknown"
 }
@@ -83,8 +103,35 @@ func eventName(t rdmadpb.EventType) string {
 		return "renamed"
 	case rdmadpb.EventType_EVENT_TYPE_RELEASED:
 		return "released"
+	case rdmadpb.EventType_EVENT_TYPE_RETURNED:
+		return "returned"
+	case rdmadpb.EventType_EVENT_TYPE_READY:
+		return "ready"
+	case rdmadpb.EventType_EVENT_TYPE_UNREADY:
+		return "unready"
+	case rdmadpb.EventType_EVENT_TYPE_EXPECTING:
+		return "expecting"
+	case rdmadpb.EventType_EVENT_TYPE_SETTLED:
+		return "settled"
 	}
 	return "unknown"
+}
+
+// baseEventName is what "event" says: one of the five names of the
+// contract, the one a client without the lifecycle feature gets for a
+// lifecycle event (a return is "added", the others a change, of the PF
+// for expecting and settled); "lifecycle" then names the event itself.
+func baseEventName(t rdmadpb.EventType) string {
+	switch t {
+	case rdmadpb.EventType_EVENT_TYPE_RETURNED:
+		return "added"
+	case rdmadpb.EventType_EVENT_TYPE_READY,
+		rdmadpb.EventType_EVENT_TYPE_UNREADY,
+		rdmadpb.EventType_EVENT_TYPE_EXPECTING,
+		rdmadpb.EventType_EVENT_TYPE_SETTLED:
+		return "changed"
+	}
+	return eventName(t)
 }
 
 func deviceObject(d *rdmadpb.Device) deviceJSON {
@@ -104,6 +151,19 @@ func deviceObject(d *rdmadpb.Device) deviceJSON {
 		Ports:        []portJSON{},
 		Holders:      []holderJSON{},
 		HolderCount:  rdmad.HolderCount(d),
+		Identity:     d.GetIdentity(),
+		Incarnation:  d.GetIncarnation(),
+		Ready:        d.GetReady(),
+		Aliases:      append([]string{}, d.GetAliases()...),
+		SriovPF:      d.GetSriovPf(),
+	}
+	if rdmad.Away(d) {
+		deadline := d.GetAwayDeadlineMs()
+		out.AwayDeadlineMs = &deadline
+	}
+	if len(d.GetChanged()) > 0 {
+		changed := append([]string{}, d.GetChanged()...)
+		out.Changed = &changed
 	}
 	for _, p := range d.GetPorts() {
 		out.Ports = append(out.Ports, portJSON{
@@ -137,14 +197,28 @@ func updateLine(u rdmad.Update) ([]byte, error) {
 		}
 		v = r
 	default:
-		e := eventJSON{Generation: u.Generation,
-			Event: eventName(u.Event.GetType())}
-		if u.Event.GetType() == rdmadpb.EventType_EVENT_TYPE_RENAMED {
-			old := u.Event.GetDevice().GetOldName()
-			e.OldName = &old
+		t := u.Event.GetType()
+		e := eventJSON{Generation: u.Generation, Event: baseEventName(t)}
+		if name := eventName(t); name != e.Event {
+			e.Lifecycle = name
 		}
-		d := deviceObject(u.Event.GetDevice())
-		e.Device = &d
+		if s := u.Event.GetSriov(); s != nil {
+			e.Sriov = &sriovJSON{PF: s.GetPf(),
+				Expected: s.GetExpected(), Ready: s.GetReady()}
+		}
+		if dev := u.Event.GetDevice(); dev != nil {
+			if t == rdmadpb.EventType_EVENT_TYPE_RENAMED {
+				old := dev.GetOldName()
+				e.OldName = &old
+			}
+			d := deviceObject(dev)
+			if t == rdmadpb.EventType_EVENT_TYPE_RETURNED &&
+				d.Changed == nil {
+				// A return that changed nothing still says so.
+				d.Changed = &[]string{}
+			}
+			e.Device = &d
+		}
 		v = e
 	}
 	var b bytes.Buffer

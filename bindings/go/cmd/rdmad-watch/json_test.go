@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"google.golang.org/protobuf/proto"
+
 	"github.com/rdmad/rdmad/bindings/go/rdmad"
 	"github.com/rdmad/rdmad/bindings/go/rdmad/rdmadpb"
 )
@@ -26,7 +28,8 @@ func TestUpdateLines(t *testing.T) {
 		Holders: []*rdmadpb.Holder{{Pid: 4242, Uid: 1000,
 			Comm: "nccl<test>&"}},
 		Driver: "mlx5_core", Generation: 43, OldName: "mlx5_0",
-		HolderCount: 0}
+		HolderCount: 0, Identity: "pci-0000:03:00.0", Incarnation: 2,
+		Aliases: []string{"ib0", "rail0"}, AwayDeadlineMs: 99}
 	ev := &rdmadpb.Event{Generation: 43,
 		Type: rdmadpb.EventType_EVENT_TYPE_RENAMED, Device: d}
 	got, err := updateLine(rdmad.Update{Kind: rdmad.UpdateEvent,
@@ -44,7 +47,9 @@ func TestUpdateLines(t *testing.T) {
 		`"phys_state":"LinkUp","link_layer":"Ethernet",` +
 		`"rate":"100 Gb/sec (4X EDR)","netdev":"ens1f0",` +
 		`"netdev_up":true,"lid":0}],"holders":[{"pid":4242,` +
-		`"uid":1000,"comm":"nccl<test>&"}],"holder_count":1}}`
+		`"uid":1000,"comm":"nccl<test>&"}],"holder_count":1,` +
+		`"identity":"pci-0000:03:00.0","incarnation":2,"ready":false,` +
+		`"aliases":["ib0","rail0"]}}`
 	if string(got) != want {
 		t.Errorf("renamed:\n got %s\nwant %s", got, want)
 	}
@@ -62,6 +67,105 @@ func TestUpdateLines(t *testing.T) {
 		State: &rdmad.Snapshot{Generation: 9}})
 	if string(got) != `{"generation":9,"event":"resync","devices":[]}` {
 		t.Errorf("resync: %s", got)
+	}
+}
+
+// The lifecycle events (PROTOCOL.md 8a) as rdmactl prints them: "event"
+// keeps one of the five names, "lifecycle" names the event, "sriov" comes
+// before the device (the PF), and the device's keys that only mean
+// something in one state or event are left out elsewhere.
+func TestLifecycleLines(t *testing.T) {
+	vf := &rdmadpb.Device{Name: "mlx5_4", Id: "pci:0000:03:00.2",
+		Uverbs: "uverbs4", NumaNode: -1, Generation: 50,
+		Identity: "pci:0000:03:00.2", Incarnation: 2, Ready: true,
+		SriovPf: "0000:03:00.0", AwayDeadlineMs: 1700000000123}
+	const head = `"device":{"name":"mlx5_4","id":"pci:0000:03:00.2",` +
+		`"uverbs":"uverbs4","node_guid":"","sys_image_guid":"",` +
+		`"node_type":"","fw_ver":"","pci_address":"","numa_node":-1,` +
+		`"driver":"",`
+	const tail = `"generation":50,"ports":[],"holders":[],` +
+		`"holder_count":0,"identity":"pci:0000:03:00.2",` +
+		`"incarnation":2,"ready":true,"aliases":[]`
+	line := func(typ rdmadpb.EventType, d *rdmadpb.Device,
+		sriov *rdmadpb.Sriov) string {
+		t.Helper()
+		b, err := updateLine(rdmad.Update{Kind: rdmad.UpdateEvent,
+			Generation: 50, Event: &rdmadpb.Event{Generation: 50,
+				Type: typ, Device: d, Sriov: sriov}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(b)
+	}
+	for _, tc := range []struct {
+		name string
+		typ  rdmadpb.EventType
+		d    func(*rdmadpb.Device)
+		want string
+	}{
+		{"returned, nothing changed", rdmadpb.EventType_EVENT_TYPE_RETURNED,
+			func(*rdmadpb.Device) {},
+			`{"generation":50,"event":"added","lifecycle":"returned",` +
+				head + `"state":"present",` + tail +
+				`,"changed":[],"sriov_pf":"0000:03:00.0"}}`},
+		{"returned with changes", rdmadpb.EventType_EVENT_TYPE_RETURNED,
+			func(d *rdmadpb.Device) { d.Changed = []string{"name", "netdev"} },
+			`{"generation":50,"event":"added","lifecycle":"returned",` +
+				head + `"state":"present",` + tail +
+				`,"changed":["name","netdev"],"sriov_pf":"0000:03:00.0"}}`},
+		{"ready", rdmadpb.EventType_EVENT_TYPE_READY,
+			func(*rdmadpb.Device) {},
+			`{"generation":50,"event":"changed","lifecycle":"ready",` +
+				head + `"state":"present",` + tail +
+				`,"sriov_pf":"0000:03:00.0"}}`},
+		{"unready", rdmadpb.EventType_EVENT_TYPE_UNREADY,
+			func(d *rdmadpb.Device) { d.Ready = false; d.SriovPf = "" },
+			`{"generation":50,"event":"changed","lifecycle":"unready",` +
+				head + `"state":"present",` +
+				strings.Replace(tail, `"ready":true`, `"ready":false`, 1) +
+				`}}`},
+		{"removed, away", rdmadpb.EventType_EVENT_TYPE_REMOVED,
+			func(d *rdmadpb.Device) {
+				d.State = rdmadpb.DeviceState_DEVICE_STATE_AWAY
+			},
+			`{"generation":50,"event":"removed",` +
+				head + `"state":"away",` + tail +
+				`,"away_deadline_ms":1700000000123,` +
+				`"sriov_pf":"0000:03:00.0"}}`},
+	} {
+		d := proto.Clone(vf).(*rdmadpb.Device)
+		tc.d(d)
+		if got := line(tc.typ, d, nil); got != tc.want {
+			t.Errorf("%s:\n got %s\nwant %s", tc.name, got, tc.want)
+		}
+	}
+
+	pf := &rdmadpb.Device{Name: "mlx5_0", Identity: "pci:0000:03:00.0",
+		Incarnation: 1, Ready: true, Aliases: []string{"ib0"}}
+	sriov := &rdmadpb.Sriov{Pf: "0000:03:00.0", Expected: 4, Ready: 3}
+	got := line(rdmadpb.EventType_EVENT_TYPE_SETTLED, pf, sriov)
+	want := `{"generation":50,"event":"changed","lifecycle":"settled",` +
+		`"sriov":{"pf":"0000:03:00.0","expected":4,"ready":3},` +
+		`"device":{"name":"mlx5_0","id":"","uverbs":"","node_guid":"",` +
+		`"sys_image_guid":"","node_type":"","fw_ver":"",` +
+		`"pci_address":"","numa_node":0,"driver":"","state":"present",` +
+		`"generation":0,"ports":[],"holders":[],"holder_count":0,` +
+		`"identity":"pci:0000:03:00.0","incarnation":1,"ready":true,` +
+		`"aliases":["ib0"]}}`
+	if got != want {
+		t.Errorf("settled:\n got %s\nwant %s", got, want)
+	}
+	got = line(rdmadpb.EventType_EVENT_TYPE_EXPECTING, pf,
+		&rdmadpb.Sriov{Pf: "0000:03:00.0", Expected: 4})
+	if !strings.HasPrefix(got, `{"generation":50,"event":"changed",`+
+		`"lifecycle":"expecting","sriov":{"pf":"0000:03:00.0",`+
+		`"expected":4,"ready":0},"device":{"name":"mlx5_0",`) {
+		t.Errorf("expecting: %s", got)
+	}
+	// The five names of the contract have no "lifecycle" key.
+	got = line(rdmadpb.EventType_EVENT_TYPE_CHANGED, pf, nil)
+	if strings.Contains(got, "lifecycle") || strings.Contains(got, "sriov") {
+		t.Errorf("changed: %s", got)
 	}
 }
 

@@ -4,8 +4,14 @@
 // JSON object a line, exactly as `rdmactl monitor --json` does: the same
 // keys, an object per event ("added", "removed", "changed", "renamed",
 // "released") with its "generation" and the whole "device", and a
-// "resync" object with every device after a gap.  It is the example
-// program of the Go client (package rdmad).
+// "resync" object with every device after a gap.  Like rdmactl it says
+// the protocol's "lifecycle" feature: a lifecycle event keeps in "event"
+// the name a client without the feature gets and names itself in
+// "lifecycle" ("returned", "ready", "unready", "expecting", "settled",
+// the last two with an "sriov" object and the PF as the device), and
+// devices carry "identity", "incarnation", "ready", "aliases" and, where
+// they apply, "away_deadline_ms", "changed" and "sriov_pf".  It is the
+// example program of the Go client (package rdmad).
 //
 //	rdmad-watch [--socket PATH] [--timeout SEC]
 //
