@@ -271,6 +271,15 @@ void async_source_device_event(struct async_source *src,
 	case DEVICES_EVENT_CHANGED:
 	case DEVICES_EVENT_READY:
 	case DEVICES_EVENT_UNREADY:
+		/*
+		 * The uverbs node went first: the kernel is unregistering the
+		 * device, and for drivers that cannot disassociate (rxe, siw)
+		 * it waits until every context is closed.  Let go of ours now,
+		 * or the removal never ends (seen with rxe on Linux 6.1).
+		 */
+		if (!device_info(dev)->uverbs[0])
+			remove_device(src, device_info(dev)->id);
+		break;
 	case DEVICES_EVENT_EXPECTING:
 	case DEVICES_EVENT_SETTLED:
 		break;
