@@ -377,8 +377,10 @@ static bool next_life(struct devices *t, const struct sysfs_device *info,
 		*ret_incarnation = 1;
 		return false;
 	}
-	/* The daemon restarted: the same registration, the same life. */
-	if (sysfs_same_registration(life->reg_key, life->uverbs, info->reg_key,
+	/* The daemon restarted: the same registration, the same life.  A
+	 * life this daemon saw end never continues. */
+	if (!life->noted &&
+	    sysfs_same_registration(life->reg_key, life->uverbs, info->reg_key,
 				    info->uverbs)) {
 		*ret_incarnation = life->incarnation;
 		return false;

@@ -139,6 +139,7 @@ int lives_note(struct lives *lives, const struct sysfs_device *dev,
 
 	life = fresh ? make_room(lives) : &lives->all[*s - 1];
 	fill(life, dev, incarnation);
+	life->noted = true;
 	life->last_seen = ++lives->clock;
 	if (fresh)
 		reindex(lives);

@@ -11,6 +11,7 @@
 #ifndef RDMAD_LIVES_H
 #define RDMAD_LIVES_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -25,6 +26,7 @@ struct life {
 	uint64_t reg_key;
 	char uverbs[16];
 	uint64_t last_seen; /* lives_note() order, for forgetting */
+	bool noted;	    /* seen by this daemon, not only read back */
 	char name[SYSFS_NAME_MAX];
 	char node_guid[20];
 	char sys_image_guid[20];

@@ -117,6 +117,23 @@ static void test_returned(void)
 	devices_free(t);
 }
 
+/* Seen to go, then back with the very same key (a filesystem that
+ * reused the inode, a uverbs node not there yet): still a new life. */
+static void test_seen_gone_is_a_new_life(void)
+{
+	struct devices *t = table();
+	struct sysfs_device d[1];
+
+	d[0] = dev("mlx5_0", "0000:03:00.0", 71, "ACTIVE");
+	scan(t, d, 1);
+	scan(t, d, 0);
+	d[0] = dev("mlx5_0", "0000:03:00.0", 71, "ACTIVE");
+	d[0].uverbs[0] = '\0';
+	scan(t, d, 1);
+	EXPECT("returned mlx5_0/2");
+	devices_free(t);
+}
+
 /* The daemon restarts: the lives text carries identities and lives. */
 static void test_restart(void)
 {
@@ -340,6 +357,7 @@ static void test_sriov(void)
 int main(void)
 {
 	test_returned();
+	test_seen_gone_is_a_new_life();
 	test_restart();
 	test_lives_bounded();
 	test_away();
