@@ -490,8 +490,11 @@ static int update_device(struct devices *t, struct device *d,
 static int replace_device(struct devices *t, struct device *d,
 			  struct sysfs_device *info)
 {
+	int r;
+
 	remove_device(t, d);
-	return 1 + add_device(t, info);
+	r = add_device(t, info);
+	return r < 0 ? r : 1 + r;
 }
 
 static int apply_entry(struct devices *t, struct sysfs_device *info)
@@ -624,7 +627,6 @@ int devices_set_netdev_state(struct devices *table, const char *ifname, bool up)
 		return r;
 	for (size_t i = 0; i < table->n; i++) {
 		struct device *d = table->order[i];
-
 		bool was_ready = d->ready;
 
 		if (d->state == DEVICE_STATE_PRESENT &&
