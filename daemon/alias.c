@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <stddef.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 
@@ -99,6 +100,25 @@ int alias_rule_parse(const char *name, const char *value,
 		return -EINVAL;
 	}
 	return 0;
+}
+
+int grace_rule_parse(const char *value, struct grace_rule *ret, char *why,
+		     size_t why_size)
+{
+	unsigned long ms;
+	char *end;
+
+	errno = 0;
+	ms = strtoul(value, &end, 10);
+	if (end == value || errno || ms > 86400000 || (*end != ' ' && *end)) {
+		snprintf(why, why_size,
+			 "grace: '%.64s' is not MS (0..86400000) then "
+			 "matchers",
+			 value);
+		return -EINVAL;
+	}
+	ret->ms = ms;
+	return alias_rule_parse("grace", end, &ret->match, why, why_size);
 }
 
 static bool any_netdev(const struct sysfs_device *dev, const char *netdev)

@@ -42,6 +42,16 @@ struct alias_rule {
 	int vf; /* -1 either, 0 pf, 1 vf */
 };
 
+/* A [lifecycle] grace rule: devices matching get @ms of grace. */
+struct grace_rule {
+	unsigned int ms;
+	struct alias_rule match; /* its name unused */
+};
+
+/* Parse "MS MATCHER ...": 0, or -EINVAL with a reason in @why. */
+int grace_rule_parse(const char *value, struct grace_rule *ret, char *why,
+		     size_t why_size);
+
 /* Parse "NAME = VALUE": 0, or -EINVAL with a reason in @why. */
 int alias_rule_parse(const char *name, const char *value,
 		     struct alias_rule *ret, char *why, size_t why_size);

@@ -379,6 +379,26 @@ static int add_alias(struct parse *p, const char *name, const char *value)
 	return 1;
 }
 
+/* [lifecycle] grace = MS MATCHERS, as often as needed; first match wins. */
+static int add_grace_rule(struct parse *p, const char *value)
+{
+	struct config *cfg = p->cfg;
+	char why[CONFIG_ERROR_MAX];
+
+	if (cfg->ngrace_rules == CONFIG_MAX_GRACE_RULES) {
+		parse_error(p, "more than %d grace rules",
+			    CONFIG_MAX_GRACE_RULES);
+		return 1;
+	}
+	if (grace_rule_parse(value, &cfg->grace_rules[cfg->ngrace_rules], why,
+			     sizeof(why)) < 0) {
+		parse_error(p, "%s", why);
+		return 1;
+	}
+	cfg->ngrace_rules++;
+	return 1;
+}
+
 /* inih's callback; always returns 1 since we count errors ourselves. */
 static int on_key(void *user, const char *section, const char *name,
 		  const char *value)
@@ -393,6 +413,8 @@ static int on_key(void *user, const char *section, const char *name,
 		return 1; /* reported once, at its header, by the reader */
 	if (!strcmp(section, "alias"))
 		return add_alias(p, name, value);
+	if (!strcmp(section, "lifecycle") && !strcmp(name, "grace"))
+		return add_grace_rule(p, value);
 	for (size_t i = 0; i < N_KEYS; i++) {
 		if (strcmp(keys[i].section, section) == 0 &&
 		    strcmp(keys[i].name, name) == 0) {

@@ -14,6 +14,8 @@
 
 #include "alias.h"
 
+#define CONFIG_MAX_GRACE_RULES 16
+
 #define CONFIG_PATH_MAX 256
 /* sun_path is 108 bytes including the NUL. */
 #define CONFIG_SOCKET_PATH_MAX 108
@@ -45,6 +47,8 @@ struct config {
 	unsigned int grace_vf_ms;
 	unsigned int grace_ms;
 	unsigned int sriov_settle_ms;
+	struct grace_rule grace_rules[CONFIG_MAX_GRACE_RULES]; /* grace = */
+	unsigned int ngrace_rules;
 	/* [alias] */
 	struct alias_rule aliases[ALIAS_MAX_RULES];
 	unsigned int naliases;

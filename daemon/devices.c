@@ -67,6 +67,8 @@ struct devices {
 	uint64_t (*now_ms)(void);
 	struct alias_rule *rules;
 	size_t nrules;
+	struct grace_rule *grace_rules;
+	size_t ngrace_rules;
 };
 
 static int assign_aliases(struct devices *t, const struct device *quiet);
@@ -312,6 +314,9 @@ static uint64_t realtime_ms(void)
 
 static uint64_t grace_of(const struct devices *t, const struct device *d)
 {
+	for (size_t i = 0; i < t->ngrace_rules; i++)
+		if (alias_rule_matches(&t->grace_rules[i].match, &d->info))
+			return t->grace_rules[i].ms;
 	return d->info.vf ? t->grace_vf_ms : t->grace_other_ms;
 }
 
@@ -775,6 +780,7 @@ void devices_free(struct devices *table)
 	netdevs_free(table->netdevs);
 	lives_free(table->lives);
 	free(table->rules);
+	free(table->grace_rules);
 	free(table->by_id);
 	free(table->by_name);
 	free(table->order);
@@ -818,6 +824,21 @@ void devices_set_grace(struct devices *table, uint64_t vf_ms, uint64_t other_ms,
 	table->grace_vf_ms = vf_ms;
 	table->grace_other_ms = other_ms;
 	table->now_ms = now_ms ? now_ms : realtime_ms;
+}
+
+int devices_set_grace_rules(struct devices *table,
+			    const struct grace_rule *rules, size_t n)
+{
+	struct grace_rule *copy = NULL;
+
+	if (n && !(copy = calloc(n, sizeof(*copy))))
+		return -ENOMEM;
+	if (n)
+		memcpy(copy, rules, n * sizeof(*copy));
+	free(table->grace_rules);
+	table->grace_rules = copy;
+	table->ngrace_rules = n;
+	return 0;
 }
 
 /* An AWAY device that did not come back in time: removed as any other

@@ -86,6 +86,9 @@ struct lives *devices_lives(struct devices *table);
  * for the real clock (tests pass their own). */
 void devices_set_grace(struct devices *table, uint64_t vf_ms, uint64_t other_ms,
 		       uint64_t (*now_ms)(void));
+/* Rules before those defaults, the first match wins (copied).  -ENOMEM. */
+int devices_set_grace_rules(struct devices *table,
+			    const struct grace_rule *rules, size_t n);
 /* How long a PF's announced VFs may take to be ready (default 120 s). */
 void devices_set_sriov_settle(struct devices *table, uint64_t ms);
 /* End AWAY devices whose deadline passed, and SR-IOV waits that timed

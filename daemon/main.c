@@ -381,6 +381,9 @@ static void apply_lifecycle(struct rdmad *d, const struct config *cfg)
 	int r;
 
 	devices_set_grace(d->table, cfg->grace_vf_ms, cfg->grace_ms, NULL);
+	if (devices_set_grace_rules(d->table, cfg->grace_rules,
+				    cfg->ngrace_rules) < 0)
+		log_warnx("grace rules: out of memory; the defaults apply");
 	devices_set_sriov_settle(d->table, cfg->sriov_settle_ms);
 	r = devices_set_aliases(d->table, cfg->aliases, cfg->naliases);
 	if (r < 0)

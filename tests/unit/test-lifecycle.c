@@ -234,6 +234,57 @@ static void test_away(void)
 	devices_free(t);
 }
 
+/* [lifecycle] grace rules come before the VF/other defaults. */
+static void test_grace_rules(void)
+{
+	struct devices *t = table();
+	struct sysfs_device d[2];
+	struct grace_rule rules[2];
+	char why[128];
+
+	CHECK(grace_rule_parse("0 vf driver:mlx5_core", &rules[0], why,
+			       sizeof(why)) == 0 &&
+		      grace_rule_parse("7000 pci:0000:04:00.0", &rules[1], why,
+				       sizeof(why)) == 0,
+	      "%s", why);
+	CHECK(grace_rule_parse("soon vf", &rules[0], why, sizeof(why)) < 0 &&
+		      grace_rule_parse("10", &rules[0], why, sizeof(why)) < 0,
+	      "bad grace rules refused");
+	grace_rule_parse("0 vf driver:mlx5_core", &rules[0], why, sizeof(why));
+	devices_set_grace_rules(t, rules, 2);
+	d[0] = dev("mlx5_1", "0000:03:00.1", 81, "ACTIVE");
+	d[0].vf = true;
+	strcpy(d[0].driver, "mlx5_core");
+	d[1] = dev("mlx5_9", "0000:04:00.0", 82, "ACTIVE");
+	scan(t, d, 2);
+	scan(t, d, 0);
+	EXPECT("removed mlx5_1/1, removed mlx5_9/1");
+	CHECK(!devices_find(t, "mlx5_1"), "the matched VF: no grace");
+	CHECK(devices_find(t, "mlx5_9") &&
+		      device_state(devices_find(t, "mlx5_9")) ==
+			      DEVICE_STATE_AWAY &&
+		      device_away_deadline(devices_find(t, "mlx5_9")) ==
+			      now + 7000,
+	      "the PF by its rule: 7 s");
+	devices_free(t);
+}
+
+/* A VF's node GUID set after it registered: the same life, changed. */
+static void test_guid_set_later(void)
+{
+	struct devices *t = table();
+	struct sysfs_device d[1];
+
+	d[0] = dev("mlx5_1", "0000:03:00.1", 91, "ACTIVE");
+	strcpy(d[0].node_guid, "0000:0000:0000:0000");
+	scan(t, d, 1);
+	d[0] = dev("mlx5_1", "0000:03:00.1", 91, "ACTIVE");
+	strcpy(d[0].node_guid, "0002:c903:00a1:0001");
+	scan(t, d, 1);
+	EXPECT("changed mlx5_1/1");
+	devices_free(t);
+}
+
 static void test_ready(void)
 {
 	struct devices *t = table();
@@ -361,6 +412,8 @@ int main(void)
 	test_restart();
 	test_lives_bounded();
 	test_away();
+	test_grace_rules();
+	test_guid_set_later();
 	test_ready();
 	test_aliases();
 	test_sriov();
