@@ -49,9 +49,18 @@ static void on_table_event(void *userdata, enum devices_event event,
 		server_device_event(srv, event, dev, old_name);
 }
 
+static char dir[] = "/tmp/fuzz-server-XXXXXX";
+
+/* The socket and its directory go with the process. */
+static void teardown(void)
+{
+	server_free(srv); /* unlinks the socket it bound */
+	srv = NULL;
+	rmdir(dir);
+}
+
 static void setup(void)
 {
-	static char dir[] = "/tmp/fuzz-server-XXXXXX";
 	struct sysfs_device scan[NDEVS];
 	struct server_options opts = {
 		.socket_mode = 0600,
@@ -69,6 +78,7 @@ static void setup(void)
 
 	if (!mkdtemp(dir))
 		abort();
+	atexit(teardown);
 	snprintf(sock_path, sizeof(sock_path), "%s/rdmad.sock", dir);
 	opts.socket_path = sock_path;
 	log_init(true, 0); /* LOG_EMERG: quiet */
