@@ -841,6 +841,11 @@ int devices_set_grace_rules(struct devices *table,
 	return 0;
 }
 
+uint64_t devices_now_ms(const struct devices *table)
+{
+	return table->now_ms();
+}
+
 /* An AWAY device that did not come back in time: removed as any other
  * (and dropped at once when nobody holds it). */
 int devices_expire(struct devices *table, uint64_t *ret_next)
@@ -855,15 +860,12 @@ int devices_expire(struct devices *table, uint64_t *ret_next)
 			events++;
 			if (remove_device(table, d))
 				continue;
-		} else if (d->state == DEVICE_STATE_AWAY &&
-			   (!next || d->away_deadline < next)) {
-			next = d->away_deadline;
 		}
 		i++;
 	}
 	events = settle(table, events);
 	for (size_t i = 0; i < table->n; i++) {
-		uint64_t when = table->order[i]->sriov_deadline;
+		uint64_t when = device_deadline(table->order[i]);
 
 		if (when && (!next || when < next))
 			next = when;
@@ -1106,6 +1108,15 @@ bool device_ready(const struct device *dev)
 uint64_t device_away_deadline(const struct device *dev)
 {
 	return dev->away_deadline;
+}
+
+uint64_t device_deadline(const struct device *dev)
+{
+	uint64_t away = dev->away_deadline, vfs = dev->sriov_deadline;
+
+	if (!away || !vfs)
+		return away ? away : vfs;
+	return away < vfs ? away : vfs;
 }
 
 unsigned int device_changed(const struct device *dev)

@@ -91,6 +91,8 @@ int devices_set_grace_rules(struct devices *table,
 			    const struct grace_rule *rules, size_t n);
 /* How long a PF's announced VFs may take to be ready (default 120 s). */
 void devices_set_sriov_settle(struct devices *table, uint64_t ms);
+/* The table's clock (devices_set_grace()): CLOCK_REALTIME in ms. */
+uint64_t devices_now_ms(const struct devices *table);
 /* End AWAY devices whose deadline passed, and SR-IOV waits that timed
  * out; returns the events.  The earliest deadline still pending is in
  * *ret_next (0: none). */
@@ -144,6 +146,8 @@ uint64_t device_incarnation(const struct device *dev);
 bool device_ready(const struct device *dev);
 /* AWAY: CLOCK_REALTIME ms by which it may return; else 0. */
 uint64_t device_away_deadline(const struct device *dev);
+/* The earliest deadline @dev waits for (AWAY, or a PF's VFs); 0: none. */
+uint64_t device_deadline(const struct device *dev);
 /* RETURNED: the life_field bits (lives.h) unlike its last life. */
 unsigned int device_changed(const struct device *dev);
 size_t device_alias_count(const struct device *dev);

@@ -278,14 +278,6 @@ static void schedule_status(struct rdmad *d)
 #define LIVES_FILE "lives"
 #define LIVES_MAX_BYTES (4u << 20)
 
-static uint64_t realtime_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
-
 static void load_lives(struct rdmad *d)
 {
 	char *text = NULL;
@@ -342,7 +334,7 @@ static void schedule_save(struct rdmad *d)
 
 static void arm_expiry(struct rdmad *d, uint64_t when)
 {
-	uint64_t now = realtime_ms(), wait;
+	uint64_t now = devices_now_ms(d->table), wait;
 	struct timeval tv;
 
 	if (!when || (d->expire_at && d->expire_at <= when))
@@ -362,17 +354,6 @@ static void on_expire(evutil_socket_t fd, short what, void *arg)
 	d->expire_at = 0;
 	devices_expire(d->table, &next);
 	arm_expiry(d, next);
-}
-
-/* A deadline that @event starts: an AWAY device's, or a PF's wait. */
-static void note_deadline(struct rdmad *d, enum devices_event event,
-			  const struct device *dev)
-{
-	if (event == DEVICES_EVENT_REMOVED &&
-	    device_state(dev) == DEVICE_STATE_AWAY)
-		arm_expiry(d, device_away_deadline(dev));
-	else if (event == DEVICES_EVENT_EXPECTING)
-		arm_expiry(d, realtime_ms() + d->cfg.sriov_settle_ms);
 }
 
 /* [lifecycle] and [alias], at start and at every reload. */
@@ -411,7 +392,7 @@ static void on_table_event(void *userdata, enum devices_event event,
 	if (d->async)
 		async_source_device_event(d->async, event, dev);
 	metrics_note_event(d->metrics, event);
-	note_deadline(d, event, dev);
+	arm_expiry(d, device_deadline(dev));
 	schedule_save(d);
 	schedule_status(d);
 }
