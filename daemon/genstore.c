@@ -34,29 +34,25 @@ struct genstore {
  * -EBADMSG when what is there is not a clean decimal number. */
 static int read_ceiling(int dirfd, uint64_t *ret)
 {
-	char buf[32], *end;
+	char *text = NULL, *end;
 	unsigned long long v;
-	ssize_t n;
-	int fd;
+	int r;
 
 	*ret = 0;
-	fd = openat(dirfd, GENSTORE_FILE,
-		    O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOFOLLOW);
-	if (fd < 0)
-		return errno == ENOENT ? 0 : -EBADMSG;
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
-		return -EBADMSG;
-	buf[n] = '\0';
-	if (buf[0] < '0' || buf[0] > '9')
-		return -EBADMSG;
-	errno = 0;
-	v = strtoull(buf, &end, 10);
-	if (errno || (*end && strcmp(end, "\n")))
-		return -EBADMSG;
-	*ret = v;
-	return 0;
+	r = statefile_read(dirfd, GENSTORE_FILE, 31, &text);
+	if (r == -ENOENT)
+		return 0;
+	r = -EBADMSG;
+	if (text && text[0] >= '0' && text[0] <= '9') {
+		errno = 0;
+		v = strtoull(text, &end, 10);
+		if (!errno && (!*end || !strcmp(end, "\n"))) {
+			*ret = v;
+			r = 0;
+		}
+	}
+	free(text);
+	return r;
 }
 
 /* A floor no stored ceiling can have reached: microseconds since 1970.
