@@ -826,15 +826,24 @@ void devices_set_grace(struct devices *table, uint64_t vf_ms, uint64_t other_ms,
 	table->now_ms = now_ms ? now_ms : realtime_ms;
 }
 
+/* A malloc'd copy of @n items of @size in *@ret (NULL for none).  -ENOMEM. */
+static int dup_items(const void *src, size_t n, size_t size, void **ret)
+{
+	*ret = n ? malloc(n * size) : NULL;
+	if (n && !*ret)
+		return -ENOMEM;
+	if (n)
+		memcpy(*ret, src, n * size);
+	return 0;
+}
+
 int devices_set_grace_rules(struct devices *table,
 			    const struct grace_rule *rules, size_t n)
 {
-	struct grace_rule *copy = NULL;
+	void *copy;
 
-	if (n && !(copy = calloc(n, sizeof(*copy))))
+	if (dup_items(rules, n, sizeof(*rules), &copy) < 0)
 		return -ENOMEM;
-	if (n)
-		memcpy(copy, rules, n * sizeof(*copy));
 	free(table->grace_rules);
 	table->grace_rules = copy;
 	table->ngrace_rules = n;
@@ -968,12 +977,10 @@ static int assign_aliases(struct devices *t, const struct device *quiet)
 int devices_set_aliases(struct devices *table, const struct alias_rule *rules,
 			size_t n)
 {
-	struct alias_rule *copy = NULL;
+	void *copy;
 
-	if (n && !(copy = calloc(n, sizeof(*copy))))
+	if (dup_items(rules, n, sizeof(*rules), &copy) < 0)
 		return -ENOMEM;
-	if (n)
-		memcpy(copy, rules, n * sizeof(*copy));
 	free(table->rules);
 	table->rules = copy;
 	table->nrules = n;
