@@ -43,6 +43,7 @@ struct device {
 	unsigned int refs; /* internal references */
 	unsigned int seen; /* scan epoch that found this id */
 	unsigned int applied;
+	bool going; /* being dropped: freed after this event */
 	struct holder *holders;
 	size_t nholders;
 	struct device *id_next;	  /* chain in by_id (present or away) */
@@ -276,6 +277,7 @@ static void drop_device(struct devices *t, struct device *d,
 	/* What goes is no longer present: clients see it as removed. */
 	d->state = DEVICE_STATE_REMOVED;
 	d->ready = false;
+	d->going = true;
 	emit(t, event, d, NULL);
 	free_device(d);
 }
@@ -1064,6 +1066,13 @@ uint64_t devices_generation(const struct devices *table)
 	return table->generation;
 }
 
+uint64_t devices_bump_generation(struct devices *table)
+{
+	if (table->generation < UINT64_MAX)
+		table->generation++;
+	return table->generation;
+}
+
 size_t devices_count(const struct devices *table)
 {
 	return table->n;
@@ -1151,6 +1160,11 @@ void device_sriov(const struct device *dev, unsigned int *ret_expected,
 enum device_state device_state(const struct device *dev)
 {
 	return dev->state;
+}
+
+bool device_going(const struct device *dev)
+{
+	return dev->going;
 }
 
 uint64_t device_generation(const struct device *dev)

@@ -31,6 +31,7 @@
 #include <sys/types.h>
 
 #include "alias.h"
+#include "peer.h"
 #include "sysfs.h"
 
 struct devices;
@@ -59,9 +60,14 @@ enum devices_event {
 
 struct holder {
 	const void *owner; /* the client connection; identity of the hold */
-	pid_t pid;
+	pid_t pid;	   /* in rdmad's PID namespace */
 	uid_t uid;
 	char comm[16];
+	/* Where it runs (peer.h): its pid in its own PID namespace, its
+	 * namespaces (0: unknown) and pod. */
+	pid_t ns_pid;
+	struct peer_ns ns;
+	char pod_uid[PEER_POD_UID_MAX];
 };
 
 /*
@@ -131,6 +137,9 @@ struct device *device_ref(struct device *dev);
 void device_unref(struct devices *table, struct device *dev);
 
 uint64_t devices_generation(const struct devices *table);
+/* A change outside the table (a view's own, views.h): the generation
+ * moves on, no event.  Returns the new generation. */
+uint64_t devices_bump_generation(struct devices *table);
 size_t devices_count(const struct devices *table);
 /* Iterate in a stable order (name); NULL at the end. */
 const struct device *devices_first(const struct devices *table);
@@ -144,6 +153,8 @@ enum device_state device_state(const struct device *dev);
 uint64_t device_generation(const struct device *dev);
 uint64_t device_incarnation(const struct device *dev);
 bool device_ready(const struct device *dev);
+/* Inside the listener: @dev is freed when the call returns. */
+bool device_going(const struct device *dev);
 /* AWAY: CLOCK_REALTIME ms by which it may return; else 0. */
 uint64_t device_away_deadline(const struct device *dev);
 /* The earliest deadline @dev waits for (AWAY, or a PF's VFs); 0: none. */

@@ -14,6 +14,7 @@
 #include "devices.h"
 #include "export.h"
 #include "lives.h"
+#include "views.h"
 #include "wire.h"
 
 /* One block: the Device, the two pointer arrays, the sub-messages, then
@@ -39,12 +40,21 @@ static void fill_port(Rdmad__Port *msg, const struct sysfs_port *port)
 	msg->lid = port->lid;
 }
 
-static void fill_holder(Rdmad__Holder *msg, const struct holder *h)
+/* A pid is a number in a PID namespace: the viewer's own.  The
+ * namespaces themselves only for those who see all. */
+static void fill_holder(Rdmad__Holder *msg, const struct holder *h,
+			const struct export_viewer *viewer)
 {
 	rdmad__holder__init(msg);
-	msg->pid = h->pid;
+	msg->pid = viewer->all ? h->pid : h->ns_pid;
 	msg->uid = h->uid;
 	msg->comm = (char *)h->comm;
+	if (!viewer->all)
+		return;
+	msg->pidns = h->ns.pid;
+	msg->netns = h->ns.net;
+	msg->mntns = h->ns.mnt;
+	msg->pod_uid = (char *)h->pod_uid;
 }
 
 static Rdmad__DeviceState wire_state(const struct device *dev,
@@ -113,7 +123,8 @@ const struct export_viewer export_viewer_all = {.all = true, .lifecycle = true};
 
 static bool may_see(const struct export_viewer *viewer, const struct holder *h)
 {
-	return viewer->all || h->uid == viewer->uid;
+	return viewer->all ||
+	       (h->uid == viewer->uid && h->ns.pid == viewer->pidns);
 }
 
 /* The holders @viewer gets listed, up to WIRE_MAX_HOLDERS_LISTED. */
@@ -127,17 +138,6 @@ static size_t visible_holders(const struct device *dev,
 	return n;
 }
 
-bool export_viewer_same(const struct device *dev, const struct export_viewer *a,
-			const struct export_viewer *b)
-{
-	if (a->lifecycle != b->lifecycle)
-		return false;
-	if (a->all || b->all)
-		return a->all == b->all || device_holder_count(dev) == 0;
-	return a->uid == b->uid ||
-	       (visible_holders(dev, a) == 0 && visible_holders(dev, b) == 0);
-}
-
 static void fill_holders(Rdmad__Device *msg, Rdmad__Holder *holders,
 			 const struct device *dev,
 			 const struct export_viewer *viewer)
@@ -149,7 +149,7 @@ static void fill_holders(Rdmad__Device *msg, Rdmad__Holder *holders,
 
 		if (!may_see(viewer, h))
 			continue;
-		fill_holder(&holders[n], h);
+		fill_holder(&holders[n], h, viewer);
 		msg->holders[n] = &holders[n];
 		n++;
 	}
@@ -170,6 +170,7 @@ int export_device(const struct device *dev, const char *old_name,
 	rdmad__device__init(msg);
 	fill_device(msg, dev, old_name);
 	msg->state = wire_state(dev, viewer);
+	msg->unusable = viewer->view && view_unusable(viewer->view, dev);
 	msg->n_ports = nports;
 	msg->ports = (Rdmad__Port **)(msg + 1);
 	msg->n_holders = nholders;
@@ -206,6 +207,8 @@ int export_table(const struct devices *table,
 		return -ENOMEM;
 	for (dev = devices_first(table); dev && n < cap;
 	     dev = devices_next(table, dev)) {
+		if (viewer->view && !view_has(viewer->view, dev))
+			continue;
 		r = export_device(dev, NULL, viewer, &msgs[n]);
 		if (r < 0) {
 			export_table_free(msgs, n);

@@ -16,32 +16,36 @@
 #include "rdmad.pb-c.h"
 
 struct devices;
+struct view;
 struct device;
 enum devices_event;
 
 /*
- * Who a message is for.  Root and the admin group see every holder; any
- * other user sees the pids and comms of its own holders only, and the
- * others as part of holder_count (PROTOCOL.md, "Hold and Release").
+ * Who a message is for.  Root in the host's namespaces and the admin group
+ * see every holder, with its namespaces; any other user sees the pids (in
+ * its own PID namespace) and comms of its own holders in its own PID
+ * namespace only, and the others as part of holder_count (PROTOCOL.md,
+ * "Hold and Release" and section 8b).
  */
 struct export_viewer {
 	bool all;
 	uid_t uid;	/* when !all */
+	uint64_t pidns; /* when !all; 0: unknown, as the holders' may be */
 	bool lifecycle; /* said "lifecycle" in Hello: AWAY, RETURNED, ... */
+	/* Its view (views.h): which devices, which are unusable.  NULL:
+	 * every device, none unusable. */
+	const struct view *view;
 };
 
 extern const struct export_viewer export_viewer_all; /* with lifecycle */
-
-/* Would @a and @b get the same message for @dev? */
-bool export_viewer_same(const struct device *dev, const struct export_viewer *a,
-			const struct export_viewer *b);
 
 /* One allocation per device; @old_name may be NULL.  -ENOMEM. */
 int export_device(const struct device *dev, const char *old_name,
 		  const struct export_viewer *viewer, Rdmad__Device **ret_msg);
 void export_device_free(Rdmad__Device *msg);
 
-/* Every device of @table in its iteration order (name).  -ENOMEM. */
+/* Every device of @table in @viewer's view, in the table's iteration
+ * order (name).  -ENOMEM. */
 int export_table(const struct devices *table,
 		 const struct export_viewer *viewer, Rdmad__Device ***ret_msgs,
 		 size_t *ret_n);

@@ -371,20 +371,26 @@ static void apply_lifecycle(struct rdmad *d, const struct config *cfg)
 		log_warnc(r, "aliases");
 }
 
+/* Every generation goes to the store before it is published. */
+static void note_generation(void *userdata, uint64_t generation)
+{
+	struct rdmad *d = userdata;
+	int r = genstore_note(d->genstore, generation);
+
+	if (r < 0 && !d->genstore_failed)
+		log_warnc(r, "cannot persist the generation under %s",
+			  d->cfg.state_dir);
+	d->genstore_failed = r < 0;
+}
+
 /* The glue: every table change goes to the store, the verbs source and
  * the clients, in that order. */
 static void on_table_event(void *userdata, enum devices_event event,
 			   const struct device *dev, const char *old_name)
 {
 	struct rdmad *d = userdata;
-	int r;
 
-	r = genstore_note(d->genstore, devices_generation(d->table));
-	if (r < 0 && !d->genstore_failed) {
-		log_warnc(r, "cannot persist the generation under %s",
-			  d->cfg.state_dir);
-	}
-	d->genstore_failed = r < 0;
+	note_generation(d, devices_generation(d->table));
 	/* Clients first: opening a new device for its async events takes
 	 * milliseconds (a device list, an open) and they need not wait. */
 	if (d->server)
@@ -465,7 +471,9 @@ static struct server_options server_options(const struct rdmad *d,
 		.max_holds_per_uid = cfg->max_holds_per_uid,
 		.max_queue = cfg->max_queue,
 		.listen_fd = -1,
-		.generation_fd = -1,
+		.netns_mode = netlink_netns_mode(d->netlink),
+		.note_generation = note_generation,
+		.userdata = (void *)d,
 	};
 
 	return o;

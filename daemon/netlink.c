@@ -84,6 +84,7 @@ struct netlink_source {
 	bool has_rdma;
 	bool has_monitor;
 	bool copy_on_fork;
+	enum netlink_netns_mode netns_mode;
 	bool overrun_logged;
 	bool links_in_mngr; /* the manager frees the cache */
 };
@@ -131,7 +132,7 @@ int netlink_parse_sys(const void *buf, size_t len, struct netlink_rdma_sys *ret)
 		[RDMAD_NLDEV_SYS_ATTR_MONITOR_MODE] = {.type = NLA_U8},
 	};
 	struct nlattr *tb[RDMAD_NLDEV_ATTR_MAX];
-	struct nlattr *cof;
+	struct nlattr *cof, *mode;
 	int r;
 
 	memset(ret, 0, sizeof(*ret));
@@ -145,6 +146,10 @@ int netlink_parse_sys(const void *buf, size_t len, struct netlink_rdma_sys *ret)
 	ret->has_copy_on_fork = cof != NULL;
 	ret->copy_on_fork = cof && nla_get_u8(cof) != 0;
 	ret->has_monitor = tb[RDMAD_NLDEV_SYS_ATTR_MONITOR_MODE] != NULL;
+	mode = tb[RDMA_NLDEV_SYS_ATTR_NETNS_MODE];
+	ret->has_netns_mode = mode != NULL;
+	/* 1: shared (the default), 0: exclusive. */
+	ret->netns_exclusive = mode && nla_get_u8(mode) == 0;
 	return 0;
 }
 
@@ -361,6 +366,11 @@ static void rdma_open(struct netlink_source *src)
 	src->copy_on_fork = sys.copy_on_fork;
 	log_info("netlink: kernel %s pinned pages at fork",
 		 sys.copy_on_fork ? "copies" : "does not copy");
+	if (sys.has_netns_mode)
+		src->netns_mode = sys.netns_exclusive ? NETLINK_NETNS_EXCLUSIVE
+						      : NETLINK_NETNS_SHARED;
+	log_info("netlink: RDMA namespace mode %s",
+		 netlink_netns_mode_name(src->netns_mode));
 	if (!sys.has_monitor) {
 		log_info("netlink: kernel has no RDMA monitor group (< 6.12); "
 			 "relying on udev");
@@ -557,4 +567,9 @@ bool netlink_has_monitor(const struct netlink_source *src)
 bool netlink_copy_on_fork(const struct netlink_source *src)
 {
 	return src->copy_on_fork;
+}
+
+enum netlink_netns_mode netlink_netns_mode(const struct netlink_source *src)
+{
+	return src ? src->netns_mode : NETLINK_NETNS_UNKNOWN;
 }

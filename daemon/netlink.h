@@ -27,6 +27,22 @@ void netlink_source_free(struct netlink_source *src);
 bool netlink_has_rdma(const struct netlink_source *src);
 bool netlink_has_monitor(const struct netlink_source *src);
 bool netlink_copy_on_fork(const struct netlink_source *src);
+/* The kernel's RDMA namespace mode (`rdma system set netns`), as detected
+ * at start; UNKNOWN without RDMA netlink. */
+enum netlink_netns_mode {
+	NETLINK_NETNS_UNKNOWN,
+	NETLINK_NETNS_SHARED,
+	NETLINK_NETNS_EXCLUSIVE,
+};
+enum netlink_netns_mode netlink_netns_mode(const struct netlink_source *src);
+
+/* "shared", "exclusive", "unknown": as PROTOCOL.md and rdmactl say it. */
+static inline const char *netlink_netns_mode_name(enum netlink_netns_mode mode)
+{
+	return mode == NETLINK_NETNS_SHARED	 ? "shared"
+	       : mode == NETLINK_NETNS_EXCLUSIVE ? "exclusive"
+						 : "unknown";
+}
 
 /* Decoding of the kernel's RDMA netlink messages (exposed for the unit test
  * and the fuzzer).  @buf holds one message as read from the socket. */
@@ -34,6 +50,8 @@ struct netlink_rdma_sys {
 	bool has_copy_on_fork; /* the attribute is there at all */
 	bool copy_on_fork;
 	bool has_monitor; /* RDMA_NLDEV_SYS_ATTR_MONITOR_MODE: >= 6.12 */
+	bool has_netns_mode; /* RDMA_NLDEV_SYS_ATTR_NETNS_MODE: >= 5.3 */
+	bool netns_exclusive;
 };
 /* A SYS_GET reply: 0; -ENOMSG other type; -EBADMSG malformed; a kernel
  * error reply gives its -errno. */

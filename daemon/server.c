@@ -50,12 +50,12 @@
 
 #include "devices.h"
 #include "export.h"
-#include "genshare.h"
 #include "log.h"
 #include "outq.h"
 #include "rdmad-config.h"
 #include "server.h"
 #include "scan.h"
+#include "views.h"
 #include "wire.h"
 
 /* Bad requests a client may send before we hang up on it. */
@@ -72,11 +72,10 @@ struct client {
 	struct event *ev_write;
 	struct event *ev_hello; /* the Hello deadline, until it came */
 	int fd;
-	pid_t pid;
-	uid_t uid;
-	gid_t gid;
+	struct peer peer; /* pid, uid, gid, namespaces (peer.h) */
+	struct view *view; /* what it sees, decided at connect (views.h) */
 	char comm[16];
-	bool admin;	/* root or the admin group, as of connect() */
+	bool admin;	/* root or the admin group: admin requests */
 	bool lifecycle; /* said the "lifecycle" feature in Hello */
 	bool hello;
 	bool subscribed;
@@ -103,7 +102,7 @@ struct server {
 	uint64_t refusals[SERVER_REFUSED_COUNT];
 	struct client *clients;
 	unsigned int nclients;
-	struct genshare gen; /* the generation page */
+	struct views *views; /* one generation page each */
 	uint8_t rxbuf[WIRE_MAX_REQUEST];
 };
 
@@ -141,7 +140,7 @@ static void queue_drop_events(struct client *c)
 {
 	outq_drop_events(&c->out);
 	if (!c->resync) {
-		log_debug("client pid %d (%s): queue overflow, resync", c->pid,
+		log_debug("client pid %d (%s): queue overflow, resync", c->peer.pid,
 			  c->comm);
 		c->srv->refusals[SERVER_REFUSED_QUEUE]++;
 	}
@@ -260,22 +259,49 @@ static int emit_part(const Rdmad__Frame *frame, void *userdata)
 
 static struct export_viewer client_viewer(const struct client *c)
 {
-	return (struct export_viewer){
-		.all = c->admin, .uid = c->uid, .lifecycle = c->lifecycle};
+	return (struct export_viewer){.all = c->view->key.all,
+				      .uid = c->peer.uid,
+				      .pidns = c->peer.ns.pid,
+				      .lifecycle = c->lifecycle,
+				      .view = c->view};
 }
+
+/* Welcome.view and Snapshot.view: what rdmad found (PROTOCOL.md 8b). */
+static void fill_view(const struct client *c, Rdmad__View *msg)
+{
+	rdmad__view__init(msg);
+	msg->netns = c->peer.ns.net;
+	msg->mntns = c->peer.ns.mnt;
+	msg->pidns = c->peer.ns.pid;
+	msg->pod_uid = (char *)c->peer.pod_uid;
+	msg->netns_mode = (char *)netlink_netns_mode_name(
+		views_netns_mode(c->srv->views));
+	msg->all = c->view->key.all;
+	msg->verified = c->peer.known;
+	msg->host = c->view->host;
+}
+
+static void view_changes(struct server *srv, struct view *v);
+static void view_event(struct server *srv, struct view *v,
+		       const struct device *dev, enum view_change change);
 
 static int send_snapshot(struct client *c, uint64_t seq)
 {
 	struct server *srv = c->srv;
-	struct export_viewer viewer = client_viewer(c);
+	struct export_viewer viewer;
 	Rdmad__Device **msgs;
+	Rdmad__View view;
 	size_t n;
 	int r;
 
+	/* Nodes come and go in a container's /dev without an event. */
+	view_changes(srv, c->view);
+	viewer = client_viewer(c);
+	fill_view(c, &view);
 	r = export_table(srv->table, &viewer, &msgs, &n);
 	if (r < 0)
 		return r;
-	r = wire_split_snapshot(msgs, n, devices_generation(srv->table), seq,
+	r = wire_split_snapshot(msgs, n, c->view->generation, seq, &view,
 				emit_part, c);
 	export_table_free(msgs, n);
 	return r;
@@ -285,14 +311,14 @@ static int send_snapshot(struct client *c, uint64_t seq)
 
 static int handle_hello(struct client *c, const Rdmad__Frame *req)
 {
-	struct server *srv = c->srv;
 	Rdmad__Welcome welcome = RDMAD__WELCOME__INIT;
+	Rdmad__View view;
 	Rdmad__Frame frame;
 
 	if (c->hello)
 		return bad_request(c, req->seq, "Hello was said already");
-	log_debug("client pid %d uid %d (%s) says hello as '%.32s'", c->pid,
-		  c->uid, c->comm, req->hello->client_name);
+	log_debug("client pid %d uid %d (%s) says hello as '%.32s'", c->peer.pid,
+		  c->peer.uid, c->comm, req->hello->client_name);
 	c->hello = true;
 	for (size_t i = 0; i < req->hello->n_features; i++)
 		if (!strcmp(req->hello->features[i], "lifecycle"))
@@ -302,10 +328,12 @@ static int handle_hello(struct client *c, const Rdmad__Frame *req)
 	frame.body_case = RDMAD__FRAME__BODY_WELCOME;
 	frame.welcome = &welcome;
 	welcome.version = WIRE_VERSION;
-	welcome.generation = devices_generation(srv->table);
+	welcome.generation = c->view->generation;
 	welcome.daemon_version = (char *)RDMAD_VERSION;
-	welcome.generation_page = srv->gen.ro_fd >= 0;
-	return reply_frame(c, &frame, srv->gen.ro_fd);
+	welcome.generation_page = c->view->page.ro_fd >= 0;
+	fill_view(c, &view);
+	welcome.view = &view;
+	return reply_frame(c, &frame, c->view->page.ro_fd);
 }
 
 static int handle_get_status(struct client *c, const Rdmad__Frame *req)
@@ -333,14 +361,16 @@ static unsigned int holds_of_uid(const struct server *srv, uid_t uid)
 	unsigned int n = 0;
 
 	for (const struct client *c = srv->clients; c; c = c->next)
-		if (c->uid == uid)
+		if (c->peer.uid == uid)
 			n += c->nholds;
 	return n;
 }
 
 static int handle_hold(struct client *c, const Rdmad__Frame *req)
 {
-	struct holder h = {.owner = c, .pid = c->pid, .uid = c->uid};
+	struct holder h = {.owner = c, .pid = c->peer.pid, .uid = c->peer.uid,
+			   .ns_pid = c->peer.ns_pid, .ns = c->peer.ns};
+	const struct device *dev;
 	int r;
 
 	if (c->nholds >= c->srv->opts.max_holds) {
@@ -348,13 +378,17 @@ static int handle_hold(struct client *c, const Rdmad__Frame *req)
 		return reply_status(c, req->seq, -EDQUOT,
 				    "too many holds on this connection");
 	}
-	if (holds_of_uid(c->srv, c->uid) >= c->srv->opts.max_holds_per_uid &&
+	if (holds_of_uid(c->srv, c->peer.uid) >= c->srv->opts.max_holds_per_uid &&
 	    !c->admin) {
 		c->srv->refusals[SERVER_REFUSED_HOLDS_PER_UID]++;
 		return reply_status(c, req->seq, -EDQUOT,
 				    "too many holds for this user");
 	}
 	memcpy(h.comm, c->comm, sizeof(h.comm));
+	memcpy(h.pod_uid, c->peer.pod_uid, sizeof(h.pod_uid));
+	dev = devices_find(c->srv->table, req->hold->name);
+	if (!dev || !view_has(c->view, dev))
+		return reply_status(c, req->seq, -ENODEV, strerror(ENODEV));
 	r = devices_hold(c->srv->table, req->hold->name, &h);
 	if (r == 0)
 		c->nholds++;
@@ -370,11 +404,38 @@ static int handle_release(struct client *c, const Rdmad__Frame *req)
 	return reply_status(c, req->seq, r, strerror(-r));
 }
 
+/* A client could not open a device it sees (PROTOCOL.md 8b): flag it in
+ * that client's view, for that life of the device. */
+static int handle_unusable(struct client *c, const Rdmad__Frame *req)
+{
+	const Rdmad__Unusable *u = req->unusable;
+	const struct device *dev = devices_find(c->srv->table, u->name);
+	int r;
+
+	if (u->error != EPERM && u->error != EACCES)
+		return bad_request(c, req->seq, "not a permission error");
+	if (!dev || !view_has(c->view, dev) ||
+	    device_state(dev) != DEVICE_STATE_PRESENT ||
+	    device_incarnation(dev) != u->incarnation)
+		return reply_status(c, req->seq, -ENODEV,
+				    "no such device in this view");
+	r = view_set_unusable(c->view, dev);
+	if (r == 0) {
+		log_info("%s (incarnation %llu) is unusable for pid %d uid %d "
+			 "(%s): %s", u->name,
+			 (unsigned long long)u->incarnation, c->peer.pid,
+			 c->peer.uid, c->comm, strerror(u->error));
+		view_event(c->srv, c->view, dev, VIEW_SEEN);
+	}
+	return reply_status(c, req->seq, r == -EALREADY ? 0 : r,
+			    "out of memory");
+}
+
 static int handle_rescan(struct client *c, const Rdmad__Frame *req)
 {
 	int r = 0;
 
-	log_info("rescan requested by pid %d uid %d (%s)", c->pid, c->uid,
+	log_info("rescan requested by pid %d uid %d (%s)", c->peer.pid, c->peer.uid,
 		 c->comm);
 	if (c->srv->scan)
 		r = scan_full_now(c->srv->scan);
@@ -420,15 +481,24 @@ static bool peer_is_admin(const struct server *srv, int fd,
 
 static void client_check_admin(struct client *c)
 {
-	struct ucred cred = {.pid = c->pid, .uid = c->uid, .gid = c->gid};
+	struct ucred cred = {c->peer.pid, c->peer.uid, c->peer.gid};
 
 	c->admin = peer_is_admin(c->srv, c->fd, &cred);
+}
+
+/* Every device and holder (PROTOCOL.md 8b): the admin group, and root in
+ * the host's namespaces (or where rdmad cannot tell, as before views). */
+static bool client_sees_all(const struct client *c)
+{
+	if (c->peer.uid != 0)
+		return c->admin;
+	return !c->peer.known || views_peer_is_host(c->srv->views, &c->peer);
 }
 
 /* Malformed input: debug log only, and a bounded number of chances. */
 static int bad_request(struct client *c, uint64_t seq, const char *why)
 {
-	log_debug("client pid %d (%s): bad request: %s", c->pid, c->comm, why);
+	log_debug("client pid %d (%s): bad request: %s", c->peer.pid, c->comm, why);
 	if (seq)
 		reply_status(c, seq, -EBADMSG, why);
 	return ++c->bad_requests >= MAX_BAD_REQUESTS ? -EPROTO : 0;
@@ -454,6 +524,8 @@ static const struct request_type requests[] = {
 	[RDMAD__FRAME__BODY_HOLD] = {REQUEST_CLASS_MUTATING, handle_hold},
 	[RDMAD__FRAME__BODY_RELEASE] = {REQUEST_CLASS_MUTATING, handle_release},
 	[RDMAD__FRAME__BODY_RESCAN] = {REQUEST_CLASS_ADMIN, handle_rescan},
+	[RDMAD__FRAME__BODY_UNUSABLE] = {REQUEST_CLASS_MUTATING,
+					 handle_unusable},
 };
 
 static const struct request_type *request_type(Rdmad__Frame__BodyCase body)
@@ -475,8 +547,8 @@ static int handle_request(struct client *c, const Rdmad__Frame *req)
 				   "the first request must be "
 				   "Hello");
 	if (t->class == REQUEST_CLASS_ADMIN && !c->admin) {
-		log_debug("client pid %d uid %d: admin request refused", c->pid,
-			  c->uid);
+		log_debug("client pid %d uid %d: admin request refused", c->peer.pid,
+			  c->peer.uid);
 		return reply_status(c, req->seq, -EPERM,
 				    "needs root or the admin group");
 	}
@@ -509,7 +581,7 @@ static int handle_datagram(struct client *c, size_t len)
 
 	r = wire_decode(c->srv->rxbuf, len, WIRE_MAX_REQUEST, &req);
 	if (r == -EPROTONOSUPPORT) {
-		log_debug("client pid %d (%s): protocol version %u", c->pid,
+		log_debug("client pid %d (%s): protocol version %u", c->peer.pid,
 			  c->comm, req->version);
 		reply_status(c, req->seq, r, "protocol version 1 only");
 		wire_free(req);
@@ -614,7 +686,7 @@ static void on_hello_timeout(evutil_socket_t fd, short what, void *arg)
 	struct client *c = arg;
 
 	c->srv->refusals[SERVER_REFUSED_NO_HELLO]++;
-	log_debug("client pid %d (%s): no Hello within %u ms", c->pid, c->comm,
+	log_debug("client pid %d (%s): no Hello within %u ms", c->peer.pid, c->comm,
 		  c->srv->opts.hello_timeout_ms);
 	client_kill(c);
 }
@@ -629,6 +701,12 @@ static void client_free_events(struct client *c)
 		event_free(c->ev_hello);
 }
 
+static void client_leave_view(struct client *c)
+{
+	if (c->view)
+		views_leave(c->srv->views, c->view);
+}
+
 static struct client *client_new(struct server *srv, int fd,
 				 const struct ucred *cred)
 {
@@ -637,16 +715,22 @@ static struct client *client_new(struct server *srv, int fd,
 		.tv_sec = srv->opts.hello_timeout_ms / 1000,
 		.tv_usec = srv->opts.hello_timeout_ms % 1000 * 1000,
 	};
+	int r;
 
 	if (!c)
 		return NULL;
 	c->srv = srv;
 	c->fd = fd;
-	c->pid = cred->pid;
-	c->uid = cred->uid;
-	c->gid = cred->gid;
+	peer_identify(fd, cred, &c->peer);
 	read_comm(cred->pid, c->comm);
 	client_check_admin(c);
+	c->view = views_join(srv->views, &c->peer, client_sees_all(c), &r);
+	/* Kept only by a view that looks into its /dev (one per view). */
+	if (c->peer.proc_fd >= 0)
+		close(c->peer.proc_fd);
+	c->peer.proc_fd = -1;
+	if (!c->view)
+		goto fail;
 	c->ev_read = event_new(srv->base, fd, EV_READ | EV_PERSIST,
 			       on_client_read, c);
 	c->ev_write = event_new(srv->base, fd, EV_WRITE | EV_PERSIST,
@@ -659,6 +743,7 @@ static struct client *client_new(struct server *srv, int fd,
 	return c;
 fail:
 	client_free_events(c);
+	client_leave_view(c);
 	free(c);
 	return NULL;
 }
@@ -687,9 +772,10 @@ static void client_close(struct client *c)
 {
 	struct server *srv = c->srv;
 
-	log_debug("client pid %d (%s) gone", c->pid, c->comm);
+	log_debug("client pid %d (%s) gone", c->peer.pid, c->comm);
 	client_unlink(srv, c);
 	client_free_events(c);
+	client_leave_view(c);
 	close(c->fd);
 	outq_clear(&c->out);
 	/* Unlinked first: the events this causes go to the others only. */
@@ -724,7 +810,7 @@ static unsigned int clients_of_uid(const struct server *srv, uid_t uid)
 	unsigned int n = 0;
 
 	for (const struct client *c = srv->clients; c; c = c->next)
-		n += c->uid == uid;
+		n += c->peer.uid == uid;
 	return n;
 }
 
@@ -800,7 +886,7 @@ static bool accept_one(struct server *srv)
 	}
 	memset(srv->logged_refusal, 0, sizeof(srv->logged_refusal));
 	client_link(srv, c);
-	log_debug("client pid %d uid %d (%s) connected", c->pid, c->uid,
+	log_debug("client pid %d uid %d (%s) connected", c->peer.pid, c->peer.uid,
 		  c->comm);
 	return true;
 }
@@ -965,13 +1051,8 @@ struct server *server_new(struct event_base *base, struct devices *table,
 	srv->scan = scan;
 	srv->opts = *opts;
 	srv->listen_fd = -1;
-	r = genshare_open(&srv->gen, opts->generation_fd,
-			  devices_generation(table));
-	if (r < 0) {
-		log_warnc(r, "generation page");
-	} else {
-		r = server_listen(srv);
-	}
+	srv->views = views_new(table, opts->netns_mode);
+	r = srv->views ? server_listen(srv) : -ENOMEM;
 	if (r < 0) {
 		server_free(srv);
 		errno = -r;
@@ -997,7 +1078,7 @@ void server_free(struct server *srv)
 		unlink(srv->socket_path);
 		free(srv->socket_path);
 	}
-	genshare_close(&srv->gen);
+	views_free(srv->views);
 	free(srv);
 }
 
@@ -1017,9 +1098,22 @@ void server_set_limits(struct server *srv, const struct server_options *opts)
 	}
 }
 
-static struct outbuf *encode_event(struct server *srv, enum devices_event event,
-				   const struct device *dev,
-				   const char *old_name,
+/* What one event is for one view: its wire type and, when the device
+ * leaves the view, why. */
+struct view_event {
+	enum devices_event event;
+	const struct device *dev;
+	const char *old_name;
+	enum view_change change;
+};
+
+static const char *leave_reason(const struct view *v)
+{
+	return v->other_netns ? "netns" : "mount";
+}
+
+static struct outbuf *encode_event(const struct view_event *ve,
+				   const struct view *v,
 				   const struct export_viewer *viewer)
 {
 	Rdmad__Event ev = RDMAD__EVENT__INIT;
@@ -1027,113 +1121,166 @@ static struct outbuf *encode_event(struct server *srv, enum devices_event event,
 	Rdmad__Frame frame;
 	struct outbuf *ob;
 
-	ev.type = export_event_type(event, viewer);
+	ev.type = export_event_type(ve->event, viewer);
+	if (ve->change == VIEW_ENTERS)
+		ev.type = RDMAD__EVENT_TYPE__EVENT_TYPE_ADDED;
+	if (ve->change == VIEW_LEAVES)
+		ev.type = RDMAD__EVENT_TYPE__EVENT_TYPE_REMOVED;
 	if (ev.type == RDMAD__EVENT_TYPE__EVENT_TYPE_EXPECTING ||
 	    ev.type == RDMAD__EVENT_TYPE__EVENT_TYPE_SETTLED) {
 		/* About the PF's VFs; the PF itself is the device. */
-		sriov.pf = (char *)device_info(dev)->pci_address;
-		device_sriov(dev, &sriov.expected, &sriov.ready);
+		sriov.pf = (char *)device_info(ve->dev)->pci_address;
+		device_sriov(ve->dev, &sriov.expected, &sriov.ready);
 		ev.sriov = &sriov;
 	}
-	if (export_device(dev, old_name, viewer, &ev.device) < 0)
+	if (export_device(ve->dev, ve->old_name, viewer, &ev.device) < 0)
 		return NULL;
+	if (ve->change == VIEW_LEAVES) {
+		/* Gone from this view only: present elsewhere. */
+		ev.device->state = RDMAD__DEVICE_STATE__DEVICE_STATE_REMOVED;
+		ev.device->reason = (char *)leave_reason(v);
+	}
 	wire_frame_init(&frame, 0);
 	frame.body_case = RDMAD__FRAME__BODY_EVENT;
 	frame.event = &ev;
-	ev.generation = devices_generation(srv->table);
+	ev.generation = v->generation;
 	ob = outbuf_encode(&frame, true, -1);
 	export_device_free(ev.device);
 	return ob;
 }
 
 /*
- * One event's encodings, one per distinct view of the device: a device
- * nobody holds is encoded once for everyone; a held one once for the
- * admins and once per user that sees a different holder list.
+ * A view's encodings of the event at hand, made on first use: one for
+ * clients that said "lifecycle" and one for those that did not (every
+ * client of a view sees the same devices and holders).
  */
-struct encodings {
-	struct export_viewer *viewers;
-	struct outbuf **obs;
-	size_t n, cap;
-};
-
-static int encodings_grow(struct encodings *e)
+static struct outbuf *view_encoding(struct view *v, const struct client *c,
+				    const struct view_event *ve)
 {
-	size_t cap = e->cap ? 2 * e->cap : 4;
-	struct export_viewer *viewers;
-	struct outbuf **obs;
+	struct export_viewer viewer = client_viewer(c);
+	struct outbuf **slot = (struct outbuf **)&v->scratch[c->lifecycle];
 
-	viewers = reallocarray(e->viewers, cap, sizeof(*viewers));
-	if (!viewers)
-		return -ENOMEM;
-	e->viewers = viewers;
-	obs = reallocarray(e->obs, cap, sizeof(*obs));
-	if (!obs)
-		return -ENOMEM;
-	e->obs = obs;
-	e->cap = cap;
-	return 0;
+	if (!*slot)
+		*slot = encode_event(ve, v, &viewer);
+	return *slot;
 }
 
-static struct outbuf *encoding_for(struct encodings *e, struct server *srv,
-				   enum devices_event event,
-				   const struct device *dev,
-				   const char *old_name,
-				   const struct export_viewer *viewer)
+static void view_scratch_clear(struct view *v)
 {
-	struct outbuf *ob;
-
-	for (size_t i = 0; i < e->n; i++)
-		if (export_viewer_same(dev, &e->viewers[i], viewer))
-			return e->obs[i];
-	if (e->n == e->cap && encodings_grow(e) < 0)
-		return NULL;
-	ob = encode_event(srv, event, dev, old_name, viewer);
-	if (!ob)
-		return NULL;
-	e->viewers[e->n] = *viewer;
-	e->obs[e->n++] = ob;
-	return ob;
+	for (size_t i = 0; i < 2; i++) {
+		if (v->scratch[i])
+			outbuf_unref(v->scratch[i]);
+		v->scratch[i] = NULL;
+	}
 }
 
-static void encodings_free(struct encodings *e)
-{
-	for (size_t i = 0; i < e->n; i++)
-		outbuf_unref(e->obs[i]);
-	free(e->viewers);
-	free(e->obs);
-}
-
-/* Could not encode: nobody gets this event, so everyone resyncs. */
-static void resync_all(struct server *srv)
+/* Could not encode: nobody of that view gets this event, so they resync. */
+static void resync_view(struct server *srv, const struct view *v)
 {
 	log_warnx("cannot encode an event: subscribers will resync");
 	for (struct client *c = srv->clients; c; c = c->next)
-		if (c->subscribed && !c->dead)
+		if (c->view == v && c->subscribed && !c->dead)
 			queue_drop_events(c);
+}
+
+/* Push the event to the subscribers of every view it is for (each
+ * view's change already set, its generation already published). */
+static void fan_out(struct server *srv, const struct view_event *base)
+{
+	struct view_event ve = *base;
+	struct outbuf *ob;
+	struct client *c;
+
+	for (c = srv->clients; c; c = c->next) {
+		if (!c->subscribed || c->dead || c->resync ||
+		    c->view->change == VIEW_UNSEEN || c->view->change < 0)
+			continue;
+		ve.change = c->view->change;
+		ob = view_encoding(c->view, c, &ve);
+		if (!ob) {
+			c->view->change = -1; /* failed: resynced below */
+			resync_view(srv, c->view);
+			continue;
+		}
+		push_event(c, ob);
+	}
+	for (struct view *v = views_first(srv->views); v; v = v->next)
+		view_scratch_clear(v);
+}
+
+/* A change the table did not make (a view's own): the daemon's
+ * generation moves with the view's, so no view ever passes it. */
+static void bump_daemon_generation(struct server *srv)
+{
+	uint64_t gen = devices_bump_generation(srv->table);
+
+	if (srv->opts.note_generation)
+		srv->opts.note_generation(srv->opts.userdata, gen);
+}
+
+/* One view's own event (entering or leaving it, flagged unusable): its
+ * clients only. */
+static void view_event(struct server *srv, struct view *v,
+		       const struct device *dev, enum view_change change)
+{
+	struct view_event ve = {.event = DEVICES_EVENT_CHANGED, .dev = dev};
+
+	for (struct view *o = views_first(srv->views); o; o = o->next)
+		o->change = VIEW_UNSEEN;
+	v->change = change;
+	bump_daemon_generation(srv);
+	view_next_generation(v);
+	fan_out(srv, &ve);
+}
+
+static void on_view_change(void *ud, struct view *v, const struct device *dev,
+			   enum view_change change)
+{
+	view_event(ud, v, dev, change);
+}
+
+/* A view whose process went: another client's /proc/PID, if any. */
+static void view_find_proc(struct server *srv, struct view *v)
+{
+	struct ucred cred;
+	struct peer p;
+
+	for (struct client *c = srv->clients; c; c = c->next) {
+		if (c->view != v)
+			continue;
+		cred = (struct ucred){c->peer.pid, c->peer.uid, c->peer.gid};
+		peer_identify(c->fd, &cred, &p);
+		if (view_offer_proc(v, &p))
+			return;
+		if (p.proc_fd >= 0)
+			close(p.proc_fd);
+	}
+}
+
+/* Look at a view's devices again: what entered or left goes to its
+ * clients. */
+static void view_changes(struct server *srv, struct view *v)
+{
+	if (view_needs_proc(v))
+		view_find_proc(srv, v);
+	view_refresh(v, srv->table, on_view_change, srv);
 }
 
 void server_device_event(struct server *srv, enum devices_event event,
 			 const struct device *dev, const char *old_name)
 {
-	struct encodings enc = {0};
-	struct export_viewer viewer;
-	struct outbuf *ob;
-	struct client *c;
+	struct view_event ve = {event, dev, old_name, VIEW_SEEN};
 
-	genshare_publish(&srv->gen, devices_generation(srv->table));
-	for (c = srv->clients; c; c = c->next) {
-		if (!c->subscribed || c->dead || c->resync)
-			continue;
-		viewer = client_viewer(c);
-		ob = encoding_for(&enc, srv, event, dev, old_name, &viewer);
-		if (!ob) {
-			resync_all(srv);
-			break;
-		}
-		push_event(c, ob);
+	for (struct view *v = views_first(srv->views); v; v = v->next) {
+		if (view_needs_proc(v))
+			view_find_proc(srv, v);
+		v->change = view_apply(v, dev, event);
+		if (v->change != VIEW_UNSEEN)
+			view_next_generation(v);
 	}
-	encodings_free(&enc);
+	fan_out(srv, &ve);
+	if (device_going(dev))
+		views_forget(srv->views, dev);
 }
 
 unsigned int server_client_count(const struct server *srv)

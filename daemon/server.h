@@ -3,7 +3,9 @@
  * The socket server: accepts clients on the AF_UNIX SOCK_SEQPACKET socket
  * (socket-activated or bound here), speaks proto/PROTOCOL.md, keeps a
  * bounded output queue per client and fans device events out to
- * subscribers.  Client identity comes from SO_PEERCRED only.
+ * subscribers.  Client identity comes from SO_PEERCRED and the peer
+ * process's namespaces (peer.h), never from what a client says; each
+ * client sees its view (views.h).
  */
 #ifndef RDMAD_SERVER_H
 #define RDMAD_SERVER_H
@@ -11,6 +13,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
+
+#include "netlink.h"
 
 struct event_base;
 struct devices;
@@ -31,8 +35,11 @@ struct server_options {
 	unsigned int max_holds_per_uid; /* but root and the admin group */
 	unsigned int max_queue;		/* frames queued per client, e.g. 256 */
 	int listen_fd;			/* from sd_listen_fds, or -1 to bind */
-	int generation_fd;		/* memfd with the generation, or -1;
-					 * the server takes it over */
+	enum netlink_netns_mode netns_mode; /* the kernel's RDMA netns mode */
+	/* A generation is about to be published that no table event
+	 * announced (a view's own change): persist it. */
+	void (*note_generation)(void *userdata, uint64_t generation);
+	void *userdata;
 };
 
 /* Why a connection was turned away (counted, see server_refusals()). */

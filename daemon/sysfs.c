@@ -37,6 +37,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include "name.h"
@@ -51,6 +52,7 @@
 struct uverbs_map_entry {
 	char ibdev[SYSFS_NAME_MAX];
 	char uverbs[16];
+	dev_t dev;
 };
 
 struct uverbs_map {
@@ -507,8 +509,24 @@ static bool read_parent(int devfd, struct sysfs_device *dev)
 	return true;
 }
 
-/* uverbsN of @name among the entries of directory @fd (consumed). */
-static int find_uverbs_in(int fd, const char *name, char *ret, size_t size)
+/* "231:192", the uverbs device's "dev": its number, 0 if unreadable. */
+static dev_t read_devnum(int dirfd, const char *uverbs)
+{
+	char path[300], text[32];
+	unsigned int major, minor;
+	char end;
+
+	snprintf(path, sizeof(path), "%s/dev", uverbs);
+	if (read_attr(dirfd, path, text, sizeof(text)) < 0 ||
+	    sscanf(text, "%u:%u%c", &major, &minor, &end) != 2)
+		return 0;
+	return makedev(major, minor);
+}
+
+/* uverbsN of @name among the entries of directory @fd (consumed), and
+ * its device number. */
+static int find_uverbs_in(int fd, const char *name, char *ret, size_t size,
+			  dev_t *ret_dev)
 {
 	char ibdev[SYSFS_NAME_MAX], path[300];
 	struct dirent *de;
@@ -528,6 +546,7 @@ static int find_uverbs_in(int fd, const char *name, char *ret, size_t size)
 		if (read_attr(dirfd(dir), path, ibdev, sizeof(ibdev)) == 0 &&
 		    strcmp(ibdev, name) == 0) {
 			strcpy(ret, de->d_name);
+			*ret_dev = read_devnum(dirfd(dir), de->d_name);
 			r = 0;
 		}
 	}
@@ -561,12 +580,14 @@ static void find_uverbs(const char *sysroot, int devfd, bool has_parent,
 		fd = open_at(devfd, "device/infiniband_verbs",
 			     O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 		if (fd >= 0 && find_uverbs_in(fd, dev->name, dev->uverbs,
-					      sizeof(dev->uverbs)) == 0)
+					      sizeof(dev->uverbs),
+					      &dev->uverbs_dev) == 0)
 			return;
 	}
 	fd = open_class(sysroot, "infiniband_verbs");
 	if (fd >= 0)
-		find_uverbs_in(fd, dev->name, dev->uverbs, sizeof(dev->uverbs));
+		find_uverbs_in(fd, dev->name, dev->uverbs, sizeof(dev->uverbs),
+			       &dev->uverbs_dev);
 }
 
 static int compare_uverbs(const void *a, const void *b)
@@ -612,6 +633,7 @@ static int load_uverbs_map(const char *sysroot, struct uverbs_map *map)
 		if (read_attr(dirfd(dir), path, e->ibdev, sizeof(e->ibdev)) < 0)
 			continue;
 		strcpy(e->uverbs, de->d_name);
+		e->dev = read_devnum(dirfd(dir), de->d_name);
 		map->n++;
 	}
 	closedir(dir);
@@ -630,8 +652,10 @@ static void lookup_uverbs(const struct uverbs_map *map,
 	e = map->n ? bsearch(&key, map->entries, map->n, sizeof(key),
 			     compare_uverbs)
 		   : NULL;
-	if (e)
+	if (e) {
 		strcpy(dev->uverbs, e->uverbs);
+		dev->uverbs_dev = e->dev;
+	}
 }
 
 /* What one scan shares between its devices. */

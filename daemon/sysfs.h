@@ -12,6 +12,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #define SYSFS_NAME_MAX 64
 
@@ -30,6 +31,7 @@ struct sysfs_port {
 struct sysfs_device {
 	char name[SYSFS_NAME_MAX]; /* ib device name, "mlx5_0" */
 	char uverbs[16];	   /* "uverbs0", empty if none */
+	dev_t uverbs_dev;	   /* its device number (231:192); 0: unknown */
 	char id[160];		   /* stable identity, see sysfs.c */
 	char node_guid[20];
 	char sys_image_guid[20];

@@ -22,9 +22,13 @@
  * Worst case of everything in a snapshot Frame except its devices:
  * version (1 + 5), seq (1 + 10), status (1 + 5), the body tag (2) and
  * length (3, as a body is below 2 MiB), generation (1 + 10), part and
- * parts (1 + 5 each).  Rounded up so the split never has to retry.
+ * parts (1 + 5 each); and the View (tag and length 3, three namespace
+ * inodes 3 x (1 + 10), a pod UID of up to 39 bytes (2 + 39), a mode name
+ * (2 + 9), three flags 3 x 2), whose strings wire_split_snapshot()
+ * checks.  Rounded up so the split never has to retry.
  */
-#define SNAPSHOT_OVERHEAD 64
+#define SNAPSHOT_OVERHEAD 160
+#define VIEW_STRING_MAX 39
 
 void wire_frame_init(Rdmad__Frame *frame, uint64_t seq)
 {
@@ -75,6 +79,9 @@ static bool body_ok(const Rdmad__Frame *frame)
 	case RDMAD__FRAME__BODY_RELEASE:
 		return frame->seq != 0 &&
 		       rdmad_name_valid_str(frame->release->name);
+	case RDMAD__FRAME__BODY_UNUSABLE:
+		return frame->seq != 0 &&
+		       rdmad_name_valid_str(frame->unusable->name);
 	case RDMAD__FRAME__BODY_SNAPSHOT:
 		return frame->snapshot->parts >= 1 &&
 		       frame->snapshot->part < frame->snapshot->parts;
@@ -426,7 +433,8 @@ static int emit_parts(Rdmad__Device *const *devices, const size_t *costs,
 }
 
 int wire_split_snapshot(Rdmad__Device *const *devices, size_t n,
-			uint64_t generation, uint64_t seq, wire_emit_fn emit,
+			uint64_t generation, uint64_t seq,
+			const Rdmad__View *view, wire_emit_fn emit,
 			void *userdata)
 {
 	Rdmad__Snapshot snap = RDMAD__SNAPSHOT__INIT;
@@ -435,6 +443,9 @@ int wire_split_snapshot(Rdmad__Device *const *devices, size_t n,
 	uint32_t parts;
 	int r;
 
+	if (view && (strlen(view->pod_uid) > VIEW_STRING_MAX ||
+		     strlen(view->netns_mode) > VIEW_STRING_MAX))
+		return -EINVAL;
 	costs = calloc(n ? n : 1, sizeof(*costs));
 	if (!costs)
 		return -ENOMEM;
@@ -448,6 +459,7 @@ int wire_split_snapshot(Rdmad__Device *const *devices, size_t n,
 	frame.snapshot = &snap;
 	snap.generation = generation;
 	snap.parts = parts;
+	snap.view = (Rdmad__View *)view;
 	r = emit_parts(devices, costs, n, &frame, emit, userdata);
 out:
 	free(costs);

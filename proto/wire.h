@@ -68,13 +68,15 @@ const char *wire_status_name(Rdmad__Status status);
  * Split @n devices into snapshot parts that each encode to at most
  * WIRE_MAX_FRAME bytes as a full Frame.  Calls @emit once per part, in
  * order, with a Frame whose version, seq, status and snapshot
- * (generation, part, parts, devices) are filled in; @emit's return, if
- * non-zero, stops the split and is returned.  -EMSGSIZE if one device
- * alone does not fit.
+ * (generation, part, parts, devices, and @view, which may be NULL) are
+ * filled in; @emit's return, if non-zero, stops the split and is
+ * returned.  -EMSGSIZE if one device alone does not fit; -EINVAL if a
+ * string of @view is longer than a view's (39 bytes).
  */
 typedef int (*wire_emit_fn)(const Rdmad__Frame *frame, void *userdata);
 int wire_split_snapshot(Rdmad__Device *const *devices, size_t n,
-			uint64_t generation, uint64_t seq, wire_emit_fn emit,
+			uint64_t generation, uint64_t seq,
+			const Rdmad__View *view, wire_emit_fn emit,
 			void *userdata);
 
 /* Most parts a snapshot may announce, and most devices it may hold in

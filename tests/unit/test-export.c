@@ -264,18 +264,24 @@ static void test_many_holders(void)
 	devices_free(t);
 }
 
-/* Who sees whose holders: root all; a user its own, the rest counted. */
+/* Who sees whose holders: root all, with namespaces; a user its own in
+ * its own PID namespace, by the pids it knows there; the rest counted. */
 static void test_viewers(void)
 {
-	struct holder h[3] = {
-		{.owner = &h[0], .pid = 10, .uid = 1000, .comm = "mine"},
-		{.owner = &h[1], .pid = 20, .uid = 2000, .comm = "theirs"},
-		{.owner = &h[2], .pid = 30, .uid = 1000, .comm = "mine2"},
+	struct holder h[4] = {
+		{.owner = &h[0], .pid = 10, .ns_pid = 10, .uid = 1000,
+		 .comm = "mine"},
+		{.owner = &h[1], .pid = 20, .ns_pid = 20, .uid = 2000,
+		 .comm = "theirs"},
+		{.owner = &h[2], .pid = 30, .ns_pid = 30, .uid = 1000,
+		 .comm = "mine2"},
+		{.owner = &h[3], .pid = 40, .ns_pid = 7, .uid = 1000,
+		 .comm = "in-pod", .ns = {.net = 5, .mnt = 6, .pid = 77},
+		 .pod_uid = "1b2c3d4e-5f60-7182-93a4-b5c6d7e8f901"},
 	};
 	const struct export_viewer u1000 = {.uid = 1000, .lifecycle = true},
-				   u2000 = {.uid = 2000, .lifecycle = true},
 				   u3000 = {.uid = 3000, .lifecycle = true},
-				   u4000 = {.uid = 4000, .lifecycle = true};
+				   pod1000 = {.uid = 1000, .pidns = 77};
 	struct sysfs_device scan;
 	struct devices *t = devices_new(1);
 	const struct device *dev;
@@ -284,29 +290,36 @@ static void test_viewers(void)
 	make_device(&scan, "mlx5_0", "pci-0000:03:00.0", 1);
 	CHECK(devices_apply_scan(t, &scan, 1) == 1, "scan");
 	dev = devices_first(t);
-	CHECK(export_viewer_same(dev, &export_viewer_all, &u1000),
-	      "nobody holds it: one message for all");
-	for (int i = 0; i < 3; i++)
+	for (int i = 0; i < 4; i++)
 		CHECK(devices_hold(t, "mlx5_0", &h[i]) == 0, "hold %d", i);
 
 	CHECK(export_device(dev, NULL, &u1000, &msg) == 0, "export as 1000");
-	CHECK(msg->n_holders == 2 && msg->holder_count == 3 &&
-		      msg->holders[0]->pid == 10 &&
+	CHECK(msg->n_holders == 2 && msg->holder_count == 4 &&
+		      msg->holders[0]->pid == 10 && msg->holders[0]->pidns == 0 &&
 		      strcmp(msg->holders[1]->comm, "mine2") == 0,
-	      "uid 1000 sees its own two of 3: %zu", msg->n_holders);
+	      "uid 1000 sees its own two of 4, no namespaces: %zu",
+	      msg->n_holders);
+	export_device_free(msg);
+	CHECK(export_device(dev, NULL, &pod1000, &msg) == 0, "as the pod");
+	CHECK(msg->n_holders == 1 && msg->holders[0]->pid == 7 &&
+		      strcmp(msg->holders[0]->comm, "in-pod") == 0 &&
+		      !msg->holders[0]->pod_uid[0],
+	      "uid 1000 in the pod sees its own, by its pid there: %zu %u",
+	      msg->n_holders, msg->n_holders ? msg->holders[0]->pid : 0);
 	export_device_free(msg);
 	CHECK(export_device(dev, NULL, &u3000, &msg) == 0, "export as 3000");
-	CHECK(msg->n_holders == 0 && msg->holder_count == 3,
+	CHECK(msg->n_holders == 0 && msg->holder_count == 4,
 	      "uid 3000 sees a count only");
 	export_device_free(msg);
 	CHECK(export_device(dev, NULL, &export_viewer_all, &msg) == 0, "all");
-	CHECK(msg->n_holders == 3, "root sees all");
+	CHECK(msg->n_holders == 4 && msg->holders[3]->pid == 40 &&
+		      msg->holders[3]->pidns == 77 &&
+		      msg->holders[3]->netns == 5 &&
+		      msg->holders[3]->mntns == 6 &&
+		      strcmp(msg->holders[3]->pod_uid,
+			     "1b2c3d4e-5f60-7182-93a4-b5c6d7e8f901") == 0,
+	      "root sees all, by host pid, with namespaces and pod");
 	export_device_free(msg);
-
-	CHECK(!export_viewer_same(dev, &export_viewer_all, &u1000), "all/1000");
-	CHECK(!export_viewer_same(dev, &u1000, &u2000), "1000/2000");
-	CHECK(export_viewer_same(dev, &u3000, &u4000), "neither holds");
-	CHECK(export_viewer_same(dev, &u1000, &u1000), "same uid");
 	devices_free(t);
 }
 

@@ -156,6 +156,28 @@ static void test_parse_sys(void)
 			      len);
 		nlmsg_free(msg);
 	}
+	/* The namespace mode: 0 is exclusive, 1 shared, absent unknown. */
+	for (int mode = 0; mode <= 1; mode++) {
+		msg = build(RDMA_NLDEV_CMD_SYS_GET,
+			    (struct attr[]){{A_U8, RDMA_NLDEV_SYS_ATTR_NETNS_MODE,
+					     mode},
+					    {A_END}});
+		nlh = nlmsg_hdr(msg);
+		CHECK(netlink_parse_sys(nlh, nlh->nlmsg_len, &sys) == 0 &&
+			      sys.has_netns_mode &&
+			      sys.netns_exclusive == (mode == 0),
+		      "netns mode %d: %d %d", mode, sys.has_netns_mode,
+		      sys.netns_exclusive);
+		nlmsg_free(msg);
+	}
+	msg = build(RDMA_NLDEV_CMD_SYS_GET,
+		    (struct attr[]){{A_U8, RDMA_NLDEV_SYS_ATTR_COPY_ON_FORK, 1},
+				    {A_END}});
+	nlh = nlmsg_hdr(msg);
+	CHECK(netlink_parse_sys(nlh, nlh->nlmsg_len, &sys) == 0 &&
+		      !sys.has_netns_mode,
+	      "no netns mode attribute: unknown");
+	nlmsg_free(msg);
 }
 
 static void test_parse_errors(void)

@@ -659,7 +659,7 @@ static int send_part(const Rdmad__Frame *frame, void *userdata)
 static int snapshot(struct fake *fk, int fd, uint64_t seq, uint64_t gen,
 		    size_t n)
 {
-	return wire_split_snapshot(fk->ptrs, n, gen, seq, send_part, &fd);
+	return wire_split_snapshot(fk->ptrs, n, gen, seq, NULL, send_part, &fd);
 }
 
 static int status_only(int fd, uint64_t seq, Rdmad__Status status,

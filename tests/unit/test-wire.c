@@ -713,7 +713,7 @@ static void split_case(size_t n, size_t fw_len, uint32_t min_parts)
 
 	fleet_make(&fl, n, fw_len);
 	c.fl = &fl;
-	r = wire_split_snapshot(fl.ptrs, n, 99, 7, collect, &c);
+	r = wire_split_snapshot(fl.ptrs, n, 99, 7, NULL, collect, &c);
 	CHECK(r == 0, "split %zu: %d", n, r);
 	CHECK(c.next_device == n, "split %zu: got %zu devices back", n,
 	      c.next_device);
@@ -743,7 +743,7 @@ static void test_split(void)
 	fleet_make(&fl, 2, 59999);
 	fl.devs[1].sys_image_guid = fl.devs[1].fw_ver;
 	c.fl = &fl;
-	CHECK(wire_split_snapshot(fl.ptrs, 2, 99, 7, collect, &c) == -EMSGSIZE,
+	CHECK(wire_split_snapshot(fl.ptrs, 2, 99, 7, NULL, collect, &c) == -EMSGSIZE,
 	      "oversized device");
 	CHECK(c.calls == 0, "emitted before failing: %zu", c.calls);
 	fleet_free(&fl);
@@ -752,7 +752,7 @@ static void test_split(void)
 	memset(&c, 0, sizeof(c));
 	c.fl = &fl;
 	c.stop_after = 1;
-	CHECK(wire_split_snapshot(fl.ptrs, 2000, 99, 7, collect, &c) == 42,
+	CHECK(wire_split_snapshot(fl.ptrs, 2000, 99, 7, NULL, collect, &c) == 42,
 	      "emit error not returned");
 	CHECK(c.calls == 1, "went on after emit error");
 	fleet_free(&fl);
@@ -896,7 +896,7 @@ static Rdmad__Frame *part(size_t i, uint64_t seq, uint64_t generation)
 		devs[k] = &d[k];
 	}
 	n_parts_out = 0;
-	CHECK(wire_split_snapshot(devs, 600, generation, seq, keep_part,
+	CHECK(wire_split_snapshot(devs, 600, generation, seq, NULL, keep_part,
 				  NULL) == 0,
 	      "split");
 	CHECK(n_parts_out >= 3 && i < n_parts_out, "%zu parts", n_parts_out);

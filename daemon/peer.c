@@ -1,0 +1,226 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The peer behind a connection, from the kernel only.
+ *
+ * Pid reuse: SO_PEERCRED's pid may belong to another process by the time
+ * we look in /proc, if the client exited and its pid was handed out again
+ * (the socket can outlive its creator).  SO_PEERPIDFD (Linux 6.5) gives a
+ * pidfd of the very process that connected; the namespaces of that pidfd
+ * (PIDFD_GET_*_NAMESPACE, 6.11) are exact.  Older kernels: /proc/PID, with
+ * the pidfd checked after the look (a pidfd that is still running means
+ * its pid was not reused meanwhile).  Without SO_PEERPIDFD the pidfd comes
+ * from pidfd_open() right after accept(), which narrows the window to the
+ * time between the client's exit and our accept.
+ */
+#include <ctype.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "peer.h"
+
+#ifndef SO_PEERPIDFD
+#define SO_PEERPIDFD 77
+#endif
+/* include/uapi/linux/pidfd.h (Linux 6.11) */
+#define PIDFS_IOCTL_MAGIC 0xFF
+#define RDMAD_PIDFD_GET_MNT_NAMESPACE _IO(PIDFS_IOCTL_MAGIC, 3)
+#define RDMAD_PIDFD_GET_NET_NAMESPACE _IO(PIDFS_IOCTL_MAGIC, 4)
+#define RDMAD_PIDFD_GET_PID_NAMESPACE _IO(PIDFS_IOCTL_MAGIC, 5)
+
+static int peer_pidfd(int fd, pid_t pid)
+{
+	socklen_t len = sizeof(int);
+	int pidfd = -1;
+
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERPIDFD, &pidfd, &len) == 0 &&
+	    pidfd >= 0) {
+		fcntl(pidfd, F_SETFD, FD_CLOEXEC);
+		return pidfd;
+	}
+	return (int)syscall(SYS_pidfd_open, pid, 0);
+}
+
+/* Has the process behind @pidfd exited (or can we not tell)? */
+static bool pidfd_exited(int pidfd)
+{
+	struct pollfd p = {.fd = pidfd, .events = POLLIN};
+
+	return pidfd < 0 || poll(&p, 1, 0) != 0;
+}
+
+static uint64_t inode_of_fd(int fd)
+{
+	struct stat st;
+	uint64_t ino = 0;
+
+	if (fd >= 0 && fstat(fd, &st) == 0)
+		ino = st.st_ino;
+	if (fd >= 0)
+		close(fd);
+	return ino;
+}
+
+static uint64_t inode_at(int dirfd, const char *path)
+{
+	struct stat st;
+
+	return fstatat(dirfd, path, &st, 0) == 0 ? (uint64_t)st.st_ino : 0;
+}
+
+/* The pidfd's own namespaces (6.11); false where the kernel has none. */
+static bool ns_from_pidfd(int pidfd, struct peer_ns *ns)
+{
+	ns->net = inode_of_fd(ioctl(pidfd, RDMAD_PIDFD_GET_NET_NAMESPACE, 0));
+	ns->mnt = inode_of_fd(ioctl(pidfd, RDMAD_PIDFD_GET_MNT_NAMESPACE, 0));
+	ns->pid = inode_of_fd(ioctl(pidfd, RDMAD_PIDFD_GET_PID_NAMESPACE, 0));
+	return ns->net && ns->mnt && ns->pid;
+}
+
+static bool ns_from_proc(int proc_fd, struct peer_ns *ns)
+{
+	ns->net = inode_at(proc_fd, "ns/net");
+	ns->mnt = inode_at(proc_fd, "ns/mnt");
+	ns->pid = inode_at(proc_fd, "ns/pid");
+	return ns->net && ns->mnt && ns->pid;
+}
+
+/* A small /proc text file under @proc_fd, NUL-terminated; -errno. */
+static ssize_t read_text(int proc_fd, const char *name, char *buf, size_t size)
+{
+	int fd = openat(proc_fd, name, O_RDONLY | O_CLOEXEC);
+	ssize_t n;
+
+	if (fd < 0)
+		return -errno;
+	n = read(fd, buf, size - 1);
+	close(fd);
+	if (n < 0)
+		return -errno;
+	buf[n] = '\0';
+	return n;
+}
+
+static bool uuid_at(const char *p, char out[PEER_POD_UID_MAX])
+{
+	for (int i = 0; i < 36; i++) {
+		bool dash = i == 8 || i == 13 || i == 18 || i == 23;
+
+		if (dash ? p[i] != '-' && p[i] != '_' : !isxdigit((unsigned char)p[i]))
+			return false;
+		out[i] = dash ? '-' : (char)tolower((unsigned char)p[i]);
+	}
+	out[36] = '\0';
+	return true;
+}
+
+/* kubelet's cgroups: ".../kubepods-besteffort-pod<uid_with_underscores>
+ * .slice/..." (systemd driver) or "/kubepods/burstable/pod<uid>/..."
+ * (cgroupfs driver). */
+bool peer_parse_pod_uid(const char *cgroup, char out[PEER_POD_UID_MAX])
+{
+	const char *p = strstr(cgroup, "kubepods");
+
+	out[0] = '\0';
+	while (p && (p = strstr(p, "pod"))) {
+		p += 3;
+		if (strnlen(p, 36) == 36 && uuid_at(p, out))
+			return true;
+	}
+	out[0] = '\0';
+	return false;
+}
+
+int peer_parse_nspid(const char *status, pid_t *ret)
+{
+	const char *line = strstr(status, "\nNSpid:");
+	const char *end;
+	long last = -1;
+	char *stop;
+
+	if (!line)
+		return -ENOENT;
+	line += strlen("\nNSpid:");
+	end = strchr(line, '\n');
+	for (const char *p = line; *p && (!end || p < end);) {
+		long v = strtol(p, &stop, 10);
+
+		if (stop == p)
+			break;
+		last = v;
+		p = stop;
+	}
+	if (last <= 0)
+		return -ENOENT;
+	*ret = (pid_t)last;
+	return 0;
+}
+
+static void read_details(struct peer *p)
+{
+	char buf[4096];
+
+	if (read_text(p->proc_fd, "status", buf, sizeof(buf)) < 0 ||
+	    peer_parse_nspid(buf, &p->ns_pid) < 0)
+		p->ns_pid = p->pid;
+	if (read_text(p->proc_fd, "cgroup", buf, sizeof(buf)) >= 0)
+		peer_parse_pod_uid(buf, p->pod_uid);
+}
+
+static void forget(struct peer *p)
+{
+	if (p->proc_fd >= 0)
+		close(p->proc_fd);
+	p->proc_fd = -1;
+	p->known = false;
+	p->ns = (struct peer_ns){0};
+	p->ns_pid = p->pid;
+	p->pod_uid[0] = '\0';
+}
+
+void peer_identify(int fd, const struct ucred *cred, struct peer *ret)
+{
+	char path[32];
+	int pidfd = peer_pidfd(fd, cred->pid);
+	bool exact;
+
+	*ret = (struct peer){.pid = cred->pid, .uid = cred->uid,
+			     .gid = cred->gid, .ns_pid = cred->pid,
+			     .proc_fd = -1};
+	snprintf(path, sizeof(path), "/proc/%d", (int)cred->pid);
+	ret->proc_fd = open(path, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	exact = pidfd >= 0 && ns_from_pidfd(pidfd, &ret->ns);
+	ret->known = ret->proc_fd >= 0 &&
+		     (exact || ns_from_proc(ret->proc_fd, &ret->ns));
+	/* /proc/PID must be the pidfd's process: the mount namespace it
+	 * shows must be the one the pidfd has, and the pidfd still alive. */
+	if (ret->known && exact)
+		ret->known = inode_at(ret->proc_fd, "ns/mnt") == ret->ns.mnt;
+	if (ret->known)
+		read_details(ret);
+	if (!ret->known || pidfd_exited(pidfd))
+		forget(ret);
+	if (pidfd >= 0)
+		close(pidfd);
+}
+
+uint64_t peer_ns_own_mnt(void)
+{
+	return inode_at(AT_FDCWD, "/proc/self/ns/mnt");
+}
+
+void peer_ns_host(struct peer_ns *ret)
+{
+	ret->net = inode_at(AT_FDCWD, "/proc/self/ns/net");
+	ret->pid = inode_at(AT_FDCWD, "/proc/self/ns/pid");
+	ret->mnt = inode_at(AT_FDCWD, "/proc/1/ns/mnt");
+	if (!ret->mnt)
+		ret->mnt = peer_ns_own_mnt();
+}

@@ -1,0 +1,63 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Who is on the other end of a connection (PROTOCOL.md, section 8b): its
+ * pid and uid from SO_PEERCRED, and from that process its namespaces, its
+ * pid inside its own PID namespace and, for display, the Kubernetes pod it
+ * runs in.  Never from what the client says.
+ */
+#ifndef RDMAD_PEER_H
+#define RDMAD_PEER_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/socket.h>
+#include <sys/types.h>
+
+#define PEER_POD_UID_MAX 40 /* a UUID and its NUL, with room */
+
+/* Namespace inodes (as `ls -iL /proc/PID/ns/net` shows them); 0: unknown. */
+struct peer_ns {
+	uint64_t net;
+	uint64_t mnt;
+	uint64_t pid;
+};
+
+struct peer {
+	pid_t pid; /* in rdmad's PID namespace */
+	uid_t uid;
+	gid_t gid;
+	pid_t ns_pid; /* in its own PID namespace (NSpid); = pid if unknown */
+	struct peer_ns ns;
+	bool known;		    /* ns was read and is that process's */
+	char pod_uid[PEER_POD_UID_MAX]; /* "" when none */
+	/* /proc/PID of the process, open (O_PATH): its /dev as it sees it,
+	 * through "root/".  -1 when not known; the caller owns it. */
+	int proc_fd;
+};
+
+/*
+ * Look at the process behind the connected socket @fd, whose SO_PEERCRED
+ * is @cred.  Namespaces come from the process's pidfd where the kernel has
+ * them (SO_PEERPIDFD and PIDFD_GET_*_NAMESPACE, Linux 6.5 and 6.11), else
+ * from /proc/PID/ns; either way the pidfd (SO_PEERPIDFD, else
+ * pidfd_open()) must still be alive after the look, or the pid may have
+ * been reused and nothing is known.  A process rdmad may not look into
+ * (another user's, without CAP_SYS_PTRACE) is not known either.  Never
+ * fails: ret->known says what came of it.
+ */
+void peer_identify(int fd, const struct ucred *cred, struct peer *ret);
+
+/* rdmad's own namespaces; mnt is pid 1's where it can be read (rdmad may
+ * run with a private mount namespace of its own, PrivateMounts=). */
+void peer_ns_host(struct peer_ns *ret);
+/* rdmad's own mount namespace. */
+uint64_t peer_ns_own_mnt(void);
+
+/* Parsers of /proc text, for the unit test and the fuzzer.  The pod UID of
+ * a /proc/PID/cgroup text (systemd and cgroupfs drivers): true and @out
+ * filled with dashes, or false. */
+bool peer_parse_pod_uid(const char *cgroup, char out[PEER_POD_UID_MAX]);
+/* The last NSpid of a /proc/PID/status text: 0 or -ENOENT. */
+int peer_parse_nspid(const char *status, pid_t *ret);
+
+#endif

@@ -1,0 +1,120 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Views (PROTOCOL.md, section 8b): which devices a client can use, and
+ * the generation of what it sees.
+ *
+ * Clients with the same namespaces and uid share one view; root in the
+ * host's namespaces and the admin group share the "all" view.  A view
+ * keeps its own generation, in a generation page of its own, so that a
+ * change nobody in it can see neither bumps its generation nor wakes its
+ * clients.  Its counter starts at the daemon's generation when the view is
+ * made and moves only when the daemon's does (views_bump() moves both), so
+ * it never passes the daemon's: a client that reconnects into a new view
+ * never sees its generation go back.
+ *
+ * Membership: a view that sees every node (rdmad's own mount namespace, or
+ * a client rdmad could not look into) has every device of the table; any
+ * other has a present device whose uverbs node exists in its mount
+ * namespace with the device's number, looked up through a client's
+ * /proc/PID/root.  In the kernel's exclusive RDMA namespace mode a view in
+ * another network namespace has none of the table's devices (they are in
+ * rdmad's).  A device that is removed or away stays in the views that had
+ * it.  The views own no sockets: server.c fans events out.
+ */
+#ifndef RDMAD_VIEWS_H
+#define RDMAD_VIEWS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "devices.h"
+#include "genshare.h"
+#include "netlink.h"
+#include "peer.h"
+
+struct views;
+
+struct view_key {
+	bool all;   /* every device, every holder */
+	bool known; /* ns is the peer's (peer.known) */
+	uid_t uid;
+	struct peer_ns ns;
+};
+
+struct view_unusable {
+	const struct device *dev;
+	uint64_t incarnation;
+};
+
+struct view {
+	struct view *next;
+	struct view_key key;
+	unsigned int nclients;
+	bool every_node;    /* sees every device of the table */
+	bool other_netns;   /* exclusive mode, another network namespace */
+	bool host;	    /* rdmad's network, PID and mount namespaces */
+	int proc_fd;	    /* /proc/PID of a client in it, or -1 */
+	uint64_t generation;
+	struct genshare page;
+	const struct device **members; /* when !every_node */
+	size_t nmembers, cap;
+	struct view_unusable *unusable;
+	size_t nunusable, ucap;
+	void *scratch[2]; /* the fan-out's per-event encodings (server.c) */
+	int change;	  /* the fan-out's per-event change (server.c) */
+};
+
+/* What an event is for a view. */
+enum view_change {
+	VIEW_UNSEEN,  /* not in the view before or after */
+	VIEW_SEEN,    /* in it before and after: the event as it is */
+	VIEW_ENTERS,  /* ADDED for this view */
+	VIEW_LEAVES,  /* REMOVED for this view, reason "mount" or "netns" */
+};
+
+/* @mode: the kernel's RDMA namespace mode.  NULL and errno on failure. */
+struct views *views_new(const struct devices *table,
+			enum netlink_netns_mode mode);
+void views_free(struct views *vs);
+enum netlink_netns_mode views_netns_mode(const struct views *vs);
+
+/* The view for @peer (admin: root in the host's namespaces or the admin
+ * group); made with its page on first use.  Takes peer->proc_fd when the
+ * view needs one (sets it to -1).  NULL: -errno in *ret_err. */
+struct view *views_join(struct views *vs, struct peer *peer, bool admin,
+			int *ret_err);
+void views_leave(struct views *vs, struct view *v);
+/* Is @peer in rdmad's own network, PID and mount namespaces? */
+bool views_peer_is_host(const struct views *vs, const struct peer *peer);
+/* Iterate. */
+struct view *views_first(struct views *vs);
+
+/* Where @dev stands in @v after @event; updates the membership. */
+enum view_change view_apply(struct view *v, const struct device *dev,
+			    enum devices_event event);
+/* Check every device again (Subscribe, GetStatus); the changes go to
+ * @fn, membership already updated, one call per device that entered or
+ * left. */
+void view_refresh(struct view *v, const struct devices *table,
+		  void (*fn)(void *ud, struct view *v, const struct device *dev,
+			     enum view_change change),
+		  void *ud);
+bool view_has(const struct view *v, const struct device *dev);
+/* The process that stood for the view exited: give it another client's
+ * /proc/PID (taken), checked to be in the view's namespaces. */
+bool view_needs_proc(const struct view *v);
+bool view_offer_proc(struct view *v, struct peer *peer);
+
+/* Flag @dev (this incarnation) unusable in @v: 0, -EALREADY. */
+int view_set_unusable(struct view *v, const struct device *dev);
+bool view_unusable(const struct view *v, const struct device *dev);
+/* A device is freed: forget it everywhere. */
+void views_forget(struct views *vs, const struct device *dev);
+
+/* The next generation of @v, published in its page before its event
+ * goes out. */
+uint64_t view_next_generation(struct view *v);
+
+#endif

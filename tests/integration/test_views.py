@@ -1,0 +1,224 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: MIT
+"""Views (PROTOCOL.md 8b): a client in a container sees the devices whose
+uverbs node its mount namespace has, with the device's number; changes it
+cannot see neither reach it nor move its generation; holders in another
+PID namespace are shown by the pids a viewer there knows.
+
+A "pod" here is a real mount namespace (unshare --mount) whose /dev is a
+fresh tmpfs holding only the nodes a test gives it, made with mknod with
+the numbers the fake devices have in sysfs (231:192+N), as a container
+runtime or a device plugin makes them.  That needs root; elsewhere the
+tests skip with the reason."""
+import json
+import os
+import shlex
+import subprocess
+import time
+
+import rdmatb
+from rdmatb import DaemonTest, Monitor, find, status, wait_until
+
+CLIENT_HOLD = os.path.join(rdmatb.BUILD, "tests", "integration", "client",
+                           "client-hold")
+
+
+def devnum(dev):
+    """The fixture's uverbsN is 231:(192 + N), as in the kernel."""
+    return 231, 192 + int(dev.uverbs[len("uverbs"):])
+
+
+def pod_cmd(nodes, cmd):
+    """@cmd in a mount namespace of its own whose /dev is a tmpfs with
+    /dev/null and the uverbs nodes @nodes: [(name, (major, minor))].  Not
+    under umockdev: its /dev is the pod's own."""
+    script = ["mount -t tmpfs -o mode=755 rdmad-pod /dev",
+              "mknod -m 666 /dev/null c 1 3",
+              "mkdir /dev/infiniband"]
+    script += ["mknod -m 666 /dev/infiniband/%s c %d %d" % (n, ma, mi)
+               for n, (ma, mi) in nodes]
+    script.append('exec "$@"')
+    return (["env", "-u", "LD_PRELOAD", "unshare", "--mount",
+             "--propagation", "private", "sh", "-euc", " && ".join(script),
+             "pod"] + list(cmd))
+
+
+def pod_status(sock, nodes):
+    r = subprocess.run(pod_cmd(nodes, [rdmatb.RDMACTL, "--socket", sock,
+                                       "status", "--json"]),
+                       capture_output=True, text=True, timeout=rdmatb.DEADLINE)
+    if r.returncode != 0:
+        raise AssertionError("rdmactl in the pod: exit %d: %s"
+                             % (r.returncode, r.stderr))
+    return json.loads(r.stdout)
+
+
+def names(st):
+    return sorted(d["name"] for d in st["devices"])
+
+
+def in_ns_of(pid, *cmd, ns=("--mount",)):
+    """@cmd in the namespaces @ns of process @pid (nsenter)."""
+    return subprocess.run(["env", "-u", "LD_PRELOAD", "nsenter", "-t",
+                           str(pid)] + list(ns) + list(cmd),
+                          capture_output=True, text=True,
+                          timeout=rdmatb.DEADLINE)
+
+
+class ViewTest(DaemonTest):
+    def setUp(self):
+        super().setUp()
+        if os.getuid() != 0:
+            self.skipTest("a pod's private /dev needs root (mount, mknod)")
+        r = subprocess.run(pod_cmd([], ["true"]), capture_output=True,
+                           text=True)
+        if r.returncode != 0:
+            self.skipTest("cannot make a mount namespace with its own /dev "
+                          "here: %s" % r.stderr.strip())
+        self.procs = []
+
+    def tearDown(self):
+        for p in self.procs:
+            if p.poll() is None:
+                p.kill()
+            p.wait()
+        super().tearDown()
+
+
+class TestMountViews(ViewTest):
+    def test_pod_sees_only_its_nodes(self):
+        a = self.tb.plug("mlx5_0")
+        b = self.tb.plug("mlx5_1")
+        self.start_daemon()
+        host = status(self.sock)
+        self.assertEqual(names(host), ["mlx5_0", "mlx5_1"])
+        pod = pod_status(self.sock, [(b.uverbs, devnum(b))])
+        self.assertEqual(names(pod), ["mlx5_1"],
+                         "the pod has only uverbs of mlx5_1")
+        view = pod.get("view", {})
+        self.assertFalse(view.get("all"), view)
+        self.assertTrue(view.get("verified"), view)
+        self.assertFalse(view.get("host"), view)
+        self.assertEqual(host.get("view", {}).get("all"), True, host)
+        # A node of the right name with another number is not the device.
+        pod = pod_status(self.sock, [(a.uverbs, (231, 250))])
+        self.assertEqual(names(pod), [], "a node is known by its number")
+        # The right number under another name is.
+        pod = pod_status(self.sock, [("rdma-a", devnum(a))])
+        self.assertEqual(names(pod), ["mlx5_0"])
+
+    def test_pod_is_not_woken_by_what_it_cannot_see(self):
+        b = self.tb.plug("mlx5_1")
+        self.start_daemon()
+        nodes = [(b.uverbs, devnum(b))]
+        pod_mon = Monitor(self.sock, run_as=pod_cmd(nodes, []))
+        host_mon = Monitor(self.sock)
+        try:
+            gen0 = pod_status(self.sock, nodes)["generation"]
+            self.tb.plug("mlx5_2")
+            host_mon.expect("added", "mlx5_2")
+            self.tb.set_port("mlx5_1", 1, state="1: DOWN")
+            ev = pod_mon.next()
+            # The first thing the pod hears is its own device's change,
+            # one generation on: mlx5_2's arrival was not its business.
+            self.assertEqual(ev["device"]["name"], "mlx5_1", pod_mon.seen)
+            self.assertEqual(ev["generation"], gen0 + 1, pod_mon.seen)
+            host_mon.expect("changed", "mlx5_1")
+            self.assertEqual(pod_mon.drain(), [])
+        finally:
+            pod_mon.close()
+            host_mon.close()
+
+    def test_node_appearing_and_going_is_added_and_removed(self):
+        a = self.tb.plug("mlx5_0")
+        self.start_daemon()
+        pod_mon = Monitor(self.sock, run_as=pod_cmd([], []))
+        host_mon = Monitor(self.sock)
+        try:
+            pid = pod_mon.proc.pid
+            host_gen = status(self.sock)["generation"]
+            node = "/proc/%d/root/dev/infiniband/%s" % (pid, a.uverbs)
+            os.mknod(node, 0o20666, os.makedev(*devnum(a)))
+            # The pod's next look (any request from its namespaces)
+            # finds the node.
+            r = in_ns_of(pid, rdmatb.RDMACTL, "--socket", self.sock,
+                         "status", "--json")
+            self.assertEqual(r.returncode, 0, r.stderr)
+            self.assertEqual(names(json.loads(r.stdout)), ["mlx5_0"])
+            ev = pod_mon.expect("added", "mlx5_0")
+            os.unlink(node)
+            r = in_ns_of(pid, rdmatb.RDMACTL, "--socket", self.sock,
+                         "status", "--json")
+            self.assertEqual(names(json.loads(r.stdout)), [])
+            gone = pod_mon.expect("removed", "mlx5_0")
+            self.assertEqual(gone["device"].get("reason"), "mount", gone)
+            self.assertEqual(gone["generation"], ev["generation"] + 1)
+            # The host saw none of it, and its generation did not move
+            # for the pod's own changes' events.
+            self.assertEqual(host_mon.drain(), [])
+            self.assertEqual(names(status(self.sock)), ["mlx5_0"])
+            self.assertGreaterEqual(status(self.sock)["generation"],
+                                    host_gen)
+        finally:
+            pod_mon.close()
+            host_mon.close()
+
+    def test_removed_device_stays_for_its_pod_holder(self):
+        a = self.tb.plug("mlx5_0")
+        self.start_daemon()
+        nodes = [(a.uverbs, devnum(a))]
+        holder = subprocess.Popen(pod_cmd(nodes, [
+                                      "env", "RDMAD_SOCKET=" + self.sock,
+                                      CLIENT_HOLD, "mlx5_0"]),
+                                  stdout=subprocess.PIPE, text=True)
+        self.procs.append(holder)
+        self.assertEqual(holder.stdout.readline().strip(), "held mlx5_0")
+        pod_mon = Monitor(self.sock, run_as=pod_cmd(nodes, []))
+        try:
+            self.tb.unplug("mlx5_0")
+            ev = pod_mon.expect("removed", "mlx5_0")
+            self.assertNotEqual(ev["device"].get("reason"), "mount", ev)
+            self.assertEqual(ev["device"]["holder_count"], 1)
+            holder.kill()
+            pod_mon.expect("released", "mlx5_0")
+        finally:
+            pod_mon.close()
+
+
+class TestPidNamespaces(ViewTest):
+    def test_holders_by_the_pids_their_viewers_know(self):
+        self.tb.plug("mlx5_0")
+        self.start_daemon()
+        # A holder in a PID namespace of its own (same mount namespace).
+        holder = subprocess.Popen(["env", "RDMAD_SOCKET=" + self.sock,
+                                   "unshare", "--pid", "--fork", CLIENT_HOLD,
+                                   "mlx5_0"],
+                                  stdout=subprocess.PIPE, text=True)
+        self.procs.append(holder)
+        self.assertEqual(holder.stdout.readline().strip(), "held mlx5_0")
+        host = find(status(self.sock), "mlx5_0")
+        self.assertEqual(len(host["holders"]), 1, host)
+        h = host["holders"][0]
+        inner = int(subprocess.check_output(
+            ["pgrep", "-P", str(holder.pid), "-f", "client-hold"]).split()[0])
+        self.assertEqual(h["pid"], inner, "root on the host: host pids")
+        self.assertNotEqual(h.get("pidns", 0), 0, h)
+        # Root inside that PID namespace sees it as pid 1, no namespaces.
+        r = in_ns_of(inner, rdmatb.RDMACTL, "--socket", self.sock, "status",
+                     "--json", ns=("--pid",))
+        self.assertEqual(r.returncode, 0, r.stderr)
+        mine = find(json.loads(r.stdout), "mlx5_0")
+        self.assertEqual([x["pid"] for x in mine["holders"]], [1], mine)
+        self.assertNotIn("pidns", mine["holders"][0])
+        # Root in yet another PID namespace: a count, no pid.
+        r = subprocess.run(["unshare", "--pid", "--fork", rdmatb.RDMACTL,
+                            "--socket", self.sock, "status", "--json"],
+                           capture_output=True, text=True,
+                           timeout=rdmatb.DEADLINE)
+        other = find(json.loads(r.stdout), "mlx5_0")
+        self.assertEqual(other["holders"], [], other)
+        self.assertEqual(other["holder_count"], 1, other)
+
+
+if __name__ == "__main__":
+    rdmatb.main()
