@@ -322,7 +322,7 @@ static void port_text(FILE *f, const Rdmad__Port *port)
 	fprintf(f, "\t\tlink_layer:\t%s\n", or_dash(port->link_layer));
 	fprintf(f, "\t\trate:\t\t%s\n", or_dash(port->rate));
 	if (port->netdev[0])
-		fprintf(f, "\t\tnetdev:\t\t%s (%s)\n", port->netdev,
+		fprintf(f, "\t\tnetdev:\t\t%s (%s)\n", or_dash(port->netdev),
 			port->netdev_up ? "up" : "down");
 	if (port->lid)
 		fprintf(f, "\t\tlid:\t\t%u\n", port->lid);
