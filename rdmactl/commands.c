@@ -122,12 +122,12 @@ static int print_status(const struct rdmactl_ctx *ctx,
 	struct json_object *obj;
 
 	if (!ctx->json) {
-		output_status_text(ctx->out, snap->generation, snap->devices,
-				   snap->n_devices);
+		output_status_view_text(ctx->out, snap->generation, snap->view,
+					snap->devices, snap->n_devices);
 		return RDMACTL_EXIT_OK;
 	}
-	obj = output_status_json(snap->generation, snap->devices,
-				 snap->n_devices);
+	obj = output_status_view_json(snap->generation, snap->view,
+				      snap->devices, snap->n_devices);
 	if (output_json_print(ctx->out, obj, ctx->pretty) < 0)
 		return RDMACTL_EXIT_FAILURE;
 	return RDMACTL_EXIT_OK;

@@ -72,6 +72,11 @@ static void add_uint(struct json_object *obj, const char *key, uint64_t value)
 	json_object_object_add(obj, key, json_object_new_uint64(value));
 }
 
+static void add_bool(struct json_object *obj, const char *key, bool value)
+{
+	json_object_object_add(obj, key, json_object_new_boolean(value));
+}
+
 static struct json_object *port_json(const Rdmad__Port *port)
 {
 	struct json_object *obj = json_object_new_object();
@@ -88,6 +93,21 @@ static struct json_object *port_json(const Rdmad__Port *port)
 	return obj;
 }
 
+/* A holder's namespaces (PROTOCOL.md 8b): only viewers that see all get
+ * them, so a key is there only where the daemon filled it in. */
+static void add_holder_namespaces(struct json_object *obj,
+				  const Rdmad__Holder *holder)
+{
+	if (holder->pidns)
+		add_uint(obj, "pidns", holder->pidns);
+	if (holder->netns)
+		add_uint(obj, "netns", holder->netns);
+	if (holder->mntns)
+		add_uint(obj, "mntns", holder->mntns);
+	if (holder->pod_uid[0])
+		add_string(obj, "pod_uid", holder->pod_uid);
+}
+
 static struct json_object *holder_json(const Rdmad__Holder *holder)
 {
 	struct json_object *obj = json_object_new_object();
@@ -95,6 +115,7 @@ static struct json_object *holder_json(const Rdmad__Holder *holder)
 	add_uint(obj, "pid", holder->pid);
 	add_uint(obj, "uid", holder->uid);
 	add_string(obj, "comm", holder->comm);
+	add_holder_namespaces(obj, holder);
 	return obj;
 }
 
@@ -145,6 +166,15 @@ static void add_lifecycle(struct json_object *obj, const Rdmad__Device *dev)
 		add_string(obj, "sriov_pf", dev->sriov_pf);
 }
 
+/* The view's keys of a device (PROTOCOL.md 8b): "unusable" always,
+ * "reason" only where the device left the view (a REMOVED event). */
+static void add_view_keys(struct json_object *obj, const Rdmad__Device *dev)
+{
+	add_bool(obj, "unusable", dev->unusable);
+	if (dev->reason[0])
+		add_string(obj, "reason", dev->reason);
+}
+
 static struct json_object *holders_json(const Rdmad__Device *dev)
 {
 	struct json_object *arr = json_object_new_array();
@@ -175,6 +205,7 @@ struct json_object *output_device_json(const Rdmad__Device *dev)
 	json_object_object_add(obj, "holders", holders_json(dev));
 	add_uint(obj, "holder_count", holder_total(dev));
 	add_lifecycle(obj, dev);
+	add_view_keys(obj, dev);
 	return obj;
 }
 
@@ -188,14 +219,39 @@ struct json_object *output_devices_json(Rdmad__Device *const *devices, size_t n)
 	return arr;
 }
 
-struct json_object *output_status_json(uint64_t generation,
-				       Rdmad__Device *const *devices, size_t n)
+struct json_object *output_view_json(const Rdmad__View *view)
+{
+	struct json_object *obj = json_object_new_object();
+
+	add_uint(obj, "netns", view->netns);
+	add_uint(obj, "mntns", view->mntns);
+	add_uint(obj, "pidns", view->pidns);
+	add_string(obj, "pod_uid", view->pod_uid);
+	add_string(obj, "netns_mode", view->netns_mode);
+	add_bool(obj, "all", view->all);
+	add_bool(obj, "verified", view->verified);
+	add_bool(obj, "host", view->host);
+	return obj;
+}
+
+struct json_object *output_status_view_json(uint64_t generation,
+					    const Rdmad__View *view,
+					    Rdmad__Device *const *devices,
+					    size_t n)
 {
 	struct json_object *obj = json_object_new_object();
 
 	add_uint(obj, "generation", generation);
+	if (view)
+		json_object_object_add(obj, "view", output_view_json(view));
 	json_object_object_add(obj, "devices", output_devices_json(devices, n));
 	return obj;
+}
+
+struct json_object *output_status_json(uint64_t generation,
+				       Rdmad__Device *const *devices, size_t n)
+{
+	return output_status_view_json(generation, NULL, devices, n);
 }
 
 static struct json_object *sriov_json(const Rdmad__Sriov *sriov)
@@ -322,7 +378,7 @@ static void port_text(FILE *f, const Rdmad__Port *port)
 	fprintf(f, "\t\tlink_layer:\t%s\n", or_dash(port->link_layer));
 	fprintf(f, "\t\trate:\t\t%s\n", or_dash(port->rate));
 	if (port->netdev[0])
-		fprintf(f, "\t\tnetdev:\t\t%s (%s)\n", port->netdev,
+		fprintf(f, "\t\tnetdev:\t\t%s (%s)\n", or_dash(port->netdev),
 			port->netdev_up ? "up" : "down");
 	if (port->lid)
 		fprintf(f, "\t\tlid:\t\t%u\n", port->lid);
@@ -363,6 +419,25 @@ static void away_text(FILE *f, uint64_t deadline_ms)
 			: 0ULL);
 }
 
+/* Why a device left the view (Device.reason, PROTOCOL.md 8b). */
+static const char *reason_text(const char *reason)
+{
+	if (!strcmp(reason, "mount"))
+		return "not in this view's mount namespace";
+	if (!strcmp(reason, "netns"))
+		return "not in this view's network namespace";
+	return or_dash(reason);
+}
+
+/* ", unusable" and "(not in this view's ...)" after a state. */
+static void view_state_text(FILE *f, const Rdmad__Device *dev)
+{
+	if (dev->unusable)
+		fputs(", unusable", f);
+	if (dev->reason[0])
+		fprintf(f, " (%s)", reason_text(dev->reason));
+}
+
 static void state_text(FILE *f, const Rdmad__Device *dev)
 {
 	fprintf(f, "\tstate:\t\t\t");
@@ -370,6 +445,7 @@ static void state_text(FILE *f, const Rdmad__Device *dev)
 		away_text(f, dev->away_deadline_ms);
 	else
 		fputs(output_state_name(dev->state), f);
+	view_state_text(f, dev);
 	fputc('\n', f);
 }
 
@@ -383,6 +459,19 @@ static void lifecycle_text(FILE *f, const Rdmad__Device *dev)
 	list_text(f, dev->aliases, dev->n_aliases);
 	if (dev->sriov_pf[0])
 		fprintf(f, "\tsriov_pf:\t\t%s\n", or_dash(dev->sriov_pf));
+}
+
+/* "pid 4242 uid 1000 comm nccl-test", and for a viewer that sees all
+ * (PROTOCOL.md 8b) where the holder runs: its pod, else its netns. */
+static void holder_text(FILE *f, const Rdmad__Holder *holder)
+{
+	fprintf(f, "\tholder:\tpid %u uid %u comm %s", holder->pid, holder->uid,
+		or_dash(holder->comm));
+	if (holder->pod_uid[0])
+		fprintf(f, " pod %s", or_dash(holder->pod_uid));
+	else if (holder->netns)
+		fprintf(f, " netns %llu", (unsigned long long)holder->netns);
+	fputc('\n', f);
 }
 
 static void device_text(FILE *f, const Rdmad__Device *dev)
@@ -406,33 +495,82 @@ static void device_text(FILE *f, const Rdmad__Device *dev)
 	for (i = 0; i < dev->n_ports; i++)
 		port_text(f, dev->ports[i]);
 	for (i = 0; i < dev->n_holders; i++)
-		fprintf(f, "\tholder:\tpid %u uid %u comm %s\n",
-			dev->holders[i]->pid, dev->holders[i]->uid,
-			or_dash(dev->holders[i]->comm));
+		holder_text(f, dev->holders[i]);
 	if (holder_total(dev) > dev->n_holders)
 		fprintf(f, "\tholders:\t%u (%zu listed)\n", holder_total(dev),
 			dev->n_holders);
 }
 
-void output_status_text(FILE *f, uint64_t generation,
-			Rdmad__Device *const *devices, size_t n)
+/*
+ * The host's view as it was before views: rdmad could look, the client
+ * is in rdmad's namespaces, and no exclusive RDMA netns mode narrows it.
+ * ("unknown", where RDMA netlink is missing, is treated as shared.)
+ */
+static bool view_is_plain(const Rdmad__View *view)
+{
+	return view->verified && view->host &&
+	       strcmp(view->netns_mode, "exclusive") != 0;
+}
+
+/* "host", "host, unverified", or "pod UID, netns N, mount ns M". */
+static void view_who_text(FILE *f, const Rdmad__View *view)
+{
+	if (!view->verified) {
+		fputs("host, unverified", f);
+		return;
+	}
+	if (view->host) {
+		fputs("host", f);
+		return;
+	}
+	if (view->pod_uid[0])
+		fprintf(f, "pod %s, ", or_dash(view->pod_uid));
+	fprintf(f, "netns %llu, mount ns %llu", (unsigned long long)view->netns,
+		(unsigned long long)view->mntns);
+	if (view->all)
+		fputs(", all devices", f);
+}
+
+void output_view_text(FILE *f, const Rdmad__View *view)
+{
+	if (!view || view_is_plain(view))
+		return;
+	fputs("view: ", f);
+	view_who_text(f, view);
+	fprintf(f, " (RDMA netns mode %s)\n",
+		view->netns_mode[0] ? or_dash(view->netns_mode) : "unknown");
+}
+
+void output_status_view_text(FILE *f, uint64_t generation,
+			     const Rdmad__View *view,
+			     Rdmad__Device *const *devices, size_t n)
 {
 	size_t i;
 
 	fprintf(f, "generation %llu, %zu device%s\n",
 		(unsigned long long)generation, n, n == 1 ? "" : "s");
+	output_view_text(f, view);
 	for (i = 0; i < n; i++) {
 		fputc('\n', f);
 		device_text(f, devices[i]);
 	}
 }
 
+void output_status_text(FILE *f, uint64_t generation,
+			Rdmad__Device *const *devices, size_t n)
+{
+	output_status_view_text(f, generation, NULL, devices, n);
+}
+
+/* A name a line; an unusable one says so after a space, so that the
+ * first word of each line is always the name. */
 void output_list_text(FILE *f, Rdmad__Device *const *devices, size_t n)
 {
 	size_t i;
 
 	for (i = 0; i < n; i++)
-		fprintf(f, "%s\n", or_dash(devices[i]->name));
+		fprintf(f, "%s%s\n", or_dash(devices[i]->name),
+			devices[i]->unusable ? " (unusable)" : "");
 }
 
 /* "expecting 4 VFs of 0000:03:00.0", "settled 0000:03:00.0: 3 of 4
@@ -458,6 +596,8 @@ static void event_detail_text(FILE *f, const Rdmad__Event *event)
 
 	if (event->type == RDMAD__EVENT_TYPE__EVENT_TYPE_RENAMED)
 		fprintf(f, " (was %s)", or_dash(dev->old_name));
+	if (dev->reason[0])
+		fprintf(f, " (%s)", reason_text(dev->reason));
 	if (event->type != RDMAD__EVENT_TYPE__EVENT_TYPE_RETURNED)
 		return;
 	fprintf(f, " (incarnation %llu, changed: ",
@@ -474,6 +614,8 @@ static void device_event_text(FILE *f, const Rdmad__Device *dev)
 	fprintf(f, " [%s", output_state_name(dev->state));
 	if (dev->state == RDMAD__DEVICE_STATE__DEVICE_STATE_PRESENT)
 		fprintf(f, ", %s", dev->ready ? "ready" : "not ready");
+	if (dev->unusable)
+		fputs(", unusable", f);
 	fprintf(f, ", %s, %zu port%s, %u holder%s]", or_dash(dev->uverbs),
 		dev->n_ports, dev->n_ports == 1 ? "" : "s", holder_total(dev),
 		holder_total(dev) == 1 ? "" : "s");

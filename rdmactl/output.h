@@ -22,6 +22,13 @@ struct json_object *output_devices_json(Rdmad__Device *const *devices,
 					size_t n);
 struct json_object *output_status_json(uint64_t generation,
 				       Rdmad__Device *const *devices, size_t n);
+/* The same with the client's view (PROTOCOL.md 8b) as "view"; @view NULL
+ * (a daemon from before views) leaves the key out. */
+struct json_object *output_status_view_json(uint64_t generation,
+					    const Rdmad__View *view,
+					    Rdmad__Device *const *devices,
+					    size_t n);
+struct json_object *output_view_json(const Rdmad__View *view);
 struct json_object *output_event_json(const Rdmad__Event *event);
 struct json_object *output_resync_json(uint64_t generation,
 				       Rdmad__Device *const *devices, size_t n);
@@ -31,6 +38,15 @@ int output_json_print(FILE *f, struct json_object *obj, bool pretty);
 
 void output_status_text(FILE *f, uint64_t generation,
 			Rdmad__Device *const *devices, size_t n);
+/* With a "view: ..." line after the first one, unless @view is NULL or
+ * the plain host view (output_view_text). */
+void output_status_view_text(FILE *f, uint64_t generation,
+			     const Rdmad__View *view,
+			     Rdmad__Device *const *devices, size_t n);
+/* "view: pod UID, netns N, mount ns M (RDMA netns mode shared)\n", or
+ * nothing for the host's view as before views (verified, in rdmad's
+ * namespaces, RDMA netns mode not exclusive) and for NULL. */
+void output_view_text(FILE *f, const Rdmad__View *view);
 void output_list_text(FILE *f, Rdmad__Device *const *devices, size_t n);
 void output_event_text(FILE *f, const Rdmad__Event *event);
 

@@ -71,9 +71,15 @@ _rdmactl()
 	esac
 }
 
-# The names rdmad lists, asked through the socket of the command line.
+# The names rdmad lists, asked through the socket of the command line:
+# the first word of each line of `list` (an unusable device has
+# " (unusable)" after its name).
 _rdmactl_devices()
 {
-	"${COMP_WORDS[0]}" "${socket[@]}" --timeout 1 list 2>/dev/null
+	local name
+	"${COMP_WORDS[0]}" "${socket[@]}" --timeout 1 list 2>/dev/null |
+		while read -r name _; do
+			printf '%s\n' "$name"
+		done
 }
 complete -F _rdmactl rdmactl

@@ -334,8 +334,8 @@ static bool plain_word(const char *s)
 	return true;
 }
 
-/* "mlx5_0:1,mlx5_1:1": the ACTIVE ports of the ready devices.  Returns
- * how many ports it wrote, or -ENOMEM. */
+/* "mlx5_0:1,mlx5_1:1": the ACTIVE ports of the ready devices that are
+ * not flagged unusable.  Returns how many ports it wrote, or -ENOMEM. */
 static int port_list(const struct rdmactl_ctx *ctx,
 		     const struct session_snapshot *snap, char **ret_text)
 {
@@ -348,8 +348,10 @@ static int port_list(const struct rdmactl_ctx *ctx,
 	for (size_t i = 0; i < snap->n_devices; i++) {
 		const Rdmad__Device *dev = snap->devices[i];
 
+		/* An unusable one refused this view's ibv_open_device()
+		 * (PROTOCOL.md 8b): NCCL would fail on it. */
 		if (dev->state != RDMAD__DEVICE_STATE__DEVICE_STATE_PRESENT ||
-		    !dev->ready)
+		    !dev->ready || dev->unusable)
 			continue;
 		if (!plain_word(dev->name)) {
 			fprintf(ctx->err,

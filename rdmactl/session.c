@@ -272,6 +272,8 @@ static int add_part(struct session *s, struct session_snapshot *snap,
 		snap->generation = snap->parts.generation;
 		snap->devices = snap->parts.devices;
 		snap->n_devices = snap->parts.n_devices;
+		/* Every part carries the view; they are one snapshot's. */
+		snap->view = snap->parts.frames[0]->snapshot->view;
 	}
 	return r;
 }

@@ -21,6 +21,9 @@ struct session_snapshot {
 	uint64_t generation;
 	size_t n_devices;
 	Rdmad__Device **devices; /* point into the parts */
+	/* What this client sees (PROTOCOL.md 8b), from the first part;
+	 * NULL from a daemon before views. */
+	const Rdmad__View *view;
 	struct wire_assembly parts;
 };
 

@@ -580,9 +580,21 @@ func (c *Conn) Path() string {
 }
 
 // Welcome is the daemon's answer to Hello: its protocol and program
-// versions and the generation at the time.
+// versions, the generation at the time and this connection's view.
 func (c *Conn) Welcome() *rdmadpb.Welcome {
 	return c.welcome
+}
+
+// View is what this connection sees as the Welcome said it (PROTOCOL.md
+// section 8b): the network, mount and PID namespaces rdmad found for
+// this process (never what a client claims), its Kubernetes pod UID, the
+// kernel's RDMA netns mode, whether it sees every device and holder
+// (All), whether rdmad could look at all (Verified; if not, the host's
+// view) and whether it is in rdmad's own namespaces (Host).  Each
+// Snapshot carries the view as of that snapshot.  Nil from a daemon
+// before views.
+func (c *Conn) View() *rdmadpb.View {
+	return c.welcome.GetView()
 }
 
 // Lifecycle reports whether this Conn asked for the "lifecycle" feature

@@ -40,6 +40,17 @@
 // [Present], [Away] and [Resolve] (a name or an rdmad.conf alias) read a
 // device or a state.
 //
+// Every connection has a view (PROTOCOL.md section 8b): rdmad lists the
+// devices this process's namespaces can use (in a container, those whose
+// uverbs node is in its mount namespace and, in the kernel's exclusive
+// RDMA netns mode, in its network namespace), and what it found comes in
+// [Conn.View] and in each [Snapshot].View.  A device that a client of this
+// view could not open carries Unusable ([Unusable]; [Usable] and [Ready]
+// say no for it); one that leaves the view comes as REMOVED with a Reason
+// ("mount" or "netns") and leaves the state.  Clients that see all (root
+// in the host's namespaces, rdmad's admin group) get each holder's Pidns,
+// Netns, Mntns and PodUid as well.
+//
 // Holds belong to the connection: [Conn.Hold] makes the daemon list this
 // process (pid, uid, comm by SO_PEERCRED) as a holder of the device, so that
 // a device unplugged while in use stays listed as removed until

@@ -24,6 +24,12 @@ const (
 type Snapshot struct {
 	Generation uint64
 	Devices    []*rdmadpb.Device
+	// View is what this connection sees (PROTOCOL.md section 8b): the
+	// namespaces rdmad found for this process, its pod, the kernel's
+	// RDMA netns mode, whether it sees every device and holder.  It
+	// comes with every snapshot; the states a Subscription makes from
+	// events keep the last one.  Nil from a daemon before views.
+	View *rdmadpb.View
 }
 
 // Life names one entry of the list under the lifecycle feature: a
@@ -130,12 +136,22 @@ func (s *Snapshot) find(name string) (int, bool) {
 	return i, i < len(s.Devices) && s.Devices[i].GetName() == name
 }
 
-// Usable reports whether d can be used: present (Present).  A removed
-// device (still held by someone) is not, an away one (gone, expected
-// back) is not, and neither is a state this package does not know
-// (PROTOCOL.md section 3).  Ready says whether it can be used now.
+// Usable reports whether d can be used: present (Present) and not flagged
+// Unusable in this view.  A removed device (still held by someone) is
+// not, an away one (gone, expected back) is not, and neither is a state
+// this package does not know (PROTOCOL.md section 3).  Ready says whether
+// it can be used now.
 func Usable(d *rdmadpb.Device) bool {
-	return Present(d)
+	return Present(d) && !Unusable(d)
+}
+
+// Unusable reports whether a client of this view (its namespaces and
+// uid) could not open d: ibv_open_device() failed with EPERM or EACCES,
+// the device cgroup or the node's permissions refused it (PROTOCOL.md
+// section 8b).  The flag holds for this incarnation; librdmad leaves such
+// a device out of ibv_refresh_device_list().
+func Unusable(d *rdmadpb.Device) bool {
+	return d.GetUnusable()
 }
 
 // Present reports whether d is registered with the kernel now: state
@@ -152,12 +168,13 @@ func Away(d *rdmadpb.Device) bool {
 	return d.GetState() == rdmadpb.DeviceState_DEVICE_STATE_AWAY
 }
 
-// Ready reports whether d is usable now: present, and ready as the daemon
-// judges it (its uverbs device exists, a port is ACTIVE with a GID 0 that
-// is not all zeros and, for RoCE and iWARP, a net device that is not
-// down).  A daemon without the lifecycle feature never says ready.
+// Ready reports whether d is usable now: Usable (present, not flagged
+// unusable in this view), and ready as the daemon judges it (its uverbs
+// device exists, a port is ACTIVE with a GID 0 that is not all zeros and,
+// for RoCE and iWARP, a net device that is not down).  A daemon without
+// the lifecycle feature never says ready.
 func Ready(d *rdmadpb.Device) bool {
-	return Present(d) && d.GetReady()
+	return Usable(d) && d.GetReady()
 }
 
 // HolderCount is the number of holders of d: the daemon lists at most 64
@@ -176,7 +193,7 @@ func HolderCount(d *rdmadpb.Device) uint32 {
 // first entry dropped is returned too, or nil.
 func (s *Snapshot) edit(gen uint64, d *rdmadpb.Device,
 	drop func(*rdmadpb.Device) bool) (*Snapshot, *rdmadpb.Device) {
-	out := &Snapshot{Generation: gen,
+	out := &Snapshot{Generation: gen, View: s.View,
 		Devices: make([]*rdmadpb.Device, 0, len(s.Devices)+1)}
 	var dropped *rdmadpb.Device
 	for _, e := range s.Devices {
@@ -206,7 +223,9 @@ func (s *Snapshot) edit(gen uint64, d *rdmadpb.Device,
 // With lifecycle (the Hello said the feature) and a device that has an
 // identity, the entry ev is about is the one of the same (identity,
 // incarnation) (PROTOCOL.md section 8a); else the one of the same name,
-// as section 8 has it.
+// as section 8 has it.  A device REMOVED with a Reason left this view
+// (section 8b): it goes whatever its holders, as it is in no later
+// snapshot of the view.
 func (s *Snapshot) apply(ev *rdmadpb.Event, lifecycle bool) (*Snapshot, *rdmadpb.Device, bool) {
 	d := ev.GetDevice()
 	if d == nil {
@@ -240,7 +259,7 @@ func (s *Snapshot) apply(ev *rdmadpb.Event, lifecycle bool) (*Snapshot, *rdmadpb
 				e.GetIdentity() == d.GetIdentity() && Away(e))
 		})
 	case rdmadpb.EventType_EVENT_TYPE_REMOVED:
-		if !Away(d) && HolderCount(d) == 0 {
+		if d.GetReason() != "" || (!Away(d) && HolderCount(d) == 0) {
 			next, prev := s.edit(gen, nil, same)
 			return next, prev, true
 		}
@@ -266,6 +285,7 @@ type assembly struct {
 	parts      uint32
 	next       uint32
 	devices    []*rdmadpb.Device
+	view       *rdmadpb.View // part 0's; every part carries the same
 }
 
 // add takes the next part; it returns the snapshot once the last part is
@@ -277,6 +297,7 @@ func (a *assembly) add(p *rdmadpb.Snapshot) (*Snapshot, error) {
 				p.GetParts())
 		}
 		a.generation, a.parts = p.GetGeneration(), p.GetParts()
+		a.view = p.GetView()
 	}
 	if p.GetPart() != a.next || p.GetParts() != a.parts ||
 		p.GetGeneration() != a.generation {
@@ -303,5 +324,6 @@ func (a *assembly) add(p *rdmadpb.Snapshot) (*Snapshot, error) {
 	sort.SliceStable(devs, func(i, j int) bool {
 		return less(devs[i], devs[j])
 	})
-	return &Snapshot{Generation: a.generation, Devices: devs}, nil
+	return &Snapshot{Generation: a.generation, Devices: devs,
+		View: a.view}, nil
 }

@@ -28,6 +28,12 @@ type holderJSON struct {
 	Pid  uint32 `json:"pid"`
 	UID  uint32 `json:"uid"`
 	Comm string `json:"comm"`
+	// Views (PROTOCOL.md 8b): only for viewers that see all, each where
+	// the daemon filled it in.
+	Pidns  uint64 `json:"pidns,omitempty"`
+	Netns  uint64 `json:"netns,omitempty"`
+	Mntns  uint64 `json:"mntns,omitempty"`
+	PodUID string `json:"pod_uid,omitempty"`
 }
 
 type deviceJSON struct {
@@ -56,6 +62,10 @@ type deviceJSON struct {
 	AwayDeadlineMs *uint64   `json:"away_deadline_ms,omitempty"`
 	Changed        *[]string `json:"changed,omitempty"`
 	SriovPF        string    `json:"sriov_pf,omitempty"`
+	// Views (PROTOCOL.md 8b): unusable always, reason where a device
+	// left the view (a removed event).
+	Unusable bool   `json:"unusable"`
+	Reason   string `json:"reason,omitempty"`
 }
 
 type sriovJSON struct {
@@ -156,6 +166,8 @@ func deviceObject(d *rdmadpb.Device) deviceJSON {
 		Ready:        d.GetReady(),
 		Aliases:      append([]string{}, d.GetAliases()...),
 		SriovPF:      d.GetSriovPf(),
+		Unusable:     d.GetUnusable(),
+		Reason:       d.GetReason(),
 	}
 	if rdmad.Away(d) {
 		deadline := d.GetAwayDeadlineMs()
@@ -179,7 +191,9 @@ func deviceObject(d *rdmadpb.Device) deviceJSON {
 	}
 	for _, h := range d.GetHolders() {
 		out.Holders = append(out.Holders, holderJSON{
-			Pid: h.GetPid(), UID: h.GetUid(), Comm: h.GetComm()})
+			Pid: h.GetPid(), UID: h.GetUid(), Comm: h.GetComm(),
+			Pidns: h.GetPidns(), Netns: h.GetNetns(),
+			Mntns: h.GetMntns(), PodUID: h.GetPodUid()})
 	}
 	return out
 }

@@ -49,7 +49,7 @@ func TestUpdateLines(t *testing.T) {
 		`"netdev_up":true,"lid":0}],"holders":[{"pid":4242,` +
 		`"uid":1000,"comm":"nccl<test>&"}],"holder_count":1,` +
 		`"identity":"pci-0000:03:00.0","incarnation":2,"ready":false,` +
-		`"aliases":["ib0","rail0"]}}`
+		`"aliases":["ib0","rail0"],"unusable":false}}`
 	if string(got) != want {
 		t.Errorf("renamed:\n got %s\nwant %s", got, want)
 	}
@@ -107,23 +107,23 @@ func TestLifecycleLines(t *testing.T) {
 			func(*rdmadpb.Device) {},
 			`{"generation":50,"event":"added","lifecycle":"returned",` +
 				head + `"state":"present",` + tail +
-				`,"changed":[],"sriov_pf":"0000:03:00.0"}}`},
+				`,"changed":[],"sriov_pf":"0000:03:00.0","unusable":false}}`},
 		{"returned with changes", rdmadpb.EventType_EVENT_TYPE_RETURNED,
 			func(d *rdmadpb.Device) { d.Changed = []string{"name", "netdev"} },
 			`{"generation":50,"event":"added","lifecycle":"returned",` +
 				head + `"state":"present",` + tail +
-				`,"changed":["name","netdev"],"sriov_pf":"0000:03:00.0"}}`},
+				`,"changed":["name","netdev"],"sriov_pf":"0000:03:00.0","unusable":false}}`},
 		{"ready", rdmadpb.EventType_EVENT_TYPE_READY,
 			func(*rdmadpb.Device) {},
 			`{"generation":50,"event":"changed","lifecycle":"ready",` +
 				head + `"state":"present",` + tail +
-				`,"sriov_pf":"0000:03:00.0"}}`},
+				`,"sriov_pf":"0000:03:00.0","unusable":false}}`},
 		{"unready", rdmadpb.EventType_EVENT_TYPE_UNREADY,
 			func(d *rdmadpb.Device) { d.Ready = false; d.SriovPf = "" },
 			`{"generation":50,"event":"changed","lifecycle":"unready",` +
 				head + `"state":"present",` +
 				strings.Replace(tail, `"ready":true`, `"ready":false`, 1) +
-				`}}`},
+				`,"unusable":false}}`},
 		{"removed, away", rdmadpb.EventType_EVENT_TYPE_REMOVED,
 			func(d *rdmadpb.Device) {
 				d.State = rdmadpb.DeviceState_DEVICE_STATE_AWAY
@@ -131,7 +131,7 @@ func TestLifecycleLines(t *testing.T) {
 			`{"generation":50,"event":"removed",` +
 				head + `"state":"away",` + tail +
 				`,"away_deadline_ms":1700000000123,` +
-				`"sriov_pf":"0000:03:00.0"}}`},
+				`"sriov_pf":"0000:03:00.0","unusable":false}}`},
 	} {
 		d := proto.Clone(vf).(*rdmadpb.Device)
 		tc.d(d)
@@ -151,7 +151,7 @@ func TestLifecycleLines(t *testing.T) {
 		`"pci_address":"","numa_node":0,"driver":"","state":"present",` +
 		`"generation":0,"ports":[],"holders":[],"holder_count":0,` +
 		`"identity":"pci:0000:03:00.0","incarnation":1,"ready":true,` +
-		`"aliases":["ib0"]}}`
+		`"aliases":["ib0"],"unusable":false}}`
 	if got != want {
 		t.Errorf("settled:\n got %s\nwant %s", got, want)
 	}
@@ -166,6 +166,48 @@ func TestLifecycleLines(t *testing.T) {
 	got = line(rdmadpb.EventType_EVENT_TYPE_CHANGED, pf, nil)
 	if strings.Contains(got, "lifecycle") || strings.Contains(got, "sriov") {
 		t.Errorf("changed: %s", got)
+	}
+}
+
+// Views (PROTOCOL.md 8b) as rdmactl prints them: "unusable" always and
+// "reason" where a device left the view, after the other keys; a holder's
+// "pidns", "netns", "mntns", "pod_uid" each only where it is not zero or
+// empty.
+func TestViewLines(t *testing.T) {
+	d := &rdmadpb.Device{Name: "mlx5_0", Uverbs: "uverbs0", NumaNode: -1,
+		Holders: []*rdmadpb.Holder{{Pid: 4242, Uid: 1000,
+			Comm: "nccl-test", Pidns: 4026531836, Netns: 4026532101,
+			Mntns: 4026532102, PodUid: "pod-a"}},
+		Unusable: true, Reason: "mount"}
+	got, err := updateLine(rdmad.Update{Kind: rdmad.UpdateEvent,
+		Generation: 9, Event: &rdmadpb.Event{Generation: 9,
+			Type: rdmadpb.EventType_EVENT_TYPE_REMOVED, Device: d}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `{"generation":9,"event":"removed","device":{"name":"mlx5_0",` +
+		`"id":"","uverbs":"uverbs0","node_guid":"","sys_image_guid":"",` +
+		`"node_type":"","fw_ver":"","pci_address":"","numa_node":-1,` +
+		`"driver":"","state":"present","generation":0,"ports":[],` +
+		`"holders":[{"pid":4242,"uid":1000,"comm":"nccl-test",` +
+		`"pidns":4026531836,"netns":4026532101,"mntns":4026532102,` +
+		`"pod_uid":"pod-a"}],"holder_count":1,"identity":"",` +
+		`"incarnation":0,"ready":false,"aliases":[],"unusable":true,` +
+		`"reason":"mount"}}`
+	if string(got) != want {
+		t.Errorf("removed from the view:\n got %s\nwant %s", got, want)
+	}
+
+	h := d.Holders[0]
+	h.Pidns, h.Mntns, h.PodUid = 0, 0, ""
+	d.Unusable, d.Reason = false, ""
+	got, _ = updateLine(rdmad.Update{Kind: rdmad.UpdateResync, Generation: 10,
+		State: &rdmad.Snapshot{Generation: 10,
+			Devices: []*rdmadpb.Device{d}}})
+	if !strings.Contains(string(got), `"holders":[{"pid":4242,"uid":1000,`+
+		`"comm":"nccl-test","netns":4026532101}]`) ||
+		!strings.HasSuffix(string(got), `"aliases":[],"unusable":false}]}`) {
+		t.Errorf("resync: %s", got)
 	}
 }
 

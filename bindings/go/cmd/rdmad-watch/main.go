@@ -10,8 +10,11 @@
 // "lifecycle" ("returned", "ready", "unready", "expecting", "settled",
 // the last two with an "sriov" object and the PF as the device), and
 // devices carry "identity", "incarnation", "ready", "aliases" and, where
-// they apply, "away_deadline_ms", "changed" and "sriov_pf".  It is the
-// example program of the Go client (package rdmad).
+// they apply, "away_deadline_ms", "changed" and "sriov_pf".  Of views
+// (PROTOCOL.md 8b) devices carry "unusable" and, when one left this
+// view, "reason"; holders "pidns", "netns", "mntns" and "pod_uid" where
+// the daemon gave them.  It is the example program of the Go client
+// (package rdmad).
 //
 //	rdmad-watch [--socket PATH] [--timeout SEC]
 //
