@@ -82,6 +82,8 @@ class ViewTest(DaemonTest):
             if p.poll() is None:
                 p.kill()
             p.wait()
+            if p.stdout:
+                p.stdout.close()
         super().tearDown()
 
 
@@ -191,7 +193,8 @@ class TestPidNamespaces(ViewTest):
         self.start_daemon()
         # A holder in a PID namespace of its own (same mount namespace).
         holder = subprocess.Popen(["env", "RDMAD_SOCKET=" + self.sock,
-                                   "unshare", "--pid", "--fork", CLIENT_HOLD,
+                                   "unshare", "--pid", "--fork", "--kill-child",
+                                   CLIENT_HOLD,
                                    "mlx5_0"],
                                   stdout=subprocess.PIPE, text=True)
         self.procs.append(holder)
