@@ -13,6 +13,7 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "rdmad.h"
 #include "session.h"
@@ -48,6 +49,13 @@ struct rdmad_client {
 	struct rdmad_client *registry_next;
 	struct rdmad_client *registry_prev;
 };
+
+/* client.c: tell the daemon that this process could not open @name's
+ * life @incarnation (@error EPERM or EACCES), once per life and without
+ * waiting (session_report_unusable()).  For the open probe of
+ * ibv_refresh_device_list() (refresh.c); not exported. */
+int client_report_unusable(struct rdmad_client *client, const char *name,
+			   uint64_t incarnation, int error);
 
 /* holds.c: forget the opened devices (without closing them), as when the
  * client is freed; with @client->lock held or unshared. */

@@ -2,7 +2,8 @@
 /*
  * The client handle, the top layer: its life cycle, rdmad_client_connect(),
  * the pollable fd, rdmad_client_process() and the callback, the
- * generation and snapshot getters, and fork handling.  Connecting, the
+ * generation and snapshot getters, fork handling, and the reports of
+ * refused devices that refresh.c's open probe makes.  Connecting, the
  * handshake and requests are the session's (session.c); this file only
  * takes the lock and calls down.
  *
@@ -400,4 +401,22 @@ RDMAD_EXPORT int rdmad_client_resolve(struct rdmad_client *client,
 		return -ENOMEM;
 	*ret_name = name;
 	return 0;
+}
+
+/* ---- reports of refused devices ------------------------------------------ */
+
+/* The lock is held for bounded work only, so this never waits for the
+ * daemon: the report goes out without its reply being awaited. */
+int client_report_unusable(struct rdmad_client *client, const char *name,
+			   uint64_t incarnation, int error)
+{
+	int err;
+
+	if (!client || !name)
+		return -EINVAL;
+	pthread_mutex_lock(&client->lock);
+	err = session_report_unusable(&client->session, name, incarnation,
+				      error);
+	pthread_mutex_unlock(&client->lock);
+	return err;
 }

@@ -34,6 +34,7 @@ struct rdmad_client;
 struct rdmad_snapshot;
 struct rdmad_device;
 struct rdmad_port;
+struct rdmad_view;
 
 enum rdmad_event_type {
 	RDMAD_EVENT_ADDED = 0,
@@ -253,6 +254,15 @@ const char *rdmad_device_get_changed(const struct rdmad_device *device,
 /* An SR-IOV VF: its PF's PCI address; else "". */
 const char *rdmad_device_get_sriov_pf(const struct rdmad_device *device);
 
+/* Views, since 1.2 (librdmad(3), "Views").  1 when a client of this
+ * view could not open the device (EPERM or EACCES: the device cgroup or
+ * the node's permissions), else 0; ibv_refresh_device_list() leaves such
+ * a device out.  0 from a daemon before views. */
+int rdmad_device_is_unusable(const struct rdmad_device *device);
+/* Why a REMOVED device left this view: "mount" (its uverbs node is not
+ * in the view's mount namespace), "netns"; "" when it was unplugged. */
+const char *rdmad_device_get_reason(const struct rdmad_device *device);
+
 unsigned int rdmad_device_get_port_count(const struct rdmad_device *device);
 const struct rdmad_port *
 rdmad_device_get_port(const struct rdmad_device *device, unsigned int index);
@@ -273,12 +283,51 @@ unsigned int rdmad_device_get_holder_count(const struct rdmad_device *device);
 const char *rdmad_device_get_holder(const struct rdmad_device *device,
 				    unsigned int index, pid_t *ret_pid,
 				    uid_t *ret_uid);
+/* Holder @index's namespaces (inodes, as ls -iL /proc/PID/ns/pid, net,
+ * mnt show them) and the Kubernetes pod UID of its cgroup, since 1.2.
+ * The daemon tells them only to a client whose view sees all
+ * (rdmad_view_get_all()); else, and out of range, 0 and "" (NULL out of
+ * range). */
+uint64_t rdmad_device_get_holder_pidns(const struct rdmad_device *device,
+				       unsigned int index);
+uint64_t rdmad_device_get_holder_netns(const struct rdmad_device *device,
+				       unsigned int index);
+uint64_t rdmad_device_get_holder_mntns(const struct rdmad_device *device,
+				       unsigned int index);
+const char *rdmad_device_get_holder_pod_uid(const struct rdmad_device *device,
+					    unsigned int index);
+
+/* ---- Views, since 1.2 ---------------------------------------------------- */
+
+/* What the daemon says this client sees (librdmad(3), "Views"), owned by
+ * the snapshot; NULL from a daemon before views (which shows every
+ * client the host's list). */
+const struct rdmad_view *
+rdmad_snapshot_get_view(const struct rdmad_snapshot *snapshot);
+/* Inodes of the client's network, mount and PID namespaces, as the
+ * daemon found them (0 if it could not look). */
+uint64_t rdmad_view_get_netns(const struct rdmad_view *view);
+uint64_t rdmad_view_get_mntns(const struct rdmad_view *view);
+uint64_t rdmad_view_get_pidns(const struct rdmad_view *view);
+/* The Kubernetes pod UID of the client's cgroup, else "". */
+const char *rdmad_view_get_pod_uid(const struct rdmad_view *view);
+/* The kernel's RDMA namespace mode: "shared", "exclusive", "unknown". */
+const char *rdmad_view_get_netns_mode(const struct rdmad_view *view);
+/* 1 or 0: the client sees every device and holder (root in the host's
+ * namespaces, the admin group); the daemon could read its namespaces
+ * (else it shows the host's view); it is in the daemon's namespaces. */
+int rdmad_view_get_all(const struct rdmad_view *view);
+int rdmad_view_get_verified(const struct rdmad_view *view);
+int rdmad_view_get_host(const struct rdmad_view *view);
 
 /*
  * The RFC's call: a fresh NULL-terminated list from the real libibverbs,
  * freed with ibv_free_device_list(), that reflects every change rdmad had
  * announced when it was called: no device the daemon lists as removed
- * or away, every present one whose char device is reachable.  Uses a
+ * or away, every present one whose char device is reachable.  Since 1.2,
+ * no device this process may not open either: flagged unusable in its
+ * view, or refused (EPERM, EACCES) when the library opened it once to
+ * try, which it tells the daemon (librdmad(3), "Views").  Uses a
  * process-wide client on the default socket; works like ibv_get_device_list()
  * when no daemon runs.  See librdmad(3) for how it relates to the generation.
  */

@@ -5,6 +5,15 @@
  * the result never lists a device the daemon reported removed or away, or
  * does not know.  A process-wide client on the default socket serves it.
  *
+ * Nor does it list a device this process may not open (PROTOCOL.md 8b):
+ * one the daemon flags unusable in this client's view, or one whose open
+ * probe (probe.c: once per life, where libibverbs' list is at hand
+ * anyway) got EPERM or EACCES.  Such a first refusal is reported to the
+ * daemon (client_report_unusable(), which does not wait for the reply)
+ * so that the other processes of this view learn it too.  Against a
+ * daemon before views (a snapshot without a view) nothing is probed or
+ * reported, as before.
+ *
  * Freeing: ibv_free_device_list() drops one reference on every entry up to
  * the NULL and frees the array (rdma-core libibverbs/device.c; the
  * references belong to the list, not to the devices).  So the entries we
@@ -20,7 +29,9 @@
 
 #include <infiniband/verbs.h>
 
+#include "client-internal.h"
 #include "export.h"
+#include "probe.h"
 #include "rdmad.h"
 
 static pthread_once_t process_client_once = PTHREAD_ONCE_INIT;
@@ -31,40 +42,77 @@ static void process_client_create(void)
 	process_client = rdmad_client_new(NULL);
 }
 
-/* Present for the daemon: not REMOVED, not AWAY, not unknown.  Where a
- * held ended life shares the name with the present one, find_device()
- * returns the present one, which is what libibverbs lists. */
-static bool listed_present(const struct rdmad_snapshot *snap, const char *name)
+/* Present for the daemon: not REMOVED, not AWAY, not unknown; NULL
+ * else.  Where a held ended life shares the name with the present one,
+ * find_device() returns the present one, which is what libibverbs
+ * lists. */
+static const struct rdmad_device *
+listed_present(const struct rdmad_snapshot *snap, const char *name)
 {
 	const struct rdmad_device *dev = rdmad_snapshot_find_device(snap, name);
 
-	return dev && rdmad_device_get_state(dev) == RDMAD_DEVICE_PRESENT;
+	if (!dev || rdmad_device_get_state(dev) != RDMAD_DEVICE_PRESENT)
+		return NULL;
+	return dev;
 }
 
+/* Whether the open probe of @dev's life, which libibverbs lists as
+ * @device, found it refused; the first refusal is reported.  Only a
+ * daemon that speaks views (its snapshot has one) takes reports, and
+ * only lives it numbers can be named in one. */
+static bool refused(const struct rdmad_snapshot *snap,
+		    const struct rdmad_device *dev, struct ibv_device *device)
+{
+	uint64_t incarnation = rdmad_device_get_incarnation(dev);
+	bool first;
+	int err;
+
+	if (!rdmad_snapshot_get_view(snap) || incarnation == 0)
+		return false;
+	err = probe_life(device, rdmad_device_get_identity(dev), incarnation,
+			 &first);
+	if (err == 0)
+		return false;
+	/* Until the daemon's CHANGED flags it, the probe's memory keeps it
+	 * out of this list and the next ones. */
+	if (first)
+		client_report_unusable(process_client,
+				       rdmad_device_get_name(dev), incarnation,
+				       -err);
+	return true;
+}
+
+static bool keep(const struct rdmad_snapshot *snap, struct ibv_device *device)
+{
+	const struct rdmad_device *dev =
+		listed_present(snap, ibv_get_device_name(device));
+
+	return dev && !rdmad_device_is_unusable(dev) &&
+	       !refused(snap, dev, device);
+}
+
+/* One pass, so each device is decided once: asked twice, the probe might
+ * answer twice differently (a node with more lives than PROBE_MAX). */
 static int filter_list(struct ibv_device **list, int *num,
 		       const struct rdmad_snapshot *snap)
 {
 	struct ibv_device **dropped;
-	int i, kept = 0, n_dropped = 0;
+	size_t i, n = 0, kept = 0, n_dropped = 0;
 
-	for (i = 0; list[i]; i++)
-		if (!listed_present(snap, ibv_get_device_name(list[i])))
-			n_dropped++;
-	if (n_dropped == 0)
-		return 0;
-	dropped = calloc((size_t)n_dropped + 1, sizeof(*dropped));
+	while (list[n])
+		n++;
+	dropped = calloc(n + 1, sizeof(*dropped));
 	if (!dropped)
 		return -ENOMEM;
-	n_dropped = 0;
-	for (i = 0; list[i]; i++) {
-		if (listed_present(snap, ibv_get_device_name(list[i])))
+	for (i = 0; i < n; i++) {
+		if (keep(snap, list[i]))
 			list[kept++] = list[i];
 		else
 			dropped[n_dropped++] = list[i];
 	}
 	list[kept] = NULL;
 	ibv_free_device_list(dropped);
-	*num = kept;
+	*num = (int)kept;
 	return 0;
 }
 

@@ -3,10 +3,11 @@
  * A client's session with the daemon: connecting (lazily, with backoff),
  * the Hello/Welcome handshake, re-announcing the held devices and
  * subscribing on every new connection, sending a request and waiting for
- * its reply while handing every other frame to sync.c, and the devices
- * held.  It sits between the public API (client.c, holds.c), which it
- * never calls, and the wire (conn.c, poller.c, genview.c) and device list
- * (sync.c) below it.
+ * its reply while handing every other frame to sync.c, the devices
+ * held, and the reports of refused devices (report.c), which are sent
+ * without waiting and whose replies only settle their bookkeeping.  It sits
+ * between the public API (client.c, holds.c), which it never calls, and the
+ * wire (conn.c, poller.c, genview.c) and device list (sync.c) below it.
  *
  * No thread waits with the client's lock held.  A new connection is built
  * in a session of its own (a "link", with no lock: only the connecting
@@ -192,12 +193,13 @@ static void forget_reply(struct session *s)
 	s->await_seq = 0;
 }
 
-/* Forget the list, the queue and the holds. */
+/* Forget the list, the queue, the holds and the reports. */
 static void drop_state(struct session *s)
 {
 	sync_reset(&s->sync);
 	sync_clear_queue(&s->sync);
 	session_holds_clear(s);
+	reports_clear(&s->reports);
 	sync_drop_list(&s->sync);
 	forget_reply(s);
 }
@@ -260,6 +262,7 @@ static void drop_connection(struct session *s, int err)
 	conn_close(&s->conn);
 	sync_reset(&s->sync);
 	genview_detach(&s->view);
+	reports_unsend(&s->reports);
 	if (s->connected) {
 		/* Retry at once: the daemon may just have restarted. */
 		atomic_store(&s->next_attempt_ms, session_now_ms());
@@ -297,6 +300,10 @@ static int handle_frame(struct session *s, Rdmad__Frame *frame, int fd)
 		return 0;
 	}
 	close_fd(&fd);
+	if (reports_take_reply(&s->reports, frame)) {
+		wire_free(frame);
+		return 0;
+	}
 	err = sync_handle_frame(&s->sync, &s->conn, frame);
 	genview_learn(&s->view, sync_generation(&s->sync));
 	return err;
@@ -338,8 +345,18 @@ drop:
 	return err;
 }
 
+/* Send the reports not sent on this connection, if the daemon takes
+ * them.  A full socket leaves the rest for later; a connection that
+ * failed is noticed by the next read. */
+static void send_reports(struct session *s)
+{
+	if (s->connected && s->views && reports_pending(&s->reports))
+		reports_send(&s->reports, &s->conn);
+}
+
 int session_drain(struct session *s, bool events_only)
 {
+	send_reports(s);
 	return read_frames(s, 0, events_only) < 0 ? -ECONNRESET : 0;
 }
 
@@ -437,6 +454,7 @@ static int take_page(struct session *link, const Rdmad__Welcome *welcome,
 	int err;
 
 	genview_learn(&link->view, welcome->generation);
+	link->views = welcome->view != NULL;
 	if (*fd < 0)
 		return 0;
 	if (!welcome->generation_page) {
@@ -571,6 +589,7 @@ static int adopt(struct session *s, struct session *link)
 	}
 	genview_learn(&s->view, genview_load(&link->view));
 	conn_adopt(&s->conn, &link->conn);
+	s->views = link->views;
 	session_holds_clear(s);
 	s->holds = link->holds;
 	s->n_holds = link->n_holds;
@@ -615,6 +634,7 @@ static int connect_now(struct session *s)
 	s->backoff_ms = SESSION_BACKOFF_MIN_MS;
 	s->last_error = 0;
 	publish_state(s);
+	send_reports(s);
 	return 0;
 }
 
@@ -744,6 +764,20 @@ int session_unhold(struct session *s, const char *name, bool explicit)
 	claim_requests(s);
 	err = put_hold(s, name, explicit);
 	end_requests(s);
+	return err;
+}
+
+/* ---- reports ------------------------------------------------------------- */
+
+int session_report_unusable(struct session *s, const char *name,
+			    uint64_t incarnation, int error)
+{
+	int err = reports_add(&s->reports, name, incarnation, error);
+
+	if (err == -EALREADY)
+		return 0;
+	if (err == 0)
+		send_reports(s);
 	return err;
 }
 

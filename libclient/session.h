@@ -3,7 +3,8 @@
  * The connection and protocol state of a client (session.c): connecting
  * lazily with backoff, the Hello/Welcome handshake and the first snapshot,
  * requests and their replies, the devices held and their re-announcement
- * on a new connection, and what other threads read without a lock (the
+ * on a new connection, the reports of refused devices (report.c), and
+ * what other threads read without a lock (the
  * generation, the pollable fd, the reconnect timeout, the cached
  * snapshot).  Below the public API (client.c, holds.c), above the wire
  * (conn.c, poller.c, genview.c) and the device list (sync.c).
@@ -29,6 +30,7 @@
 #include "conn.h"
 #include "genview.h"
 #include "poller.h"
+#include "report.h"
 #include "sync.h"
 #include "wire.h"
 
@@ -81,6 +83,11 @@ struct session {
 	struct session_hold *holds;
 	size_t n_holds;
 
+	/* The daemon speaks views (its Welcome had one, PROTOCOL.md 8b):
+	 * only such a daemon is sent reports. */
+	bool views;
+	struct reports reports;
+
 	/* Read by other threads without the lock. */
 	atomic_bool up;
 	atomic_int poll_fd;
@@ -118,6 +125,14 @@ int session_hold(struct session *session, const char *name, bool explicit);
  * when @name has no such use. */
 int session_unhold(struct session *session, const char *name, bool explicit);
 void session_holds_clear(struct session *session);
+
+/* Tell the daemon that @name's life @incarnation refused to open with
+ * @error (EPERM or EACCES), once per life: sent now if connected to a
+ * daemon that speaks views, without waiting for the reply, and again on
+ * each new connection.  Never connects, never waits.  0, -EINVAL, or
+ * -ENOMEM; a failed send is retried later. */
+int session_report_unusable(struct session *session, const char *name,
+			    uint64_t incarnation, int error);
 
 /* Connected, and the list is as new as the page says the daemon is. */
 bool session_current(const struct session *session);

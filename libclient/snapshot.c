@@ -8,7 +8,8 @@
  * of a device (PROTOCOL.md 8a): its identity and incarnation name it, so
  * a held entry of an ended life and the present life of the same PCI
  * function, often under the same name, are two entries.  Each snapshot
- * also indexes its ready set, the usable devices.
+ * also indexes its ready set, the usable devices, and carries the view
+ * the daemon says this client has (PROTOCOL.md 8b), if it said one.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -37,6 +38,7 @@ static size_t device_strings_size(const Rdmad__Device *msg)
 		msg->uverbs,	msg->node_guid,	  msg->sys_image_guid,
 		msg->node_type, msg->fw_ver,	  msg->pci_address,
 		msg->driver,	identity_of(msg), msg->sriov_pf,
+		msg->reason,
 	};
 	size_t size = 0;
 	size_t i;
@@ -56,8 +58,10 @@ static size_t device_strings_size(const Rdmad__Device *msg)
 		size += strlen(str_or_empty(p->rate)) + 1;
 		size += strlen(str_or_empty(p->netdev)) + 1;
 	}
-	for (i = 0; i < msg->n_holders; i++)
+	for (i = 0; i < msg->n_holders; i++) {
 		size += strlen(str_or_empty(msg->holders[i]->comm)) + 1;
+		size += strlen(str_or_empty(msg->holders[i]->pod_uid)) + 1;
+	}
 	return size;
 }
 
@@ -98,9 +102,16 @@ static void fill_holders(struct rdmad_device *dev, const Rdmad__Device *msg,
 	unsigned int i;
 
 	for (i = 0; i < dev->n_holders; i++) {
-		dev->holders[i].pid = msg->holders[i]->pid;
-		dev->holders[i].uid = msg->holders[i]->uid;
-		dev->holders[i].comm = put_str(cursor, msg->holders[i]->comm);
+		const Rdmad__Holder *h = msg->holders[i];
+		struct rdmad_holder *holder = &dev->holders[i];
+
+		holder->pid = h->pid;
+		holder->uid = h->uid;
+		holder->comm = put_str(cursor, h->comm);
+		holder->pidns = h->pidns;
+		holder->netns = h->netns;
+		holder->mntns = h->mntns;
+		holder->pod_uid = put_str(cursor, h->pod_uid);
 	}
 }
 
@@ -157,6 +168,9 @@ static void fill_device(struct rdmad_device *dev, const Rdmad__Device *msg,
 	dev->fw_ver = put_str(cursor, msg->fw_ver);
 	dev->pci_address = put_str(cursor, msg->pci_address);
 	dev->driver = put_str(cursor, msg->driver);
+	/* Views: a daemon before them sends neither (usable, no reason). */
+	dev->reason = put_str(cursor, msg->reason);
+	dev->unusable = msg->unusable;
 	dev->numa_node = msg->numa_node;
 	dev->generation = msg->generation;
 	fill_life(dev, msg, features, cursor);
@@ -213,6 +227,58 @@ void snapshot_device_unref(struct rdmad_device *device)
 	if (atomic_fetch_sub_explicit(&device->refs, 1, memory_order_acq_rel) ==
 	    1)
 		free(device);
+}
+
+static struct rdmad_view *view_new(const Rdmad__View *msg)
+{
+	const char *pod_uid = str_or_empty(msg->pod_uid);
+	const char *mode = str_or_empty(msg->netns_mode);
+	size_t pod_len = strlen(pod_uid) + 1, mode_len = strlen(mode) + 1;
+	struct rdmad_view *view;
+	char *cursor;
+
+	view = calloc(1, sizeof(*view) + pod_len + mode_len);
+	if (!view)
+		return NULL;
+	atomic_init(&view->refs, 1);
+	cursor = (char *)(view + 1);
+	view->pod_uid = put_str(&cursor, pod_uid);
+	view->netns_mode = put_str(&cursor, mode);
+	view->netns = msg->netns;
+	view->mntns = msg->mntns;
+	view->pidns = msg->pidns;
+	view->all = msg->all;
+	view->verified = msg->verified;
+	view->host = msg->host;
+	return view;
+}
+
+static struct rdmad_view *view_ref(struct rdmad_view *view)
+{
+	if (view)
+		atomic_fetch_add_explicit(&view->refs, 1, memory_order_relaxed);
+	return view;
+}
+
+static void view_unref(struct rdmad_view *view)
+{
+	if (view && atomic_fetch_sub_explicit(&view->refs, 1,
+					      memory_order_acq_rel) == 1)
+		free(view);
+}
+
+int snapshot_set_view(struct rdmad_snapshot *snap, const Rdmad__View *msg)
+{
+	struct rdmad_view *view = NULL;
+
+	if (msg) {
+		view = view_new(msg);
+		if (!view)
+			return -ENOMEM;
+	}
+	view_unref(snap->view);
+	snap->view = view;
+	return 0;
 }
 
 /* Room for @count devices and as many in the ready set. */
@@ -386,6 +452,8 @@ int snapshot_apply_events(const struct rdmad_snapshot *old,
 				: rdmad_snapshot_get_generation(old));
 	if (!snap)
 		return -ENOMEM;
+	/* Events say nothing of the view: it stays until a snapshot. */
+	snap->view = view_ref(old ? old->view : NULL);
 	for (i = 0; i < old_count; i++)
 		snap->devices[snap->count++] =
 			snapshot_device_ref(old->devices[i]);
@@ -431,6 +499,7 @@ rdmad_snapshot_unref(struct rdmad_snapshot *snapshot)
 		return NULL;
 	for (i = 0; i < snapshot->count; i++)
 		snapshot_device_unref(snapshot->devices[i]);
+	view_unref(snapshot->view);
 	free(snapshot);
 	return NULL;
 }
@@ -559,6 +628,7 @@ DEVICE_STR_GETTER(pci_address)
 DEVICE_STR_GETTER(driver)
 DEVICE_STR_GETTER(identity)
 DEVICE_STR_GETTER(sriov_pf)
+DEVICE_STR_GETTER(reason)
 
 RDMAD_EXPORT int rdmad_device_get_numa_node(const struct rdmad_device *device)
 {
@@ -586,6 +656,11 @@ rdmad_device_get_incarnation(const struct rdmad_device *device)
 RDMAD_EXPORT int rdmad_device_is_ready(const struct rdmad_device *device)
 {
 	return device && device->ready;
+}
+
+RDMAD_EXPORT int rdmad_device_is_unusable(const struct rdmad_device *device)
+{
+	return device && device->unusable;
 }
 
 RDMAD_EXPORT uint64_t
@@ -670,17 +745,107 @@ rdmad_device_get_holder_count(const struct rdmad_device *device)
 	return device ? device->holder_count : 0;
 }
 
+static const struct rdmad_holder *holder_at(const struct rdmad_device *device,
+					    unsigned int index)
+{
+	if (!device || index >= device->n_holders)
+		return NULL;
+	return &device->holders[index];
+}
+
 RDMAD_EXPORT const char *
 rdmad_device_get_holder(const struct rdmad_device *device, unsigned int index,
 			pid_t *ret_pid, uid_t *ret_uid)
 {
-	if (!device || index >= device->n_holders)
+	const struct rdmad_holder *holder = holder_at(device, index);
+
+	if (!holder)
 		return NULL;
 	if (ret_pid)
-		*ret_pid = device->holders[index].pid;
+		*ret_pid = holder->pid;
 	if (ret_uid)
-		*ret_uid = device->holders[index].uid;
-	return device->holders[index].comm;
+		*ret_uid = holder->uid;
+	return holder->comm;
+}
+
+RDMAD_EXPORT uint64_t rdmad_device_get_holder_pidns(
+	const struct rdmad_device *device, unsigned int index)
+{
+	const struct rdmad_holder *holder = holder_at(device, index);
+
+	return holder ? holder->pidns : 0;
+}
+
+RDMAD_EXPORT uint64_t rdmad_device_get_holder_netns(
+	const struct rdmad_device *device, unsigned int index)
+{
+	const struct rdmad_holder *holder = holder_at(device, index);
+
+	return holder ? holder->netns : 0;
+}
+
+RDMAD_EXPORT uint64_t rdmad_device_get_holder_mntns(
+	const struct rdmad_device *device, unsigned int index)
+{
+	const struct rdmad_holder *holder = holder_at(device, index);
+
+	return holder ? holder->mntns : 0;
+}
+
+RDMAD_EXPORT const char *
+rdmad_device_get_holder_pod_uid(const struct rdmad_device *device,
+				unsigned int index)
+{
+	const struct rdmad_holder *holder = holder_at(device, index);
+
+	return holder ? holder->pod_uid : NULL;
+}
+
+RDMAD_EXPORT const struct rdmad_view *
+rdmad_snapshot_get_view(const struct rdmad_snapshot *snapshot)
+{
+	return snapshot ? snapshot->view : NULL;
+}
+
+RDMAD_EXPORT uint64_t rdmad_view_get_netns(const struct rdmad_view *view)
+{
+	return view ? view->netns : 0;
+}
+
+RDMAD_EXPORT uint64_t rdmad_view_get_mntns(const struct rdmad_view *view)
+{
+	return view ? view->mntns : 0;
+}
+
+RDMAD_EXPORT uint64_t rdmad_view_get_pidns(const struct rdmad_view *view)
+{
+	return view ? view->pidns : 0;
+}
+
+RDMAD_EXPORT const char *rdmad_view_get_pod_uid(const struct rdmad_view *view)
+{
+	return view ? view->pod_uid : NULL;
+}
+
+RDMAD_EXPORT const char *
+rdmad_view_get_netns_mode(const struct rdmad_view *view)
+{
+	return view ? view->netns_mode : NULL;
+}
+
+RDMAD_EXPORT int rdmad_view_get_all(const struct rdmad_view *view)
+{
+	return view && view->all;
+}
+
+RDMAD_EXPORT int rdmad_view_get_verified(const struct rdmad_view *view)
+{
+	return view && view->verified;
+}
+
+RDMAD_EXPORT int rdmad_view_get_host(const struct rdmad_view *view)
+{
+	return view && view->host;
 }
 
 RDMAD_EXPORT const char *rdmad_sriov_get_pf(const struct rdmad_sriov *sriov)

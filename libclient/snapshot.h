@@ -30,10 +30,16 @@ struct rdmad_port {
 	unsigned int lid;
 };
 
+/* The namespaces are sent only to a viewer that sees all (PROTOCOL.md
+ * 8b); 0 and "" otherwise. */
 struct rdmad_holder {
 	pid_t pid;
 	uid_t uid;
 	const char *comm;
+	uint64_t pidns;
+	uint64_t netns;
+	uint64_t mntns;
+	const char *pod_uid;
 };
 
 /* One allocation: this header, the ports, the holders, the alias and
@@ -43,6 +49,7 @@ struct rdmad_device {
 	enum rdmad_device_state state; /* as the client's features show it */
 	bool away;		       /* the daemon said AWAY */
 	bool ready;		       /* present and usable */
+	bool unusable; /* a client of this view could not open it (8b) */
 	int numa_node;
 	uint64_t generation;
 	uint64_t incarnation; /* 0: a daemon before lifecycle */
@@ -59,6 +66,7 @@ struct rdmad_device {
 	const char *fw_ver;
 	const char *pci_address;
 	const char *driver;
+	const char *reason; /* why it left this view: "mount", "netns"; "" */
 	unsigned int n_ports;
 	unsigned int n_holders;	   /* listed: at most WIRE_MAX_HOLDERS_LISTED */
 	unsigned int holder_count; /* all of them */
@@ -70,11 +78,27 @@ struct rdmad_device {
 	const char **changed;
 };
 
+/* What the daemon says this client sees (PROTOCOL.md 8b): one
+ * allocation, its strings after it, shared by the snapshots that follow
+ * one another through events (an event carries no view). */
+struct rdmad_view {
+	atomic_uint refs;
+	uint64_t netns;
+	uint64_t mntns;
+	uint64_t pidns;
+	const char *pod_uid;
+	const char *netns_mode;
+	bool all;
+	bool verified;
+	bool host;
+};
+
 /* The devices, then the ready set: @ready points into the same
  * allocation, just past room for every device. */
 struct rdmad_snapshot {
 	atomic_uint refs;
 	uint64_t generation;
+	struct rdmad_view *view; /* NULL: a daemon before views sent none */
 	size_t count;
 	size_t n_ready;
 	struct rdmad_device **ready;
@@ -109,6 +133,10 @@ struct rdmad_snapshot *snapshot_new_from_wire(Rdmad__Device *const *msgs,
 					      size_t n, uint64_t generation,
 					      unsigned int features);
 
+/* Give @snap, just built and not yet shared, the view of its parts
+ * (@msg NULL: none).  0 or -ENOMEM. */
+int snapshot_set_view(struct rdmad_snapshot *snap, const Rdmad__View *msg);
+
 /* An Event.sriov copied (an absent one reads as empty); NULL on ENOMEM. */
 struct rdmad_sriov *snapshot_sriov_new(const Rdmad__Sriov *msg);
 void snapshot_sriov_free(struct rdmad_sriov *sriov);
@@ -121,7 +149,7 @@ void snapshot_sriov_free(struct rdmad_sriov *sriov);
  * its identity; is appended if new; or the entry is dropped (RELEASED,
  * or REMOVED of a device neither held nor AWAY).  An event without a
  * device (EXPECTING, SETTLED) changes only the generation.  @old may be
- * NULL.
+ * NULL.  The result keeps @old's view.
  */
 int snapshot_apply_event(const struct rdmad_snapshot *old,
 			 enum rdmad_event_type type,

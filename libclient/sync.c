@@ -204,6 +204,20 @@ static int add_unfolded(struct sync *sync, enum rdmad_event_type type,
 	return 0;
 }
 
+/* The snapshot of the parts: their devices, and the view that every part
+ * carries (PROTOCOL.md 8b; none from a daemon before views). */
+static struct rdmad_snapshot *assemble(const struct sync *sync)
+{
+	const struct wire_assembly *a = &sync->assembly;
+	struct rdmad_snapshot *snap;
+
+	snap = snapshot_new_from_wire(a->devices, a->n_devices, a->generation,
+				      sync->features);
+	if (snap && snapshot_set_view(snap, a->frames[0]->snapshot->view) < 0)
+		snap = rdmad_snapshot_unref(snap);
+	return snap;
+}
+
 /* All parts are in: build the snapshot and announce the resync. */
 static int complete_snapshot(struct sync *sync)
 {
@@ -212,8 +226,7 @@ static int complete_snapshot(struct sync *sync)
 	uint64_t generation = a->generation;
 	bool solicited = a->seq == sync->subscribe_seq;
 
-	snap = snapshot_new_from_wire(a->devices, a->n_devices, generation,
-				      sync->features);
+	snap = assemble(sync);
 	clear_parts(sync);
 	if (!snap)
 		return -ENOMEM;
@@ -237,8 +250,10 @@ static int complete_snapshot(struct sync *sync)
 /*
  * Memory a decoded part takes, bounded from above: its encoding (every
  * string's bytes are in it) plus the structures and an allocation for
- * every string field of every device, port and holder.  A part of empty
- * ports is 2 bytes a port on the wire but a few hundred decoded.
+ * every string of every device (its 13 string fields, its aliases and
+ * changed fields), port (5) and holder (2: comm and pod_uid), and of the
+ * view (2).  A part of empty ports is 2 bytes a port on the wire but a
+ * few hundred decoded.
  */
 static size_t part_cost(const Rdmad__Frame *frame)
 {
@@ -246,15 +261,18 @@ static size_t part_cost(const Rdmad__Frame *frame)
 	size_t cost, i;
 
 	cost = protobuf_c_message_get_packed_size(&frame->base) +
-	       sizeof(*frame) + sizeof(*part);
+	       sizeof(*frame) + sizeof(*part) + sizeof(Rdmad__View) +
+	       2 * SYNC_ALLOC_OVERHEAD;
 	for (i = 0; i < part->n_devices; i++) {
 		const Rdmad__Device *d = part->devices[i];
 
-		cost += sizeof(*d) + sizeof(d) + 10 * SYNC_ALLOC_OVERHEAD;
+		cost += sizeof(*d) + sizeof(d) +
+			(13 + d->n_aliases + d->n_changed) *
+				(sizeof(char *) + SYNC_ALLOC_OVERHEAD);
 		cost += d->n_ports * (sizeof(Rdmad__Port) + sizeof(void *) +
 				      5 * SYNC_ALLOC_OVERHEAD);
 		cost += d->n_holders * (sizeof(Rdmad__Holder) + sizeof(void *) +
-					SYNC_ALLOC_OVERHEAD);
+					2 * SYNC_ALLOC_OVERHEAD);
 	}
 	return cost;
 }

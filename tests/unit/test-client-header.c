@@ -19,6 +19,10 @@ int main(void)
 	failures += rdmad_snapshot_get_device(NULL, 0) != NULL;
 	failures += rdmad_client_unref(NULL) != NULL;
 	failures += rdmad_device_get_holder(NULL, 0, NULL, NULL) != NULL;
+	/* RDMAD_1.2 */
+	failures += rdmad_device_is_unusable(NULL) != 0;
+	failures += rdmad_snapshot_get_view(NULL) != NULL;
+	failures += rdmad_view_get_netns_mode(NULL) != NULL;
 	if (failures)
 		fprintf(stderr, "%d check(s) failed\n", failures);
 	return failures ? 1 : 0;

@@ -8,7 +8,13 @@
  * reply, and a dropped connection (reconnect, holds announced again, RESYNC);
  * the lifecycle: Hello asks for it, and the callback sees its event types
  * only after rdmad_client_set_features() (else the 1.0 ones), with the
- * SR-IOV announcement of EXPECTING and SETTLED.
+ * SR-IOV announcement of EXPECTING and SETTLED; views (PROTOCOL.md 8b):
+ * the View of the snapshot parts, Device.unusable and reason and the
+ * holders' namespaces decoded from snapshots and events (and nothing of
+ * them from a daemon before views), and the Unusable reports: one
+ * request per life, none for a failure that is no refusal, none to a
+ * daemon before views, sent again on a new connection unless the daemon
+ * did not take it.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -22,6 +28,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include "client-internal.h"
 #include "conn.h"
 #include "rdmad.h"
 #include "session.h"
@@ -62,7 +69,28 @@ static struct {
 	unsigned int n_devices;
 	uint64_t generation;
 	bool event_on_hold;
+	/* Views: a View in the Welcome and every part; the device named
+	 * @flagged is unusable, gone from the view ("mount") and held by a
+	 * process in a pod. */
+	bool views;
+	char flagged[32];
+	/* The Unusable requests seen: "name incarnation errno". */
+	char unusable[8][48];
+	unsigned int n_unusable;
 } fake;
+
+/* The View the fake daemon sends. */
+static Rdmad__View fake_view_msg = {
+	.base = PROTOBUF_C_MESSAGE_INIT(&rdmad__view__descriptor),
+	.netns = 4026531840,
+	.mntns = 4026531841,
+	.pidns = 4026531836,
+	.pod_uid = "6d1c0ffe-0000-4000-8000-00000000beef",
+	.netns_mode = "exclusive",
+	.all = true,
+	.verified = true,
+	.host = false,
+};
 
 static void fake_send(Rdmad__Frame *frame, int pass_fd)
 {
@@ -81,11 +109,31 @@ static void fake_set_generation(uint64_t gen)
 	__atomic_store_n(&fake.page->generation, gen, __ATOMIC_RELEASE);
 }
 
+/* The holder of the flagged device, in a pod's namespaces. */
+static Rdmad__Holder fake_holder_msg = {
+	.base = PROTOBUF_C_MESSAGE_INIT(&rdmad__holder__descriptor),
+	.pid = 77,
+	.uid = 1000,
+	.comm = "trainer",
+	.pidns = 4026532001,
+	.netns = 4026532002,
+	.mntns = 4026532003,
+	.pod_uid = "pod-a",
+};
+static Rdmad__Holder *fake_holders[] = {&fake_holder_msg};
+
 static void fake_device_msg(Rdmad__Device *dev, const char *name)
 {
 	*dev = (Rdmad__Device)RDMAD__DEVICE__INIT;
 	dev->name = (char *)name;
 	dev->id = (char *)name;
+	if (!fake.views || strcmp(name, fake.flagged) != 0)
+		return;
+	dev->unusable = true;
+	dev->reason = "mount";
+	dev->holders = fake_holders;
+	dev->n_holders = 1;
+	dev->holder_count = 1;
 }
 
 /* The device list in two parts, to exercise assembly. */
@@ -111,6 +159,7 @@ static void fake_send_snapshot(uint64_t seq)
 		snap.parts = parts;
 		snap.devices = ptrs + first;
 		snap.n_devices = last - first;
+		snap.view = fake.views ? &fake_view_msg : NULL;
 		wire_frame_init(&frame, seq);
 		frame.body_case = RDMAD__FRAME__BODY_SNAPSHOT;
 		frame.snapshot = &snap;
@@ -193,6 +242,7 @@ static void fake_welcome(uint64_t seq)
 	welcome.version = WIRE_VERSION;
 	welcome.generation = fake.generation;
 	welcome.generation_page = true;
+	welcome.view = fake.views ? &fake_view_msg : NULL;
 	wire_frame_init(&frame, seq);
 	frame.body_case = RDMAD__FRAME__BODY_WELCOME;
 	frame.welcome = &welcome;
@@ -225,6 +275,22 @@ static void fake_hold(uint64_t seq, const char *name)
 	fake_reply(seq, RDMAD__STATUS__STATUS_OK);
 }
 
+/* The daemon's rule (PROTOCOL.md 8b): a listed name, the listed life
+ * (here always 1), EPERM or EACCES. */
+static void fake_unusable(uint64_t seq, const Rdmad__Unusable *u)
+{
+	Rdmad__Status status = RDMAD__STATUS__STATUS_OK;
+
+	if (fake.n_unusable < 8)
+		snprintf(fake.unusable[fake.n_unusable++], 48, "%s %llu %d",
+			 u->name, (unsigned long long)u->incarnation, u->error);
+	if (!fake_has_device(u->name) || u->incarnation != 1)
+		status = RDMAD__STATUS__STATUS_NO_SUCH_DEVICE;
+	else if (u->error != EPERM && u->error != EACCES)
+		status = RDMAD__STATUS__STATUS_BAD_REQUEST;
+	fake_reply(seq, status);
+}
+
 static void fake_handle(Rdmad__Frame *frame)
 {
 	pthread_mutex_lock(&fake.lock);
@@ -242,6 +308,8 @@ static void fake_handle(Rdmad__Frame *frame)
 	} else if (frame->body_case == RDMAD__FRAME__BODY_RELEASE) {
 		fake.n_held = 0;
 		fake_reply(frame->seq, RDMAD__STATUS__STATUS_OK);
+	} else if (frame->body_case == RDMAD__FRAME__BODY_UNUSABLE) {
+		fake_unusable(frame->seq, frame->unusable);
 	}
 	pthread_mutex_unlock(&fake.lock);
 }
@@ -270,6 +338,25 @@ static void fake_command(const struct fake_cmd *cmd)
 	pthread_mutex_unlock(&fake.lock);
 }
 
+/*
+ * A request as the daemon decodes it.  Until proto/wire.c checks the
+ * Unusable body (PROTOCOL.md 8b) it refuses it as an unknown one: then
+ * the fake takes what protobuf-c decoded, so the client is still tested.
+ */
+static int fake_decode(const uint8_t *buf, size_t len, Rdmad__Frame **ret)
+{
+	int err = wire_decode(buf, len, WIRE_MAX_REQUEST, ret);
+
+	if (err != -EBADMSG)
+		return err;
+	*ret = rdmad__frame__unpack(NULL, len, buf);
+	if (*ret && (*ret)->body_case == RDMAD__FRAME__BODY_UNUSABLE)
+		return 0;
+	wire_free(*ret);
+	*ret = NULL;
+	return err;
+}
+
 static void fake_read_client(void)
 {
 	uint8_t buf[WIRE_MAX_REQUEST];
@@ -281,7 +368,7 @@ static void fake_read_client(void)
 		fake.client_fd = -1;
 		return;
 	}
-	if (wire_decode(buf, (size_t)n, WIRE_MAX_REQUEST, &frame) == 0) {
+	if (fake_decode(buf, (size_t)n, &frame) == 0) {
 		fake_handle(frame);
 		wire_free(frame);
 	}
@@ -716,6 +803,198 @@ static void test_lifecycle_events(void)
 	rdmad_client_unref(c);
 }
 
+/* ---- views (PROTOCOL.md 8b) -------------------------------------------- */
+
+/* Whether the fake speaks views, which device it flags, and its two
+ * devices back (earlier steps changed its list). */
+static void fake_set_views(bool views, const char *flagged)
+{
+	pthread_mutex_lock(&fake.lock);
+	fake.views = views;
+	snprintf(fake.flagged, sizeof(fake.flagged), "%s", flagged);
+	fake.n_devices = 2;
+	strcpy(fake.devices[0], "mlx5_0");
+	strcpy(fake.devices[1], "mlx5_1");
+	pthread_mutex_unlock(&fake.lock);
+}
+
+static void check_view(const struct rdmad_view *view)
+{
+	CHECK(view != NULL);
+	CHECK(rdmad_view_get_netns(view) == 4026531840 &&
+	      rdmad_view_get_mntns(view) == 4026531841 &&
+	      rdmad_view_get_pidns(view) == 4026531836);
+	CHECK(view && strcmp(rdmad_view_get_pod_uid(view),
+			     "6d1c0ffe-0000-4000-8000-00000000beef") == 0);
+	CHECK(view &&
+	      strcmp(rdmad_view_get_netns_mode(view), "exclusive") == 0);
+	CHECK(rdmad_view_get_all(view) == 1 &&
+	      rdmad_view_get_verified(view) == 1 &&
+	      rdmad_view_get_host(view) == 0);
+}
+
+/* The device the fake flags: every new field decoded. */
+static void check_flagged(const struct rdmad_device *dev)
+{
+	pid_t pid = 0;
+
+	CHECK(dev && rdmad_device_is_unusable(dev) == 1);
+	CHECK(dev && strcmp(rdmad_device_get_reason(dev), "mount") == 0);
+	CHECK(rdmad_device_get_holder(dev, 0, &pid, NULL) && pid == 77);
+	CHECK(rdmad_device_get_holder_pidns(dev, 0) == 4026532001 &&
+	      rdmad_device_get_holder_netns(dev, 0) == 4026532002 &&
+	      rdmad_device_get_holder_mntns(dev, 0) == 4026532003);
+	CHECK(dev &&
+	      strcmp(rdmad_device_get_holder_pod_uid(dev, 0), "pod-a") == 0);
+	CHECK(rdmad_device_get_holder_pidns(dev, 1) == 0 &&
+	      rdmad_device_get_holder_pod_uid(dev, 1) == NULL);
+}
+
+/* A device with none of them, as from a daemon before views. */
+static void check_plain(const struct rdmad_device *dev)
+{
+	CHECK(dev && rdmad_device_is_unusable(dev) == 0);
+	CHECK(dev && strcmp(rdmad_device_get_reason(dev), "") == 0);
+	CHECK(rdmad_device_get_holder_netns(dev, 0) == 0);
+}
+
+/* The View of the parts and the new Device fields, from the snapshot
+ * and from an event (which keeps the snapshot's view). */
+static void test_views(void)
+{
+	struct rdmad_client *c;
+	struct rdmad_snapshot *snap;
+	uint64_t gen0;
+
+	fake_set_views(true, "mlx5_1");
+	c = rdmad_client_new(fake.path);
+	CHECK(rdmad_client_connect(c) == 0);
+	snap = rdmad_client_get_snapshot(c);
+	check_view(rdmad_snapshot_get_view(snap));
+	check_flagged(rdmad_snapshot_find_device(snap, "mlx5_1"));
+	check_plain(rdmad_snapshot_find_device(snap, "mlx5_0"));
+	rdmad_snapshot_unref(snap);
+	fake_set_views(true, "mlx5_0");
+	gen0 = rdmad_client_get_generation(c);
+	fake_do(FAKE_EVENT, gen0 + 1, RDMAD__EVENT_TYPE__EVENT_TYPE_CHANGED,
+		"mlx5_0");
+	snap = rdmad_client_get_snapshot(c);
+	CHECK(rdmad_snapshot_get_generation(snap) == gen0 + 1);
+	check_flagged(rdmad_snapshot_find_device(snap, "mlx5_0"));
+	check_view(rdmad_snapshot_get_view(snap));
+	rdmad_snapshot_unref(snap);
+	CHECK(rdmad_snapshot_get_view(NULL) == NULL);
+	CHECK(rdmad_view_get_netns(NULL) == 0 &&
+	      rdmad_view_get_pod_uid(NULL) == NULL &&
+	      rdmad_view_get_all(NULL) == 0);
+	CHECK(rdmad_device_is_unusable(NULL) == 0 &&
+	      rdmad_device_get_reason(NULL) == NULL);
+	rdmad_client_unref(c);
+}
+
+/* A hold and its release: a round trip after which the fake has read
+ * every request sent before. */
+static void round_trip(struct rdmad_client *c)
+{
+	CHECK(rdmad_client_hold(c, "mlx5_0") == 0);
+	CHECK(rdmad_client_release(c, "mlx5_0") == 0);
+}
+
+/* A daemon before views: no view, no new fields, no reports. */
+static void test_no_views(void)
+{
+	struct rdmad_client *c;
+	struct rdmad_snapshot *snap;
+	unsigned int before = fake_count(&fake.n_unusable);
+
+	fake_set_views(false, "mlx5_1");
+	c = rdmad_client_new(fake.path);
+	CHECK(rdmad_client_connect(c) == 0);
+	snap = rdmad_client_get_snapshot(c);
+	CHECK(snap && rdmad_snapshot_get_view(snap) == NULL);
+	check_plain(rdmad_snapshot_find_device(snap, "mlx5_1"));
+	rdmad_snapshot_unref(snap);
+	CHECK(client_report_unusable(c, "mlx5_0", 1, EPERM) == 0);
+	round_trip(c);
+	CHECK(fake_count(&fake.n_unusable) == before);
+	rdmad_client_unref(c);
+}
+
+static bool unusable_seen(struct rdmad_client *c, unsigned int n)
+{
+	return fake_count(&fake.n_unusable) >= n;
+}
+
+static bool reports_kept(struct rdmad_client *c, unsigned int n)
+{
+	size_t kept;
+
+	pthread_mutex_lock(&c->lock);
+	kept = c->session.reports.n;
+	pthread_mutex_unlock(&c->lock);
+	return kept == n;
+}
+
+/* Drive @c as an application's poll loop would until @done(@c, @n) or
+ * 30 s pass: a deadline, not a pace. */
+static void drive(struct rdmad_client *c,
+		  bool (*done)(struct rdmad_client *, unsigned int),
+		  unsigned int n)
+{
+	uint64_t end = session_now_ms() + 30000;
+
+	while (!done(c, n) && session_now_ms() < end) {
+		poll(NULL, 0, 1);
+		rdmad_client_process(c);
+	}
+}
+
+static void check_unusable(unsigned int index, const char *expect)
+{
+	pthread_mutex_lock(&fake.lock);
+	CHECK(index < fake.n_unusable &&
+		      strcmp(fake.unusable[index], expect) == 0,
+	      "Unusable %u: %s", index,
+	      index < fake.n_unusable ? fake.unusable[index] : "none");
+	pthread_mutex_unlock(&fake.lock);
+}
+
+/* The Unusable request: once per life, never for another error, sent
+ * again on a new connection unless the daemon did not take it. */
+static void test_reports(void)
+{
+	struct rdmad_client *c;
+	unsigned int base;
+
+	fake_set_views(true, "");
+	c = rdmad_client_new(fake.path);
+	CHECK(rdmad_client_connect(c) == 0);
+	base = fake_count(&fake.n_unusable);
+	CHECK(client_report_unusable(c, "mlx5_0", 1, EPERM) == 0);
+	drive(c, unusable_seen, base + 1);
+	check_unusable(base, "mlx5_0 1 1");
+	CHECK(client_report_unusable(c, "mlx5_0", 1, EPERM) == 0);
+	CHECK(client_report_unusable(c, "mlx5_0", 1, EACCES) == 0);
+	CHECK(client_report_unusable(c, "mlx5_0", 2, ENODEV) == -EINVAL);
+	CHECK(client_report_unusable(c, "../mlx5_0", 2, EPERM) == -EINVAL);
+	CHECK(client_report_unusable(NULL, "mlx5_0", 2, EPERM) == -EINVAL);
+	/* The fake does not know incarnation 2: NO_SUCH_DEVICE. */
+	CHECK(client_report_unusable(c, "mlx5_1", 2, EACCES) == 0);
+	drive(c, unusable_seen, base + 2);
+	check_unusable(base + 1, "mlx5_1 2 13");
+	round_trip(c);
+	CHECK(fake_count(&fake.n_unusable) == base + 2);
+	/* The replies settle the bookkeeping: what was refused goes. */
+	drive(c, reports_kept, 1);
+	CHECK(reports_kept(c, 1));
+	fake_do(FAKE_DROP, 0, 0, NULL);
+	drive(c, unusable_seen, base + 3);
+	check_unusable(base + 2, "mlx5_0 1 1");
+	round_trip(c);
+	CHECK(fake_count(&fake.n_unusable) == base + 3);
+	rdmad_client_unref(c);
+}
+
 int main(void)
 {
 	struct seen seen = {0};
@@ -738,6 +1017,9 @@ int main(void)
 	test_lifecycle_as_1_0(c, &seen);
 	rdmad_client_unref(c);
 	test_lifecycle_events();
+	test_views();
+	test_no_views();
+	test_reports();
 	test_bad_page();
 	test_short_page();
 	test_no_daemon();
