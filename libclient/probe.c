@@ -17,9 +17,12 @@
  * child never inherits it locked.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <infiniband/verbs.h>
 
@@ -88,6 +91,33 @@ static struct probed *make_room(void)
 	return oldest;
 }
 
+static bool refused(int err)
+{
+	return err == -EPERM || err == -EACCES;
+}
+
+/*
+ * Why the open failed.  rdma-core's open_cdev() tries /dev/char/M:m and
+ * others after /dev/infiniband/uverbsN, so the errno ibv_open_device()
+ * leaves is the last path's (ENOENT in a container without /dev/char),
+ * not the refusal of the node itself: open the node to ask.
+ */
+static int node_error(const struct ibv_device *device, int err)
+{
+	char path[sizeof("/dev/infiniband/") + IBV_SYSFS_NAME_MAX];
+	int fd;
+
+	if (refused(err) || !device->dev_name[0])
+		return err;
+	snprintf(path, sizeof(path), "/dev/infiniband/%s", device->dev_name);
+	fd = open(path, O_RDWR | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+	if (fd >= 0) {
+		close(fd);
+		return err;
+	}
+	return refused(-errno) ? -errno : err;
+}
+
 /* Open and close at once: 0, or the open's -errno. */
 static int open_probe(struct ibv_device *device)
 {
@@ -96,7 +126,7 @@ static int open_probe(struct ibv_device *device)
 	errno = 0;
 	context = ibv_open_device(device);
 	if (!context)
-		return errno ? -errno : -EIO;
+		return node_error(device, errno ? -errno : -EIO);
 	ibv_close_device(context);
 	return 0;
 }

@@ -187,6 +187,59 @@ class TestMountViews(ViewTest):
             pod_mon.close()
 
 
+# Root without the capabilities that let it open any file: as a container
+# with a locked-down /dev, it gets EACCES from a node it may not open.
+NO_DAC = ["setpriv", "--bounding-set=-dac_override,-dac_read_search"]
+
+
+class TestUnusable(ViewTest):
+    def refresh_in_ns_of(self, pid):
+        r = subprocess.run(["nsenter", "-t", str(pid), "--pid"] + NO_DAC + [
+            os.path.join(rdmatb.BUILD, "tests", "integration", "client",
+                         "client-refresh")],
+            env=dict(os.environ, RDMAD_SOCKET=self.sock),
+            capture_output=True, text=True, timeout=rdmatb.DEADLINE)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        return sorted(r.stdout.split()[2:])
+
+    def test_a_device_a_container_cannot_open(self):
+        """The node of mlx5_1 is closed (mode 000) to a client without
+        CAP_DAC_OVERRIDE in a PID namespace of its own: its
+        ibv_refresh_device_list() leaves it out and reports it, its view
+        flags it, the host's does not."""
+        self.tb.plug("mlx5_0")
+        b = self.tb.plug("mlx5_1")
+        self.start_daemon()
+        os.chmod(os.path.join(os.environ["UMOCKDEV_DIR"], "dev",
+                              "infiniband", b.uverbs), 0)
+        host_mon = Monitor(self.sock)
+        mon = Monitor(self.sock, run_as=["unshare", "--pid", "--fork",
+                                         "--kill-child"] + NO_DAC)
+        try:
+            inner = int(subprocess.check_output(
+                ["pgrep", "-P", str(mon.proc.pid)]).split()[0])
+            self.assertEqual(self.refresh_in_ns_of(inner), ["mlx5_0"])
+            ev = mon.expect("changed", "mlx5_1")
+            self.assertIs(ev["device"]["unusable"], True, ev)
+            r = subprocess.run(["nsenter", "-t", str(inner), "--pid",
+                                rdmatb.RDMACTL, "--socket", self.sock,
+                                "status", "--json"],
+                               capture_output=True, text=True,
+                               timeout=rdmatb.DEADLINE)
+            mine = find(json.loads(r.stdout), "mlx5_1")
+            self.assertIs(mine["unusable"], True, mine)
+            self.assertIs(find(status(self.sock), "mlx5_1")["unusable"],
+                          False, "the host's view is not the container's")
+            self.assertEqual(host_mon.drain(), [], "the host was not woken")
+            # Reported once: another process of the view finds it
+            # flagged and sends nothing new.
+            self.assertEqual(self.refresh_in_ns_of(inner), ["mlx5_0"])
+            self.assertEqual(mon.drain(), [])
+        finally:
+            mon.close()
+            host_mon.close()
+
+
 class TestPidNamespaces(ViewTest):
     def test_holders_by_the_pids_their_viewers_know(self):
         self.tb.plug("mlx5_0")
