@@ -49,7 +49,7 @@ static inline const char *netlink_netns_mode_name(enum netlink_netns_mode mode)
 struct netlink_rdma_sys {
 	bool has_copy_on_fork; /* the attribute is there at all */
 	bool copy_on_fork;
-	bool has_monitor; /* RDMA_NLDEV_SYS_ATTR_MONITOR_MODE: >= 6.12 */
+	bool has_monitor;    /* RDMA_NLDEV_SYS_ATTR_MONITOR_MODE: >= 6.12 */
 	bool has_netns_mode; /* RDMA_NLDEV_SYS_ATTR_NETNS_MODE: >= 5.3 */
 	bool netns_exclusive;
 };

@@ -113,7 +113,8 @@ static bool uuid_at(const char *p, char out[PEER_POD_UID_MAX])
 	for (int i = 0; i < 36; i++) {
 		bool dash = i == 8 || i == 13 || i == 18 || i == 23;
 
-		if (dash ? p[i] != '-' && p[i] != '_' : !isxdigit((unsigned char)p[i]))
+		if (dash ? p[i] != '-' && p[i] != '_'
+			 : !isxdigit((unsigned char)p[i]))
 			return false;
 		out[i] = dash ? '-' : (char)tolower((unsigned char)p[i]);
 	}
@@ -191,8 +192,10 @@ void peer_identify(int fd, const struct ucred *cred, struct peer *ret)
 	int pidfd = peer_pidfd(fd, cred->pid);
 	bool exact;
 
-	*ret = (struct peer){.pid = cred->pid, .uid = cred->uid,
-			     .gid = cred->gid, .ns_pid = cred->pid,
+	*ret = (struct peer){.pid = cred->pid,
+			     .uid = cred->uid,
+			     .gid = cred->gid,
+			     .ns_pid = cred->pid,
 			     .proc_fd = -1};
 	snprintf(path, sizeof(path), "/proc/%d", (int)cred->pid);
 	ret->proc_fd = open(path, O_PATH | O_DIRECTORY | O_CLOEXEC);

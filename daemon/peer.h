@@ -28,7 +28,7 @@ struct peer {
 	gid_t gid;
 	pid_t ns_pid; /* in its own PID namespace (NSpid); = pid if unknown */
 	struct peer_ns ns;
-	bool known;		    /* ns was read and is that process's */
+	bool known;			/* ns was read and is that process's */
 	char pod_uid[PEER_POD_UID_MAX]; /* "" when none */
 	/* /proc/PID of the process, open (O_PATH): its /dev as it sees it,
 	 * through "root/".  -1 when not known; the caller owns it. */

@@ -72,7 +72,7 @@ struct client {
 	struct event *ev_write;
 	struct event *ev_hello; /* the Hello deadline, until it came */
 	int fd;
-	struct peer peer; /* pid, uid, gid, namespaces (peer.h) */
+	struct peer peer;  /* pid, uid, gid, namespaces (peer.h) */
 	struct view *view; /* what it sees, decided at connect (views.h) */
 	char comm[16];
 	bool admin;	/* root or the admin group: admin requests */
@@ -140,8 +140,8 @@ static void queue_drop_events(struct client *c)
 {
 	outq_drop_events(&c->out);
 	if (!c->resync) {
-		log_debug("client pid %d (%s): queue overflow, resync", c->peer.pid,
-			  c->comm);
+		log_debug("client pid %d (%s): queue overflow, resync",
+			  c->peer.pid, c->comm);
 		c->srv->refusals[SERVER_REFUSED_QUEUE]++;
 	}
 	c->resync = true;
@@ -317,8 +317,8 @@ static int handle_hello(struct client *c, const Rdmad__Frame *req)
 
 	if (c->hello)
 		return bad_request(c, req->seq, "Hello was said already");
-	log_debug("client pid %d uid %d (%s) says hello as '%.32s'", c->peer.pid,
-		  c->peer.uid, c->comm, req->hello->client_name);
+	log_debug("client pid %d uid %d (%s) says hello as '%.32s'",
+		  c->peer.pid, c->peer.uid, c->comm, req->hello->client_name);
 	c->hello = true;
 	for (size_t i = 0; i < req->hello->n_features; i++)
 		if (!strcmp(req->hello->features[i], "lifecycle"))
@@ -368,8 +368,11 @@ static unsigned int holds_of_uid(const struct server *srv, uid_t uid)
 
 static int handle_hold(struct client *c, const Rdmad__Frame *req)
 {
-	struct holder h = {.owner = c, .pid = c->peer.pid, .uid = c->peer.uid,
-			   .ns_pid = c->peer.ns_pid, .ns = c->peer.ns};
+	struct holder h = {.owner = c,
+			   .pid = c->peer.pid,
+			   .uid = c->peer.uid,
+			   .ns_pid = c->peer.ns_pid,
+			   .ns = c->peer.ns};
 	const struct device *dev;
 	int r;
 
@@ -378,7 +381,8 @@ static int handle_hold(struct client *c, const Rdmad__Frame *req)
 		return reply_status(c, req->seq, -EDQUOT,
 				    "too many holds on this connection");
 	}
-	if (holds_of_uid(c->srv, c->peer.uid) >= c->srv->opts.max_holds_per_uid &&
+	if (holds_of_uid(c->srv, c->peer.uid) >=
+		    c->srv->opts.max_holds_per_uid &&
 	    !c->admin) {
 		c->srv->refusals[SERVER_REFUSED_HOLDS_PER_UID]++;
 		return reply_status(c, req->seq, -EDQUOT,
@@ -422,9 +426,9 @@ static int handle_unusable(struct client *c, const Rdmad__Frame *req)
 	r = view_set_unusable(c->view, dev);
 	if (r == 0) {
 		log_info("%s (incarnation %llu) is unusable for pid %d uid %d "
-			 "(%s): %s", u->name,
-			 (unsigned long long)u->incarnation, c->peer.pid,
-			 c->peer.uid, c->comm, strerror(u->error));
+			 "(%s): %s",
+			 u->name, (unsigned long long)u->incarnation,
+			 c->peer.pid, c->peer.uid, c->comm, strerror(u->error));
 		view_event(c->srv, c->view, dev, VIEW_SEEN);
 	}
 	return reply_status(c, req->seq, r == -EALREADY ? 0 : r,
@@ -435,8 +439,8 @@ static int handle_rescan(struct client *c, const Rdmad__Frame *req)
 {
 	int r = 0;
 
-	log_info("rescan requested by pid %d uid %d (%s)", c->peer.pid, c->peer.uid,
-		 c->comm);
+	log_info("rescan requested by pid %d uid %d (%s)", c->peer.pid,
+		 c->peer.uid, c->comm);
 	if (c->srv->scan)
 		r = scan_full_now(c->srv->scan);
 	return reply_status(c, req->seq, r, strerror(-r));
@@ -498,7 +502,8 @@ static bool client_sees_all(const struct client *c)
 /* Malformed input: debug log only, and a bounded number of chances. */
 static int bad_request(struct client *c, uint64_t seq, const char *why)
 {
-	log_debug("client pid %d (%s): bad request: %s", c->peer.pid, c->comm, why);
+	log_debug("client pid %d (%s): bad request: %s", c->peer.pid, c->comm,
+		  why);
 	if (seq)
 		reply_status(c, seq, -EBADMSG, why);
 	return ++c->bad_requests >= MAX_BAD_REQUESTS ? -EPROTO : 0;
@@ -547,8 +552,8 @@ static int handle_request(struct client *c, const Rdmad__Frame *req)
 				   "the first request must be "
 				   "Hello");
 	if (t->class == REQUEST_CLASS_ADMIN && !c->admin) {
-		log_debug("client pid %d uid %d: admin request refused", c->peer.pid,
-			  c->peer.uid);
+		log_debug("client pid %d uid %d: admin request refused",
+			  c->peer.pid, c->peer.uid);
 		return reply_status(c, req->seq, -EPERM,
 				    "needs root or the admin group");
 	}
@@ -581,8 +586,8 @@ static int handle_datagram(struct client *c, size_t len)
 
 	r = wire_decode(c->srv->rxbuf, len, WIRE_MAX_REQUEST, &req);
 	if (r == -EPROTONOSUPPORT) {
-		log_debug("client pid %d (%s): protocol version %u", c->peer.pid,
-			  c->comm, req->version);
+		log_debug("client pid %d (%s): protocol version %u",
+			  c->peer.pid, c->comm, req->version);
 		reply_status(c, req->seq, r, "protocol version 1 only");
 		wire_free(req);
 		return -EPROTONOSUPPORT;
@@ -686,8 +691,8 @@ static void on_hello_timeout(evutil_socket_t fd, short what, void *arg)
 	struct client *c = arg;
 
 	c->srv->refusals[SERVER_REFUSED_NO_HELLO]++;
-	log_debug("client pid %d (%s): no Hello within %u ms", c->peer.pid, c->comm,
-		  c->srv->opts.hello_timeout_ms);
+	log_debug("client pid %d (%s): no Hello within %u ms", c->peer.pid,
+		  c->comm, c->srv->opts.hello_timeout_ms);
 	client_kill(c);
 }
 
@@ -886,8 +891,8 @@ static bool accept_one(struct server *srv)
 	}
 	memset(srv->logged_refusal, 0, sizeof(srv->logged_refusal));
 	client_link(srv, c);
-	log_debug("client pid %d uid %d (%s) connected", c->peer.pid, c->peer.uid,
-		  c->comm);
+	log_debug("client pid %d uid %d (%s) connected", c->peer.pid,
+		  c->peer.uid, c->comm);
 	return true;
 }
 

@@ -579,9 +579,9 @@ static void find_uverbs(const char *sysroot, int devfd, bool has_parent,
 	if (has_parent) {
 		fd = open_at(devfd, "device/infiniband_verbs",
 			     O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-		if (fd >= 0 && find_uverbs_in(fd, dev->name, dev->uverbs,
-					      sizeof(dev->uverbs),
-					      &dev->uverbs_dev) == 0)
+		if (fd >= 0 &&
+		    find_uverbs_in(fd, dev->name, dev->uverbs,
+				   sizeof(dev->uverbs), &dev->uverbs_dev) == 0)
 			return;
 	}
 	fd = open_class(sysroot, "infiniband_verbs");

@@ -245,8 +245,7 @@ bool view_needs_proc(const struct view *v)
 
 bool view_offer_proc(struct view *v, struct peer *peer)
 {
-	if (!peer->known || peer->proc_fd < 0 ||
-	    peer->ns.mnt != v->key.ns.mnt)
+	if (!peer->known || peer->proc_fd < 0 || peer->ns.mnt != v->key.ns.mnt)
 		return false;
 	if (v->proc_fd >= 0)
 		close(v->proc_fd);

@@ -52,10 +52,10 @@ struct view {
 	struct view *next;
 	struct view_key key;
 	unsigned int nclients;
-	bool every_node;    /* sees every device of the table */
-	bool other_netns;   /* exclusive mode, another network namespace */
-	bool host;	    /* rdmad's network, PID and mount namespaces */
-	int proc_fd;	    /* /proc/PID of a client in it, or -1 */
+	bool every_node;  /* sees every device of the table */
+	bool other_netns; /* exclusive mode, another network namespace */
+	bool host;	  /* rdmad's network, PID and mount namespaces */
+	int proc_fd;	  /* /proc/PID of a client in it, or -1 */
 	uint64_t generation;
 	struct genshare page;
 	const struct device **members; /* when !every_node */
@@ -68,10 +68,10 @@ struct view {
 
 /* What an event is for a view. */
 enum view_change {
-	VIEW_UNSEEN,  /* not in the view before or after */
-	VIEW_SEEN,    /* in it before and after: the event as it is */
-	VIEW_ENTERS,  /* ADDED for this view */
-	VIEW_LEAVES,  /* REMOVED for this view, reason "mount" or "netns" */
+	VIEW_UNSEEN, /* not in the view before or after */
+	VIEW_SEEN,   /* in it before and after: the event as it is */
+	VIEW_ENTERS, /* ADDED for this view */
+	VIEW_LEAVES, /* REMOVED for this view, reason "mount" or "netns" */
 };
 
 /* @mode: the kernel's RDMA namespace mode.  NULL and errno on failure. */

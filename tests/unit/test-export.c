@@ -269,14 +269,27 @@ static void test_many_holders(void)
 static void test_viewers(void)
 {
 	struct holder h[4] = {
-		{.owner = &h[0], .pid = 10, .ns_pid = 10, .uid = 1000,
+		{.owner = &h[0],
+		 .pid = 10,
+		 .ns_pid = 10,
+		 .uid = 1000,
 		 .comm = "mine"},
-		{.owner = &h[1], .pid = 20, .ns_pid = 20, .uid = 2000,
+		{.owner = &h[1],
+		 .pid = 20,
+		 .ns_pid = 20,
+		 .uid = 2000,
 		 .comm = "theirs"},
-		{.owner = &h[2], .pid = 30, .ns_pid = 30, .uid = 1000,
+		{.owner = &h[2],
+		 .pid = 30,
+		 .ns_pid = 30,
+		 .uid = 1000,
 		 .comm = "mine2"},
-		{.owner = &h[3], .pid = 40, .ns_pid = 7, .uid = 1000,
-		 .comm = "in-pod", .ns = {.net = 5, .mnt = 6, .pid = 77},
+		{.owner = &h[3],
+		 .pid = 40,
+		 .ns_pid = 7,
+		 .uid = 1000,
+		 .comm = "in-pod",
+		 .ns = {.net = 5, .mnt = 6, .pid = 77},
 		 .pod_uid = "1b2c3d4e-5f60-7182-93a4-b5c6d7e8f901"},
 	};
 	const struct export_viewer u1000 = {.uid = 1000, .lifecycle = true},
@@ -295,7 +308,8 @@ static void test_viewers(void)
 
 	CHECK(export_device(dev, NULL, &u1000, &msg) == 0, "export as 1000");
 	CHECK(msg->n_holders == 2 && msg->holder_count == 4 &&
-		      msg->holders[0]->pid == 10 && msg->holders[0]->pidns == 0 &&
+		      msg->holders[0]->pid == 10 &&
+		      msg->holders[0]->pidns == 0 &&
 		      strcmp(msg->holders[1]->comm, "mine2") == 0,
 	      "uid 1000 sees its own two of 4, no namespaces: %zu",
 	      msg->n_holders);

@@ -158,10 +158,11 @@ static void test_parse_sys(void)
 	}
 	/* The namespace mode: 0 is exclusive, 1 shared, absent unknown. */
 	for (int mode = 0; mode <= 1; mode++) {
-		msg = build(RDMA_NLDEV_CMD_SYS_GET,
-			    (struct attr[]){{A_U8, RDMA_NLDEV_SYS_ATTR_NETNS_MODE,
-					     mode},
-					    {A_END}});
+		msg = build(
+			RDMA_NLDEV_CMD_SYS_GET,
+			(struct attr[]){
+				{A_U8, RDMA_NLDEV_SYS_ATTR_NETNS_MODE, mode},
+				{A_END}});
 		nlh = nlmsg_hdr(msg);
 		CHECK(netlink_parse_sys(nlh, nlh->nlmsg_len, &sys) == 0 &&
 			      sys.has_netns_mode &&

@@ -743,7 +743,8 @@ static void test_split(void)
 	fleet_make(&fl, 2, 59999);
 	fl.devs[1].sys_image_guid = fl.devs[1].fw_ver;
 	c.fl = &fl;
-	CHECK(wire_split_snapshot(fl.ptrs, 2, 99, 7, NULL, collect, &c) == -EMSGSIZE,
+	CHECK(wire_split_snapshot(fl.ptrs, 2, 99, 7, NULL, collect, &c) ==
+		      -EMSGSIZE,
 	      "oversized device");
 	CHECK(c.calls == 0, "emitted before failing: %zu", c.calls);
 	fleet_free(&fl);
@@ -752,7 +753,8 @@ static void test_split(void)
 	memset(&c, 0, sizeof(c));
 	c.fl = &fl;
 	c.stop_after = 1;
-	CHECK(wire_split_snapshot(fl.ptrs, 2000, 99, 7, NULL, collect, &c) == 42,
+	CHECK(wire_split_snapshot(fl.ptrs, 2000, 99, 7, NULL, collect, &c) ==
+		      42,
 	      "emit error not returned");
 	CHECK(c.calls == 1, "went on after emit error");
 	fleet_free(&fl);
