@@ -455,6 +455,19 @@ static unsigned int clients_within_fd_limit(unsigned int want)
 	return (unsigned int)room;
 }
 
+/* The kernel's RDMA namespace mode; $RDMAD_NETNS_MODE (shared or
+ * exclusive) stands in for a kernel that cannot say (rdmad(8)). */
+static enum netlink_netns_mode netns_mode(const struct rdmad *d)
+{
+	const char *env = getenv("RDMAD_NETNS_MODE");
+
+	if (env && !strcmp(env, "exclusive"))
+		return NETLINK_NETNS_EXCLUSIVE;
+	if (env && !strcmp(env, "shared"))
+		return NETLINK_NETNS_SHARED;
+	return netlink_netns_mode(d->netlink);
+}
+
 static struct server_options server_options(const struct rdmad *d,
 					    const struct config *cfg)
 {
@@ -471,7 +484,7 @@ static struct server_options server_options(const struct rdmad *d,
 		.max_holds_per_uid = cfg->max_holds_per_uid,
 		.max_queue = cfg->max_queue,
 		.listen_fd = -1,
-		.netns_mode = netlink_netns_mode(d->netlink),
+		.netns_mode = netns_mode(d),
 		.note_generation = note_generation,
 		.userdata = (void *)d,
 	};

@@ -54,6 +54,7 @@
 #include "outq.h"
 #include "rdmad-config.h"
 #include "server.h"
+#include "nstable.h"
 #include "scan.h"
 #include "views.h"
 #include "wire.h"
@@ -281,7 +282,60 @@ static void fill_view(const struct client *c, Rdmad__View *msg)
 	msg->host = c->view->host;
 }
 
+/* Where a device of another network namespace is, for those who see
+ * all. */
+static void mark_netns(Rdmad__Device *msg, const struct nstable *t)
+{
+	msg->netns = t->netns;
+	msg->pod_uid = (char *)t->pod_uid;
+}
+
+/* Append the devices of @t to *@msgs, marked with their namespace. */
+static int export_nstable(const struct nstable *t,
+			  const struct export_viewer *viewer,
+			  Rdmad__Device ***msgs, size_t *n)
+{
+	Rdmad__Device **more, **all;
+	size_t m;
+	int r = export_table(t->table, viewer, &more, &m);
+
+	if (r < 0)
+		return r;
+	all = reallocarray(*msgs, *n + m ? *n + m : 1, sizeof(*all));
+	if (!all) {
+		export_table_free(more, m);
+		return -ENOMEM;
+	}
+	for (size_t i = 0; i < m; i++) {
+		mark_netns(more[i], t);
+		all[*n + i] = more[i];
+	}
+	free(more);
+	*msgs = all;
+	*n += m;
+	return 0;
+}
+
+/* A snapshot's devices: the view's table; for those who see all, every
+ * other network namespace's too. */
+static int export_view(struct server *srv, const struct export_viewer *viewer,
+		       Rdmad__Device ***ret_msgs, size_t *ret_n)
+{
+	int r = export_table(viewer->view->table, viewer, ret_msgs, ret_n);
+
+	if (r < 0 || !viewer->all)
+		return r;
+	for (struct nstable *t = views_nstables(srv->views); t && r == 0;
+	     t = t->next)
+		r = export_nstable(t, viewer, ret_msgs, ret_n);
+	if (r < 0)
+		export_table_free(*ret_msgs, *ret_n);
+	return r;
+}
+
 static void view_changes(struct server *srv, struct view *v);
+static void on_ns_event(void *ud, struct nstable *t, enum devices_event event,
+			const struct device *dev, const char *old_name);
 static void view_event(struct server *srv, struct view *v,
 		       const struct device *dev, enum view_change change);
 
@@ -298,7 +352,7 @@ static int send_snapshot(struct client *c, uint64_t seq)
 	view_changes(srv, c->view);
 	viewer = client_viewer(c);
 	fill_view(c, &view);
-	r = export_table(srv->table, &viewer, &msgs, &n);
+	r = export_view(srv, &viewer, &msgs, &n);
 	if (r < 0)
 		return r;
 	r = wire_split_snapshot(msgs, n, c->view->generation, seq, &view,
@@ -390,10 +444,10 @@ static int handle_hold(struct client *c, const Rdmad__Frame *req)
 	}
 	memcpy(h.comm, c->comm, sizeof(h.comm));
 	memcpy(h.pod_uid, c->peer.pod_uid, sizeof(h.pod_uid));
-	dev = devices_find(c->srv->table, req->hold->name);
+	dev = devices_find(c->view->table, req->hold->name);
 	if (!dev || !view_has(c->view, dev))
 		return reply_status(c, req->seq, -ENODEV, strerror(ENODEV));
-	r = devices_hold(c->srv->table, req->hold->name, &h);
+	r = devices_hold(c->view->table, req->hold->name, &h);
 	if (r == 0)
 		c->nholds++;
 	return reply_status(c, req->seq, r, strerror(-r));
@@ -401,7 +455,7 @@ static int handle_hold(struct client *c, const Rdmad__Frame *req)
 
 static int handle_release(struct client *c, const Rdmad__Frame *req)
 {
-	int r = devices_release(c->srv->table, req->release->name, c);
+	int r = devices_release(c->view->table, req->release->name, c);
 
 	if (r == 0 && c->nholds)
 		c->nholds--;
@@ -413,7 +467,7 @@ static int handle_release(struct client *c, const Rdmad__Frame *req)
 static int handle_unusable(struct client *c, const Rdmad__Frame *req)
 {
 	const Rdmad__Unusable *u = req->unusable;
-	const struct device *dev = devices_find(c->srv->table, u->name);
+	const struct device *dev = devices_find(c->view->table, u->name);
 	int r;
 
 	if (u->error != EPERM && u->error != EACCES)
@@ -780,12 +834,13 @@ static void client_close(struct client *c)
 	log_debug("client pid %d (%s) gone", c->peer.pid, c->comm);
 	client_unlink(srv, c);
 	client_free_events(c);
-	client_leave_view(c);
 	close(c->fd);
 	outq_clear(&c->out);
-	/* Unlinked first: the events this causes go to the others only. */
+	/* Unlinked first: the events this causes go to the others only;
+	 * and before its view goes, which may take its table along. */
 	if (c->nholds)
-		devices_release_owner(srv->table, c);
+		devices_release_owner(c->view->table, c);
+	client_leave_view(c);
 	free(c);
 }
 
@@ -1056,7 +1111,7 @@ struct server *server_new(struct event_base *base, struct devices *table,
 	srv->scan = scan;
 	srv->opts = *opts;
 	srv->listen_fd = -1;
-	srv->views = views_new(table, opts->netns_mode);
+	srv->views = views_new(table, opts->netns_mode, on_ns_event, srv);
 	r = srv->views ? server_listen(srv) : -ENOMEM;
 	if (r < 0) {
 		server_free(srv);
@@ -1110,12 +1165,9 @@ struct view_event {
 	const struct device *dev;
 	const char *old_name;
 	enum view_change change;
+	const struct nstable *ns; /* a device of another network namespace */
+	const char *reason;	  /* REMOVED: "netns" when it went to one */
 };
-
-static const char *leave_reason(const struct view *v)
-{
-	return v->other_netns ? "netns" : "mount";
-}
 
 static struct outbuf *encode_event(const struct view_event *ve,
 				   const struct view *v,
@@ -1143,8 +1195,12 @@ static struct outbuf *encode_event(const struct view_event *ve,
 	if (ve->change == VIEW_LEAVES) {
 		/* Gone from this view only: present elsewhere. */
 		ev.device->state = RDMAD__DEVICE_STATE__DEVICE_STATE_REMOVED;
-		ev.device->reason = (char *)leave_reason(v);
+		ev.device->reason = (char *)"mount";
+	} else if (ve->reason) {
+		ev.device->reason = (char *)ve->reason;
 	}
+	if (ve->ns && viewer->all)
+		mark_netns(ev.device, ve->ns);
 	wire_frame_init(&frame, 0);
 	frame.body_case = RDMAD__FRAME__BODY_EVENT;
 	frame.event = &ev;
@@ -1268,24 +1324,71 @@ static void view_changes(struct server *srv, struct view *v)
 {
 	if (view_needs_proc(v))
 		view_find_proc(srv, v);
-	view_refresh(v, srv->table, on_view_change, srv);
+	if (v->ns)
+		nstable_rescan(v->ns);
+	view_refresh(v, v->table, on_view_change, srv);
+}
+
+/*
+ * Exclusive mode: a device that leaves or joins rdmad's network namespace
+ * may be joining or leaving another one, whose tables hear nothing of it:
+ * read them again.  Returns whether @dev (REMOVED) is now in one.
+ */
+static bool nstables_follow(struct server *srv, enum devices_event event,
+			    const struct device *dev)
+{
+	bool moved = false;
+
+	if (event != DEVICES_EVENT_ADDED && event != DEVICES_EVENT_REMOVED &&
+	    event != DEVICES_EVENT_RETURNED)
+		return false;
+	for (struct nstable *t = views_nstables(srv->views); t; t = t->next) {
+		nstable_rescan(t);
+		moved = moved || nstable_find_identity(t, device_info(dev)->id);
+	}
+	return event == DEVICES_EVENT_REMOVED && moved;
+}
+
+/* An event of @table (rdmad's own, or @ns's): the views that may see it
+ * move on, then hear it. */
+static void table_event(struct server *srv, struct view_event *ve,
+			const struct devices *table)
+{
+	for (struct view *v = views_first(srv->views); v; v = v->next) {
+		if (view_needs_proc(v))
+			view_find_proc(srv, v);
+		if (v->table == table)
+			v->change = view_apply(v, ve->dev, ve->event);
+		else
+			v->change =
+				v->key.all && ve->ns ? VIEW_SEEN : VIEW_UNSEEN;
+		if (v->change != VIEW_UNSEEN)
+			view_next_generation(v);
+	}
+	fan_out(srv, ve);
+	if (device_going(ve->dev))
+		views_forget(srv->views, ve->dev);
 }
 
 void server_device_event(struct server *srv, enum devices_event event,
 			 const struct device *dev, const char *old_name)
 {
-	struct view_event ve = {event, dev, old_name, VIEW_SEEN};
+	struct view_event ve = {event, dev, old_name, VIEW_SEEN, NULL, NULL};
 
-	for (struct view *v = views_first(srv->views); v; v = v->next) {
-		if (view_needs_proc(v))
-			view_find_proc(srv, v);
-		v->change = view_apply(v, dev, event);
-		if (v->change != VIEW_UNSEEN)
-			view_next_generation(v);
-	}
-	fan_out(srv, &ve);
-	if (device_going(dev))
-		views_forget(srv->views, dev);
+	if (nstables_follow(srv, event, dev))
+		ve.reason = "netns";
+	table_event(srv, &ve, srv->table);
+}
+
+static void on_ns_event(void *ud, struct nstable *t, enum devices_event event,
+			const struct device *dev, const char *old_name)
+{
+	struct server *srv = ud;
+	struct view_event ve = {event, dev, old_name, VIEW_SEEN, t, NULL};
+
+	/* Not the table's generation, which nobody sees: the daemon's. */
+	bump_daemon_generation(srv);
+	table_event(srv, &ve, t->table);
 }
 
 unsigned int server_client_count(const struct server *srv)

@@ -18,15 +18,18 @@
 #include "views.h"
 
 struct views {
-	const struct devices *table;
+	struct devices *table;
 	enum netlink_netns_mode mode;
+	nstable_listener_fn ns_fn;
+	void *userdata;
+	struct nstable *nstables;
 	struct peer_ns host; /* rdmad's netns and pidns, pid 1's mount ns */
 	uint64_t own_mnt;    /* rdmad's own mount namespace */
 	struct view *list;
 };
 
-struct views *views_new(const struct devices *table,
-			enum netlink_netns_mode mode)
+struct views *views_new(struct devices *table, enum netlink_netns_mode mode,
+			nstable_listener_fn ns_fn, void *userdata)
 {
 	struct views *vs = calloc(1, sizeof(*vs));
 
@@ -34,13 +37,18 @@ struct views *views_new(const struct devices *table,
 		return NULL;
 	vs->table = table;
 	vs->mode = mode;
+	vs->ns_fn = ns_fn;
+	vs->userdata = userdata;
 	peer_ns_host(&vs->host);
 	vs->own_mnt = peer_ns_own_mnt();
 	return vs;
 }
 
-static void view_free(struct view *v)
+static void nstable_put(struct views *vs, struct nstable *t);
+
+static void view_free(struct views *vs, struct view *v)
 {
+	nstable_put(vs, v->ns);
 	genshare_close(&v->page);
 	if (v->proc_fd >= 0)
 		close(v->proc_fd);
@@ -57,7 +65,7 @@ void views_free(struct views *vs)
 		return;
 	while ((v = vs->list)) {
 		vs->list = v->next;
-		view_free(v);
+		view_free(vs, v);
 	}
 	free(vs);
 }
@@ -70,6 +78,49 @@ enum netlink_netns_mode views_netns_mode(const struct views *vs)
 struct view *views_first(struct views *vs)
 {
 	return vs->list;
+}
+
+struct nstable *views_nstables(struct views *vs)
+{
+	return vs->nstables;
+}
+
+/* The table of @peer's network namespace, made and read on first use. */
+static struct nstable *nstable_get(struct views *vs, const struct peer *peer)
+{
+	struct nstable *t;
+	int fd;
+
+	for (t = vs->nstables; t; t = t->next)
+		if (t->netns == peer->ns.net)
+			break;
+	if (!t) {
+		fd = peer->proc_fd >= 0
+			     ? fcntl(peer->proc_fd, F_DUPFD_CLOEXEC, 3)
+			     : -1;
+		t = nstable_new(peer, fd, vs->ns_fn, vs->userdata);
+		if (!t)
+			return NULL;
+		t->next = vs->nstables;
+		vs->nstables = t;
+		nstable_rescan(t);
+	}
+	t->refs++;
+	return t;
+}
+
+static void nstable_put(struct views *vs, struct nstable *t)
+{
+	struct nstable **p;
+
+	if (!t || --t->refs)
+		return;
+	for (p = &vs->nstables; *p; p = &(*p)->next)
+		if (*p == t) {
+			*p = t->next;
+			break;
+		}
+	nstable_free(t);
 }
 
 static bool in_mnt(const struct views *vs, uint64_t mnt)
@@ -108,13 +159,13 @@ static bool node_visible(struct view *v, const struct device *dev);
 static int member_add(struct view *v, const struct device *dev);
 
 /* The members of a new view: every present device it sees. */
-static int fill_members(struct views *vs, struct view *v)
+static int fill_members(struct view *v)
 {
 	const struct device *dev;
 
-	for (dev = devices_first(vs->table); dev;
-	     dev = devices_next(vs->table, dev))
-		if (!v->every_node && !v->other_netns &&
+	for (dev = devices_first(v->table); dev;
+	     dev = devices_next(v->table, dev))
+		if (!v->every_node &&
 		    device_state(dev) == DEVICE_STATE_PRESENT &&
 		    node_visible(v, dev) && member_add(v, dev) < 0)
 			return -ENOMEM;
@@ -140,16 +191,26 @@ static struct view *view_new(struct views *vs, const struct view_key *key,
 			 key->ns.net != vs->host.net;
 	v->every_node = !v->other_netns &&
 			(key->all || !key->known || in_mnt(vs, key->ns.mnt));
-	if (!v->every_node && !v->other_netns) {
+	v->table = vs->table;
+	if (v->other_netns) {
+		v->ns = nstable_get(vs, peer);
+		if (!v->ns) {
+			view_free(vs, v);
+			*ret_err = -ENOMEM;
+			return NULL;
+		}
+		v->table = v->ns->table;
+	}
+	if (!v->every_node) {
 		v->proc_fd = peer->proc_fd;
 		peer->proc_fd = -1;
 	}
 	v->generation = devices_generation(vs->table);
 	r = genshare_open(&v->page, -1, v->generation);
 	if (r == 0)
-		r = fill_members(vs, v);
+		r = fill_members(v);
 	if (r < 0) {
-		view_free(v);
+		view_free(vs, v);
 		*ret_err = r;
 		return NULL;
 	}
@@ -192,7 +253,7 @@ void views_leave(struct views *vs, struct view *v)
 			*p = v->next;
 			break;
 		}
-	view_free(v);
+	view_free(vs, v);
 }
 
 /* ---- membership ---- */
@@ -207,8 +268,6 @@ static ssize_t member_index(const struct view *v, const struct device *dev)
 
 bool view_has(const struct view *v, const struct device *dev)
 {
-	if (v->other_netns)
-		return false;
 	return v->every_node || member_index(v, dev) >= 0;
 }
 
@@ -239,7 +298,7 @@ static void member_remove(struct view *v, const struct device *dev)
 
 bool view_needs_proc(const struct view *v)
 {
-	return !v->every_node && !v->other_netns &&
+	return !v->every_node &&
 	       (v->proc_fd < 0 || faccessat(v->proc_fd, "ns/mnt", F_OK, 0) < 0);
 }
 
@@ -314,8 +373,6 @@ enum view_change view_apply(struct view *v, const struct device *dev,
 {
 	bool had, has;
 
-	if (v->other_netns)
-		return VIEW_UNSEEN;
 	if (v->every_node)
 		return VIEW_SEEN;
 	had = member_index(v, dev) >= 0;
@@ -342,7 +399,7 @@ void view_refresh(struct view *v, const struct devices *table,
 	const struct device *dev;
 	enum view_change c;
 
-	if (v->every_node || v->other_netns)
+	if (v->every_node)
 		return;
 	for (dev = devices_first(table); dev; dev = devices_next(table, dev)) {
 		c = view_apply(v, dev, DEVICES_EVENT_CHANGED);

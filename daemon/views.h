@@ -20,6 +20,9 @@
  * another network namespace has none of the table's devices (they are in
  * rdmad's).  A device that is removed or away stays in the views that had
  * it.  The views own no sockets: server.c fans events out.
+ *
+ * Exclusive mode: a view in another network namespace sees that
+ * namespace's devices (nstable.h) instead, with the same mount rule.
  */
 #ifndef RDMAD_VIEWS_H
 #define RDMAD_VIEWS_H
@@ -32,6 +35,7 @@
 #include "devices.h"
 #include "genshare.h"
 #include "netlink.h"
+#include "nstable.h"
 #include "peer.h"
 
 struct views;
@@ -52,10 +56,12 @@ struct view {
 	struct view *next;
 	struct view_key key;
 	unsigned int nclients;
-	bool every_node;  /* sees every device of the table */
-	bool other_netns; /* exclusive mode, another network namespace */
-	bool host;	  /* rdmad's network, PID and mount namespaces */
-	int proc_fd;	  /* /proc/PID of a client in it, or -1 */
+	bool every_node;       /* sees every device of the table */
+	bool other_netns;      /* exclusive mode, another network namespace */
+	struct nstable *ns;    /* then: that namespace's devices */
+	struct devices *table; /* the devices it may see */
+	bool host;	       /* rdmad's network, PID and mount namespaces */
+	int proc_fd;	       /* /proc/PID of a client in it, or -1 */
 	uint64_t generation;
 	struct genshare page;
 	const struct device **members; /* when !every_node */
@@ -74,9 +80,12 @@ enum view_change {
 	VIEW_LEAVES, /* REMOVED for this view, reason "mount" or "netns" */
 };
 
-/* @mode: the kernel's RDMA namespace mode.  NULL and errno on failure. */
-struct views *views_new(const struct devices *table,
-			enum netlink_netns_mode mode);
+/* @mode: the kernel's RDMA namespace mode; @ns_fn hears the events of
+ * other namespaces' tables (nstable.h).  NULL and errno on failure. */
+struct views *views_new(struct devices *table, enum netlink_netns_mode mode,
+			nstable_listener_fn ns_fn, void *userdata);
+/* Other network namespaces' tables, while they have views. */
+struct nstable *views_nstables(struct views *vs);
 void views_free(struct views *vs);
 enum netlink_netns_mode views_netns_mode(const struct views *vs);
 

@@ -6,6 +6,7 @@
  * like ibv_devinfo: a block per device, then its ports and holders.
  */
 #include <errno.h>
+#include <inttypes.h>
 #include <string.h>
 #include <time.h>
 
@@ -167,12 +168,18 @@ static void add_lifecycle(struct json_object *obj, const Rdmad__Device *dev)
 }
 
 /* The view's keys of a device (PROTOCOL.md 8b): "unusable" always,
- * "reason" only where the device left the view (a REMOVED event). */
+ * "reason" only where the device left the view (a REMOVED event), and
+ * "netns" and "pod_uid" only for a device in another network namespace
+ * (exclusive mode, shown to those who see all). */
 static void add_view_keys(struct json_object *obj, const Rdmad__Device *dev)
 {
 	add_bool(obj, "unusable", dev->unusable);
 	if (dev->reason[0])
 		add_string(obj, "reason", dev->reason);
+	if (dev->netns)
+		add_uint(obj, "netns", dev->netns);
+	if (dev->pod_uid[0])
+		add_string(obj, "pod_uid", dev->pod_uid);
 }
 
 static struct json_object *holders_json(const Rdmad__Device *dev)
@@ -425,7 +432,7 @@ static const char *reason_text(const char *reason)
 	if (!strcmp(reason, "mount"))
 		return "not in this view's mount namespace";
 	if (!strcmp(reason, "netns"))
-		return "not in this view's network namespace";
+		return "moved to another network namespace";
 	return or_dash(reason);
 }
 
@@ -436,6 +443,10 @@ static void view_state_text(FILE *f, const Rdmad__Device *dev)
 		fputs(", unusable", f);
 	if (dev->reason[0])
 		fprintf(f, " (%s)", reason_text(dev->reason));
+	if (dev->netns)
+		fprintf(f, ", in netns %" PRIu64, dev->netns);
+	if (dev->pod_uid[0])
+		fprintf(f, " of pod %s", or_dash(dev->pod_uid));
 }
 
 static void state_text(FILE *f, const Rdmad__Device *dev)

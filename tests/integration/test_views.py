@@ -13,6 +13,7 @@ tests skip with the reason."""
 import json
 import os
 import shlex
+import shutil
 import subprocess
 import time
 
@@ -28,24 +29,37 @@ def devnum(dev):
     return 231, 192 + int(dev.uverbs[len("uverbs"):])
 
 
-def pod_cmd(nodes, cmd):
+def pod_cmd(nodes, cmd, sysdir=None):
     """@cmd in a mount namespace of its own whose /dev is a tmpfs with
     /dev/null and the uverbs nodes @nodes: [(name, (major, minor))].  Not
-    under umockdev: its /dev is the pod's own."""
+    under umockdev: its /dev is the pod's own.  With @sysdir, also in a
+    network namespace of its own whose /sys is @sysdir (as a container
+    runtime mounts the namespace's sysfs)."""
     script = ["mount -t tmpfs -o mode=755 rdmad-pod /dev",
               "mknod -m 666 /dev/null c 1 3",
               "mkdir /dev/infiniband"]
     script += ["mknod -m 666 /dev/infiniband/%s c %d %d" % (n, ma, mi)
                for n, (ma, mi) in nodes]
+    if sysdir:
+        script.append("mount --bind %s /sys" % shlex.quote(sysdir))
     script.append('exec "$@"')
     return (["env", "-u", "LD_PRELOAD", "unshare", "--mount",
-             "--propagation", "private", "sh", "-euc", " && ".join(script),
-             "pod"] + list(cmd))
+             "--propagation", "private"] + (["--net"] if sysdir else []) +
+            ["sh", "-euc", " && ".join(script), "pod"] + list(cmd))
 
 
-def pod_status(sock, nodes):
+def status_as(sock, prefix):
+    r = subprocess.run(prefix + [rdmatb.RDMACTL, "--socket", sock, "status",
+                                 "--json"], capture_output=True, text=True,
+                       timeout=rdmatb.DEADLINE)
+    if r.returncode != 0:
+        raise AssertionError("rdmactl: exit %d: %s" % (r.returncode, r.stderr))
+    return json.loads(r.stdout)
+
+
+def pod_status(sock, nodes, sysdir=None):
     r = subprocess.run(pod_cmd(nodes, [rdmatb.RDMACTL, "--socket", sock,
-                                       "status", "--json"]),
+                                       "status", "--json"], sysdir),
                        capture_output=True, text=True, timeout=rdmatb.DEADLINE)
     if r.returncode != 0:
         raise AssertionError("rdmactl in the pod: exit %d: %s"
@@ -187,6 +201,8 @@ class TestMountViews(ViewTest):
             pod_mon.close()
 
 
+NOBODY = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
+
 # Root without the capabilities that let it open any file: as a container
 # with a locked-down /dev, it gets EACCES from a node it may not open.
 NO_DAC = ["setpriv", "--bounding-set=-dac_override,-dac_read_search"]
@@ -238,6 +254,69 @@ class TestUnusable(ViewTest):
         finally:
             mon.close()
             host_mon.close()
+
+
+class TestExclusive(ViewTest):
+    """The kernel's exclusive mode (RDMAD_NETNS_MODE stands in for RDMA
+    netlink, which this kernel may lack): a pod in a network namespace of
+    its own sees the devices its own sysfs shows."""
+
+    def pod_sysfs(self):
+        """A copy of the testbed's sysfs with no RDMA class devices: what
+        a pod's sysfs shows before a device is moved in.  Returns it and
+        a function that "moves" a device in (its class links)."""
+        podsys = os.path.join(self.work, "podsys")
+        shutil.copytree(os.path.join(os.environ["UMOCKDEV_DIR"], "sys"),
+                        podsys, symlinks=True)
+        links = {}
+        for cls in ("infiniband", "infiniband_verbs"):
+            d = os.path.join(podsys, "class", cls)
+            for n in os.listdir(d):
+                if os.path.islink(os.path.join(d, n)):
+                    links[n] = (os.path.join(d, n),
+                                os.readlink(os.path.join(d, n)))
+                    os.unlink(os.path.join(d, n))
+
+        def move_in(*names):
+            for n in names:
+                path, target = links[n]
+                os.symlink(target, path)
+        return podsys, move_in
+
+    def test_device_moved_into_a_pod(self):
+        a = self.tb.plug("mlx5_0")
+        self.tb.plug("mlx5_1")
+        podsys, move_in = self.pod_sysfs()
+        self.start_daemon(env=dict(os.environ, RDMAD_NETNS_MODE="exclusive"))
+        nodes = [(a.uverbs, devnum(a))]
+        pod_mon = Monitor(self.sock, run_as=pod_cmd(nodes, [], podsys))
+        user_mon = Monitor(self.sock, run_as=NOBODY)
+        root_mon = Monitor(self.sock)
+        try:
+            netns = os.stat("/proc/%d/ns/net" % pod_mon.proc.pid).st_ino
+            self.assertEqual(names(pod_status(self.sock, nodes, podsys)), [],
+                             "nothing in the pod yet, nothing of the host")
+            move_in("mlx5_0", a.uverbs)
+            self.tb.unplug("mlx5_0")
+            ev = pod_mon.expect("added", "mlx5_0")
+            gone = user_mon.expect("removed", "mlx5_0")
+            self.assertEqual(gone["device"].get("reason"), "netns", gone)
+            there = root_mon.expect("added", "mlx5_0")
+            self.assertEqual(there["device"].get("netns"), netns, there)
+            pod = pod_status(self.sock, nodes, podsys)
+            self.assertEqual(names(pod), ["mlx5_0"])
+            self.assertEqual(pod["view"]["netns_mode"], "exclusive")
+            self.assertEqual(find(pod, "mlx5_0")["state"], "present")
+            root = status(self.sock)
+            self.assertEqual(sorted((d["name"], d.get("netns", 0))
+                                    for d in root["devices"]),
+                             [("mlx5_0", netns), ("mlx5_1", 0)], root)
+            self.assertEqual(names(status_as(self.sock, NOBODY)), ["mlx5_1"])
+            self.assertGreater(ev["generation"], 0)
+        finally:
+            pod_mon.close()
+            user_mon.close()
+            root_mon.close()
 
 
 class TestPidNamespaces(ViewTest):

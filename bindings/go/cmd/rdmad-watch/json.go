@@ -66,6 +66,10 @@ type deviceJSON struct {
 	// left the view (a removed event).
 	Unusable bool   `json:"unusable"`
 	Reason   string `json:"reason,omitempty"`
+	// Exclusive mode, to those who see all: the network namespace a
+	// device is in when not rdmad's, and that namespace's pod.
+	Netns  uint64 `json:"netns,omitempty"`
+	PodUID string `json:"pod_uid,omitempty"`
 }
 
 type sriovJSON struct {
@@ -168,6 +172,8 @@ func deviceObject(d *rdmadpb.Device) deviceJSON {
 		SriovPF:      d.GetSriovPf(),
 		Unusable:     d.GetUnusable(),
 		Reason:       d.GetReason(),
+		Netns:        d.GetNetns(),
+		PodUID:       d.GetPodUid(),
 	}
 	if rdmad.Away(d) {
 		deadline := d.GetAwayDeadlineMs()
