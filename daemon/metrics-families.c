@@ -20,6 +20,7 @@
 #include "rdmad-config.h"
 #include "scan.h"
 #include "server.h"
+#include "views.h"
 
 #define LABELS(...) ((const char *const[]){__VA_ARGS__, NULL})
 
@@ -234,6 +235,17 @@ static void clients(const struct metrics_state *st, struct expo *e)
 	expo_u64(e, NULL, st->src.srv ? server_client_count(st->src.srv) : 0);
 }
 
+/* Views by kind (PROTOCOL.md 8b), every kind listed. */
+static void views(const struct metrics_state *st, struct expo *e)
+{
+	unsigned int counts[VIEW_KIND_COUNT] = {0};
+
+	if (st->src.srv)
+		server_count_views(st->src.srv, counts);
+	for (enum view_kind k = 0; k < VIEW_KIND_COUNT; k++)
+		expo_u64(e, LABELS("kind", view_kind_name(k)), counts[k]);
+}
+
 /* What each limit of server.c turned away, by the limit's rdmad.conf key. */
 static const char *const limit_key[SERVER_REFUSED_COUNT] = {
 	[SERVER_REFUSED_FULL] = "max_clients",
@@ -352,6 +364,10 @@ static const struct {
 	  "5 ACTIVE_DEFER."},
 	 port_state},
 	{{"rdmad_clients", METRICS_TYPE_GAUGE, "Connected clients."}, clients},
+	{{"rdmad_views", METRICS_TYPE_GAUGE,
+	  "Views of the connected clients, by kind: all, host, mount, netns, "
+	  "unverified."},
+	 views},
 	{{"rdmad_clients_refused", METRICS_TYPE_COUNTER,
 	  "Connections turned away or closed, by the limit that did it."},
 	 clients_refused},

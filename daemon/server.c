@@ -1391,6 +1391,13 @@ static void on_ns_event(void *ud, struct nstable *t, enum devices_event event,
 	table_event(srv, &ve, t->table);
 }
 
+void server_count_views(const struct server *srv, unsigned int *counts)
+{
+	memset(counts, 0, VIEW_KIND_COUNT * sizeof(*counts));
+	for (struct view *v = views_first(srv->views); v; v = v->next)
+		counts[view_kind(v)]++;
+}
+
 unsigned int server_client_count(const struct server *srv)
 {
 	return srv->nclients;

@@ -64,6 +64,8 @@ void server_free(struct server *srv);
 void server_device_event(struct server *srv, enum devices_event event,
 			 const struct device *dev, const char *old_name);
 unsigned int server_client_count(const struct server *srv);
+/* Views (views.h) by kind: @counts has VIEW_KIND_COUNT entries. */
+void server_count_views(const struct server *srv, unsigned int *counts);
 /* Connections turned away (or closed), holds refused, or queues
  * overflowed, for @why since start. */
 uint64_t server_refusals(const struct server *srv, enum server_refusal why);

@@ -468,3 +468,27 @@ uint64_t view_next_generation(struct view *v)
 	genshare_publish(&v->page, v->generation);
 	return v->generation;
 }
+
+enum view_kind view_kind(const struct view *v)
+{
+	if (v->key.all)
+		return VIEW_KIND_ALL;
+	if (!v->key.known)
+		return VIEW_KIND_UNVERIFIED;
+	if (v->ns)
+		return VIEW_KIND_NETNS;
+	return v->every_node ? VIEW_KIND_HOST : VIEW_KIND_MOUNT;
+}
+
+const char *view_kind_name(enum view_kind kind)
+{
+	static const char *const names[VIEW_KIND_COUNT] = {
+		[VIEW_KIND_ALL] = "all",
+		[VIEW_KIND_HOST] = "host",
+		[VIEW_KIND_MOUNT] = "mount",
+		[VIEW_KIND_NETNS] = "netns",
+		[VIEW_KIND_UNVERIFIED] = "unverified",
+	};
+
+	return kind < VIEW_KIND_COUNT ? names[kind] : "?";
+}

@@ -122,6 +122,18 @@ bool view_unusable(const struct view *v, const struct device *dev);
 /* A device is freed: forget it everywhere. */
 void views_forget(struct views *vs, const struct device *dev);
 
+/* What a view is, for the metrics. */
+enum view_kind {
+	VIEW_KIND_ALL,	      /* every device, every holder */
+	VIEW_KIND_HOST,	      /* rdmad's mount namespace */
+	VIEW_KIND_MOUNT,      /* another mount namespace: by its nodes */
+	VIEW_KIND_NETNS,      /* exclusive mode, another network namespace */
+	VIEW_KIND_UNVERIFIED, /* rdmad could not look: the host's view */
+	VIEW_KIND_COUNT,
+};
+enum view_kind view_kind(const struct view *v);
+const char *view_kind_name(enum view_kind kind);
+
 /* The next generation of @v, published in its page before its event
  * goes out. */
 uint64_t view_next_generation(struct view *v);

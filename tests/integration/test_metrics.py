@@ -12,7 +12,7 @@ import urllib.error
 import urllib.request
 
 import rdmatb
-from rdmatb import DaemonTest, rdmactl, status, wait_until
+from rdmatb import DaemonTest, Monitor, rdmactl, status, wait_until
 
 
 def free_port():
@@ -159,6 +159,24 @@ class TestMetrics(DaemonTest):
         m = samples(scrape(self.port)[1])
         self.assertEqual(m['rdmad_clients_refused_total{limit="hello_timeout"}'], 1)
         self.assertEqual(m['rdmad_clients_refused_total{limit="max_clients_per_uid"}'], 0)
+
+    def test_views_counted(self):
+        """rdmad_views says what views the connected clients have: a
+        subscriber as root here is in the "all" view (or "unverified"
+        where rdmad cannot look at its own clients: never as root)."""
+        self.tb.plug("mlx5_0")
+        self.start_daemon(config=self.conf)
+        m = samples(scrape(self.port)[1])
+        self.assertEqual(sum(v for k, v in m.items()
+                             if k.startswith("rdmad_views{")), 0, m)
+        mon = Monitor(self.sock)
+        try:
+            m = samples(scrape(self.port)[1])
+            kind = "all" if os.getuid() == 0 else "host"
+            self.assertEqual(m['rdmad_views{kind="%s"}' % kind], 1, m)
+            self.assertEqual(m['rdmad_views{kind="mount"}'], 0)
+        finally:
+            mon.close()
 
     def test_hold_limit_counted(self):
         """A Hold past max_holds_per_client is refused with its reason, and counted

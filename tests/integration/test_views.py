@@ -256,6 +256,23 @@ class TestUnusable(ViewTest):
             host_mon.close()
 
 
+class TestSharedMode(ViewTest):
+    def test_another_netns_follows_the_mount_rule(self):
+        """Shared mode, or a kernel that cannot say (no RDMA netlink: the
+        mode is "unknown"): the network namespace does not matter, the
+        nodes do."""
+        a = self.tb.plug("mlx5_0")
+        b = self.tb.plug("mlx5_1")
+        self.start_daemon(env=dict(os.environ, RDMAD_NETNS_MODE=""))
+        podsys = os.path.join(self.work, "podsys")
+        os.mkdir(podsys)
+        pod = pod_status(self.sock, [(a.uverbs, devnum(a)),
+                                     (b.uverbs, devnum(b))], podsys)
+        self.assertIn(pod["view"]["netns_mode"], ("shared", "unknown"))
+        self.assertEqual(names(pod), ["mlx5_0", "mlx5_1"])
+        self.assertFalse(pod["view"]["host"])
+
+
 class TestExclusive(ViewTest):
     """The kernel's exclusive mode (RDMAD_NETNS_MODE stands in for RDMA
     netlink, which this kernel may lack): a pod in a network namespace of

@@ -305,11 +305,22 @@ static void test_device_text(void)
 	s.dev.reason = "netns";
 	s.dev.state = RDMAD__DEVICE_STATE__DEVICE_STATE_REMOVED;
 	t = status_text(NULL, &s.dev);
-	CHECK(strstr(t, "\tstate:\t\t\tremoved, unusable (not in this "
-			"view's network namespace)\n") &&
+	CHECK(strstr(t, "\tstate:\t\t\tremoved, unusable (moved to another "
+			"network namespace)\n") &&
 		      strstr(t, "comm nccl-test pod pod-\\x1b[2J\n") &&
 		      !strchr(t, '\x1b'),
 	      "holder's pod: %s", t);
+	free(t);
+
+	/* Exclusive mode, for those who see all: where a device is. */
+	s.dev.reason = "";
+	s.dev.state = RDMAD__DEVICE_STATE__DEVICE_STATE_PRESENT;
+	s.dev.netns = 4026532999;
+	s.dev.pod_uid = "pod-\x1b[2J";
+	t = status_text(NULL, &s.dev);
+	CHECK(strstr(t, ", in netns 4026532999 of pod pod-\\x1b[2J\n") &&
+		      !strchr(t, '\x1b'),
+	      "device's namespace: %s", t);
 	free(t);
 }
 
