@@ -158,7 +158,8 @@ int peer_parse_nspid(const char *status, pid_t *ret)
 		last = v;
 		p = stop;
 	}
-	if (last <= 0)
+	/* A pid is below PID_MAX_LIMIT (2^22): anything else is not one. */
+	if (last <= 0 || last > (1L << 22))
 		return -ENOENT;
 	*ret = (pid_t)last;
 	return 0;
