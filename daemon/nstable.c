@@ -4,11 +4,13 @@
  * through "/proc/self/fd/N/root/sys", N being an O_PATH descriptor of the
  * client's /proc/PID, so a pid reused meanwhile is never read from.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "nstable.h"
@@ -19,7 +21,8 @@ static void on_event(void *userdata, enum devices_event event,
 {
 	struct nstable *t = userdata;
 
-	t->fn(t->userdata, t, event, dev, old_name);
+	if (t->fn)
+		t->fn(t->userdata, t, event, dev, old_name);
 }
 
 struct nstable *nstable_new(const struct peer *peer, int proc_fd,
@@ -87,4 +90,56 @@ const struct device *nstable_find_identity(const struct nstable *t,
 		    !strcmp(device_info(dev)->id, identity))
 			return dev;
 	return NULL;
+}
+
+bool nstable_netns_has_process(uint64_t netns)
+{
+	char path[64];
+	struct dirent *e;
+	struct stat st;
+	bool found = false;
+	DIR *proc = opendir("/proc");
+
+	if (!proc)
+		return true;
+	/* A process we may not look at (another user's, without
+	 * CAP_SYS_PTRACE) is taken as not in it. */
+	while (!found && (e = readdir(proc))) {
+		if (e->d_name[0] < '0' || e->d_name[0] > '9')
+			continue;
+		snprintf(path, sizeof(path), "/proc/%.20s/ns/net", e->d_name);
+		found = stat(path, &st) == 0 && st.st_ino == netns;
+	}
+	closedir(proc);
+	return found;
+}
+
+/* Is "net:[@netns]" the root of an nsfs mount in @mountinfo? */
+static bool mounted_in(const char *mountinfo, uint64_t netns)
+{
+	char line[4096], want[48];
+	bool found = false;
+	FILE *f = fopen(mountinfo, "re");
+
+	if (!f)
+		return false;
+	snprintf(want, sizeof(want), " net:[%llu] ", (unsigned long long)netns);
+	while (!found && fgets(line, sizeof(line), f))
+		found = strstr(line, want) && strstr(line, " - nsfs ");
+	fclose(f);
+	return found;
+}
+
+bool nstable_netns_is_mounted(uint64_t netns)
+{
+	return mounted_in("/proc/self/mountinfo", netns) ||
+	       mounted_in("/proc/1/mountinfo", netns);
+}
+
+void nstable_drop(struct nstable *t, const struct device *dev)
+{
+	char name[SYSFS_NAME_MAX];
+
+	snprintf(name, sizeof(name), "%s", device_info(dev)->name);
+	devices_apply_one(t->table, name, NULL);
 }

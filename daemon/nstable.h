@@ -12,6 +12,7 @@
 #ifndef RDMAD_NSTABLE_H
 #define RDMAD_NSTABLE_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "devices.h"
@@ -33,6 +34,11 @@ struct nstable {
 	unsigned int refs;     /* views on it */
 	struct devices *table; /* its devices, its own lives */
 	int proc_fd;	       /* /proc/PID of a client in it, or -1 */
+	/* Its last client went and no process is left in the namespace,
+	 * yet its devices did not come back: something (a bind mount, as
+	 * `ip netns add` and CNI plugins make) keeps it, and its devices,
+	 * out of reach.  Listed for those who see all until they return. */
+	bool stranded;
 	char pod_uid[PEER_POD_UID_MAX];
 };
 
@@ -46,6 +52,13 @@ void nstable_free(struct nstable *t);
  * table's listener).  A namespace without an RDMA class directory has no
  * devices.  Returns the number of events, or -errno (the table is kept). */
 int nstable_rescan(struct nstable *t);
+/* Is any process rdmad may look at in network namespace @netns? */
+bool nstable_netns_has_process(uint64_t netns);
+/* Is @netns bind-mounted (`ip netns add`, CNI plugins), in rdmad's mount
+ * namespace or pid 1's? */
+bool nstable_netns_is_mounted(uint64_t netns);
+/* @dev of @t is back in rdmad's namespace: drop it (a REMOVED event). */
+void nstable_drop(struct nstable *t, const struct device *dev);
 /* Is a device with @identity in it? */
 const struct device *nstable_find_identity(const struct nstable *t,
 					   const char *identity);

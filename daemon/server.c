@@ -98,6 +98,7 @@ struct server {
 	int listen_fd;
 	struct event *ev_accept;
 	struct event *ev_backoff;
+	struct event *ev_settle; /* views_settle() after a table's last view */
 	bool logged_emfile;
 	bool logged_refusal[SERVER_REFUSED_COUNT];
 	uint64_t refusals[SERVER_REFUSED_COUNT];
@@ -288,6 +289,7 @@ static void mark_netns(Rdmad__Device *msg, const struct nstable *t)
 {
 	msg->netns = t->netns;
 	msg->pod_uid = (char *)t->pod_uid;
+	msg->stranded = t->stranded;
 }
 
 /* Append the devices of @t to *@msgs, marked with their namespace. */
@@ -827,6 +829,17 @@ static void client_unlink(struct server *srv, struct client *c)
 	srv->nclients--;
 }
 
+/* Time for a namespace's last process to leave it after its last
+ * client's socket closed. */
+static const struct timeval settle_delay = {.tv_usec = 300 * 1000};
+
+static void on_settle(evutil_socket_t fd, short what, void *arg)
+{
+	struct server *srv = arg;
+
+	views_settle(srv->views);
+}
+
 static void client_close(struct client *c)
 {
 	struct server *srv = c->srv;
@@ -841,6 +854,10 @@ static void client_close(struct client *c)
 	if (c->nholds)
 		devices_release_owner(c->view->table, c);
 	client_leave_view(c);
+	/* Not pushed back by every later close: clients come and go. */
+	if (views_unsettled(srv->views) &&
+	    !evtimer_pending(srv->ev_settle, NULL))
+		evtimer_add(srv->ev_settle, &settle_delay);
 	free(c);
 }
 
@@ -1092,7 +1109,8 @@ static int server_listen(struct server *srv)
 	srv->ev_accept = event_new(srv->base, srv->listen_fd,
 				   EV_READ | EV_PERSIST, on_accept, srv);
 	srv->ev_backoff = evtimer_new(srv->base, on_backoff, srv);
-	if (!srv->ev_accept || !srv->ev_backoff ||
+	srv->ev_settle = evtimer_new(srv->base, on_settle, srv);
+	if (!srv->ev_accept || !srv->ev_backoff || !srv->ev_settle ||
 	    event_add(srv->ev_accept, NULL) < 0)
 		return -ENOMEM;
 	return 0;
@@ -1132,6 +1150,8 @@ void server_free(struct server *srv)
 		event_free(srv->ev_accept);
 	if (srv->ev_backoff)
 		event_free(srv->ev_backoff);
+	if (srv->ev_settle)
+		event_free(srv->ev_settle);
 	if (srv->listen_fd >= 0)
 		close(srv->listen_fd);
 	if (srv->socket_path) {
@@ -1346,6 +1366,8 @@ static bool nstables_follow(struct server *srv, enum devices_event event,
 		nstable_rescan(t);
 		moved = moved || nstable_find_identity(t, device_info(dev)->id);
 	}
+	if (event != DEVICES_EVENT_REMOVED)
+		views_returned(srv->views, device_info(dev)->id);
 	return event == DEVICES_EVENT_REMOVED && moved;
 }
 
@@ -1355,7 +1377,7 @@ static void table_event(struct server *srv, struct view_event *ve,
 			const struct devices *table)
 {
 	for (struct view *v = views_first(srv->views); v; v = v->next) {
-		if (view_needs_proc(v))
+		if (view_looks(v, ve->event) && view_needs_proc(v))
 			view_find_proc(srv, v);
 		if (v->table == table)
 			v->change = view_apply(v, ve->dev, ve->event);

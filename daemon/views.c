@@ -23,6 +23,7 @@ struct views {
 	nstable_listener_fn ns_fn;
 	void *userdata;
 	struct nstable *nstables;
+	bool unsettled;	     /* a table lost its last view: views_settle() */
 	struct peer_ns host; /* rdmad's netns and pidns, pid 1's mount ns */
 	uint64_t own_mnt;    /* rdmad's own mount namespace */
 	struct view *list;
@@ -67,6 +68,13 @@ void views_free(struct views *vs)
 		vs->list = v->next;
 		view_free(vs, v);
 	}
+	while (vs->nstables) {
+		struct nstable *t = vs->nstables;
+
+		vs->nstables = t->next;
+		t->fn = NULL; /* going down: nobody to tell */
+		nstable_free(t);
+	}
 	free(vs);
 }
 
@@ -85,19 +93,28 @@ struct nstable *views_nstables(struct views *vs)
 	return vs->nstables;
 }
 
-/* The table of @peer's network namespace, made and read on first use. */
+/* The table of @peer's network namespace, made and read on first use,
+ * or found again where it was left stranded. */
 static struct nstable *nstable_get(struct views *vs, const struct peer *peer)
 {
 	struct nstable *t;
-	int fd;
+	int fd = peer->proc_fd >= 0 ? fcntl(peer->proc_fd, F_DUPFD_CLOEXEC, 3)
+				    : -1;
 
 	for (t = vs->nstables; t; t = t->next)
 		if (t->netns == peer->ns.net)
 			break;
-	if (!t) {
-		fd = peer->proc_fd >= 0
-			     ? fcntl(peer->proc_fd, F_DUPFD_CLOEXEC, 3)
-			     : -1;
+	if (t && !t->refs) {
+		/* Stranded or unsettled: its namespace has a client again. */
+		t->stranded = false;
+		if (t->proc_fd >= 0)
+			close(t->proc_fd);
+		t->proc_fd = fd;
+		nstable_rescan(t);
+	} else if (t) {
+		if (fd >= 0)
+			close(fd);
+	} else {
 		t = nstable_new(peer, fd, vs->ns_fn, vs->userdata);
 		if (!t)
 			return NULL;
@@ -109,18 +126,84 @@ static struct nstable *nstable_get(struct views *vs, const struct peer *peer)
 	return t;
 }
 
+/* Its last view went: views_settle() decides what becomes of it, once
+ * its last process had time to leave the namespace (a socket closes
+ * before its process has left its namespaces). */
 static void nstable_put(struct views *vs, struct nstable *t)
+{
+	if (t && !--t->refs)
+		vs->unsettled = true;
+}
+
+static void nstable_unlink(struct views *vs, struct nstable *t)
 {
 	struct nstable **p;
 
-	if (!t || --t->refs)
-		return;
 	for (p = &vs->nstables; *p; p = &(*p)->next)
 		if (*p == t) {
 			*p = t->next;
 			break;
 		}
-	nstable_free(t);
+}
+
+/* Its devices, to those who see all: now stranded. */
+static void nstable_strand(struct views *vs, struct nstable *t)
+{
+	const struct device *dev;
+
+	t->stranded = true;
+	if (t->proc_fd >= 0)
+		close(t->proc_fd);
+	t->proc_fd = -1;
+	for (dev = devices_first(t->table); dev;
+	     dev = devices_next(t->table, dev))
+		vs->ns_fn(vs->userdata, t, DEVICES_EVENT_CHANGED, dev, NULL);
+}
+
+bool views_unsettled(const struct views *vs)
+{
+	return vs->unsettled;
+}
+
+/* Tables without views: stranded where their namespace still has
+ * devices and lives on with no process in it (a bind mount keeps it),
+ * else gone (a namespace that dies gives its devices back to rdmad's,
+ * where they return). */
+void views_settle(struct views *vs)
+{
+	struct nstable *t, *next;
+
+	vs->unsettled = false;
+	for (t = vs->nstables; t; t = next) {
+		next = t->next;
+		if (t->refs || t->stranded)
+			continue;
+		if (devices_count(t->table) &&
+		    !nstable_netns_has_process(t->netns) &&
+		    nstable_netns_is_mounted(t->netns)) {
+			nstable_strand(vs, t);
+			continue;
+		}
+		nstable_unlink(vs, t);
+		nstable_free(t);
+	}
+}
+
+void views_returned(struct views *vs, const char *identity)
+{
+	struct nstable *t, *next;
+	const struct device *dev;
+
+	for (t = vs->nstables; t; t = next) {
+		next = t->next;
+		if (!t->stranded || !(dev = nstable_find_identity(t, identity)))
+			continue;
+		nstable_drop(t, dev);
+		if (!devices_count(t->table)) {
+			nstable_unlink(vs, t);
+			nstable_free(t);
+		}
+	}
 }
 
 static bool in_mnt(const struct views *vs, uint64_t mnt)
@@ -355,28 +438,30 @@ static bool node_visible(struct view *v, const struct device *dev)
 	return node_at(v->proc_fd, info->uverbs, info->uverbs_dev);
 }
 
+/* Is @dev in @v after @event?  @look: look for its node again (else a
+ * present device stays where it was). */
 static bool sees_now(struct view *v, const struct device *dev,
-		     enum devices_event event)
+		     enum devices_event event, bool look)
 {
 	bool had = member_index(v, dev) >= 0;
 
 	if (event == DEVICES_EVENT_RELEASED || device_going(dev))
 		return false;
 	/* A device that left stays where it was, so its holders see it. */
-	if (device_state(dev) != DEVICE_STATE_PRESENT)
+	if (device_state(dev) != DEVICE_STATE_PRESENT || !look)
 		return had;
 	return node_visible(v, dev);
 }
 
-enum view_change view_apply(struct view *v, const struct device *dev,
-			    enum devices_event event)
+static enum view_change apply(struct view *v, const struct device *dev,
+			      enum devices_event event, bool look)
 {
 	bool had, has;
 
 	if (v->every_node)
 		return VIEW_SEEN;
 	had = member_index(v, dev) >= 0;
-	has = sees_now(v, dev, event);
+	has = sees_now(v, dev, event, look);
 	if (had && has)
 		return VIEW_SEEN;
 	if (had) {
@@ -391,6 +476,18 @@ enum view_change view_apply(struct view *v, const struct device *dev,
 	return VIEW_ENTERS;
 }
 
+bool view_looks(const struct view *v, enum devices_event event)
+{
+	return !v->every_node && (event == DEVICES_EVENT_ADDED ||
+				  event == DEVICES_EVENT_RETURNED);
+}
+
+enum view_change view_apply(struct view *v, const struct device *dev,
+			    enum devices_event event)
+{
+	return apply(v, dev, event, view_looks(v, event));
+}
+
 void view_refresh(struct view *v, const struct devices *table,
 		  void (*fn)(void *ud, struct view *v, const struct device *dev,
 			     enum view_change change),
@@ -402,7 +499,7 @@ void view_refresh(struct view *v, const struct devices *table,
 	if (v->every_node)
 		return;
 	for (dev = devices_first(table); dev; dev = devices_next(table, dev)) {
-		c = view_apply(v, dev, DEVICES_EVENT_CHANGED);
+		c = apply(v, dev, DEVICES_EVENT_CHANGED, true);
 		if (c == VIEW_ENTERS || c == VIEW_LEAVES)
 			fn(ud, v, dev, c);
 	}

@@ -16,7 +16,8 @@
  * a client rdmad could not look into) has every device of the table; any
  * other has a present device whose uverbs node exists in its mount
  * namespace with the device's number, looked up through a client's
- * /proc/PID/root.  In the kernel's exclusive RDMA namespace mode a view in
+ * /proc/PID/root when the device registers and on its clients' requests
+ * (view_looks()).  In the kernel's exclusive RDMA namespace mode a view in
  * another network namespace has none of the table's devices (they are in
  * rdmad's).  A device that is removed or away stays in the views that had
  * it.  The views own no sockets: server.c fans events out.
@@ -84,8 +85,15 @@ enum view_change {
  * other namespaces' tables (nstable.h).  NULL and errno on failure. */
 struct views *views_new(struct devices *table, enum netlink_netns_mode mode,
 			nstable_listener_fn ns_fn, void *userdata);
-/* Other network namespaces' tables, while they have views. */
+/* Other network namespaces' tables, while they have views, and those
+ * left stranded (nstable.h). */
 struct nstable *views_nstables(struct views *vs);
+/* A table lost its last view: call views_settle() a little later. */
+bool views_unsettled(const struct views *vs);
+void views_settle(struct views *vs);
+/* A device with @identity is back in rdmad's namespace: it is stranded
+ * nowhere any more. */
+void views_returned(struct views *vs, const char *identity);
 void views_free(struct views *vs);
 enum netlink_netns_mode views_netns_mode(const struct views *vs);
 
@@ -100,6 +108,11 @@ bool views_peer_is_host(const struct views *vs, const struct peer *peer);
 /* Iterate. */
 struct view *views_first(struct views *vs);
 
+/* Does @v look for a device's node on @event?  When the device
+ * registers (ADDED, RETURNED); a container's /dev is looked at again for
+ * every device on its clients' Subscribe and GetStatus (view_refresh()),
+ * so that a port change costs no system call per view. */
+bool view_looks(const struct view *v, enum devices_event event);
 /* Where @dev stands in @v after @event; updates the membership. */
 enum view_change view_apply(struct view *v, const struct device *dev,
 			    enum devices_event event);

@@ -169,8 +169,8 @@ static void add_lifecycle(struct json_object *obj, const Rdmad__Device *dev)
 
 /* The view's keys of a device (PROTOCOL.md 8b): "unusable" always,
  * "reason" only where the device left the view (a REMOVED event), and
- * "netns" and "pod_uid" only for a device in another network namespace
- * (exclusive mode, shown to those who see all). */
+ * "netns", "pod_uid" and "stranded" only for a device in another network
+ * namespace (exclusive mode, shown to those who see all). */
 static void add_view_keys(struct json_object *obj, const Rdmad__Device *dev)
 {
 	add_bool(obj, "unusable", dev->unusable);
@@ -180,6 +180,8 @@ static void add_view_keys(struct json_object *obj, const Rdmad__Device *dev)
 		add_uint(obj, "netns", dev->netns);
 	if (dev->pod_uid[0])
 		add_string(obj, "pod_uid", dev->pod_uid);
+	if (dev->stranded)
+		add_bool(obj, "stranded", true);
 }
 
 static struct json_object *holders_json(const Rdmad__Device *dev)
@@ -447,6 +449,8 @@ static void view_state_text(FILE *f, const Rdmad__Device *dev)
 		fprintf(f, ", in netns %" PRIu64, dev->netns);
 	if (dev->pod_uid[0])
 		fprintf(f, " of pod %s", or_dash(dev->pod_uid));
+	if (dev->stranded)
+		fputs(", stranded there", f);
 }
 
 static void state_text(FILE *f, const Rdmad__Device *dev)

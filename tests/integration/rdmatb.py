@@ -448,6 +448,24 @@ def find(st, name, state=None):
     return None
 
 
+def _verbs_see_fakes():
+    """Whether libibverbs here lists umockdev's fake devices.  rdma-core
+    enumerates devices through RDMA netlink where the kernel offers it
+    (ib_core loaded: every real RDMA host), and umockdev cannot fake
+    netlink; only where the NETLINK_RDMA socket cannot be made does it
+    read sysfs, which umockdev fakes."""
+    try:
+        socket.socket(socket.AF_NETLINK, socket.SOCK_RAW, 20).close()
+    except OSError:
+        return True
+    return False
+
+
+VERBS_SEE_FAKES = _verbs_see_fakes()
+VERBS_WHY = ("libibverbs lists devices through RDMA netlink on this kernel "
+             "(ib_core is loaded), where umockdev's fake devices cannot be")
+
+
 def ibv_devices():
     """Names the real libibverbs lists right now (in this testbed)."""
     r = subprocess.run(["ibv_devices"], capture_output=True, text=True,
@@ -549,6 +567,18 @@ class DaemonTest(unittest.TestCase):
         # Tests switch to an unprivileged uid to check refusals; let it in.
         os.chmod(self.work, 0o755)
         self.tb = Testbed()
+
+    def require_verbs_fakes(self):
+        """Skip, saying why, where libibverbs cannot see fake devices."""
+        if not VERBS_SEE_FAKES:
+            self.skipTest(VERBS_WHY)
+
+    def assertLikeLibibverbs(self, names):
+        """@names are what libibverbs lists, where it can see fakes (the
+        test that only compares, test_status_lists_every_kind_like_
+        libibverbs, skips elsewhere and says why)."""
+        if VERBS_SEE_FAKES:
+            self.assertEqual(sorted(names), ibv_devices())
 
     def start_daemon(self, env=None, preexec_fn=None, **kw):
         self.d = Daemon(self.work, args=self.daemon_args, **kw).start(

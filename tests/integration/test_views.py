@@ -74,7 +74,7 @@ def names(st):
 def in_ns_of(pid, *cmd, ns=("--mount",)):
     """@cmd in the namespaces @ns of process @pid (nsenter)."""
     return subprocess.run(["env", "-u", "LD_PRELOAD", "nsenter", "-t",
-                           str(pid)] + list(ns) + list(cmd),
+                           str(pid), "--root"] + list(ns) + list(cmd),
                           capture_output=True, text=True,
                           timeout=rdmatb.DEADLINE)
 
@@ -99,6 +99,28 @@ class ViewTest(DaemonTest):
             if p.stdout:
                 p.stdout.close()
         super().tearDown()
+
+    def pod_sysfs(self):
+        """A copy of the testbed's sysfs with no RDMA class devices: what
+        a pod's sysfs shows before a device is moved in.  Returns it and
+        a function that "moves" a device in (its class links)."""
+        podsys = os.path.join(self.work, "podsys")
+        shutil.copytree(os.path.join(os.environ["UMOCKDEV_DIR"], "sys"),
+                        podsys, symlinks=True)
+        links = {}
+        for cls in ("infiniband", "infiniband_verbs"):
+            d = os.path.join(podsys, "class", cls)
+            for n in os.listdir(d):
+                if os.path.islink(os.path.join(d, n)):
+                    links[n] = (os.path.join(d, n),
+                                os.readlink(os.path.join(d, n)))
+                    os.unlink(os.path.join(d, n))
+
+        def move_in(*names):
+            for n in names:
+                path, target = links[n]
+                os.symlink(target, path)
+        return podsys, move_in
 
 
 class TestMountViews(ViewTest):
@@ -210,6 +232,7 @@ NO_DAC = ["setpriv", "--bounding-set=-dac_override,-dac_read_search"]
 
 class TestUnusable(ViewTest):
     def refresh_in_ns_of(self, pid):
+        self.require_verbs_fakes()
         r = subprocess.run(["nsenter", "-t", str(pid), "--pid"] + NO_DAC + [
             os.path.join(rdmatb.BUILD, "tests", "integration", "client",
                          "client-refresh")],
@@ -278,28 +301,6 @@ class TestExclusive(ViewTest):
     netlink, which this kernel may lack): a pod in a network namespace of
     its own sees the devices its own sysfs shows."""
 
-    def pod_sysfs(self):
-        """A copy of the testbed's sysfs with no RDMA class devices: what
-        a pod's sysfs shows before a device is moved in.  Returns it and
-        a function that "moves" a device in (its class links)."""
-        podsys = os.path.join(self.work, "podsys")
-        shutil.copytree(os.path.join(os.environ["UMOCKDEV_DIR"], "sys"),
-                        podsys, symlinks=True)
-        links = {}
-        for cls in ("infiniband", "infiniband_verbs"):
-            d = os.path.join(podsys, "class", cls)
-            for n in os.listdir(d):
-                if os.path.islink(os.path.join(d, n)):
-                    links[n] = (os.path.join(d, n),
-                                os.readlink(os.path.join(d, n)))
-                    os.unlink(os.path.join(d, n))
-
-        def move_in(*names):
-            for n in names:
-                path, target = links[n]
-                os.symlink(target, path)
-        return podsys, move_in
-
     def test_device_moved_into_a_pod(self):
         a = self.tb.plug("mlx5_0")
         self.tb.plug("mlx5_1")
@@ -324,16 +325,61 @@ class TestExclusive(ViewTest):
             self.assertEqual(names(pod), ["mlx5_0"])
             self.assertEqual(pod["view"]["netns_mode"], "exclusive")
             self.assertEqual(find(pod, "mlx5_0")["state"], "present")
-            root = status(self.sock)
-            self.assertEqual(sorted((d["name"], d.get("netns", 0))
-                                    for d in root["devices"]),
-                             [("mlx5_0", netns), ("mlx5_1", 0)], root)
+            # (pod_status's own namespace, gone with it, is let go
+            # once its process has left: views_settle().)
+            want = [("mlx5_0", netns), ("mlx5_1", 0)]
+            wait_until(lambda: sorted((d["name"], d.get("netns", 0))
+                                      for d in status(self.sock)["devices"])
+                       == want, what="root's list: %s" % want)
             self.assertEqual(names(status_as(self.sock, NOBODY)), ["mlx5_1"])
             self.assertGreater(ev["generation"], 0)
         finally:
             pod_mon.close()
             user_mon.close()
             root_mon.close()
+
+
+class TestStranded(ViewTest):
+    def test_device_left_in_a_namespace_nobody_is_in(self):
+        """A pod's last process exits but its network namespace lives on
+        (a bind mount, as `ip netns add` and CNI plugins make): its device
+        is stranded there, listed for root with "stranded"; when it comes
+        back to the host it is stranded no more."""
+        a = self.tb.plug("mlx5_0")
+        podsys, move_in = self.pod_sysfs()
+        self.start_daemon(env=dict(os.environ, RDMAD_NETNS_MODE="exclusive"))
+        move_in("mlx5_0", a.uverbs)
+        self.tb.unplug("mlx5_0")
+        keep = os.path.join(self.work, "netns")
+        open(keep, "w").close()
+        root_mon = Monitor(self.sock)
+        pod_mon = Monitor(self.sock, run_as=pod_cmd(
+            [(a.uverbs, devnum(a))], [], podsys))
+        pid = pod_mon.proc.pid
+        try:
+            netns = os.stat("/proc/%d/ns/net" % pid).st_ino
+            subprocess.run(["mount", "--bind", "/proc/%d/ns/net" % pid, keep],
+                           check=True)
+            wait_until(lambda: find(status(self.sock), "mlx5_0"),
+                       what="mlx5_0 listed in the pod's namespace")
+            self.assertNotIn("stranded", find(status(self.sock), "mlx5_0"))
+            pod_mon.close()
+            ev = root_mon.expect("changed", "mlx5_0")
+            self.assertIs(ev["device"].get("stranded"), True, ev)
+            self.assertEqual(ev["device"].get("netns"), netns, ev)
+            dev = find(status(self.sock), "mlx5_0")
+            self.assertIs(dev.get("stranded"), True, dev)
+            # The namespace goes, the kernel gives the device back.
+            subprocess.run(["umount", keep], check=True)
+            self.tb.plug_back(a)
+            root_mon.expect("removed", "mlx5_0")
+            wait_until(lambda: [d.get("stranded") for d in
+                                status(self.sock)["devices"]] == [None],
+                       what="one mlx5_0, on the host, not stranded")
+        finally:
+            pod_mon.close()
+            root_mon.close()
+            subprocess.run(["umount", keep], capture_output=True)
 
 
 class TestPidNamespaces(ViewTest):

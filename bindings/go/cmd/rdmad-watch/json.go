@@ -68,8 +68,9 @@ type deviceJSON struct {
 	Reason   string `json:"reason,omitempty"`
 	// Exclusive mode, to those who see all: the network namespace a
 	// device is in when not rdmad's, and that namespace's pod.
-	Netns  uint64 `json:"netns,omitempty"`
-	PodUID string `json:"pod_uid,omitempty"`
+	Netns    uint64 `json:"netns,omitempty"`
+	PodUID   string `json:"pod_uid,omitempty"`
+	Stranded bool   `json:"stranded,omitempty"`
 }
 
 type sriovJSON struct {
@@ -174,6 +175,7 @@ func deviceObject(d *rdmadpb.Device) deviceJSON {
 		Reason:       d.GetReason(),
 		Netns:        d.GetNetns(),
 		PodUID:       d.GetPodUid(),
+		Stranded:     d.GetStranded(),
 	}
 	if rdmad.Away(d) {
 		deadline := d.GetAwayDeadlineMs()
