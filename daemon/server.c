@@ -99,6 +99,7 @@ struct server {
 	struct event *ev_accept;
 	struct event *ev_backoff;
 	struct event *ev_settle; /* views_settle() after a table's last view */
+	struct event *ev_nsscan; /* other namespaces' sysfs, now and then */
 	bool logged_emfile;
 	bool logged_refusal[SERVER_REFUSED_COUNT];
 	uint64_t refusals[SERVER_REFUSED_COUNT];
@@ -840,6 +841,24 @@ static void on_settle(evutil_socket_t fd, short what, void *arg)
 	views_settle(srv->views);
 }
 
+/*
+ * Another network namespace's uevents go to that namespace only, and
+ * rdmad cannot open its devices for their async events: read the sysfs
+ * of those with clients again every 2 s (a few small
+ * directories), so that a port that goes down in a pod reaches its
+ * clients without their asking.
+ */
+static const struct timeval nsscan_period = {.tv_sec = 2};
+
+static void on_nsscan(evutil_socket_t fd, short what, void *arg)
+{
+	struct server *srv = arg;
+
+	for (struct nstable *t = views_nstables(srv->views); t; t = t->next)
+		if (t->refs)
+			nstable_rescan(t);
+}
+
 static void client_close(struct client *c)
 {
 	struct server *srv = c->srv;
@@ -1110,7 +1129,11 @@ static int server_listen(struct server *srv)
 				   EV_READ | EV_PERSIST, on_accept, srv);
 	srv->ev_backoff = evtimer_new(srv->base, on_backoff, srv);
 	srv->ev_settle = evtimer_new(srv->base, on_settle, srv);
+	srv->ev_nsscan = event_new(srv->base, -1, EV_PERSIST, on_nsscan, srv);
 	if (!srv->ev_accept || !srv->ev_backoff || !srv->ev_settle ||
+	    !srv->ev_nsscan ||
+	    (srv->opts.netns_mode == NETLINK_NETNS_EXCLUSIVE &&
+	     event_add(srv->ev_nsscan, &nsscan_period) < 0) ||
 	    event_add(srv->ev_accept, NULL) < 0)
 		return -ENOMEM;
 	return 0;
@@ -1152,6 +1175,8 @@ void server_free(struct server *srv)
 		event_free(srv->ev_backoff);
 	if (srv->ev_settle)
 		event_free(srv->ev_settle);
+	if (srv->ev_nsscan)
+		event_free(srv->ev_nsscan);
 	if (srv->listen_fd >= 0)
 		close(srv->listen_fd);
 	if (srv->socket_path) {
@@ -1279,7 +1304,8 @@ static void fan_out(struct server *srv, const struct view_event *base)
 		ve.change = c->view->change;
 		ob = view_encoding(c->view, c, &ve);
 		if (!ob) {
-			c->view->change = -1; /* failed: resynced below */
+			c->view->change =
+				-1; /* cannot encode: the view resyncs */
 			resync_view(srv, c->view);
 			continue;
 		}

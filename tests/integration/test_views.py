@@ -333,6 +333,14 @@ class TestExclusive(ViewTest):
                        == want, what="root's list: %s" % want)
             self.assertEqual(names(status_as(self.sock, NOBODY)), ["mlx5_1"])
             self.assertGreater(ev["generation"], 0)
+            # A port that goes down in the pod reaches its subscriber
+            # unasked (the pod's uevents never reach rdmad).
+            port = os.path.join(os.path.realpath(os.path.join(
+                podsys, "class", "infiniband", "mlx5_0")), "ports", "1")
+            with open(os.path.join(port, "state"), "w") as f:
+                f.write("1: DOWN\n")
+            down = pod_mon.expect("changed", "mlx5_0", timeout=10)
+            self.assertEqual(down["device"]["ports"][0]["state"], "DOWN")
         finally:
             pod_mon.close()
             user_mon.close()
