@@ -35,16 +35,21 @@ def pod_cmd(nodes, cmd, sysdir=None):
     under umockdev: its /dev is the pod's own.  With @sysdir, also in a
     network namespace of its own whose /sys is @sysdir (as a container
     runtime mounts the namespace's sysfs)."""
-    script = ["mount -t tmpfs -o mode=755 rdmad-pod /dev",
+    # Private before anything is mounted over them: "/" itself may not be
+    # a mount point to change (a chroot, as fresh-machine.sh's), and /dev
+    # and /sys may be shared with the host's.
+    script = ["mount --make-rprivate /dev",
+              "mount -t tmpfs -o mode=755 rdmad-pod /dev",
               "mknod -m 666 /dev/null c 1 3",
               "mkdir /dev/infiniband"]
     script += ["mknod -m 666 /dev/infiniband/%s c %d %d" % (n, ma, mi)
                for n, (ma, mi) in nodes]
     if sysdir:
+        script.append("mount --make-rprivate /sys")
         script.append("mount --bind %s /sys" % shlex.quote(sysdir))
     script.append('exec "$@"')
     return (["env", "-u", "LD_PRELOAD", "unshare", "--mount",
-             "--propagation", "private"] + (["--net"] if sysdir else []) +
+             "--propagation", "unchanged"] + (["--net"] if sysdir else []) +
             ["sh", "-euc", " && ".join(script), "pod"] + list(cmd))
 
 
