@@ -2,8 +2,10 @@
 /*
  * Views: see views.h.  A handful of views on a host (root's, a few users,
  * one per pod), each with a small array of member devices; an event costs
- * one lookup per view and, for a view in another mount namespace, one
- * fstatat() of the device's node as that namespace shows it.
+ * one lookup per view, and a device that registers one fstatat() of its
+ * node per view in another mount namespace, as that namespace shows it.
+ * Other network namespaces' tables (exclusive mode) live here too, with
+ * their views, and as stranded ones after them (views_settle()).
  */
 #include <dirent.h>
 #include <errno.h>
@@ -12,7 +14,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include "views.h"
@@ -46,6 +47,7 @@ struct views *views_new(struct devices *table, enum netlink_netns_mode mode,
 }
 
 static void nstable_put(struct views *vs, struct nstable *t);
+static void nstable_tell(struct views *vs, struct nstable *t);
 
 static void view_free(struct views *vs, struct view *v)
 {
@@ -106,11 +108,14 @@ static struct nstable *nstable_get(struct views *vs, const struct peer *peer)
 			break;
 	if (t && !t->refs) {
 		/* Stranded or unsettled: its namespace has a client again. */
-		t->stranded = false;
 		if (t->proc_fd >= 0)
 			close(t->proc_fd);
 		t->proc_fd = fd;
 		nstable_rescan(t);
+		if (t->stranded) {
+			t->stranded = false;
+			nstable_tell(vs, t);
+		}
 	} else if (t) {
 		if (fd >= 0)
 			close(fd);
@@ -146,18 +151,24 @@ static void nstable_unlink(struct views *vs, struct nstable *t)
 		}
 }
 
-/* Its devices, to those who see all: now stranded. */
-static void nstable_strand(struct views *vs, struct nstable *t)
+/* Its devices changed for those who see all (stranded, or not any more):
+ * a CHANGED each. */
+static void nstable_tell(struct views *vs, struct nstable *t)
 {
 	const struct device *dev;
 
+	for (dev = devices_first(t->table); dev;
+	     dev = devices_next(t->table, dev))
+		vs->ns_fn(vs->userdata, t, DEVICES_EVENT_CHANGED, dev, NULL);
+}
+
+static void nstable_strand(struct views *vs, struct nstable *t)
+{
 	t->stranded = true;
 	if (t->proc_fd >= 0)
 		close(t->proc_fd);
 	t->proc_fd = -1;
-	for (dev = devices_first(t->table); dev;
-	     dev = devices_next(t->table, dev))
-		vs->ns_fn(vs->userdata, t, DEVICES_EVENT_CHANGED, dev, NULL);
+	nstable_tell(vs, t);
 }
 
 bool views_unsettled(const struct views *vs)
