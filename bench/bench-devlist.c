@@ -27,6 +27,7 @@
 
 #include <infiniband/verbs.h>
 
+#include "bench-util.h"
 #include "rdmad.h"
 
 #ifndef PR_SET_SYSCALL_USER_DISPATCH
@@ -41,14 +42,6 @@ static struct rdmad_client *client;
 static volatile char selector = SELECTOR_ALLOW;
 static volatile unsigned long trapped;
 static int dispatch_ok;
-
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
 
 #ifdef __x86_64__
 /* Count the trapped syscall, then make it for real with the trap off. */

@@ -42,6 +42,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bench-util.h"
 #include "rdmad.h"
 
 #define N_THREADS 2
@@ -89,45 +90,12 @@ static _Atomic uint64_t poller_cpu_ns;
  * socket, so no client is stalled (the comparison run). */
 static bool no_stall;
 
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
 static uint64_t thread_cpu_ns(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
-static void sleep_us(unsigned int us)
-{
-	struct timespec ts = {.tv_sec = us / 1000000,
-			      .tv_nsec = (long)(us % 1000000) * 1000};
-
-	nanosleep(&ts, NULL);
+	return clock_ns(CLOCK_THREAD_CPUTIME_ID);
 }
 
 /* ---- percentiles ---- */
-
-static int cmp_u64(const void *a, const void *b)
-{
-	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-
-	return x < y ? -1 : x > y;
-}
-
-static double pct_ms(const uint64_t *sorted, size_t n, unsigned int pct)
-{
-	size_t i = (n * pct) / 100;
-
-	return (double)sorted[i < n ? i : n - 1] / 1e6;
-}
 
 static void print_header(void)
 {
