@@ -91,11 +91,6 @@ static struct probed *make_room(void)
 	return oldest;
 }
 
-static bool refused(int err)
-{
-	return err == -EPERM || err == -EACCES;
-}
-
 /*
  * Why the open failed.  rdma-core's open_cdev() tries /dev/char/M:m and
  * others after /dev/infiniband/uverbsN, so the errno ibv_open_device()
@@ -107,7 +102,7 @@ static int node_error(const struct ibv_device *device, int err)
 	char path[sizeof("/dev/infiniband/") + IBV_SYSFS_NAME_MAX];
 	int fd;
 
-	if (refused(err) || !device->dev_name[0])
+	if (reports_refusal(-err) || !device->dev_name[0])
 		return err;
 	snprintf(path, sizeof(path), "/dev/infiniband/%s", device->dev_name);
 	fd = open(path, O_RDWR | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
@@ -115,7 +110,7 @@ static int node_error(const struct ibv_device *device, int err)
 		close(fd);
 		return err;
 	}
-	return refused(-errno) ? -errno : err;
+	return reports_refusal(errno) ? -errno : err;
 }
 
 /* Open and close at once: 0, or the open's -errno. */
