@@ -26,6 +26,7 @@
 #include "output.h"
 #include "parser.h"
 #include "check.h"
+#include "fake-rdmad.h"
 #include "wire.h"
 
 /* ---- samples ------------------------------------------------------------- */
@@ -393,46 +394,12 @@ static void test_list_and_event_text(void)
 /* ---- the view from a snapshot to `rdmactl status` ------------------------ */
 
 struct fake {
-	char dir[64];
-	char path[100];
-	int listen_fd;
+	struct fake_socket sock;
 	pthread_t thread;
 	struct sample s;
 	bool with_view; /* a daemon with views, or one from before */
 	bool ok;
 };
-
-static int srv_send(int fd, const Rdmad__Frame *frame)
-{
-	uint8_t *buf;
-	size_t len;
-	int r;
-
-	r = wire_encode(frame, WIRE_MAX_FRAME, &buf, &len);
-	if (r == 0)
-		r = wire_send(fd, buf, len, -1);
-	free(buf);
-	return r;
-}
-
-/* The seq of the next request, which must be of @body; 0 if not. */
-static uint64_t expect(int fd, Rdmad__Frame__BodyCase body)
-{
-	static uint8_t buf[WIRE_MAX_REQUEST];
-	struct pollfd pfd = {.fd = fd, .events = POLLIN};
-	Rdmad__Frame *f = NULL;
-	uint64_t seq = 0;
-	ssize_t n;
-
-	if (poll(&pfd, 1, 5000) != 1)
-		return 0;
-	n = wire_recv(fd, buf, sizeof(buf), NULL);
-	if (n > 0 && wire_decode(buf, (size_t)n, WIRE_MAX_REQUEST, &f) == 0 &&
-	    f->body_case == body)
-		seq = f->seq;
-	wire_free(f);
-	return seq;
-}
 
 static int welcome(struct fake *fk, int fd, uint64_t seq)
 {
@@ -446,7 +413,7 @@ static int welcome(struct fake *fk, int fd, uint64_t seq)
 	w.view = fk->with_view ? &fk->s.view : NULL;
 	f.body_case = RDMAD__FRAME__BODY_WELCOME;
 	f.welcome = &w;
-	return srv_send(fd, &f);
+	return fake_send(fd, &f, -1);
 }
 
 /* Two parts, each with the view as PROTOCOL.md 8b says: the device in
@@ -464,26 +431,26 @@ static int snapshot(struct fake *fk, int fd, uint64_t seq)
 	snap.view = fk->with_view ? &fk->s.view : NULL;
 	f.body_case = RDMAD__FRAME__BODY_SNAPSHOT;
 	f.snapshot = &snap;
-	r = srv_send(fd, &f);
+	r = fake_send(fd, &f, -1);
 	if (r < 0)
 		return r;
 	snap.part = 1;
 	snap.n_devices = 1;
 	snap.devices = devs;
-	return srv_send(fd, &f);
+	return fake_send(fd, &f, -1);
 }
 
 static void *fake_main(void *arg)
 {
 	struct fake *fk = arg;
-	int fd = accept4(fk->listen_fd, NULL, NULL, SOCK_CLOEXEC);
+	int fd = accept4(fk->sock.listen_fd, NULL, NULL, SOCK_CLOEXEC);
 	uint64_t seq;
 
 	if (fd < 0)
 		return NULL;
-	seq = expect(fd, RDMAD__FRAME__BODY_HELLO);
+	seq = fake_expect(fd, RDMAD__FRAME__BODY_HELLO);
 	if (seq && welcome(fk, fd, seq) == 0) {
-		seq = expect(fd, RDMAD__FRAME__BODY_GET_STATUS);
+		seq = fake_expect(fd, RDMAD__FRAME__BODY_GET_STATUS);
 		fk->ok = seq && snapshot(fk, fd, seq) == 0;
 	}
 	close(fd);
@@ -492,29 +459,20 @@ static void *fake_main(void *arg)
 
 static void fake_start(struct fake *fk, bool with_view)
 {
-	struct sockaddr_un sun = {.sun_family = AF_UNIX};
 
-	snprintf(fk->dir, sizeof(fk->dir), "/tmp/test-rdmactl-view-XXXXXX");
-	CHECK(mkdtemp(fk->dir) != NULL, "mkdtemp");
-	snprintf(fk->path, sizeof(fk->path), "%s/rdmad.sock", fk->dir);
+	CHECK(fake_socket_open(&fk->sock, "test-rdmactl-view") == 0,
+	      "fake socket");
 	sample_init(&fk->s);
 	fk->s.dev.unusable = 1;
 	fk->with_view = with_view;
 	fk->ok = false;
-	fk->listen_fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
-	snprintf(sun.sun_path, sizeof(sun.sun_path), "%s", fk->path);
-	CHECK(bind(fk->listen_fd, (struct sockaddr *)&sun, sizeof(sun)) == 0,
-	      "bind %s", fk->path);
-	CHECK(listen(fk->listen_fd, 4) == 0, "listen");
 	pthread_create(&fk->thread, NULL, fake_main, fk);
 }
 
 static void fake_stop(struct fake *fk)
 {
 	pthread_join(fk->thread, NULL);
-	close(fk->listen_fd);
-	unlink(fk->path);
-	rmdir(fk->dir);
+	fake_socket_close(&fk->sock);
 }
 
 /* `rdmactl status` (--json with @json) against a fake rdmad. */
@@ -527,7 +485,7 @@ static int run_status(bool with_view, bool json, char **ret_out)
 	int r;
 
 	fake_start(&fk, with_view);
-	ctx.socket_path = fk.path;
+	ctx.socket_path = fk.sock.path;
 	ctx.out = open_memstream(ret_out, &olen);
 	ctx.err = open_memstream(&err, &elen);
 	r = commands_status(&ctx);

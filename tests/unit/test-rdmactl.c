@@ -28,6 +28,7 @@
 #include "output.h"
 #include "parser.h"
 #include "check.h"
+#include "fake-rdmad.h"
 #include "wire.h"
 
 /* ---- argument table ------------------------------------------------------ */
@@ -574,9 +575,7 @@ enum script {
 #define FLEET 600
 
 struct fake {
-	char dir[64];
-	char path[100];
-	int listen_fd;
+	struct fake_socket sock;
 	enum script script;
 	pthread_t thread;
 	pthread_t client; /* the thread running the handler */
@@ -586,43 +585,12 @@ struct fake {
 	bool ok; /* the script ran to its end */
 };
 
-static int srv_recv(int fd, Rdmad__Frame **ret_frame)
-{
-	static uint8_t buf[WIRE_MAX_REQUEST];
-	struct pollfd pfd = {.fd = fd, .events = POLLIN};
-	ssize_t n;
-
-	if (poll(&pfd, 1, 5000) != 1)
-		return -ETIMEDOUT;
-	n = wire_recv(fd, buf, sizeof(buf), NULL);
-	if (n <= 0)
-		return n ? (int)n : -ECONNRESET;
-	return wire_decode(buf, (size_t)n, WIRE_MAX_REQUEST, ret_frame);
-}
-
-static int srv_send(int fd, const Rdmad__Frame *frame, int pass_fd)
-{
-	uint8_t *buf;
-	size_t len;
-	int r;
-
-	r = wire_encode(frame, WIRE_MAX_FRAME, &buf, &len);
-	if (r == 0)
-		r = wire_send(fd, buf, len, pass_fd);
-	free(buf);
-	return r;
-}
-
 /* Receive a request of @body, or fail the script. */
 static uint64_t expect(int fd, Rdmad__Frame__BodyCase body)
 {
-	Rdmad__Frame *f = NULL;
-	uint64_t seq = 0;
+	uint64_t seq = fake_expect(fd, body);
 
-	if (srv_recv(fd, &f) == 0 && f->body_case == body)
-		seq = f->seq;
 	CHECK(seq != 0, "fake: wanted request %d", body);
-	wire_free(f);
 	return seq;
 }
 
@@ -646,14 +614,14 @@ static int welcome(int fd, uint64_t seq, uint32_t version, Rdmad__Status status)
 	page = memfd_create("rdmad-generation", MFD_CLOEXEC);
 	if (page < 0 || ftruncate(page, 4096) < 0)
 		return -errno;
-	r = srv_send(fd, &f, page);
+	r = fake_send(fd, &f, page);
 	close(page);
 	return r;
 }
 
 static int send_part(const Rdmad__Frame *frame, void *userdata)
 {
-	return srv_send(*(int *)userdata, frame, -1);
+	return fake_send(*(int *)userdata, frame, -1);
 }
 
 static int snapshot(struct fake *fk, int fd, uint64_t seq, uint64_t gen,
@@ -670,7 +638,7 @@ static int status_only(int fd, uint64_t seq, Rdmad__Status status,
 	wire_frame_init(&f, seq);
 	f.status = status;
 	f.error = (char *)error;
-	return srv_send(fd, &f, -1);
+	return fake_send(fd, &f, -1);
 }
 
 static int event(struct fake *fk, int fd, uint64_t gen, Rdmad__EventType type,
@@ -685,7 +653,7 @@ static int event(struct fake *fk, int fd, uint64_t gen, Rdmad__EventType type,
 	ev.device = fk->ptrs[index];
 	f.body_case = RDMAD__FRAME__BODY_EVENT;
 	f.event = &ev;
-	return srv_send(fd, &f, -1);
+	return fake_send(fd, &f, -1);
 }
 
 /* The monitor script: what each step tests is said in its comment. */
@@ -778,7 +746,7 @@ static bool run_script(struct fake *fk, int fd)
 static void *fake_main(void *arg)
 {
 	struct fake *fk = arg;
-	int fd = accept4(fk->listen_fd, NULL, NULL, SOCK_CLOEXEC);
+	int fd = accept4(fk->sock.listen_fd, NULL, NULL, SOCK_CLOEXEC);
 
 	if (fd < 0)
 		return NULL;
@@ -789,12 +757,9 @@ static void *fake_main(void *arg)
 
 static void fake_start(struct fake *fk, enum script script)
 {
-	struct sockaddr_un sun = {.sun_family = AF_UNIX};
 	size_t i;
 
-	snprintf(fk->dir, sizeof(fk->dir), "/tmp/test-rdmactl-XXXXXX");
-	CHECK(mkdtemp(fk->dir) != NULL, "mkdtemp");
-	snprintf(fk->path, sizeof(fk->path), "%s/rdmad.sock", fk->dir);
+	CHECK(fake_socket_open(&fk->sock, "test-rdmactl") == 0, "fake socket");
 	for (i = 0; i < FLEET; i++) {
 		sample_dev_init(&fk->devs[i], (unsigned int)i, i % 2);
 		fk->devs[i].dev.identity = fk->devs[i].name;
@@ -804,20 +769,13 @@ static void fake_start(struct fake *fk, enum script script)
 	fk->script = script;
 	fk->client = pthread_self();
 	fk->ok = false;
-	fk->listen_fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
-	snprintf(sun.sun_path, sizeof(sun.sun_path), "%s", fk->path);
-	CHECK(bind(fk->listen_fd, (struct sockaddr *)&sun, sizeof(sun)) == 0,
-	      "bind %s", fk->path);
-	CHECK(listen(fk->listen_fd, 4) == 0, "listen");
 	pthread_create(&fk->thread, NULL, fake_main, fk);
 }
 
 static void fake_stop(struct fake *fk)
 {
 	pthread_join(fk->thread, NULL);
-	close(fk->listen_fd);
-	unlink(fk->path);
-	rmdir(fk->dir);
+	fake_socket_close(&fk->sock);
 }
 
 /* Run @handler on @ctx with output captured in *ret_out and *ret_err. */
@@ -855,7 +813,8 @@ static void test_status_exchange(void)
 	int r;
 
 	fake_start(fk, SCRIPT_STATUS);
-	r = run_verb(fk, fk->path, commands_status, true, 5000, &out, &err);
+	r = run_verb(fk, fk->sock.path, commands_status, true, 5000, &out,
+		     &err);
 	fake_stop(fk);
 	CHECK(r == 0, "status: exit %d: %s", r, err);
 	CHECK(fk->ok, "status: fake script did not finish");
@@ -877,7 +836,8 @@ static void test_status_exchange(void)
 	free(err);
 
 	fake_start(fk, SCRIPT_STATUS);
-	r = run_verb(fk, fk->path, commands_status, false, 5000, &out, &err);
+	r = run_verb(fk, fk->sock.path, commands_status, false, 5000, &out,
+		     &err);
 	fake_stop(fk);
 	CHECK(r == 0 && strstr(out, "generation 42, 600 devices") &&
 		      strstr(out, "hca_id:\tmlx5_599") &&
@@ -906,7 +866,8 @@ static void test_failures(void)
 	free(err);
 
 	fake_start(fk, SCRIPT_DENY);
-	r = run_verb(fk, fk->path, commands_rescan, false, 5000, &out, &err);
+	r = run_verb(fk, fk->sock.path, commands_rescan, false, 5000, &out,
+		     &err);
 	fake_stop(fk);
 	CHECK(r == RDMACTL_EXIT_FAILURE, "denied: exit %d", r);
 	CHECK(strstr(err, "PERMISSION_DENIED: rescan needs root") != NULL,
@@ -915,16 +876,18 @@ static void test_failures(void)
 	free(err);
 
 	fake_start(fk, SCRIPT_SILENT);
-	r = run_verb(fk, fk->path, commands_list, false, 300, &out, &err);
+	r = run_verb(fk, fk->sock.path, commands_list, false, 300, &out, &err);
 	fake_stop(fk);
 	CHECK(r == RDMACTL_EXIT_UNREACHABLE, "silent: exit %d", r);
-	CHECK(strstr(err, fk->path) && strstr(err, "no reply within 300 ms"),
+	CHECK(strstr(err, fk->sock.path) &&
+		      strstr(err, "no reply within 300 ms"),
 	      "silent: '%s'", err);
 	free(out);
 	free(err);
 
 	fake_start(fk, SCRIPT_OLD_VERSION);
-	r = run_verb(fk, fk->path, commands_status, false, 5000, &out, &err);
+	r = run_verb(fk, fk->sock.path, commands_status, false, 5000, &out,
+		     &err);
 	fake_stop(fk);
 	CHECK(r == RDMACTL_EXIT_FAILURE, "version: exit %d", r);
 	CHECK(strstr(err, "protocol version 2") != NULL, "version: '%s'", err);
@@ -962,7 +925,8 @@ static void test_monitor(void)
 	int r;
 
 	fake_start(fk, SCRIPT_MONITOR);
-	r = run_verb(fk, fk->path, commands_monitor, true, 5000, &out, &err);
+	r = run_verb(fk, fk->sock.path, commands_monitor, true, 5000, &out,
+		     &err);
 	fake_stop(fk);
 	CHECK(fk->ok, "monitor: the fake never saw the resubscribe");
 	if (getenv("TEST_VERBOSE"))
@@ -988,7 +952,8 @@ static void test_monitor(void)
 	free(err);
 
 	fake_start(fk, SCRIPT_MONITOR_STOP);
-	r = run_verb(fk, fk->path, commands_monitor, false, 5000, &out, &err);
+	r = run_verb(fk, fk->sock.path, commands_monitor, false, 5000, &out,
+		     &err);
 	fake_stop(fk);
 	CHECK(r == 0, "SIGTERM: exit %d: %s", r, err);
 	CHECK(strstr(out, "monitoring rdmad at") != NULL, "start: '%s'", out);
@@ -1006,7 +971,7 @@ static void test_wait(void)
 	int r;
 
 	fake_start(fk, SCRIPT_WAIT);
-	ctx.socket_path = fk->path;
+	ctx.socket_path = fk->sock.path;
 	r = run_ctx(&ctx, commands_wait, &out, &err);
 	fake_stop(fk);
 	CHECK(fk->ok && fk->subscribes == 2, "wait: the script did not end");
