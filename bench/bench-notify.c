@@ -104,26 +104,11 @@ static void print_header(void)
 	       "p99/floor");
 }
 
-/* Sort @lat (n samples) and print one row; returns the p99 in ms. */
-static double print_row(const char *what, uint64_t *lat, size_t n,
-			size_t missing, double floor_p99)
+static double row(const char *what, uint64_t *lat, size_t n, size_t missing,
+		  double floor_p99)
 {
-	double p99;
-
-	if (n == 0) {
-		printf("%-22s %7u %8zu %7zu   (no samples)\n", what, n_watchers,
-		       n, missing);
-		return 0;
-	}
-	qsort(lat, n, sizeof(*lat), cmp_u64);
-	p99 = pct_ms(lat, n, 99);
-	printf("%-22s %7u %8zu %7zu %8.3f %8.3f %8.3f %7.2fx", what, n_watchers,
-	       n, missing, pct_ms(lat, n, 50), p99, pct_ms(lat, n, 100),
-	       p99 / TARGET_MS);
-	if (floor_p99 > 0)
-		printf(" %8.1fx", p99 / floor_p99);
-	printf("\n");
-	return p99;
+	return print_row(what, 22, n_watchers, lat, n, missing, TARGET_MS,
+			 floor_p99);
 }
 
 /* ---- baseline: raw SEQPACKET fan-out ---- */
@@ -205,7 +190,7 @@ static double raw_report(struct raw *raw)
 			else
 				missing++;
 		}
-	p99 = lat ? print_row("floor: raw fan-out", lat, n, missing, 0) : 0;
+	p99 = lat ? row("floor: raw fan-out", lat, n, missing, 0) : 0;
 	if (n)
 		printf("floor receiver threads' CPU: %.2f us per datagram\n",
 		       (double)atomic_load(&raw->cpu_ns) / 1e3 / (double)n);
@@ -449,7 +434,7 @@ static void report_kind(const char *kind, const char *what, enum since from,
 		}
 	}
 	if (lat)
-		print_row(what, lat, n, missing, floor_p99);
+		row(what, lat, n, missing, floor_p99);
 	free(lat);
 }
 

@@ -8,6 +8,8 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <time.h>
 
 static inline uint64_t clock_ns(clockid_t clock)
@@ -45,6 +47,35 @@ static inline double pct_ms(const uint64_t *sorted, size_t n, unsigned int pct)
 	size_t i = (n * pct) / 100;
 
 	return (double)sorted[i < n ? i : n - 1] / 1e6;
+}
+
+/*
+ * Sort @lat (@n samples, ns) and print one row of the latency tables:
+ * what, receivers, samples, missing, p50, p99, max (ms), p99 against
+ * @target_ms and, when @floor_p99 > 0, against the floor.  @width: the
+ * first column's.  Returns the p99 in ms.
+ */
+static inline double print_row(const char *what, int width,
+			       unsigned int receivers, uint64_t *lat, size_t n,
+			       size_t missing, double target_ms,
+			       double floor_p99)
+{
+	double p99;
+
+	if (n == 0) {
+		printf("%-*s %7u %8zu %7zu   (no samples)\n", width, what,
+		       receivers, n, missing);
+		return 0;
+	}
+	qsort(lat, n, sizeof(*lat), cmp_u64);
+	p99 = pct_ms(lat, n, 99);
+	printf("%-*s %7u %8zu %7zu %8.3f %8.3f %8.3f %7.2fx", width, what,
+	       receivers, n, missing, pct_ms(lat, n, 50), p99,
+	       pct_ms(lat, n, 100), p99 / target_ms);
+	if (floor_p99 > 0)
+		printf(" %8.1fx", p99 / floor_p99);
+	printf("\n");
+	return p99;
 }
 
 #endif

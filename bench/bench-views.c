@@ -158,31 +158,16 @@ static unsigned int audience(void)
 
 static void print_header(void)
 {
-	printf("%-30s %6s %8s %7s %8s %8s %8s %8s %9s\n", "what", "recvrs",
+	printf("%-30s %7s %8s %7s %8s %8s %8s %8s %9s\n", "what", "recvrs",
 	       "samples", "missing", "p50 ms", "p99 ms", "max ms", "p99/5ms",
 	       "p99/floor");
 }
 
-/* Sort @lat (n samples) and print one row; returns the p99 in ms. */
-static double print_row(const char *what, unsigned int receivers, uint64_t *lat,
-			size_t n, size_t missing, double floor_p99)
+static double row(const char *what, unsigned int receivers, uint64_t *lat,
+		  size_t n, size_t missing, double floor_p99)
 {
-	double p99;
-
-	if (n == 0) {
-		printf("%-30s %6u %8zu %7zu   (no samples)\n", what, receivers,
-		       n, missing);
-		return 0;
-	}
-	qsort(lat, n, sizeof(*lat), cmp_u64);
-	p99 = pct_ms(lat, n, 99);
-	printf("%-30s %6u %8zu %7zu %8.3f %8.3f %8.3f %7.2fx", what, receivers,
-	       n, missing, pct_ms(lat, n, 50), p99, pct_ms(lat, n, 100),
-	       p99 / TARGET_MS);
-	if (floor_p99 > 0)
-		printf(" %8.1fx", p99 / floor_p99);
-	printf("\n");
-	return p99;
+	return print_row(what, 30, receivers, lat, n, missing, TARGET_MS,
+			 floor_p99);
 }
 
 /* ---- baseline: raw SEQPACKET fan-out ---- */
@@ -264,7 +249,7 @@ static double raw_report(struct raw *raw)
 		}
 	snprintf(what, sizeof(what), "floor: raw, %u procs", raw->procs);
 	if (lat)
-		p99 = print_row(what, raw->n, lat, n, missing, 0);
+		p99 = row(what, raw->n, lat, n, missing, 0);
 	if (n)
 		printf("  (receivers' CPU: %.2f us per datagram)\n",
 		       (double)atomic_load(raw->cpu) / 1e3 / (double)n);
@@ -824,7 +809,7 @@ static double report_latency(const char *what, enum since from, enum pick pick,
 					 from == SINCE_T0 ? events[e].t0
 							  : events[e].t1,
 					 pick, lat, &n);
-	p99 = lat ? print_row(what, audience(), lat, n, missing, floor_p99) : 0;
+	p99 = lat ? row(what, audience(), lat, n, missing, floor_p99) : 0;
 	free(lat);
 	return p99;
 }
