@@ -1092,6 +1092,12 @@ const struct device *devices_next(const struct devices *table,
 }
 
 /* The present device of that name, else a removed one still listed. */
+const struct device *devices_find_identity(const struct devices *table,
+					   const char *identity)
+{
+	return find_live_id(table, identity);
+}
+
 const struct device *devices_find(const struct devices *table, const char *name)
 {
 	const struct device *removed = NULL;

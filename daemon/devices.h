@@ -145,6 +145,9 @@ size_t devices_count(const struct devices *table);
 const struct device *devices_first(const struct devices *table);
 const struct device *devices_next(const struct devices *table,
 				  const struct device *dev);
+/* The present or away device of @identity (sysfs_device.id), or NULL. */
+const struct device *devices_find_identity(const struct devices *table,
+					   const char *identity);
 const struct device *devices_find(const struct devices *table,
 				  const char *name);
 

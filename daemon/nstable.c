@@ -82,14 +82,9 @@ int nstable_rescan(struct nstable *t)
 const struct device *nstable_find_identity(const struct nstable *t,
 					   const char *identity)
 {
-	const struct device *dev;
+	const struct device *dev = devices_find_identity(t->table, identity);
 
-	for (dev = devices_first(t->table); dev;
-	     dev = devices_next(t->table, dev))
-		if (device_state(dev) == DEVICE_STATE_PRESENT &&
-		    !strcmp(device_info(dev)->id, identity))
-			return dev;
-	return NULL;
+	return dev && device_state(dev) == DEVICE_STATE_PRESENT ? dev : NULL;
 }
 
 bool nstable_netns_has_process(uint64_t netns)

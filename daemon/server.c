@@ -1372,7 +1372,7 @@ static void view_changes(struct server *srv, struct view *v)
 		view_find_proc(srv, v);
 	if (v->ns)
 		nstable_rescan(v->ns);
-	view_refresh(v, v->table, on_view_change, srv);
+	view_refresh(v, on_view_change, srv);
 }
 
 /*

@@ -270,6 +270,7 @@ static struct view *view_new(struct views *vs, const struct view_key *key,
 			     struct peer *peer, int *ret_err)
 {
 	struct view *v = calloc(1, sizeof(*v));
+	bool other_netns;
 	int r;
 
 	if (!v) {
@@ -280,13 +281,13 @@ static struct view *view_new(struct views *vs, const struct view_key *key,
 	v->proc_fd = -1;
 	v->page.fd = v->page.ro_fd = -1;
 	v->host = views_peer_is_host(vs, peer);
-	v->other_netns = !key->all && key->known &&
-			 vs->mode == NETLINK_NETNS_EXCLUSIVE &&
-			 key->ns.net != vs->host.net;
-	v->every_node = !v->other_netns &&
+	other_netns = !key->all && key->known &&
+		      vs->mode == NETLINK_NETNS_EXCLUSIVE &&
+		      key->ns.net != vs->host.net;
+	v->every_node = !other_netns &&
 			(key->all || !key->known || in_mnt(vs, key->ns.mnt));
 	v->table = vs->table;
-	if (v->other_netns) {
+	if (other_netns) {
 		v->ns = nstable_get(vs, peer);
 		if (!v->ns) {
 			view_free(vs, v);
@@ -499,7 +500,7 @@ enum view_change view_apply(struct view *v, const struct device *dev,
 	return apply(v, dev, event, view_looks(v, event));
 }
 
-void view_refresh(struct view *v, const struct devices *table,
+void view_refresh(struct view *v,
 		  void (*fn)(void *ud, struct view *v, const struct device *dev,
 			     enum view_change change),
 		  void *ud)
@@ -509,7 +510,8 @@ void view_refresh(struct view *v, const struct devices *table,
 
 	if (v->every_node)
 		return;
-	for (dev = devices_first(table); dev; dev = devices_next(table, dev)) {
+	for (dev = devices_first(v->table); dev;
+	     dev = devices_next(v->table, dev)) {
 		c = apply(v, dev, DEVICES_EVENT_CHANGED, true);
 		if (c == VIEW_ENTERS || c == VIEW_LEAVES)
 			fn(ud, v, dev, c);

@@ -58,8 +58,8 @@ struct view {
 	struct view_key key;
 	unsigned int nclients;
 	bool every_node;       /* sees every device of the table */
-	bool other_netns;      /* exclusive mode, another network namespace */
-	struct nstable *ns;    /* then: that namespace's devices */
+	struct nstable *ns;    /* exclusive mode, another network namespace:
+				* that namespace's devices */
 	struct devices *table; /* the devices it may see */
 	bool host;	       /* rdmad's network, PID and mount namespaces */
 	int proc_fd;	       /* /proc/PID of a client in it, or -1 */
@@ -119,7 +119,7 @@ enum view_change view_apply(struct view *v, const struct device *dev,
 /* Check every device again (Subscribe, GetStatus); the changes go to
  * @fn, membership already updated, one call per device that entered or
  * left. */
-void view_refresh(struct view *v, const struct devices *table,
+void view_refresh(struct view *v,
 		  void (*fn)(void *ud, struct view *v, const struct device *dev,
 			     enum view_change change),
 		  void *ud);
