@@ -165,6 +165,19 @@ int peer_parse_nspid(const char *status, pid_t *ret)
 	return 0;
 }
 
+/* What rdmad relays to every client and terminal, and puts in protobuf
+ * strings that must be UTF-8, is printable ASCII: any process sets its
+ * own comm (prctl). */
+static void read_comm(struct peer *p)
+{
+	if (read_text(p->proc_fd, "comm", p->comm, sizeof(p->comm)) <= 0)
+		snprintf(p->comm, sizeof(p->comm), "?");
+	p->comm[strcspn(p->comm, "\n")] = '\0';
+	for (char *c = p->comm; *c; c++)
+		if (*c < 0x20 || *c > 0x7e)
+			*c = '?';
+}
+
 static void read_details(struct peer *p)
 {
 	char buf[4096];
@@ -200,6 +213,7 @@ void peer_identify(int fd, const struct ucred *cred, struct peer *ret)
 			     .proc_fd = -1};
 	snprintf(path, sizeof(path), "/proc/%d", (int)cred->pid);
 	ret->proc_fd = open(path, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	read_comm(ret);
 	exact = pidfd >= 0 && ns_from_pidfd(pidfd, &ret->ns);
 	ret->known = ret->proc_fd >= 0 &&
 		     (exact || ns_from_proc(ret->proc_fd, &ret->ns));

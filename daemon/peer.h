@@ -30,6 +30,7 @@ struct peer {
 	struct peer_ns ns;
 	bool known;			/* ns was read and is that process's */
 	char pod_uid[PEER_POD_UID_MAX]; /* "" when none */
+	char comm[16]; /* its comm, printable ASCII; "?" if unreadable */
 	/* /proc/PID of the process, open (O_PATH): its /dev as it sees it,
 	 * through "root/".  -1 when not known; the caller owns it. */
 	int proc_fd;

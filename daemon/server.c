@@ -75,9 +75,8 @@ struct client {
 	int fd;
 	struct peer peer;  /* pid, uid, gid, namespaces (peer.h) */
 	struct view *view; /* what it sees, decided at connect (views.h) */
-	char comm[16];
-	bool admin;	/* root or the admin group: admin requests */
-	bool lifecycle; /* said the "lifecycle" feature in Hello */
+	bool admin;	   /* root or the admin group: admin requests */
+	bool lifecycle;	   /* said the "lifecycle" feature in Hello */
 	bool hello;
 	bool subscribed;
 	bool resync; /* overflowed: owes a seq-0 snapshot */
@@ -144,7 +143,7 @@ static void queue_drop_events(struct client *c)
 	outq_drop_events(&c->out);
 	if (!c->resync) {
 		log_debug("client pid %d (%s): queue overflow, resync",
-			  c->peer.pid, c->comm);
+			  c->peer.pid, c->peer.comm);
 		c->srv->refusals[SERVER_REFUSED_QUEUE]++;
 	}
 	c->resync = true;
@@ -375,7 +374,8 @@ static int handle_hello(struct client *c, const Rdmad__Frame *req)
 	if (c->hello)
 		return bad_request(c, req->seq, "Hello was said already");
 	log_debug("client pid %d uid %d (%s) says hello as '%.32s'",
-		  c->peer.pid, c->peer.uid, c->comm, req->hello->client_name);
+		  c->peer.pid, c->peer.uid, c->peer.comm,
+		  req->hello->client_name);
 	c->hello = true;
 	for (size_t i = 0; i < req->hello->n_features; i++)
 		if (!strcmp(req->hello->features[i], "lifecycle"))
@@ -445,7 +445,7 @@ static int handle_hold(struct client *c, const Rdmad__Frame *req)
 		return reply_status(c, req->seq, -EDQUOT,
 				    "too many holds for this user");
 	}
-	memcpy(h.comm, c->comm, sizeof(h.comm));
+	memcpy(h.comm, c->peer.comm, sizeof(h.comm));
 	memcpy(h.pod_uid, c->peer.pod_uid, sizeof(h.pod_uid));
 	dev = devices_find(c->view->table, req->hold->name);
 	if (!dev || !view_has(c->view, dev))
@@ -485,7 +485,8 @@ static int handle_unusable(struct client *c, const Rdmad__Frame *req)
 		log_info("%s (incarnation %llu) is unusable for pid %d uid %d "
 			 "(%s): %s",
 			 u->name, (unsigned long long)u->incarnation,
-			 c->peer.pid, c->peer.uid, c->comm, strerror(u->error));
+			 c->peer.pid, c->peer.uid, c->peer.comm,
+			 strerror(u->error));
 		view_event(c->srv, c->view, dev, VIEW_SEEN);
 	}
 	return reply_status(c, req->seq, r == -EALREADY ? 0 : r,
@@ -497,7 +498,7 @@ static int handle_rescan(struct client *c, const Rdmad__Frame *req)
 	int r = 0;
 
 	log_info("rescan requested by pid %d uid %d (%s)", c->peer.pid,
-		 c->peer.uid, c->comm);
+		 c->peer.uid, c->peer.comm);
 	if (c->srv->scan)
 		r = scan_full_now(c->srv->scan);
 	return reply_status(c, req->seq, r, strerror(-r));
@@ -559,8 +560,8 @@ static bool client_sees_all(const struct client *c)
 /* Malformed input: debug log only, and a bounded number of chances. */
 static int bad_request(struct client *c, uint64_t seq, const char *why)
 {
-	log_debug("client pid %d (%s): bad request: %s", c->peer.pid, c->comm,
-		  why);
+	log_debug("client pid %d (%s): bad request: %s", c->peer.pid,
+		  c->peer.comm, why);
 	if (seq)
 		reply_status(c, seq, -EBADMSG, why);
 	return ++c->bad_requests >= MAX_BAD_REQUESTS ? -EPROTO : 0;
@@ -644,7 +645,7 @@ static int handle_datagram(struct client *c, size_t len)
 	r = wire_decode(c->srv->rxbuf, len, WIRE_MAX_REQUEST, &req);
 	if (r == -EPROTONOSUPPORT) {
 		log_debug("client pid %d (%s): protocol version %u",
-			  c->peer.pid, c->comm, req->version);
+			  c->peer.pid, c->peer.comm, req->version);
 		reply_status(c, req->seq, r, "protocol version 1 only");
 		wire_free(req);
 		return -EPROTONOSUPPORT;
@@ -715,33 +716,6 @@ static void on_client_read(evutil_socket_t fd, short what, void *arg)
 
 /* ---- clients ---- */
 
-static void read_comm(pid_t pid, char comm[16])
-{
-	char path[64];
-	ssize_t n;
-	int fd;
-
-	snprintf(comm, 16, "?");
-	snprintf(path, sizeof(path), "/proc/%d/comm", (int)pid);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return;
-	n = read(fd, comm, 15);
-	close(fd);
-	if (n <= 0) {
-		snprintf(comm, 16, "?");
-		return;
-	}
-	comm[n] = '\0';
-	comm[strcspn(comm, "\n")] = '\0';
-	/* Any process sets its own comm (prctl): what we relay to every
-	 * client and terminal, and put in protobuf strings that must be
-	 * UTF-8, is printable ASCII. */
-	for (char *p = comm; *p; p++)
-		if (*p < 0x20 || *p > 0x7e)
-			*p = '?';
-}
-
 /* No Hello in time: a slot held for nothing. */
 static void on_hello_timeout(evutil_socket_t fd, short what, void *arg)
 {
@@ -749,7 +723,7 @@ static void on_hello_timeout(evutil_socket_t fd, short what, void *arg)
 
 	c->srv->refusals[SERVER_REFUSED_NO_HELLO]++;
 	log_debug("client pid %d (%s): no Hello within %u ms", c->peer.pid,
-		  c->comm, c->srv->opts.hello_timeout_ms);
+		  c->peer.comm, c->srv->opts.hello_timeout_ms);
 	client_kill(c);
 }
 
@@ -784,7 +758,6 @@ static struct client *client_new(struct server *srv, int fd,
 	c->srv = srv;
 	c->fd = fd;
 	peer_identify(fd, cred, &c->peer);
-	read_comm(cred->pid, c->comm);
 	client_check_admin(c);
 	c->view = views_join(srv->views, &c->peer, client_sees_all(c), &r);
 	/* Kept only by a view that looks into its /dev (one per view). */
@@ -863,7 +836,7 @@ static void client_close(struct client *c)
 {
 	struct server *srv = c->srv;
 
-	log_debug("client pid %d (%s) gone", c->peer.pid, c->comm);
+	log_debug("client pid %d (%s) gone", c->peer.pid, c->peer.comm);
 	client_unlink(srv, c);
 	client_free_events(c);
 	close(c->fd);
@@ -983,7 +956,7 @@ static bool accept_one(struct server *srv)
 	memset(srv->logged_refusal, 0, sizeof(srv->logged_refusal));
 	client_link(srv, c);
 	log_debug("client pid %d uid %d (%s) connected", c->peer.pid,
-		  c->peer.uid, c->comm);
+		  c->peer.uid, c->peer.comm);
 	return true;
 }
 

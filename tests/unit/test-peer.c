@@ -79,6 +79,7 @@ static void test_identify_self(void)
 	CHECK(p.known && p.pid == getpid() && p.uid == getuid() &&
 		      p.ns_pid > 0 && p.proc_fd >= 0,
 	      "known %d pid %d ns_pid %d", p.known, p.pid, p.ns_pid);
+	CHECK(strcmp(p.comm, "test-peer") == 0, "comm '%s'", p.comm);
 	CHECK(stat("/proc/self/ns/net", &st) == 0 && p.ns.net == st.st_ino,
 	      "netns");
 	CHECK(stat("/proc/self/ns/mnt", &st) == 0 && p.ns.mnt == st.st_ino,
