@@ -6,6 +6,8 @@
 # at this build's binaries, and any output at all is a failure.
 # usage: verify-wait-online.sh WAIT_ONLINE RDMAD_SERVICE SOCKET RDMACTL RDMAD
 set -eu
+# shellcheck source=tests/unit/systemd-verify.sh
+. "$(dirname "$0")/../unit/systemd-verify.sh"
 wait_online=$1 service=$2 socket=$3 rdmactl=$4 rdmad=$5
 
 if ! command -v systemd-analyze >/dev/null 2>&1; then
@@ -24,15 +26,6 @@ grep -q "^Type=oneshot$" "$tmp/rdmad-wait-online.service"
 grep -q "^RemainAfterExit=yes$" "$tmp/rdmad-wait-online.service"
 
 cd "$tmp"
-if ! systemd-analyze verify --man=no ./rdmad.socket ./rdmad.service \
-	./rdmad-wait-online.service >"$tmp/out" 2>&1; then
-	cat "$tmp/out"
-	echo "FAIL: systemd-analyze verify exited non-zero"
-	exit 1
-fi
-if [ -s "$tmp/out" ]; then
-	cat "$tmp/out"
-	echo "FAIL: systemd-analyze verify warned"
-	exit 1
-fi
+systemd_verify_clean ./rdmad.socket ./rdmad.service \
+	./rdmad-wait-online.service
 echo "OK: rdmad-wait-online.service verifies cleanly"

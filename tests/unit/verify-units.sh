@@ -6,6 +6,8 @@
 # all counts as a failure here.
 # usage: verify-units.sh BUILT_SERVICE SOCKET_UNIT RDMAD_BINARY
 set -eu
+# shellcheck source=tests/unit/systemd-verify.sh
+. "$(dirname "$0")/systemd-verify.sh"
 service=$1 socket=$2 rdmad=$3
 
 if ! command -v systemd-analyze >/dev/null 2>&1; then
@@ -19,15 +21,5 @@ cp "$socket" "$tmp/rdmad.socket"
 grep -q "^ExecStart=$rdmad --foreground" "$tmp/rdmad.service"
 
 cd "$tmp"
-if ! systemd-analyze verify --man=no ./rdmad.socket ./rdmad.service \
-	>"$tmp/out" 2>&1; then
-	cat "$tmp/out"
-	echo "FAIL: systemd-analyze verify exited non-zero"
-	exit 1
-fi
-if [ -s "$tmp/out" ]; then
-	cat "$tmp/out"
-	echo "FAIL: systemd-analyze verify warned"
-	exit 1
-fi
+systemd_verify_clean ./rdmad.socket ./rdmad.service
 echo "OK: rdmad.service and rdmad.socket verify cleanly"
