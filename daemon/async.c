@@ -6,11 +6,15 @@
  * a rescan request for the device; a fatal one also closes the context.
  *
  * Devices are tracked by their stable identity, so a rename keeps the
- * context.  No reference on the table's device is taken: the context is
- * closed when the table reports the device removed, and a context kept
- * open would not keep a vanished device alive anyway (the kernel
- * disassociates it).  Where a device cannot be opened (no kernel behind
- * it, no permission) this says so once at debug level and leaves it be.
+ * context.  No reference on the table's device is taken.  The context is
+ * closed at REMOVING, the moment the kernel deletes the uverbs node: a
+ * driver that can disassociate (mlx5, ...) would let the device go
+ * anyway, but one that cannot (rxe, siw) makes the unregistration wait
+ * for every open context, and RDMA netlink's UNREGISTER and the sysfs
+ * removal come only after that wait, so a context kept until REMOVED
+ * would hold the device back for ever.  Where a device cannot be opened
+ * (no kernel behind it, no permission) this says so once at debug level
+ * and leaves it be.
  *
  * libibverbs' device list is only fetched when an added device is not in
  * the cached one (or a removal made it stale): each ibv_get_device_list()
@@ -166,7 +170,7 @@ static void add_device(struct async_source *src, const struct device *dev)
 	struct async_dev *d;
 	int r;
 
-	if (device_state(dev) != DEVICE_STATE_PRESENT ||
+	if (device_state(dev) != DEVICE_STATE_PRESENT || device_removing(dev) ||
 	    find_dev(src, info->id))
 		return;
 	d = calloc(1, sizeof(*d));
@@ -253,6 +257,9 @@ void async_source_device_event(struct async_source *src,
 	switch (event) {
 	case DEVICES_EVENT_ADDED:
 	case DEVICES_EVENT_RETURNED: /* a new registration: a new context */
+	case DEVICES_EVENT_READY:    /* maybe a removal that did not end */
+		if (find_dev(src, device_info(dev)->id))
+			break;
 		if (src->list_stale || !find_ibv(src, device_info(dev)->name))
 			refresh_list(src);
 		add_device(src, dev);
@@ -261,6 +268,7 @@ void async_source_device_event(struct async_source *src,
 		src->list_stale = true;
 		rename_device(src, dev);
 		break;
+	case DEVICES_EVENT_REMOVING: /* let go now: see the top */
 	case DEVICES_EVENT_REMOVED:
 		src->list_stale = true;
 		remove_device(src, device_info(dev)->id);
@@ -269,17 +277,7 @@ void async_source_device_event(struct async_source *src,
 		/* Its context went at REMOVED; the id may belong to a
 		 * re-plugged successor by now, whose context must stay. */
 	case DEVICES_EVENT_CHANGED:
-	case DEVICES_EVENT_READY:
 	case DEVICES_EVENT_UNREADY:
-		/*
-		 * The uverbs node went first: the kernel is unregistering the
-		 * device, and for drivers that cannot disassociate (rxe, siw)
-		 * it waits until every context is closed.  Let go of ours now,
-		 * or the removal never ends (seen with rxe on Linux 6.1).
-		 */
-		if (!device_info(dev)->uverbs[0])
-			remove_device(src, device_info(dev)->id);
-		break;
 	case DEVICES_EVENT_EXPECTING:
 	case DEVICES_EVENT_SETTLED:
 		break;

@@ -30,6 +30,7 @@ struct device {
 	struct sysfs_device info;
 	enum device_state state;
 	bool ready;
+	bool removing; /* present, being unregistered (devices.h) */
 	uint64_t incarnation;
 	uint64_t away_deadline; /* AWAY: realtime ms */
 	unsigned int changed;	/* RETURNED: life_field bits */
@@ -277,6 +278,7 @@ static void drop_device(struct devices *t, struct device *d,
 	/* What goes is no longer present: clients see it as removed. */
 	d->state = DEVICE_STATE_REMOVED;
 	d->ready = false;
+	d->removing = false;
 	d->going = true;
 	emit(t, event, d, NULL);
 	free_device(d);
@@ -301,6 +303,7 @@ static bool remove_device(struct devices *t, struct device *d)
 	id_remove(t, d);
 	d->state = DEVICE_STATE_REMOVED;
 	d->ready = false;
+	d->removing = false;
 	d->away_deadline = 0;
 	emit(t, DEVICES_EVENT_REMOVED, d, NULL);
 	return false;
@@ -335,6 +338,7 @@ static bool device_gone(struct devices *t, struct device *d)
 		return remove_device(t, d);
 	d->state = DEVICE_STATE_AWAY;
 	d->ready = false;
+	d->removing = false;
 	d->away_deadline = t->now_ms() + grace;
 	emit(t, DEVICES_EVENT_REMOVED, d, NULL);
 	return false;
@@ -458,6 +462,15 @@ static void rename_device(struct devices *t, struct device *d,
 	emit(t, DEVICES_EVENT_RENAMED, d, old);
 }
 
+/* The kernel is unregistering present device @d (devices.h). */
+static int mark_removing(struct devices *t, struct device *d)
+{
+	d->removing = true;
+	d->ready = false;
+	emit(t, DEVICES_EVENT_REMOVING, d, NULL);
+	return 1;
+}
+
 static enum devices_event ready_event(bool was, bool is)
 {
 	if (was == is)
@@ -471,17 +484,23 @@ static enum devices_event ready_event(bool was, bool is)
 static int update_device(struct devices *t, struct device *d,
 			 struct sysfs_device *info)
 {
-	bool was_ready = d->ready;
+	bool was_ready = d->ready, was_removing = d->removing;
 
 	d->applied = t->epoch;
 	d->changed = 0;
+	if (!info->uverbs[0] && (d->removing || d->info.uverbs[0])) {
+		/* Torn down bit by bit: the last complete look stays. */
+		drop_info(info);
+		return d->removing ? 0 : mark_removing(t, d);
+	}
+	d->removing = false; /* its uverbs is back: ib_uverbs reloaded */
 	if (strcmp(d->info.name, info->name)) {
 		lives_note(t->lives, info, d->incarnation);
 		d->ready = compute_ready(info);
 		rename_device(t, d, info);
 		return 1;
 	}
-	if (sysfs_device_equal(&d->info, info)) {
+	if (!was_removing && sysfs_device_equal(&d->info, info)) {
 		drop_info(info);
 		return 0;
 	}
@@ -610,6 +629,18 @@ int devices_apply_one(struct devices *table, const char *name,
 	return r < 0 ? r : settle(table, events + r);
 }
 
+int devices_uverbs_gone(struct devices *table, const char *uverbs)
+{
+	for (size_t i = 0; i < table->n; i++) {
+		struct device *d = table->order[i];
+
+		if (d->state == DEVICE_STATE_PRESENT && !d->removing &&
+		    !strcmp(d->info.uverbs, uverbs))
+			return settle(table, mark_removing(table, d));
+	}
+	return 0;
+}
+
 static bool set_ports_up(struct device *d, const char *ifname, bool up)
 {
 	bool changed = false;
@@ -636,7 +667,8 @@ int devices_set_netdev_state(struct devices *table, const char *ifname, bool up)
 		struct device *d = table->order[i];
 		bool was_ready = d->ready;
 
-		if (d->state == DEVICE_STATE_PRESENT &&
+		/* A device being unregistered keeps its last look. */
+		if (d->state == DEVICE_STATE_PRESENT && !d->removing &&
 		    set_ports_up(d, ifname, up)) {
 			d->ready = compute_ready(&d->info);
 			emit(table, ready_event(was_ready, d->ready), d, NULL);
@@ -809,6 +841,7 @@ const char *devices_event_name(enum devices_event event)
 		[DEVICES_EVENT_UNREADY] = "unready",
 		[DEVICES_EVENT_EXPECTING] = "expecting",
 		[DEVICES_EVENT_SETTLED] = "settled",
+		[DEVICES_EVENT_REMOVING] = "removing",
 	};
 
 	return (unsigned int)event < DEVICES_EVENT_COUNT ? names[event]
@@ -1125,6 +1158,11 @@ uint64_t device_incarnation(const struct device *dev)
 bool device_ready(const struct device *dev)
 {
 	return dev->ready;
+}
+
+bool device_removing(const struct device *dev)
+{
+	return dev->removing;
 }
 
 uint64_t device_away_deadline(const struct device *dev)

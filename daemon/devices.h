@@ -21,6 +21,17 @@
  * identity registers again in time; devices_expire() ends it otherwise.
  * Readiness is computed here from the scan; READY and UNREADY say when it
  * flips on a listed device.
+ *
+ * Removing.  The kernel unregisters a device in steps (drivers/infiniband/
+ * core/device.c __ib_unregister_device()): its clients go first, ib_uverbs
+ * among them, which deletes the uverbs node and then, for a driver without
+ * disassociate_ucontext (rxe, siw), waits for every open context; only then
+ * do RDMA netlink's UNREGISTER, the detaching of its netdevs, its ports and
+ * its sysfs directory follow.  The uverbs node going is thus the first and
+ * only sign before that wait: devices_uverbs_gone() marks the device
+ * REMOVING (present, not ready) at once, and what scans see of it while it
+ * is torn down changes nothing until it is gone (REMOVED) or its uverbs
+ * comes back (ib_uverbs reloaded: READY again).
  */
 #ifndef RDMAD_DEVICES_H
 #define RDMAD_DEVICES_H
@@ -55,8 +66,12 @@ enum devices_event {
 	/* @dev is the PF; device_sriov() says how many VFs. */
 	DEVICES_EVENT_EXPECTING, /* its sriov_numvfs went up */
 	DEVICES_EVENT_SETTLED,	 /* those VFs are ready, or time is up */
+	/* The kernel began to unregister @dev (its uverbs node went):
+	 * contexts on it must close now, for drivers without
+	 * disassociate_ucontext wait for every one before REMOVED. */
+	DEVICES_EVENT_REMOVING,
 };
-#define DEVICES_EVENT_COUNT (DEVICES_EVENT_SETTLED + 1)
+#define DEVICES_EVENT_COUNT (DEVICES_EVENT_REMOVING + 1)
 
 struct holder {
 	const void *owner; /* the client connection; identity of the hold */
@@ -118,6 +133,10 @@ int devices_apply_scan(struct devices *table, struct sysfs_device *scan,
 /* Apply one device's rescan: @info NULL means @name is gone. */
 int devices_apply_one(struct devices *table, const char *name,
 		      struct sysfs_device *info);
+/* The kernel removed uverbs char device @uverbs ("uverbs0"): the present
+ * device that had it is REMOVING.  Returns the number of events (0: no
+ * such device, or already removing). */
+int devices_uverbs_gone(struct devices *table, const char *uverbs);
 /* A netdev went up/down (rtnetlink): updates every port it backs. */
 int devices_set_netdev_state(struct devices *table, const char *ifname,
 			     bool up);
@@ -156,6 +175,8 @@ enum device_state device_state(const struct device *dev);
 uint64_t device_generation(const struct device *dev);
 uint64_t device_incarnation(const struct device *dev);
 bool device_ready(const struct device *dev);
+/* Present, and the kernel is unregistering it (DEVICES_EVENT_REMOVING). */
+bool device_removing(const struct device *dev);
 /* Inside the listener: @dev is freed when the call returns. */
 bool device_going(const struct device *dev);
 /* AWAY: CLOCK_REALTIME ms by which it may return; else 0. */

@@ -115,11 +115,13 @@ static void fill_device(Rdmad__Device *msg, const struct device *dev,
 	msg->identity = (char *)info->id;
 	msg->incarnation = device_incarnation(dev);
 	msg->ready = device_ready(dev);
+	msg->removing = device_removing(dev);
 	msg->away_deadline_ms = device_away_deadline(dev);
 	msg->sriov_pf = (char *)info->sriov_pf;
 }
 
-const struct export_viewer export_viewer_all = {.all = true, .lifecycle = true};
+const struct export_viewer export_viewer_all = {
+	.all = true, .lifecycle = true, .removing = true};
 
 static bool may_see(const struct export_viewer *viewer, const struct holder *h)
 {
@@ -252,6 +254,12 @@ Rdmad__EventType export_event_type(enum devices_event event,
 	case DEVICES_EVENT_SETTLED:
 		return viewer->lifecycle
 			       ? RDMAD__EVENT_TYPE__EVENT_TYPE_SETTLED
+			       : RDMAD__EVENT_TYPE__EVENT_TYPE_CHANGED;
+	case DEVICES_EVENT_REMOVING:
+		if (viewer->removing)
+			return RDMAD__EVENT_TYPE__EVENT_TYPE_REMOVING;
+		return viewer->lifecycle
+			       ? RDMAD__EVENT_TYPE__EVENT_TYPE_UNREADY
 			       : RDMAD__EVENT_TYPE__EVENT_TYPE_CHANGED;
 	case DEVICES_EVENT_ADDED:
 		return RDMAD__EVENT_TYPE__EVENT_TYPE_ADDED;

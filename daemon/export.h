@@ -32,6 +32,7 @@ struct export_viewer {
 	uid_t uid;	/* when !all */
 	uint64_t pidns; /* when !all; 0: unknown, as the holders' may be */
 	bool lifecycle; /* said "lifecycle" in Hello: AWAY, RETURNED, ... */
+	bool removing;	/* said "removing": REMOVING as it is */
 	/* Its view (views.h): which devices, which are unusable.  NULL:
 	 * every device, none unusable. */
 	const struct view *view;
@@ -52,7 +53,9 @@ int export_table(const struct devices *table,
 void export_table_free(Rdmad__Device **msgs, size_t n);
 
 /* The wire type of @event for @viewer: a client without the lifecycle
- * feature gets ADDED for RETURNED and CHANGED for READY/UNREADY. */
+ * feature gets ADDED for RETURNED and CHANGED for READY/UNREADY; one
+ * without the removing feature UNREADY (lifecycle) or CHANGED for
+ * REMOVING. */
 Rdmad__EventType export_event_type(enum devices_event event,
 				   const struct export_viewer *viewer);
 

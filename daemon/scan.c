@@ -43,22 +43,33 @@
 #include "scan.h"
 #include "sysfs.h"
 
-/* How long a half-created device gets to finish before its second try. */
+/* How long a half-created device gets to finish before its second look,
+ * and a new device still without its uverbs before its last. */
 #define SCAN_RETRY_MS 200
+#define SCAN_LATE_MS 2000
 /* How long a scan that ran out of descriptors or memory waits to retry. */
 #define SCAN_STARVED_RETRY_MS 1000
 /* Descriptors held for the sysfs read: it needs at most about five at
  * once (class, device, ports and uverbs directories, one attribute). */
 #define SCAN_RESERVE_FDS 8
 
+/* The looks a device gets when what sysfs shows is incomplete. */
+enum scan_try {
+	SCAN_TRY_FIRST, /* on request */
+	SCAN_TRY_RETRY, /* SCAN_RETRY_MS later */
+	SCAN_TRY_LATE,	/* SCAN_LATE_MS after that: the last */
+};
+
 struct scan {
 	struct devices *table;
 	char *sysroot;
 	unsigned int debounce_ms;
 	struct coalesce *pending; /* requests in the debounce window */
-	struct coalesce *retry;	  /* half-created devices, second try */
+	/* Devices to look at again: [SCAN_TRY_FIRST] after the first look
+	 * (or a starved pass), [SCAN_TRY_RETRY] after the second. */
+	struct coalesce *retry[2];
 	struct event *timer;
-	struct event *retry_timer;
+	struct event *retry_timer[2];
 	uint64_t window_end_ms; /* requests before this wait for it */
 	bool parked;		/* a pass parked a device for its uverbs */
 	bool early_used;	/* this window had its early pass */
@@ -144,9 +155,9 @@ static void starved(struct scan *scan, const char *name, int r)
 			  name ? name : "full rescan", strerror(-r),
 			  SCAN_STARVED_RETRY_MS);
 	scan->starved_logged = true;
-	if (!name || coalesce_add(scan->retry, name) < 0)
+	if (!name || coalesce_add(scan->retry[SCAN_TRY_FIRST], name) < 0)
 		scan->lost_request = true;
-	arm(scan->retry_timer, SCAN_STARVED_RETRY_MS);
+	arm(scan->retry_timer[SCAN_TRY_FIRST], SCAN_STARVED_RETRY_MS);
 }
 
 /* A scan read sysfs whole again after running short. */
@@ -218,13 +229,6 @@ static int scan_all(struct scan *scan)
 	return r;
 }
 
-static void retry_later(struct scan *scan, const char *name)
-{
-	if (coalesce_add(scan->retry, name) < 0)
-		scan->lost_request = true;
-	arm(scan->retry_timer, SCAN_RETRY_MS);
-}
-
 /*
  * The kernel registers an ib device first and its uverbs char device a
  * moment later, and on unregistration removes uverbs first; its remove
@@ -244,7 +248,52 @@ static bool in_transition(struct scan *scan, const struct sysfs_device *info)
 			device_info(dev)->uverbs[0]);
 }
 
-static void read_one(struct scan *scan, const char *name, bool last_try)
+/* Is ib_uverbs loaded (its class directory there)?  Then every device
+ * that can have a uverbs node gets one, a moment after it registers. */
+static bool uverbs_loaded(const struct scan *scan)
+{
+	return sysfs_has_class(scan->sysroot, "infiniband_verbs");
+}
+
+/* The next look at @name after this one (@try), if any is left. */
+static bool look_again(struct scan *scan, const char *name, enum scan_try try)
+{
+	if (try == SCAN_TRY_LATE)
+		return false;
+	if (coalesce_add(scan->retry[try], name) < 0)
+		scan->lost_request = true;
+	arm(scan->retry_timer[try],
+	    try == SCAN_TRY_FIRST ? SCAN_RETRY_MS : SCAN_LATE_MS);
+	return true;
+}
+
+/* A read that cannot be used (-EBADMSG): half created, half torn down, or
+ * garbage.  Expected while a device is being removed. */
+static void unusable(struct scan *scan, const char *name, int r)
+{
+	const struct device *dev = devices_find(scan->table, name);
+
+	if (!dev || !device_removing(dev))
+		log_garbage(scan, "a device's sysfs entries are unusable");
+	log_debug("scan: %s: %s", name, strerror(-r));
+}
+
+/* A device without its uverbs: wait for it while it may still come (a
+ * new device, ib_uverbs loaded); the last look takes it as it is. */
+static bool wait_for_uverbs(struct scan *scan, const struct sysfs_device *info,
+			    enum scan_try try)
+{
+	if (!in_transition(scan, info))
+		return false;
+	if (try == SCAN_TRY_RETRY &&
+	    (devices_find(scan->table, info->name) || !uverbs_loaded(scan)))
+		return false;
+	if (try == SCAN_TRY_FIRST)
+		scan->parked = true;
+	return look_again(scan, info->name, try);
+}
+
+static void read_one(struct scan *scan, const char *name, enum scan_try try)
 {
 	struct sysfs_device info;
 	int r;
@@ -260,17 +309,15 @@ static void read_one(struct scan *scan, const char *name, bool last_try)
 	fed(scan);
 	if (r == -ENOENT) {
 		r = devices_apply_one(scan->table, name, NULL);
-	} else if (r == -EBADMSG && !last_try) {
-		retry_later(scan, name);
+	} else if (r == -EBADMSG) {
+		if (!look_again(scan, name, try))
+			unusable(scan, name, r);
 		return;
 	} else if (r < 0) {
-		log_garbage(scan, "a device's sysfs entries are unusable");
-		log_debug("scan: %s: %s", name, strerror(-r));
+		unusable(scan, name, r);
 		return;
-	} else if (!last_try && in_transition(scan, &info)) {
+	} else if (wait_for_uverbs(scan, &info, try)) {
 		sysfs_device_clear(&info);
-		retry_later(scan, name);
-		scan->parked = true;
 		return;
 	} else {
 		/* The table takes the ports, also on failure. */
@@ -280,18 +327,17 @@ static void read_one(struct scan *scan, const char *name, bool last_try)
 		log_warnx("scan: applying %s: %s", name, strerror(-r));
 }
 
-/* Rescan one device.  @last_try: a half-created device is given up on
- * instead of being queued for a retry. */
-static void scan_one(struct scan *scan, const char *name, bool last_try)
+/* Rescan one device; @try says which look at it this is. */
+static void scan_one(struct scan *scan, const char *name, enum scan_try try)
 {
 	uint64_t start = now_ns();
 
-	read_one(scan, name, last_try);
+	read_one(scan, name, try);
 	count_pass(scan, SCAN_KIND_DEVICE, start);
 }
 
 /* Drain @set: one full pass, or one pass per pending name. */
-static void drain(struct scan *scan, struct coalesce *set, bool last_try)
+static void drain(struct scan *scan, struct coalesce *set, enum scan_try try)
 {
 	char **names = NULL;
 	size_t n = 0, i;
@@ -304,7 +350,7 @@ static void drain(struct scan *scan, struct coalesce *set, bool last_try)
 		scan_all(scan);
 	} else {
 		for (i = 0; i < n; i++)
-			scan_one(scan, names[i], last_try);
+			scan_one(scan, names[i], try);
 	}
 	coalesce_names_free(names, n);
 }
@@ -315,7 +361,7 @@ static void on_timer(evutil_socket_t fd, short what, void *arg)
 	bool early = scan->early_used && now_ms() < scan->window_end_ms;
 
 	scan->parked = false;
-	drain(scan, scan->pending, false);
+	drain(scan, scan->pending, SCAN_TRY_FIRST);
 	/* An early pass leaves the window it came in as it was. */
 	if (!early) {
 		scan->window_end_ms = now_ms() + scan->debounce_ms;
@@ -327,7 +373,14 @@ static void on_retry_timer(evutil_socket_t fd, short what, void *arg)
 {
 	struct scan *scan = arg;
 
-	drain(scan, scan->retry, true);
+	drain(scan, scan->retry[SCAN_TRY_FIRST], SCAN_TRY_RETRY);
+}
+
+static void on_late_timer(evutil_socket_t fd, short what, void *arg)
+{
+	struct scan *scan = arg;
+
+	drain(scan, scan->retry[SCAN_TRY_RETRY], SCAN_TRY_LATE);
 }
 
 struct scan *scan_new(struct event_base *base, struct devices *table,
@@ -345,11 +398,14 @@ struct scan *scan_new(struct event_base *base, struct devices *table,
 	scan->debounce_ms = opts->debounce_ms;
 	scan->sysroot = strdup(opts->sysroot ? opts->sysroot : "/sys");
 	scan->pending = coalesce_new(opts->storm_threshold);
-	scan->retry = coalesce_new(opts->storm_threshold);
+	scan->retry[0] = coalesce_new(opts->storm_threshold);
+	scan->retry[1] = coalesce_new(opts->storm_threshold);
 	scan->timer = evtimer_new(base, on_timer, scan);
-	scan->retry_timer = evtimer_new(base, on_retry_timer, scan);
-	if (!scan->sysroot || !scan->pending || !scan->retry || !scan->timer ||
-	    !scan->retry_timer) {
+	scan->retry_timer[0] = evtimer_new(base, on_retry_timer, scan);
+	scan->retry_timer[1] = evtimer_new(base, on_late_timer, scan);
+	if (!scan->sysroot || !scan->pending || !scan->retry[0] ||
+	    !scan->retry[1] || !scan->timer || !scan->retry_timer[0] ||
+	    !scan->retry_timer[1]) {
 		scan_free(scan);
 		errno = ENOMEM;
 		return NULL;
@@ -362,11 +418,13 @@ void scan_free(struct scan *scan)
 	if (!scan)
 		return;
 	reserve_release(scan);
-	if (scan->retry_timer)
-		event_free(scan->retry_timer);
+	for (int i = 0; i < 2; i++) {
+		if (scan->retry_timer[i])
+			event_free(scan->retry_timer[i]);
+		coalesce_free(scan->retry[i]);
+	}
 	if (scan->timer)
 		event_free(scan->timer);
-	coalesce_free(scan->retry);
 	coalesce_free(scan->pending);
 	free(scan->sysroot);
 	free(scan);
@@ -389,7 +447,7 @@ int scan_full_now(struct scan *scan)
 void scan_request_removed(struct scan *scan, const char *ibdev)
 {
 	scan_request(scan, ibdev);
-	retry_later(scan, ibdev);
+	look_again(scan, ibdev, SCAN_TRY_FIRST);
 }
 
 void scan_request(struct scan *scan, const char *ibdev)
@@ -432,6 +490,15 @@ void scan_request_uverbs(struct scan *scan, const char *uverbs)
 		}
 	}
 	scan_request(scan, NULL);
+}
+
+void scan_uverbs_gone(struct scan *scan, const char *uverbs)
+{
+	/* Minors are reused at once: a removal read after a new device took
+	 * the same uverbsN must not end that one. */
+	if (!sysfs_has_uverbs(scan->sysroot, uverbs))
+		devices_uverbs_gone(scan->table, uverbs);
+	scan_request_uverbs(scan, uverbs);
 }
 
 const struct scan_stats *scan_get_stats(const struct scan *scan)

@@ -40,6 +40,10 @@ unsigned int scan_request_netdev(struct scan *scan, const char *ifname);
 /* Ask for a rescan of the device behind char device @uverbs ("uverbs3"),
  * or of everything when no device in the table has it. */
 void scan_request_uverbs(struct scan *scan, const char *uverbs);
+/* The kernel removed char device @uverbs: unless sysfs has it again, the
+ * device that had it is REMOVING now (devices_uverbs_gone()), before any
+ * scan; then it is rescanned as scan_request_uverbs() does. */
+void scan_uverbs_gone(struct scan *scan, const char *uverbs);
 
 /* Passes over sysfs since start, and the time they took (for metrics). */
 enum scan_kind {

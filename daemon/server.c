@@ -77,6 +77,7 @@ struct client {
 	struct view *view; /* what it sees, decided at connect (views.h) */
 	bool admin;	   /* root or the admin group: admin requests */
 	bool lifecycle;	   /* said the "lifecycle" feature in Hello */
+	bool removing;	   /* said "removing" */
 	bool hello;
 	bool subscribed;
 	bool resync; /* overflowed: owes a seq-0 snapshot */
@@ -265,6 +266,7 @@ static struct export_viewer client_viewer(const struct client *c)
 				      .uid = c->peer.uid,
 				      .pidns = c->peer.ns.pid,
 				      .lifecycle = c->lifecycle,
+				      .removing = c->removing,
 				      .view = c->view};
 }
 
@@ -377,9 +379,12 @@ static int handle_hello(struct client *c, const Rdmad__Frame *req)
 		  c->peer.pid, c->peer.uid, c->peer.comm,
 		  req->hello->client_name);
 	c->hello = true;
-	for (size_t i = 0; i < req->hello->n_features; i++)
+	for (size_t i = 0; i < req->hello->n_features; i++) {
 		if (!strcmp(req->hello->features[i], "lifecycle"))
 			c->lifecycle = true;
+		if (!strcmp(req->hello->features[i], "removing"))
+			c->removing = true;
+	}
 	event_del(c->ev_hello);
 	wire_frame_init(&frame, req->seq);
 	frame.body_case = RDMAD__FRAME__BODY_WELCOME;
@@ -1229,15 +1234,16 @@ static struct outbuf *encode_event(const struct view_event *ve,
 }
 
 /*
- * A view's encodings of the event at hand, made on first use: one for
- * clients that said "lifecycle" and one for those that did not (every
- * client of a view sees the same devices and holders).
+ * A view's encodings of the event at hand, made on first use: one for each
+ * set of features a client said, "lifecycle" and "removing" (every client
+ * of a view sees the same devices and holders).
  */
 static struct outbuf *view_encoding(struct view *v, const struct client *c,
 				    const struct view_event *ve)
 {
 	struct export_viewer viewer = client_viewer(c);
-	struct outbuf **slot = (struct outbuf **)&v->scratch[c->lifecycle];
+	struct outbuf **slot =
+		(struct outbuf **)&v->scratch[c->lifecycle | c->removing << 1];
 
 	if (!*slot)
 		*slot = encode_event(ve, v, &viewer);
@@ -1246,7 +1252,7 @@ static struct outbuf *view_encoding(struct view *v, const struct client *c,
 
 static void view_scratch_clear(struct view *v)
 {
-	for (size_t i = 0; i < 2; i++) {
+	for (size_t i = 0; i < VIEW_ENCODINGS; i++) {
 		if (v->scratch[i])
 			outbuf_unref(v->scratch[i]);
 		v->scratch[i] = NULL;

@@ -9,9 +9,11 @@
  * with one bounded read() (opened O_NONBLOCK, so a FIFO cannot stall us);
  * values must be printable ASCII and fit their field.  At most
  * SYSFS_MAX_DEVICES devices a scan and SYSFS_MAX_PORTS ports a device.  A
- * device whose node_guid or node_type is unusable is left out
- * (-EBADMSG, counted as skipped) so that a later rescan picks it up whole;
- * any other unusable value becomes empty (numbers -1 or 0).
+ * device read half created or half torn down (node_guid or node_type
+ * unusable, no port, rxe's "(null)" parent) is left out (-EBADMSG,
+ * counted as skipped) so that a later rescan picks it up whole and no
+ * identity is ever built from a partial read; any other unusable value
+ * becomes empty (numbers -1 or 0).
  *
  * Identity (sysfs_device.id).  Names are reused and renamed, so the id is
  * built from what survives a rename:
@@ -342,7 +344,12 @@ static size_t list_ports(int fd, uint32_t *numbers)
 	return n;
 }
 
-/* Read ports/<n>/ of an ib device.  A missing ports dir is no ports. */
+/*
+ * Read ports/<n>/ of an ib device.  A registered device has at least one
+ * port, whose directory the kernel makes before it announces the device
+ * and removes before the device goes (ib_setup_port_attrs(),
+ * ib_free_port_attrs()): none is a device half created or half torn down.
+ */
 static int read_ports(int devfd, struct sysfs_device *dev)
 {
 	uint32_t numbers[SYSFS_MAX_PORTS];
@@ -352,7 +359,7 @@ static int read_ports(int devfd, struct sysfs_device *dev)
 
 	fd = open_at(devfd, "ports", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (fd < 0)
-		return errno == ENOMEM ? -ENOMEM : 0;
+		return errno == ENOMEM ? -ENOMEM : -EBADMSG;
 	n = list_ports(fd, numbers);
 	dev->ports = n ? calloc(n, sizeof(*dev->ports)) : NULL;
 	if (n && !dev->ports) {
@@ -369,6 +376,8 @@ static int read_ports(int devfd, struct sysfs_device *dev)
 			memset(port, 0, sizeof(*port));
 	}
 	close(fd);
+	if (dev->nports == 0)
+		return -EBADMSG;
 	sort_array(dev->ports, dev->nports, sizeof(*dev->ports), compare_ports);
 	return 0;
 }
@@ -476,37 +485,49 @@ static void build_parent_id(int devfd, const char *parent,
  * from its net device's MAC, which a bond and its slave share, so two
  * soft-RoCE devices can carry one GUID.  Their "parent" attribute names
  * the net device, which tells them apart.  Without a GUID, only the name
- * is left.
+ * is left.  rxe says "(null)" there once its net device is detached,
+ * which it is on the way out (Linux 6.12 __ib_unregister_device():
+ * free_netdevs() before device_del()): that read is half torn down, and
+ * an identity built from it would be a ghost's.
  */
-static void build_virtual_id(int devfd, struct sysfs_device *dev)
+static int build_virtual_id(int devfd, struct sysfs_device *dev)
 {
 	char netdev[IFNAMSIZ + 1];
+	int r;
 
-	if (strcmp(dev->node_guid, ZERO_GUID) == 0)
+	if (strcmp(dev->node_guid, ZERO_GUID) == 0) {
 		snprintf(dev->id, sizeof(dev->id), "name:%s", dev->name);
-	else if (read_attr(devfd, "parent", netdev, sizeof(netdev)) == 0 &&
-		 netdev[0])
-		snprintf(dev->id, sizeof(dev->id), "guid:%s/netdev:%s",
-			 dev->node_guid, netdev);
-	else
+		return 0;
+	}
+	r = read_attr(devfd, "parent", netdev, sizeof(netdev));
+	if (r == -ENOENT) {
 		snprintf(dev->id, sizeof(dev->id), "guid:%s", dev->node_guid);
+		return 0;
+	}
+	if (r < 0 || !netdev[0] || netdev[0] == '(')
+		return -EBADMSG;
+	snprintf(dev->id, sizeof(dev->id), "guid:%s/netdev:%s", dev->node_guid,
+		 netdev);
+	return 0;
 }
 
 /* The parent device (the "device" link): id, PCI address, driver, NUMA
- * node.  False for a virtual device, which has none. */
-static bool read_parent(int devfd, struct sysfs_device *dev)
+ * node.  *ret_has_parent is false for a virtual device, which has none.
+ * -EBADMSG: an identity cannot be built from what sysfs says now. */
+static int read_parent(int devfd, struct sysfs_device *dev,
+		       bool *ret_has_parent)
 {
 	char parent[SYSFS_NAME_MAX * 2];
 
 	dev->numa_node = -1;
 	dev->sriov_numvfs = -1;
-	if (read_link_base(devfd, "device", parent, sizeof(parent)) < 0) {
-		build_virtual_id(devfd, dev);
-		return false;
-	}
+	*ret_has_parent = false;
+	if (read_link_base(devfd, "device", parent, sizeof(parent)) < 0)
+		return build_virtual_id(devfd, dev);
+	*ret_has_parent = true;
 	build_parent_id(devfd, parent, dev);
 	read_parent_attrs(devfd, dev);
-	return true;
+	return 0;
 }
 
 /* "231:192", the uverbs device's "dev": its number, 0 if unreadable. */
@@ -569,7 +590,11 @@ static int open_class(const char *sysroot, const char *class)
 /*
  * The uverbs device of one ib device: first among the parent's
  * infiniband_verbs/ (where the kernel puts it, a short list), then the
- * whole class directory (virtual devices).
+ * whole class directory (virtual devices).  One found under the parent
+ * counts only while its class link is there too, as a full scan reads
+ * it: the kernel deletes that link before the remove uevent and the
+ * directory only after (device_del()), and a device whose removal was
+ * heard must not look whole again in between.
  */
 static void find_uverbs(const char *sysroot, int devfd, bool has_parent,
 			struct sysfs_device *dev)
@@ -579,10 +604,15 @@ static void find_uverbs(const char *sysroot, int devfd, bool has_parent,
 	if (has_parent) {
 		fd = open_at(devfd, "device/infiniband_verbs",
 			     O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-		if (fd >= 0 &&
-		    find_uverbs_in(fd, dev->name, dev->uverbs,
-				   sizeof(dev->uverbs), &dev->uverbs_dev) == 0)
+		if (fd >= 0 && find_uverbs_in(fd, dev->name, dev->uverbs,
+					      sizeof(dev->uverbs),
+					      &dev->uverbs_dev) == 0) {
+			if (!sysfs_has_uverbs(sysroot, dev->uverbs)) {
+				dev->uverbs[0] = '\0';
+				dev->uverbs_dev = 0;
+			}
 			return;
+		}
 	}
 	fd = open_class(sysroot, "infiniband_verbs");
 	if (fd >= 0)
@@ -665,7 +695,7 @@ struct scan_ctx {
 	const struct uverbs_map *map; /* NULL: look each uverbs up */
 };
 
-/* Read what follows the essentials; returns 0 or -ENOMEM. */
+/* Read what follows the essentials; returns 0, -EBADMSG or -ENOMEM. */
 static int read_rest(const struct scan_ctx *ctx, int devfd,
 		     struct sysfs_device *dev)
 {
@@ -673,8 +703,9 @@ static int read_rest(const struct scan_ctx *ctx, int devfd,
 	int r;
 
 	read_optionals(devfd, dev);
-	has_parent = read_parent(devfd, dev);
-	r = read_ports(devfd, dev);
+	r = read_parent(devfd, dev, &has_parent);
+	if (r == 0)
+		r = read_ports(devfd, dev);
 	if (r < 0)
 		return r;
 	if (ctx->map)
@@ -726,7 +757,8 @@ static int scan_one(const struct scan_ctx *ctx, const char *name,
 	if (r == 0)
 		r = read_rest(ctx, devfd, ret);
 	/* Gone while we read it: what we have may be half empty. */
-	if (r == 0 && faccessat(ctx->classfd, name, F_OK, 0) < 0)
+	if ((r == 0 || r == -EBADMSG) &&
+	    faccessat(ctx->classfd, name, F_OK, 0) < 0)
 		r = -ENOENT;
 	close(devfd);
 	if (r < 0)
@@ -839,6 +871,29 @@ static int scan_class(const struct scan_ctx *ctx,
 	if (ret_skipped)
 		*ret_skipped = skipped;
 	return 0;
+}
+
+bool sysfs_has_class(const char *sysroot, const char *class)
+{
+	int fd = open_class(sysroot, class);
+
+	if (fd < 0)
+		return false;
+	close(fd);
+	return true;
+}
+
+bool sysfs_has_uverbs(const char *sysroot, const char *uverbs)
+{
+	int fd = open_class(sysroot, "infiniband_verbs");
+	bool there;
+
+	if (fd < 0)
+		return false;
+	there = valid_name(uverbs, SYSFS_NAME_MAX) &&
+		faccessat(fd, uverbs, F_OK, AT_SYMLINK_NOFOLLOW) == 0;
+	close(fd);
+	return there;
 }
 
 /* A missing class directory is a machine without RDMA: no devices. */

@@ -75,6 +75,11 @@ int sysfs_scan_all(const char *sysroot, struct sysfs_device **ret_devices,
 int sysfs_scan_device(const char *sysroot, const char *name,
 		      struct sysfs_device *ret);
 
+/* Is /sys/class/@class there (its module loaded)? */
+bool sysfs_has_class(const char *sysroot, const char *class);
+/* Is char device @uverbs ("uverbs3") in /sys/class/infiniband_verbs? */
+bool sysfs_has_uverbs(const char *sysroot, const char *uverbs);
+
 /* Find the ib device name behind a uverbs name ("uverbs3" -> "mlx5_1"). */
 int sysfs_ibdev_of_uverbs(const char *sysroot, const char *uverbs,
 			  char ret_name[SYSFS_NAME_MAX]);

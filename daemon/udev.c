@@ -1,13 +1,26 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The udev event source.  A libudev monitor on the "udev" netlink source
- * (events after udevd has processed them, so the device nodes exist and
- * carry their permissions) filtered to infiniband, infiniband_verbs and
- * net.  Each event is decoded into the ib device it concerns and turned
- * into a coalesced rescan request; nothing else happens here (a removal
- * is looked at again later by scan.c, see scan_request_removed()).
+ * The uevent source.  Two libudev monitors filtered to infiniband,
+ * infiniband_verbs, net and pci:
+ *   - "kernel": the kernel's own uevents (NETLINK_KOBJECT_UEVENT group 1),
+ *     sent the moment a device is added or deleted, with or without udevd;
+ *     libudev takes them from the kernel only (sender pid 0).
+ *   - "udev": the same events after udevd has processed them, so the
+ *     device nodes exist and carry their permissions.  libudev leaves it
+ *     deaf where udevd does not run (no /run/udev/control).
+ * Where udevd runs, the kernel's add, change and move events are left to
+ * its copy; removals are taken from whichever says it first, which is the
+ * kernel.  That matters for one event above all: the uverbs node's
+ * removal is the only sign a device is being unregistered before the
+ * kernel waits for every context on it (scan_uverbs_gone(), devices.h
+ * "Removing"), and without udevd it is the only sign at all on kernels
+ * whose RDMA netlink has no monitor group.
  *
- * The kernel drops uevents when the monitor's socket buffer overflows
+ * Each event is decoded into the ib device it concerns and turned into a
+ * coalesced rescan request; nothing else happens here (a removal is
+ * looked at again later by scan.c, see scan_request_removed()).
+ *
+ * The kernel drops uevents when a monitor's socket buffer overflows
  * (ENOBUFS); then nobody knows what was lost, so everything is rescanned.
  */
 #include <ctype.h>
@@ -30,11 +43,28 @@
 /* Big enough for a storm of SR-IOV VFs appearing at once. */
 #define UDEV_RCVBUF (8 * 1024 * 1024)
 
+/* Where udevd, when it runs, has its control socket (libudev's test). */
+#define UDEVD_CONTROL "/run/udev/control"
+/* Uevents taken, remembered by SEQNUM so that the other monitor's copy
+ * is not taken again; udevd passes on an event within a moment, so a
+ * short memory is enough. */
+#define TAKEN_MAX 64
+
+struct udev_source;
+
+struct monitor {
+	struct udev_source *src;
+	struct udev_monitor *mon;
+	struct event *ev;
+	bool kernel; /* the "kernel" source, not "udev" */
+};
+
 struct udev_source {
 	struct scan *scan;
 	struct udev *udev;
-	struct udev_monitor *mon;
-	struct event *ev;
+	struct monitor kernel, udevd;
+	unsigned long long taken[TAKEN_MAX]; /* a ring of SEQNUMs */
+	unsigned int ntaken;
 	bool overrun_logged;
 };
 
@@ -151,7 +181,7 @@ static bool parent_has_ibdev(struct udev_device *dev)
 	return has_ibdev(udev_device_get_parent(dev));
 }
 
-/* @removed: an ib device's "remove", which sysfs may not show yet. */
+/* @removed: a "remove", which sysfs may not show yet. */
 static void request(struct udev_source *src, struct udev_device *dev,
 		    const struct udev_target *t, bool removed)
 {
@@ -167,7 +197,10 @@ static void request(struct udev_source *src, struct udev_device *dev,
 			scan_request(src->scan, t->old_name);
 		break;
 	case UDEV_TARGET_UVERBS:
-		scan_request_uverbs(src->scan, t->name);
+		if (removed)
+			scan_uverbs_gone(src->scan, t->name);
+		else
+			scan_request_uverbs(src->scan, t->name);
 		break;
 	case UDEV_TARGET_NETDEV:
 		n = scan_request_netdev(src->scan, t->name);
@@ -183,8 +216,40 @@ static void request(struct udev_source *src, struct udev_device *dev,
 	}
 }
 
-static void handle_device(struct udev_source *src, struct udev_device *dev)
+static bool was_taken(const struct udev_source *src, unsigned long long seq)
 {
+	for (unsigned int i = 0; i < TAKEN_MAX; i++)
+		if (src->taken[i] == seq)
+			return true;
+	return false;
+}
+
+/*
+ * Take this uevent, or leave it to the other monitor?  The kernel's add,
+ * change and move go to udevd's copy where udevd runs; the second copy of
+ * an event taken is a duplicate.  Events without a SEQNUM (0) cannot be
+ * matched and are taken.
+ */
+static bool take(struct udev_source *src, const struct monitor *m,
+		 struct udev_device *dev)
+{
+	unsigned long long seq = udev_device_get_seqnum(dev);
+	const char *action = udev_device_get_action(dev);
+
+	if (m->kernel && action && strcmp(action, "remove") != 0 &&
+	    access(UDEVD_CONTROL, F_OK) == 0)
+		return false;
+	if (!seq)
+		return true;
+	if (was_taken(src, seq))
+		return false;
+	src->taken[src->ntaken++ % TAKEN_MAX] = seq;
+	return true;
+}
+
+static void handle_device(struct monitor *m, struct udev_device *dev)
+{
+	struct udev_source *src = m->src;
 	struct udev_uevent ev = {
 		.action = udev_device_get_action(dev),
 		.subsystem = udev_device_get_subsystem(dev),
@@ -197,7 +262,12 @@ static void handle_device(struct udev_source *src, struct udev_device *dev)
 	struct udev_target t;
 	int r;
 
-	if (ev.subsystem && strcmp(ev.subsystem, "infiniband_verbs") == 0)
+	if (!take(src, m, dev))
+		return;
+	/* A removed uverbs device's attributes are gone or going: it is
+	 * known by its own name (scan_uverbs_gone()). */
+	if (ev.subsystem && strcmp(ev.subsystem, "infiniband_verbs") == 0 &&
+	    ev.action && strcmp(ev.action, "remove") != 0)
 		ev.ibdev = udev_device_get_sysattr_value(dev, "ibdev");
 	r = udev_decode(&ev, &t);
 	if (r == -EINVAL) {
@@ -209,10 +279,13 @@ static void handle_device(struct udev_source *src, struct udev_device *dev)
 	}
 	if (r < 0)
 		return;
-	log_debug("udev: %s %s/%s", ev.action, ev.subsystem, t.name);
+	log_debug("udev: %s %s %s/%s", m->kernel ? "kernel" : "udevd",
+		  ev.action, ev.subsystem, t.name);
 	request(src, dev, &t,
-		t.kind == UDEV_TARGET_IBDEV && !strcmp(ev.action, "remove") &&
-			!strcmp(ev.subsystem, "infiniband"));
+		!strcmp(ev.action, "remove") &&
+			(t.kind == UDEV_TARGET_UVERBS ||
+			 (t.kind == UDEV_TARGET_IBDEV &&
+			  !strcmp(ev.subsystem, "infiniband"))));
 }
 
 static void on_overrun(struct udev_source *src)
@@ -225,19 +298,19 @@ static void on_overrun(struct udev_source *src)
 
 static void on_readable(evutil_socket_t fd, short what, void *arg)
 {
-	struct udev_source *src = arg;
+	struct monitor *m = arg;
 	struct udev_device *dev;
 
 	for (;;) {
 		errno = 0;
-		dev = udev_monitor_receive_device(src->mon);
+		dev = udev_monitor_receive_device(m->mon);
 		if (dev) {
-			handle_device(src, dev);
+			handle_device(m, dev);
 			udev_device_unref(dev);
 			continue;
 		}
 		if (errno == ENOBUFS) {
-			on_overrun(src);
+			on_overrun(m->src);
 			continue;
 		}
 		/* EAGAIN: drained.  A malformed message reads as an error
@@ -246,7 +319,7 @@ static void on_readable(evutil_socket_t fd, short what, void *arg)
 	}
 }
 
-static int monitor_open(struct udev_source *src)
+static int monitor_filter(struct udev_monitor *mon)
 {
 	static const char *const subsystems[] = {
 		"infiniband",
@@ -257,20 +330,50 @@ static int monitor_open(struct udev_source *src)
 	size_t i;
 	int r;
 
-	src->mon = udev_monitor_new_from_netlink(src->udev, "udev");
-	if (!src->mon)
-		return errno ? -errno : -ENOMEM;
 	for (i = 0; i < sizeof(subsystems) / sizeof(subsystems[0]); i++) {
 		r = udev_monitor_filter_add_match_subsystem_devtype(
-			src->mon, subsystems[i], NULL);
+			mon, subsystems[i], NULL);
 		if (r < 0)
 			return r;
 	}
+	return 0;
+}
+
+static int monitor_open(struct udev_source *src, struct event_base *base,
+			struct monitor *m, bool kernel)
+{
+	int r;
+
+	m->src = src;
+	m->kernel = kernel;
+	m->mon = udev_monitor_new_from_netlink(src->udev,
+					       kernel ? "kernel" : "udev");
+	if (!m->mon)
+		return errno ? -errno : -ENOMEM;
+	r = monitor_filter(m->mon);
+	if (r < 0)
+		return r;
 	/* Needs CAP_NET_ADMIN beyond rmem_max; a smaller buffer still
 	 * works, with a higher chance of overruns. */
-	if (udev_monitor_set_receive_buffer_size(src->mon, UDEV_RCVBUF) < 0)
+	if (udev_monitor_set_receive_buffer_size(m->mon, UDEV_RCVBUF) < 0)
 		log_debug("udev: cannot enlarge the monitor buffer");
-	return udev_monitor_enable_receiving(src->mon);
+	r = udev_monitor_enable_receiving(m->mon);
+	if (r < 0)
+		return r;
+	m->ev = event_new(base, udev_monitor_get_fd(m->mon),
+			  EV_READ | EV_PERSIST, on_readable, m);
+	if (!m->ev || event_add(m->ev, NULL) < 0)
+		return -ENOMEM;
+	return 0;
+}
+
+static void monitor_close(struct monitor *m)
+{
+	if (m->ev)
+		event_free(m->ev);
+	udev_monitor_unref(m->mon);
+	m->ev = NULL;
+	m->mon = NULL;
 }
 
 struct udev_source *udev_source_new(struct event_base *base, struct scan *scan)
@@ -287,15 +390,22 @@ struct udev_source *udev_source_new(struct event_base *base, struct scan *scan)
 		r = -ENOMEM;
 		goto fail;
 	}
-	r = monitor_open(src);
+	r = monitor_open(src, base, &src->udevd, false);
 	if (r < 0)
 		goto fail;
-	src->ev = event_new(base, udev_monitor_get_fd(src->mon),
-			    EV_READ | EV_PERSIST, on_readable, src);
-	if (!src->ev || event_add(src->ev, NULL) < 0) {
-		r = -ENOMEM;
-		goto fail;
+	/* Without it rdmad still hears udevd, when it runs, and RDMA
+	 * netlink: later, and nothing before a removal's wait. */
+	r = monitor_open(src, base, &src->kernel, true);
+	if (r < 0) {
+		log_warnx("udev: cannot listen to the kernel's uevents (%s): "
+			  "removals are heard only after udevd or the kernel "
+			  "is done with them",
+			  strerror(-r));
+		monitor_close(&src->kernel);
 	}
+	log_info("udev: kernel uevents %s, udevd %s",
+		 src->kernel.mon ? "heard" : "not heard",
+		 access(UDEVD_CONTROL, F_OK) == 0 ? "running" : "not running");
 	return src;
 fail:
 	udev_source_free(src);
@@ -307,9 +417,8 @@ void udev_source_free(struct udev_source *src)
 {
 	if (!src)
 		return;
-	if (src->ev)
-		event_free(src->ev);
-	udev_monitor_unref(src->mon);
+	monitor_close(&src->kernel);
+	monitor_close(&src->udevd);
 	udev_unref(src->udev);
 	free(src);
 }

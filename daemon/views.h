@@ -39,6 +39,9 @@
 #include "nstable.h"
 #include "peer.h"
 
+/* Encodings of one event a view may need: "lifecycle" x "removing". */
+#define VIEW_ENCODINGS 4
+
 struct views;
 
 struct view_key {
@@ -69,8 +72,9 @@ struct view {
 	size_t nmembers, cap;
 	struct view_unusable *unusable;
 	size_t nunusable, ucap;
-	void *scratch[2]; /* the fan-out's per-event encodings (server.c) */
-	int change;	  /* the fan-out's per-event change (server.c) */
+	/* The fan-out's per-event encodings, one per set of features. */
+	void *scratch[VIEW_ENCODINGS]; /* (server.c) */
+	int change; /* the fan-out's per-event change (server.c) */
 };
 
 /* What an event is for a view. */

@@ -205,7 +205,8 @@ RDMAD_EXPORT int rdmad_client_set_features(struct rdmad_client *client,
 	int err = 0;
 
 	if (!client ||
-	    (features & ~(unsigned int)RDMAD_CLIENT_FEATURE_LIFECYCLE))
+	    (features & ~(unsigned int)(RDMAD_CLIENT_FEATURE_LIFECYCLE |
+					RDMAD_CLIENT_FEATURE_REMOVING)))
 		return -EINVAL;
 	s = &client->session;
 	pthread_mutex_lock(&client->lock);

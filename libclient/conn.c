@@ -109,7 +109,7 @@ int conn_send(struct conn *conn, Rdmad__Frame *frame, uint64_t *ret_seq)
 
 /* What every Hello asks for: the device list is kept by (identity,
  * incarnation), whatever the application is shown (PROTOCOL.md 8a). */
-static char *const hello_features[] = {"lifecycle"};
+static char *const hello_features[] = {"lifecycle", "removing"};
 
 int conn_send_name(struct conn *conn, Rdmad__Frame__BodyCase body,
 		   const char *name, uint64_t *ret_seq)

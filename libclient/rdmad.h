@@ -57,7 +57,16 @@ enum rdmad_event_type {
 	 * daemon stopped waiting.  The device argument is NULL:
 	 * rdmad_client_get_event_sriov() says which PF (else not told). */
 	RDMAD_EVENT_EXPECTING = 9,
-	RDMAD_EVENT_SETTLED = 10
+	RDMAD_EVENT_SETTLED = 10,
+	/* Since 1.3, only for a client that enabled
+	 * RDMAD_CLIENT_FEATURE_REMOVING (else UNREADY with LIFECYCLE, else
+	 * CHANGED; rdmad_device_is_removing() says it either way).  The
+	 * kernel has begun to unregister the device: close every context,
+	 * PD, MR and queue on it NOW.  Drivers without disassociate_ucontext
+	 * (rxe, siw) finish the removal only when every context is closed,
+	 * and REMOVED comes after that: a program that waits for REMOVED
+	 * before it closes waits for itself. */
+	RDMAD_EVENT_REMOVING = 11
 };
 
 enum rdmad_device_state {
@@ -74,7 +83,9 @@ enum rdmad_client_feature {
 	 * AWAY as they are.  Without it, a client sees what librdmad 1.0
 	 * showed: ADDED, CHANGED and REMOVED instead, and no EXPECTING or
 	 * SETTLED.  The device list is kept by the same rules either way. */
-	RDMAD_CLIENT_FEATURE_LIFECYCLE = 1 << 0
+	RDMAD_CLIENT_FEATURE_LIFECYCLE = 1 << 0,
+	/* Since 1.3: the event REMOVING as it is. */
+	RDMAD_CLIENT_FEATURE_REMOVING = 1 << 1
 };
 
 /*
@@ -240,6 +251,10 @@ uint64_t rdmad_device_get_incarnation(const struct rdmad_device *device);
  * net device not down), else 0.  A daemon before lifecycle says nothing
  * of it: every present device counts as ready. */
 int rdmad_device_is_ready(const struct rdmad_device *device);
+/* Since 1.3: 1 while the kernel is unregistering the present device
+ * (RDMAD_EVENT_REMOVING): not ready, and out of
+ * ibv_refresh_device_list(); close what is open on it.  Else 0. */
+int rdmad_device_is_removing(const struct rdmad_device *device);
 /* AWAY: CLOCK_REALTIME milliseconds it may come back by; else 0. */
 uint64_t rdmad_device_get_away_deadline(const struct rdmad_device *device);
 /* The names rdmad.conf's [alias] section gives it; NULL out of range. */

@@ -42,16 +42,17 @@ static void process_client_create(void)
 	process_client = rdmad_client_new(NULL);
 }
 
-/* Present for the daemon: not REMOVED, not AWAY, not unknown; NULL
- * else.  Where a held ended life shares the name with the present one,
- * find_device() returns the present one, which is what libibverbs
- * lists. */
+/* Present for the daemon: not REMOVED, not AWAY, not being removed, not
+ * unknown; NULL else.  Where a held ended life shares the name with the present
+ * one, find_device() returns the present one, which is what libibverbs lists.
+ */
 static const struct rdmad_device *
 listed_present(const struct rdmad_snapshot *snap, const char *name)
 {
 	const struct rdmad_device *dev = rdmad_snapshot_find_device(snap, name);
 
-	if (!dev || rdmad_device_get_state(dev) != RDMAD_DEVICE_PRESENT)
+	if (!dev || rdmad_device_get_state(dev) != RDMAD_DEVICE_PRESENT ||
+	    rdmad_device_is_removing(dev))
 		return NULL;
 	return dev;
 }

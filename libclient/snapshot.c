@@ -148,8 +148,9 @@ static void fill_life(struct rdmad_device *dev, const Rdmad__Device *msg,
 	dev->away = msg->state == RDMAD__DEVICE_STATE__DEVICE_STATE_AWAY;
 	dev->away_deadline = dev->away ? msg->away_deadline_ms : 0;
 	dev->state = public_state(msg->state, features);
+	dev->removing = dev->state == RDMAD_DEVICE_PRESENT && msg->removing;
 	/* Without readiness from the daemon, present means usable. */
-	dev->ready = dev->state == RDMAD_DEVICE_PRESENT &&
+	dev->ready = dev->state == RDMAD_DEVICE_PRESENT && !dev->removing &&
 		     (msg->ready || !msg->incarnation);
 	fill_strings(dev->aliases, msg->aliases, dev->n_aliases, cursor);
 	fill_strings(dev->changed, msg->changed, dev->n_changed, cursor);
@@ -397,6 +398,7 @@ static bool event_keeps(enum rdmad_event_type type,
 	case RDMAD_EVENT_RETURNED:
 	case RDMAD_EVENT_READY:
 	case RDMAD_EVENT_UNREADY:
+	case RDMAD_EVENT_REMOVING:
 		return true;
 	case RDMAD_EVENT_REMOVED:
 		/* The daemon keeps a removed device listed while held, and
@@ -656,6 +658,11 @@ rdmad_device_get_incarnation(const struct rdmad_device *device)
 RDMAD_EXPORT int rdmad_device_is_ready(const struct rdmad_device *device)
 {
 	return device && device->ready;
+}
+
+RDMAD_EXPORT int rdmad_device_is_removing(const struct rdmad_device *device)
+{
+	return device && device->removing;
 }
 
 RDMAD_EXPORT int rdmad_device_is_unusable(const struct rdmad_device *device)

@@ -48,6 +48,7 @@ struct rdmad_device {
 	atomic_uint refs;
 	enum rdmad_device_state state; /* as the client's features show it */
 	bool away;		       /* the daemon said AWAY */
+	bool removing;		       /* the kernel is unregistering it */
 	bool ready;		       /* present and usable */
 	bool unusable; /* a client of this view could not open it (8b) */
 	int numa_node;

@@ -322,6 +322,7 @@ static bool type_from_wire(Rdmad__EventType wire,
 		[RDMAD__EVENT_TYPE__EVENT_TYPE_EXPECTING] =
 			RDMAD_EVENT_EXPECTING,
 		[RDMAD__EVENT_TYPE__EVENT_TYPE_SETTLED] = RDMAD_EVENT_SETTLED,
+		[RDMAD__EVENT_TYPE__EVENT_TYPE_REMOVING] = RDMAD_EVENT_REMOVING,
 	};
 
 	if ((unsigned int)wire >= sizeof(types) / sizeof(types[0]))
@@ -330,13 +331,16 @@ static bool type_from_wire(Rdmad__EventType wire,
 	return true;
 }
 
-/* What the callback is told of @type: as it is with the lifecycle
- * feature, else what the daemon tells its older clients (PROTOCOL.md
+/* What the callback is told of @type: as it is with the feature that
+ * brought it, else what the daemon tells its older clients (PROTOCOL.md
  * 8a); false: nothing. */
 static bool type_for_callback(enum rdmad_event_type type, unsigned int features,
 			      enum rdmad_event_type *ret_type)
 {
 	*ret_type = type;
+	if (type == RDMAD_EVENT_REMOVING &&
+	    !(features & RDMAD_CLIENT_FEATURE_REMOVING))
+		type = *ret_type = RDMAD_EVENT_UNREADY;
 	if (features & RDMAD_CLIENT_FEATURE_LIFECYCLE)
 		return true;
 	switch (type) {
@@ -352,6 +356,7 @@ static bool type_for_callback(enum rdmad_event_type type, unsigned int features,
 		return true;
 	case RDMAD_EVENT_READY:
 	case RDMAD_EVENT_UNREADY:
+	case RDMAD_EVENT_REMOVING:
 		*ret_type = RDMAD_EVENT_CHANGED;
 		return true;
 	case RDMAD_EVENT_EXPECTING:

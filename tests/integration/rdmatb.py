@@ -71,6 +71,7 @@ class FakeDevice:
         self.name, self.kind, self.uverbs = name, kind, uverbs
         self.pci, self.guid, self.ports, self.netdev = pci, guid, ports, netdev
         self.physfn = None  # an SR-IOV VF: its PF's PCI address
+        self.uverbs_removed = False  # begin_unplug() happened
         self.port_state = "4: ACTIVE"
         self.gid0 = "fe80:0000:0000:0000:0202:c9ff:fe00:0001"
 
@@ -184,6 +185,7 @@ class Testbed:
     def _plug(self, dev):
         k = KINDS[dev.kind]
         dev.uverbs = "uverbs%d" % self.next_uverbs
+        dev.uverbs_removed = False
         self.next_uverbs += 1
         self._add_pci(dev, k)
         self._add_ib(dev, k, dev.port_state)
@@ -268,11 +270,25 @@ class Testbed:
             % (dev.pci, dev.uverbs, dev.uverbs, 192 + n, dev.uverbs,
                dev.name, 192 + n, dev.pci))
 
-    def unplug(self, name):
-        """Hot-unplug: remove uevents for the class devices, then the PCI
-        function with everything below it."""
-        dev = self.devices.pop(name)
+    def begin_unplug(self, name):
+        """The kernel's first step of an unregistration (ib_uverbs'
+        remove_one(), device_del()): the uverbs device's class link goes,
+        then its remove uevent; the ib device stays, as it does while a
+        driver without disassociate_ucontext waits for open contexts."""
+        dev = self.devices[name]
+        if dev.uverbs_removed:
+            return
+        dev.uverbs_removed = True
+        os.unlink(os.path.join(self.sys, "class", "infiniband_verbs",
+                               dev.uverbs))
         self.tb.uevent(dev.uverbs_path, "remove")
+
+    def unplug(self, name):
+        """Hot-unplug: the uverbs device's removal (begin_unplug()), the
+        ib device's remove uevent, then the PCI function with everything
+        below it."""
+        self.begin_unplug(name)
+        dev = self.devices.pop(name)
         self.tb.uevent(dev.ib_path, "remove")
         self.tb.remove_device(dev.uverbs_path)
         self.tb.remove_device(dev.ib_path)

@@ -348,6 +348,49 @@ class TestLifecycle(ClientTest):
         self.assertRefreshLists(["mlx5_0", "mlx5_1"])
         self.assertIn(["released", "mlx5_0"], [e[2:4] for e in w.events()])
 
+    def test_removing_comes_first(self):
+        """The kernel's first step of a removal (the uverbs node goes; a
+        driver without disassociate_ucontext then waits for every open
+        context): a client that asked for it hears REMOVING at once, with
+        the device still present but not ready and out of
+        ibv_refresh_device_list(); a lifecycle client hears UNREADY, a
+        client of librdmad 1.0 CHANGED.  REMOVED follows only when the
+        device is gone, and a held one stays listed until released."""
+        self.tb.plug("mlx5_0", "mlx5-ib")
+        self.tb.plug("mlx5_1", "mlx5-ib")
+        self.start_daemon()
+        w = self.start("client-watch", "--removing")
+        w.expect("ready")
+        lc = self.watch()
+        old = self.start("client-watch")
+        old.expect("ready")
+        h = self.start("client-hold", "mlx5_0")
+        h.expect("held")
+        self.tb.begin_unplug("mlx5_0")
+        ev = w.expect("event")
+        while ev[2] in ("changed", "resync"):  # the hold
+            ev = w.expect("event")
+        self.assertEqual(ev[2:6], ["removing", "mlx5_0", "present", "1"])
+        self.assertEqual(ev[7], "0", "a removing device is not ready")
+        self.list_until(w, lambda e: ("mlx5_0", "present", ev[6], "0", "1")
+                        in e, "mlx5_0 listed, present, not ready")
+        self.assertEqual(w.expect("usable")[2:], ["mlx5_1"])
+        self.assertRefreshLists(["mlx5_1"])
+        ev = lc.expect("event")
+        while ev[2] in ("changed", "resync"):
+            ev = lc.expect("event")
+        self.assertEqual(ev[2:4], ["unready", "mlx5_0"])
+        seen = [old.expect("event")[2:4]]
+        while len(seen) < 2:  # the hold, then the removal
+            seen.append(old.expect("event")[2:4])
+        self.assertEqual({e[0] for e in seen} - {"resync"}, {"changed"})
+        self.tb.unplug("mlx5_0")
+        ev = w.expect("event")
+        self.assertEqual(ev[2:6], ["removed", "mlx5_0", "removed", "1"])
+        h.stop()
+        ev = w.expect("event")
+        self.assertEqual(ev[2:4], ["released", "mlx5_0"])
+
     def test_ready_and_unready_follow_the_port(self):
         self.tb.plug("mlx5_0", "mlx5-ib")
         self.tb.plug("mlx5_1", "mlx5-ib", port_state="2: INIT")

@@ -31,3 +31,8 @@ void scan_request_uverbs(struct scan *scan, const char *uverbs)
 {
 	fake_calls_add("uverbs:%s", uverbs);
 }
+
+void scan_uverbs_gone(struct scan *scan, const char *uverbs)
+{
+	fake_calls_add("uverbs-gone:%s", uverbs);
+}

@@ -24,6 +24,7 @@ enum op {
 	OP_UNREF,	  /* arg: name (the referenced one) */
 	OP_NETDEV,	  /* arg: ifname, arg2: "up", "down" or "gone" */
 	OP_PORT_UP,	  /* arg: name, want_r: its port's netdev_up */
+	OP_UVERBS_GONE,	  /* arg: uverbs name */
 };
 
 struct step {
@@ -32,7 +33,9 @@ struct step {
 	const char *arg2;
 	int want_r;
 	const char *want_events; /* "ADDED a, RENAMED c<a" */
-	const char *want_list;	 /* "name:P|R:holders ..."; NULL: unchecked */
+	/* "name:P|R|G:holders ...", G for present and removing; NULL:
+	 * unchecked */
+	const char *want_list;
 };
 
 static struct {
@@ -51,6 +54,7 @@ static const char *const event_names[] = {
 	[DEVICES_EVENT_RETURNED] = "RETURNED",
 	[DEVICES_EVENT_READY] = "READY",
 	[DEVICES_EVENT_UNREADY] = "UNREADY",
+	[DEVICES_EVENT_REMOVING] = "REMOVING",
 };
 
 static void listener(void *userdata, enum devices_event event,
@@ -72,14 +76,14 @@ static void listener(void *userdata, enum devices_event event,
 		 old_name ? "<" : "", old_name ? old_name : "");
 }
 
-/* "name|id|state|netdev": one device with one port. */
+/* "name|id|state|netdev|uverbs": one device with one port. */
 static void parse_spec(const char *spec, struct sysfs_device *d)
 {
-	char buf[256], *fields[4] = {NULL}, *p = buf;
+	char buf[256], *fields[5] = {NULL}, *p = buf;
 
 	memset(d, 0, sizeof(*d));
 	snprintf(buf, sizeof(buf), "%s", spec);
-	for (int i = 0; i < 4; i++) {
+	for (int i = 0; i < 5; i++) {
 		char *end = strchr(p, '|');
 
 		fields[i] = p;
@@ -102,6 +106,8 @@ static void parse_spec(const char *spec, struct sysfs_device *d)
 	if (fields[3])
 		snprintf(d->ports[0].netdev, sizeof(d->ports[0].netdev), "%s",
 			 fields[3]);
+	if (fields[4])
+		snprintf(d->uverbs, sizeof(d->uverbs), "%s", fields[4]);
 }
 
 static int do_scan(const char *specs)
@@ -188,8 +194,17 @@ static int run_step(const struct step *s)
 						!strcmp(s->arg2, "up"));
 	case OP_PORT_UP:
 		return do_port_up(s->arg);
+	case OP_UVERBS_GONE:
+		return devices_uverbs_gone(ctx.table, s->arg);
 	}
 	return -99;
+}
+
+static char state_char(const struct device *d)
+{
+	if (device_state(d) != DEVICE_STATE_PRESENT)
+		return 'R';
+	return device_removing(d) ? 'G' : 'P';
 }
 
 static void listing(char *buf, size_t size)
@@ -201,9 +216,7 @@ static void listing(char *buf, size_t size)
 	     d = devices_next(ctx.table, d))
 		len += snprintf(buf + len, size - len, "%s%s:%c:%zu",
 				len ? " " : "", device_info(d)->name,
-				device_state(d) == DEVICE_STATE_PRESENT ? 'P'
-									: 'R',
-				device_holder_count(d));
+				state_char(d), device_holder_count(d));
 }
 
 static void run_scenario(const char *name, const struct step *steps, size_t n)
@@ -331,6 +344,35 @@ static const struct step netdevs[] = {
 	{OP_NETDEV, "a-name-far-too-long", "up", -EINVAL, "", NULL},
 };
 
+/* The kernel unregistering a device: its uverbs node goes first, and
+ * then, for drivers without disassociate_ucontext, it waits for every
+ * open context (devices.h "Removing"). */
+static const struct step removing[] = {
+	{OP_SCAN, "a|pci:1|||uverbs0 b|pci:2|||uverbs1", NULL, 2,
+	 "ADDED a, ADDED b", "a:P:0 b:P:0"},
+	{OP_HOLD, "a", "o1", 0, "CHANGED a", NULL},
+	{OP_UVERBS_GONE, "uverbs9", NULL, 0, "", "a:P:1 b:P:0"},
+	{OP_UVERBS_GONE, "uverbs0", NULL, 1, "REMOVING a", "a:G:1 b:P:0"},
+	{OP_UVERBS_GONE, "uverbs0", NULL, 0, "", NULL},
+	/* Torn down bit by bit: what scans read of it changes nothing, and
+	 * neither does its net device. */
+	{OP_SCAN, "a|pci:1|DOWN|eth0 b|pci:2|||uverbs1", NULL, 0, "",
+	 "a:G:1 b:P:0"},
+	{OP_ONE, "a", "a|pci:1|DOWN", 0, "", NULL},
+	{OP_NETDEV, "eth0", "down", 0, "", NULL},
+	{OP_HOLD, "a", "o2", 0, "CHANGED a", "a:G:2 b:P:0"},
+	{OP_SCAN, "b|pci:2|||uverbs1", NULL, 1, "REMOVED a", "a:R:2 b:P:0"},
+	{OP_RELEASE_OWNER, NULL, "o1", 0, "CHANGED a", NULL},
+	{OP_RELEASE_OWNER, NULL, "o2", 0, "RELEASED a", "b:P:0"},
+	/* Seen without its uverbs by a scan alone (no uevent heard). */
+	{OP_ONE, "b", "b|pci:2", 1, "REMOVING b", "b:G:0"},
+	/* Its uverbs back (ib_uverbs loaded again): usable again. */
+	{OP_ONE, "b", "b|pci:2|||uverbs1", 1, "READY b", "b:P:0"},
+	/* Back again under another uverbs number. */
+	{OP_UVERBS_GONE, "uverbs1", NULL, 1, "REMOVING b", "b:G:0"},
+	{OP_ONE, "b", "b|pci:2|||uverbs0", 1, "READY b", "b:P:0"},
+};
+
 #define SCENARIO(s) run_scenario(#s, s, sizeof(s) / sizeof(s[0]))
 
 /* Many devices: hash growth, iteration order, lookups, removal. */
@@ -399,6 +441,7 @@ int main(void)
 	SCENARIO(owners_and_refs);
 	SCENARIO(one_device);
 	SCENARIO(netdevs);
+	SCENARIO(removing);
 	test_scale();
 	test_generation_ceiling();
 	if (failures)

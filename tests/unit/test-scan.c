@@ -258,21 +258,25 @@ static void test_removal_announced_early(void)
 	CHECK(nscan_device == 2, "%u passes", nscan_device);
 }
 
-/* A device with a garbage node_guid is tried twice, then left alone with
- * a single warning however often it is asked for. */
+/* A device with a garbage node_guid is looked at three times (at once,
+ * 200 ms and 2 s later), then left alone with a single warning however
+ * often it is asked for. */
 static void test_half_created(void)
 {
 	unsigned int round;
 
 	reset_counts();
 	put_dev("dev3", "garbage\n", "4: ACTIVE\n", "eth3\n");
-	for (round = 0; round < 3; round++) {
+	for (round = 0; round < 2; round++) {
 		scan_request(scan, "dev3");
 		run_for(5 * DEBOUNCE_MS);
-		CHECK(nscan_device == 2 * round + 1, "round %u: %u passes",
+		CHECK(nscan_device == 3 * round + 1, "round %u: %u passes",
 		      round, nscan_device);
 		run_for(300);
-		CHECK(nscan_device == 2 * round + 2, "round %u: %u passes",
+		CHECK(nscan_device == 3 * round + 2, "round %u: %u passes",
+		      round, nscan_device);
+		run_for(2100);
+		CHECK(nscan_device == 3 * round + 3, "round %u: %u passes",
 		      round, nscan_device);
 	}
 	CHECK(fake_log_warnings == 1, "%u warnings", fake_log_warnings);
@@ -289,7 +293,9 @@ static void test_half_created(void)
 }
 
 /* A new device whose uverbs char device comes a moment later is added
- * once, complete; one whose uverbs never comes is added after the retry. */
+ * once, complete; one whose uverbs never comes is added after its last
+ * look, 2 s later, where ib_uverbs is loaded (its class directory there:
+ * from uverbs5 on here), after the retry where it is not. */
 static void test_uverbs_late(void)
 {
 	reset_counts();
@@ -315,6 +321,9 @@ static void test_uverbs_late(void)
 	run_for(5 * DEBOUNCE_MS);
 	CHECK(fake_calls_total() == 0, "%s", fake_calls_dump());
 	run_for(300);
+	CHECK(fake_calls_total() == 0, "after the retry: %s",
+	      fake_calls_dump());
+	run_for(2000);
 	CHECK(fake_calls_count("added:dev6") == 1 && fake_calls_total() == 1,
 	      "%s", fake_calls_dump());
 	CHECK(fake_log_warnings == 0, "%u warnings", fake_log_warnings);
@@ -330,6 +339,63 @@ static void test_uverbs_late(void)
 	run_for(300);
 	CHECK(fake_calls_count("removed:dev5") == 1 && fake_calls_total() == 1,
 	      "%s", fake_calls_dump());
+}
+
+/*
+ * The kernel deleted a device's uverbs node (its uevent): REMOVING at once,
+ * before any pass; what passes then read of the half torn down device
+ * (uverbs gone, no ports) changes nothing; REMOVED once it is gone.  A
+ * removal read late, after a new device took the same uverbsN, ends
+ * nothing.  A present device found without its uverbs by passes alone
+ * (no uevent heard) is REMOVING too, after the retry.
+ */
+static void test_uverbs_gone(void)
+{
+	const struct device *d;
+
+	put_dev("dev8", "0002:c903:0000:0008\n", "4: ACTIVE\n", "eth8\n");
+	put("class/infiniband_verbs/uverbs8/ibdev", "dev8\n");
+	scan_request(scan, "dev8");
+	run_for(5 * DEBOUNCE_MS);
+	reset_counts();
+	scan_uverbs_gone(scan, "uverbs8");
+	CHECK(fake_calls_count("removing:dev8") == 0,
+	      "uverbs8 still in sysfs: %s", fake_calls_dump());
+	remove_tree("class/infiniband_verbs/uverbs8");
+	scan_uverbs_gone(scan, "uverbs8");
+	CHECK(fake_calls_count("removing:dev8") == 1 &&
+		      fake_calls_total() == 1 && nscan_device == 0,
+	      "at once: %s, %u passes", fake_calls_dump(), nscan_device);
+	d = devices_find(table, "dev8");
+	CHECK(d && device_removing(d) && !device_ready(d) &&
+		      device_state(d) == DEVICE_STATE_PRESENT,
+	      "dev8 not removing");
+	scan_uverbs_gone(scan, "uverbs8");
+	remove_tree("class/infiniband/dev8/ports");
+	run_for(300);
+	CHECK(fake_calls_total() == 1, "torn down: %s", fake_calls_dump());
+	remove_tree("class/infiniband/dev8");
+	scan_request_removed(scan, "dev8");
+	run_for(300);
+	CHECK(fake_calls_count("removed:dev8") == 1 && fake_calls_total() == 2,
+	      "gone: %s", fake_calls_dump());
+
+	put_dev("dev9", "0002:c903:0000:0009\n", "4: ACTIVE\n", "eth9\n");
+	put("class/infiniband_verbs/uverbs9/ibdev", "dev9\n");
+	scan_request(scan, "dev9");
+	run_for(5 * DEBOUNCE_MS);
+	reset_counts();
+	remove_tree("class/infiniband_verbs/uverbs9");
+	scan_request(scan, "dev9");
+	run_for(5 * DEBOUNCE_MS);
+	CHECK(fake_calls_total() == 0, "first look: %s", fake_calls_dump());
+	run_for(300);
+	CHECK(fake_calls_count("removing:dev9") == 1 && fake_calls_total() == 1,
+	      "after the retry: %s", fake_calls_dump());
+	remove_tree("class/infiniband/dev9");
+	scan_request_removed(scan, "dev9");
+	run_for(300);
+	CHECK(fake_calls_count("removed:dev9") == 1, "%s", fake_calls_dump());
 }
 
 static void test_netdev_and_uverbs(void)
@@ -482,6 +548,7 @@ int main(void)
 	test_removal_announced_early();
 	test_half_created();
 	test_uverbs_late();
+	test_uverbs_gone();
 	test_netdev_and_uverbs();
 	test_leading_edge();
 	test_fd_table_full();

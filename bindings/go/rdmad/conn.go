@@ -36,6 +36,11 @@ const (
 	// device's lives (identity, incarnation, readiness, AWAY and the
 	// events RETURNED, READY, UNREADY, EXPECTING and SETTLED).
 	FeatureLifecycle = "lifecycle"
+	// FeatureRemoving is the Hello feature of PROTOCOL.md "Removing": the
+	// event REMOVING, the moment the kernel begins to unregister a device
+	// (close every context on it then; do not wait for REMOVED).  It is
+	// said with FeatureLifecycle.
+	FeatureRemoving = "removing"
 )
 
 // SocketPath resolves the socket as rdmad, librdmad and rdmactl do: path
@@ -180,7 +185,7 @@ func Dial(ctx context.Context, path string, opts ...Option) (*Conn, error) {
 func (c *Conn) hello(ctx context.Context, o *options) error {
 	h := &rdmadpb.Hello{ClientName: o.clientName}
 	if !o.noLifecycle {
-		h.Features = []string{FeatureLifecycle}
+		h.Features = []string{FeatureLifecycle, FeatureRemoving}
 	}
 	f := &rdmadpb.Frame{Body: &rdmadpb.Frame_Hello{Hello: h}}
 	seq, err := c.write(ctx, f, nil)

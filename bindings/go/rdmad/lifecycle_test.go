@@ -330,7 +330,7 @@ func TestHelloFeatures(t *testing.T) {
 		opts []Option
 		want []string
 	}{
-		{nil, []string{"lifecycle"}},
+		{nil, []string{"lifecycle", "removing"}},
 		{[]Option{WithoutLifecycle()}, nil},
 	} {
 		d := newFake(t)
@@ -364,7 +364,7 @@ func TestSubscribeLifecycle(t *testing.T) {
 	sriov := &rdmadpb.Sriov{Pf: pf, Expected: 1}
 	d := newFake(t)
 	done := d.serve(func(p *peer) {
-		if h := p.hello(1); !equal(h.GetFeatures(), []string{"lifecycle"}) {
+		if h := p.hello(1); !equal(h.GetFeatures(), []string{"lifecycle", "removing"}) {
 			p.t.Errorf("Hello features %q", h.GetFeatures())
 		}
 		f := p.expect("Subscribe", isSubscribe)

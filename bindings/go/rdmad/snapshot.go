@@ -174,7 +174,17 @@ func Away(d *rdmadpb.Device) bool {
 // for RoCE and iWARP, a net device that is not down).  A daemon without
 // the lifecycle feature never says ready.
 func Ready(d *rdmadpb.Device) bool {
-	return Usable(d) && d.GetReady()
+	return Usable(d) && d.GetReady() && !d.GetRemoving()
+}
+
+// Removing reports whether the kernel has begun to unregister d (the
+// event REMOVING, PROTOCOL.md "Removing"): close every verbs context on
+// it now.  Drivers without disassociate_ucontext (rxe, siw) finish the
+// removal, and the daemon says REMOVED, only once every context is
+// closed, so a program that waits for REMOVED first waits for itself.
+func Removing(d *rdmadpb.Device) bool {
+	return d.GetState() == rdmadpb.DeviceState_DEVICE_STATE_PRESENT &&
+		d.GetRemoving()
 }
 
 // HolderCount is the number of holders of d: the daemon lists at most 64
@@ -248,6 +258,7 @@ func (s *Snapshot) apply(ev *rdmadpb.Event, lifecycle bool) (*Snapshot, *rdmadpb
 		rdmadpb.EventType_EVENT_TYPE_CHANGED,
 		rdmadpb.EventType_EVENT_TYPE_READY,
 		rdmadpb.EventType_EVENT_TYPE_UNREADY,
+		rdmadpb.EventType_EVENT_TYPE_REMOVING,
 		rdmadpb.EventType_EVENT_TYPE_EXPECTING,
 		rdmadpb.EventType_EVENT_TYPE_SETTLED:
 		return put(same)

@@ -59,6 +59,8 @@ static inline const char *client_event_name(enum rdmad_event_type type)
 		return "expecting";
 	case RDMAD_EVENT_SETTLED:
 		return "settled";
+	case RDMAD_EVENT_REMOVING:
+		return "removing";
 	}
 	return "unknown";
 }
@@ -122,19 +124,24 @@ static inline void client_print_event(struct rdmad_client *client,
 	fflush(stdout);
 }
 
-/* --lifecycle as the first argument: opt in, and say so to the printer
- * (its userdata). */
+/* --lifecycle (or --removing) as the first argument: opt in, and say so
+ * to the printer (its userdata). */
 static inline int client_lifecycle_arg(struct rdmad_client *client, int *argc,
 				       char ***argv)
 {
-	if (*argc < 2 || strcmp((*argv)[1], "--lifecycle") != 0)
+	unsigned int features = RDMAD_CLIENT_FEATURE_LIFECYCLE;
+
+	if (*argc < 2)
+		return 0;
+	if (strcmp((*argv)[1], "--removing") == 0)
+		features |= RDMAD_CLIENT_FEATURE_REMOVING;
+	else if (strcmp((*argv)[1], "--lifecycle") != 0)
 		return 0;
 	(*argv)[1] = (*argv)[0];
 	(*argv)++;
 	(*argc)--;
 	client_print_lists = 1;
-	return rdmad_client_set_features(client,
-					 RDMAD_CLIENT_FEATURE_LIFECYCLE) == 0;
+	return rdmad_client_set_features(client, features) == 0;
 }
 
 /*

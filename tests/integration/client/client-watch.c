@@ -1,11 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * client-watch [--lifecycle] [--count N]: subscribe through librdmad and
- * print a line per event ("event GEN TYPE NAME STATE HOLDERS"), after a
- * first line "ready GEN COUNT" once the first snapshot is in.  Exits on
- * SIGTERM or after N events.  --lifecycle opts into the lifecycle
- * feature, adds each device's incarnation, readiness and aliases to its
- * event line, and prints the library's own list after each batch
+ * client-watch [--lifecycle|--removing] [--count N]: subscribe through
+ * librdmad and print a line per event ("event GEN TYPE NAME STATE
+ * HOLDERS"), after a first line "ready GEN COUNT" once the first snapshot
+ * is in.  Exits on SIGTERM or after N events.  --lifecycle opts into the
+ * lifecycle feature (--removing into that and the removing feature),
+ * adds each device's incarnation, readiness and aliases to its event
+ * line, and prints the library's own list after each batch
  * (client-common.h).
  */
 #include <stdlib.h>

@@ -58,6 +58,7 @@ type deviceJSON struct {
 	Identity       string    `json:"identity"`
 	Incarnation    uint64    `json:"incarnation"`
 	Ready          bool      `json:"ready"`
+	Removing       bool      `json:"removing,omitempty"`
 	Aliases        []string  `json:"aliases"`
 	AwayDeadlineMs *uint64   `json:"away_deadline_ms,omitempty"`
 	Changed        *[]string `json:"changed,omitempty"`
@@ -128,6 +129,8 @@ func eventName(t rdmadpb.EventType) string {
 		return "expecting"
 	case rdmadpb.EventType_EVENT_TYPE_SETTLED:
 		return "settled"
+	case rdmadpb.EventType_EVENT_TYPE_REMOVING:
+		return "removing"
 	}
 	return "unknown"
 }
@@ -143,7 +146,8 @@ func baseEventName(t rdmadpb.EventType) string {
 	case rdmadpb.EventType_EVENT_TYPE_READY,
 		rdmadpb.EventType_EVENT_TYPE_UNREADY,
 		rdmadpb.EventType_EVENT_TYPE_EXPECTING,
-		rdmadpb.EventType_EVENT_TYPE_SETTLED:
+		rdmadpb.EventType_EVENT_TYPE_SETTLED,
+		rdmadpb.EventType_EVENT_TYPE_REMOVING:
 		return "changed"
 	}
 	return eventName(t)
@@ -169,6 +173,7 @@ func deviceObject(d *rdmadpb.Device) deviceJSON {
 		Identity:     d.GetIdentity(),
 		Incarnation:  d.GetIncarnation(),
 		Ready:        d.GetReady(),
+		Removing:     d.GetRemoving(),
 		Aliases:      append([]string{}, d.GetAliases()...),
 		SriovPF:      d.GetSriovPf(),
 		Unusable:     d.GetUnusable(),
