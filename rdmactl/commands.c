@@ -9,6 +9,7 @@
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "rdmad-config.h"
@@ -59,37 +60,59 @@ int commands_open_session(const struct rdmactl_ctx *ctx, const char *verb,
 	return RDMACTL_EXIT_OK;
 }
 
-/* The one device @ctx names, alone in @snap; 0, or -ENODEV when the
- * daemon lists no such device.  The snapshot's memory is untouched. */
-static int select_device(const struct rdmactl_ctx *ctx,
-			 struct session_snapshot *snap)
+/*
+ * What status and list print: every device of @snap, or with ctx->device
+ * every life of that name (PROTOCOL.md 8a: a removed life that is still
+ * held and the present one share it), in a new array of @snap's pointers
+ * with the lives of each name in output_order_lives()'s order.  0,
+ * -ENODEV when the daemon lists no such device, -ENOMEM.
+ */
+static int select_devices(const struct rdmactl_ctx *ctx,
+			  const struct session_snapshot *snap,
+			  Rdmad__Device ***ret_devices, size_t *ret_n)
 {
-	for (size_t i = 0; i < snap->n_devices; i++) {
-		if (strcmp(snap->devices[i]->name, ctx->device) == 0) {
-			snap->devices += i;
-			snap->n_devices = 1;
-			return 0;
-		}
+	Rdmad__Device **v = calloc(snap->n_devices + 1, sizeof(*v));
+	size_t n = 0;
+
+	if (!v)
+		return -ENOMEM;
+	for (size_t i = 0; i < snap->n_devices; i++)
+		if (!ctx->device ||
+		    !strcmp(snap->devices[i]->name, ctx->device))
+			v[n++] = snap->devices[i];
+	if (ctx->device && n == 0) {
+		free(v);
+		return -ENODEV;
 	}
-	return -ENODEV;
+	output_order_lives(v, n);
+	*ret_devices = v;
+	*ret_n = n;
+	return 0;
 }
 
-/* Print the snapshot, or only ctx->device out of it. */
+/* Print the snapshot, or the lives of ctx->device out of it. */
 static int print_selected(const struct rdmactl_ctx *ctx, const char *verb,
 			  const struct session_snapshot *snap,
 			  int (*print)(const struct rdmactl_ctx *ctx,
 				       const struct session_snapshot *snap))
 {
 	struct session_snapshot view = *snap;
+	int r = select_devices(ctx, snap, &view.devices, &view.n_devices);
 
-	if (ctx->device && select_device(ctx, &view) < 0) {
+	if (r == -ENODEV) {
 		fprintf(ctx->err,
 			"rdmactl: %s: no device '%s' (rdmad at %s lists %zu; "
 			"see 'rdmactl list')\n",
 			verb, ctx->device, ctx->socket_path, snap->n_devices);
 		return RDMACTL_EXIT_FAILURE;
 	}
-	return print(ctx, &view);
+	if (r < 0) {
+		fprintf(ctx->err, "rdmactl: %s: %s\n", verb, strerror(-r));
+		return RDMACTL_EXIT_FAILURE;
+	}
+	r = print(ctx, &view);
+	free(view.devices);
+	return r;
 }
 
 /* Shared by status and list: one GetStatus, then print it. */

@@ -57,6 +57,43 @@ const char *output_state_name(Rdmad__DeviceState state)
 	return "unknown";
 }
 
+/* Lives of one name, in the order they are shown (PROTOCOL.md 8a). */
+static int life_rank(const Rdmad__Device *dev)
+{
+	switch (dev->state) {
+	case RDMAD__DEVICE_STATE__DEVICE_STATE_PRESENT:
+		return 0;
+	case RDMAD__DEVICE_STATE__DEVICE_STATE_AWAY:
+		return 1;
+	case RDMAD__DEVICE_STATE__DEVICE_STATE_REMOVED:
+		return 2;
+	case _RDMAD__DEVICE_STATE_IS_INT_SIZE:
+		break;
+	}
+	return 3;
+}
+
+static bool same_name(const Rdmad__Device *a, const Rdmad__Device *b)
+{
+	return !strcmp(a->name, b->name);
+}
+
+/* An insertion sort within each run of one name: stable, and linear
+ * where no name has several lives. */
+void output_order_lives(Rdmad__Device **devices, size_t n)
+{
+	for (size_t i = 1; i < n; i++) {
+		Rdmad__Device *dev = devices[i];
+		size_t j = i;
+
+		for (; j > 0 && same_name(devices[j - 1], dev) &&
+		       life_rank(devices[j - 1]) > life_rank(dev);
+		     j--)
+			devices[j] = devices[j - 1];
+		devices[j] = dev;
+	}
+}
+
 static void add_string(struct json_object *obj, const char *key,
 		       const char *value)
 {
@@ -489,11 +526,50 @@ static void holder_text(FILE *f, const Rdmad__Holder *holder)
 	fputc('\n', f);
 }
 
-static void device_text(FILE *f, const Rdmad__Device *dev)
+/* Whether devices[i] shares its name with a neighbour: one of several
+ * lives of that name (output_order_lives() keeps them together). */
+static bool has_other_lives(Rdmad__Device *const *devices, size_t n, size_t i)
+{
+	return (i > 0 && same_name(devices[i - 1], devices[i])) ||
+	       (i + 1 < n && same_name(devices[i + 1], devices[i]));
+}
+
+/* What one life of a name means to a program that opens the name. */
+static const char *life_meaning(const Rdmad__Device *dev)
+{
+	switch (dev->state) {
+	case RDMAD__DEVICE_STATE__DEVICE_STATE_PRESENT:
+		return "a new open gets this one";
+	case RDMAD__DEVICE_STATE__DEVICE_STATE_AWAY:
+		return "gone, expected back";
+	case RDMAD__DEVICE_STATE__DEVICE_STATE_REMOVED:
+		return "ended, listed while held";
+	case _RDMAD__DEVICE_STATE_IS_INT_SIZE:
+		break;
+	}
+	return "unknown state";
+}
+
+/* " (present, incarnation 2: a new open gets this one)", with
+ * ", unusable" after the incarnation where @unusable asks for it. */
+static void life_text(FILE *f, const Rdmad__Device *dev, bool unusable)
+{
+	fprintf(f, " (%s, incarnation %llu%s: %s)",
+		output_state_name(dev->state),
+		(unsigned long long)dev->incarnation,
+		unusable && dev->unusable ? ", unusable" : "",
+		life_meaning(dev));
+}
+
+/* @several: the name has other lives, so this block says which it is. */
+static void device_text(FILE *f, const Rdmad__Device *dev, bool several)
 {
 	size_t i;
 
-	fprintf(f, "hca_id:\t%s\n", or_dash(dev->name));
+	fprintf(f, "hca_id:\t%s", or_dash(dev->name));
+	if (several)
+		life_text(f, dev, false);
+	fputc('\n', f);
 	state_text(f, dev);
 	lifecycle_text(f, dev);
 	fprintf(f, "\tuverbs:\t\t\t%s\n", or_dash(dev->uverbs));
@@ -567,7 +643,7 @@ void output_status_view_text(FILE *f, uint64_t generation,
 	output_view_text(f, view);
 	for (i = 0; i < n; i++) {
 		fputc('\n', f);
-		device_text(f, devices[i]);
+		device_text(f, devices[i], has_other_lives(devices, n, i));
 	}
 }
 
@@ -577,15 +653,19 @@ void output_status_text(FILE *f, uint64_t generation,
 	output_status_view_text(f, generation, NULL, devices, n);
 }
 
-/* A name a line; an unusable one says so after a space, so that the
- * first word of each line is always the name. */
+/* A name a line; an unusable one says so after a space, and each life
+ * of a name that has several says which it is, so that the first word
+ * of each line is always the name. */
 void output_list_text(FILE *f, Rdmad__Device *const *devices, size_t n)
 {
-	size_t i;
-
-	for (i = 0; i < n; i++)
-		fprintf(f, "%s%s\n", or_dash(devices[i]->name),
-			devices[i]->unusable ? " (unusable)" : "");
+	for (size_t i = 0; i < n; i++) {
+		fputs(or_dash(devices[i]->name), f);
+		if (has_other_lives(devices, n, i))
+			life_text(f, devices[i], true);
+		else if (devices[i]->unusable)
+			fputs(" (unusable)", f);
+		fputc('\n', f);
+	}
 }
 
 /* "expecting 4 VFs of 0000:03:00.0", "settled 0000:03:00.0: 3 of 4

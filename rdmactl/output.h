@@ -36,6 +36,17 @@ struct json_object *output_resync_json(uint64_t generation,
  * -EIO if the output cannot be written. */
 int output_json_print(FILE *f, struct json_object *obj, bool pretty);
 
+/*
+ * Put the lives of each name (PROTOCOL.md 8a: a removed life still held
+ * and the present one share a name) in the order status and list show
+ * them: present first, as it is what a new open of the name gets, then
+ * away, then removed; stable otherwise.  Only lives next to each other
+ * move (rdmad lists devices sorted by name); the human forms mark the
+ * lives of a name that has several, telling them apart by state and
+ * incarnation.
+ */
+void output_order_lives(Rdmad__Device **devices, size_t n);
+
 void output_status_text(FILE *f, uint64_t generation,
 			Rdmad__Device *const *devices, size_t n);
 /* With a "view: ..." line after the first one, unless @view is NULL or

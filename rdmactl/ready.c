@@ -166,7 +166,10 @@ static bool entry_named(const struct entry *e, const char *name)
  * wait's condition.  With a device: that one (by name or alias) present,
  * and ready with --ready.  Without: at least one device present and,
  * with --ready, every present one ready, as systemd-networkd-wait-online
- * wants every link it manages configured and at least one online.
+ * wants every link it manages configured and at least one online.  Only
+ * present lives count: a removed or away life that shares the name or
+ * alias (PROTOCOL.md 8a) is its own entry and neither satisfies the
+ * condition nor holds it up.
  */
 static bool devlist_satisfies(const struct devlist *l,
 			      const struct rdmactl_ctx *ctx)

@@ -4,8 +4,10 @@
 identity, incarnation and readiness in status and monitor, `returned` on a
 replug, `unready`/`ready` as a port leaves and reaches ACTIVE, `rdmactl
 wait` blocking until its condition holds, timing out, or returning at
-once, and `rdmactl env` for NCCL and UCX.  Every wait is a deadline, never
-a pace: a loaded machine makes the tests slower, not flaky."""
+once, and `rdmactl env` for NCCL and UCX; a name with two lives (a device
+plugged again while its old life is held) in status, list and wait.  Every
+wait is a deadline, never a pace: a loaded machine makes the tests slower,
+not flaky."""
 import os
 import subprocess
 import time
@@ -14,6 +16,8 @@ import rdmatb
 from rdmatb import DaemonTest, Monitor, rdmactl, status, find
 
 ACTIVE, INIT = "4: ACTIVE", "2: INIT"
+CLIENT_HOLD = os.path.join(rdmatb.BUILD, "tests", "integration", "client",
+                           "client-hold")
 
 
 def expect_lifecycle(mon, lifecycle, name):
@@ -215,6 +219,97 @@ class TestWait(DaemonTest):
         r = rdmactl("/nonexistent/rdmad.sock", "wait", check=False)
         self.assertEqual(r.returncode, 3, r)
         self.assertIn("/nonexistent/rdmad.sock", r.stderr)
+
+
+class TestTwoLives(DaemonTest):
+    """mlx5_0 held by a process, unplugged and plugged again under the same
+    name: rdmad lists its removed, held old life and its present new one.
+    rdmactl shows both, the present one first, and waits on that one."""
+
+    def setUp(self):
+        super().setUp()
+        if not os.path.exists(CLIENT_HOLD):
+            self.skipTest("client programs not built")
+        self.tb.plug("mlx5_0", "mlx5-ib")
+        self.tb.plug("mlx5_1", "mlx5-ib")
+        self.start_daemon()
+        self.inc = find(status(self.sock), "mlx5_0")["incarnation"]
+        self.holder = subprocess.Popen(
+            [CLIENT_HOLD, "mlx5_0"], env=dict(os.environ,
+                                              RDMAD_SOCKET=self.sock),
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        rdmatb.wait_until(lambda: self.holder_pids() == [self.holder.pid],
+                          what="mlx5_0 held")
+        self.tb.replug("mlx5_0", pause=0.5)
+        rdmatb.wait_until(self.both_lives, what="both lives of mlx5_0 listed")
+
+    def tearDown(self):
+        if self.holder.poll() is None:
+            self.holder.kill()
+        self.holder.wait()
+        super().tearDown()
+
+    def holder_pids(self):
+        dev = find(status(self.sock), "mlx5_0")
+        return [h["pid"] for h in dev["holders"]] if dev else None
+
+    def lives(self):
+        return [(d["state"], d["incarnation"]) for d in
+                rdmactl(self.sock, "status", "mlx5_0", "--json")["devices"]]
+
+    def both_lives(self):
+        d = find(status(self.sock), "mlx5_0", "present")
+        return self.lives() == [("present", self.inc + 1),
+                                ("removed", self.inc)] and d["ready"]
+
+    def test_status_and_list_show_every_life(self):
+        st = rdmactl(self.sock, "status", "mlx5_0", "--json")
+        self.assertEqual([d["name"] for d in st["devices"]],
+                         ["mlx5_0", "mlx5_0"])
+        present, removed = st["devices"]
+        self.assertEqual(present["holders"], [])
+        self.assertEqual([h["pid"] for h in removed["holders"]],
+                         [self.holder.pid])
+        self.assertEqual(present["identity"], removed["identity"])
+        out = rdmactl(self.sock, "status", "mlx5_0").stdout
+        first = out.index("hca_id:\tmlx5_0 (present, incarnation %d: a new "
+                          "open gets this one)\n" % (self.inc + 1))
+        second = out.index("hca_id:\tmlx5_0 (removed, incarnation %d: "
+                           "ended, listed while held)\n" % self.inc)
+        self.assertLess(first, second)
+        self.assertEqual(
+            rdmactl(self.sock, "list", "mlx5_0").stdout,
+            "mlx5_0 (present, incarnation %d: a new open gets this one)\n"
+            "mlx5_0 (removed, incarnation %d: ended, listed while held)\n"
+            % (self.inc + 1, self.inc))
+        self.assertEqual([(d["state"], d["incarnation"]) for d in
+                          rdmactl(self.sock, "list", "--json")
+                          if d["name"] == "mlx5_0"],
+                         [("present", self.inc + 1), ("removed", self.inc)])
+
+    def test_wait_on_the_present_life(self):
+        rc, out, err = finish(wait_cmd(self.sock, "--device", "mlx5_0",
+                                       "--ready"))
+        self.assertEqual((rc, out, err), (0, "", ""))
+        # The new life goes: the old one, still listed, does not stand in.
+        self.tb.unplug("mlx5_0")
+        rdmatb.wait_until(lambda: self.lives() == [("removed", self.inc)],
+                          what="the new life gone")
+        rc, _, err = finish(wait_cmd(self.sock, "--device", "mlx5_0",
+                                     "--timeout", "0.5"))
+        self.assertEqual((rc, err), (1, "rdmactl: wait: device 'mlx5_0' "
+                                        "not present within 0.5 s\n"))
+
+    def test_one_life_after_release(self):
+        self.holder.terminate()
+        self.holder.wait()
+        rdmatb.wait_until(lambda: self.lives() == [("present",
+                                                    self.inc + 1)],
+                          what="the old life released")
+        self.assertEqual(rdmactl(self.sock, "list", "mlx5_0").stdout,
+                         "mlx5_0\n")
+        self.assertIn("hca_id:\tmlx5_0\n",
+                      rdmactl(self.sock, "status", "mlx5_0").stdout)
 
 
 class TestEnv(DaemonTest):
