@@ -236,7 +236,14 @@ check_exposure() {
 
 # udevadm test reads rules from the system's directories only: in a
 # mount namespace of our own the installed rule is the only one there,
-# and umockdev fakes the infiniband device it must match.
+# and umockdev fakes the infiniband device it must match.  A tmpfs over
+# all of /run gives udevadm a /run/udev to write its database into
+# whether or not the host has one (a machine without udevd has none, and
+# making one would touch the host), and hides a running udevd's rules
+# and database without disturbing it.  It goes on last, after what is
+# read from $work, which TMPDIR may have put under /run.  mount -n:
+# libmount would otherwise create /run/mount (its utab lock) on the
+# host's /run.
 check_udev_rule() {
 	rule=$root/lib/udev/rules.d/90-rdmad.rules
 	[ -f "$rule" ] || fail "no udev rule installed"
@@ -261,10 +268,12 @@ check_udev_rule() {
 		return
 	}
 	# shellcheck disable=SC2016 # $1 is the inner shell's
-	$ns sh -c 'mount --bind "$1/rules" /lib/udev/rules.d &&
-		mount -t tmpfs none /etc/udev/rules.d &&
-		mount -t tmpfs none /run/udev &&
-		umockdev-run -d "$1/ib.umockdev" -- udevadm test --action=add \
+	$ns sh -c 'dev=$(cat "$1/ib.umockdev") &&
+		mount -n --bind "$1/rules" /lib/udev/rules.d &&
+		mount -n -t tmpfs none /etc/udev/rules.d &&
+		mount -n -t tmpfs none /run && mkdir /run/udev &&
+		printf "%s\n" "$dev" >/run/ib.umockdev &&
+		umockdev-run -d /run/ib.umockdev -- udevadm test --action=add \
 			/sys/class/infiniband/mlx5_0' sh "$work" \
 		>"$work/udev.log" 2>&1 ||
 		{ tail -20 "$work/udev.log"; fail "udevadm test"; }
