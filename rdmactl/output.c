@@ -35,6 +35,8 @@ const char *output_event_name(Rdmad__EventType type)
 		return "expecting";
 	case RDMAD__EVENT_TYPE__EVENT_TYPE_SETTLED:
 		return "settled";
+	case RDMAD__EVENT_TYPE__EVENT_TYPE_REMOVING:
+		return "removing";
 	case _RDMAD__EVENT_TYPE_IS_INT_SIZE:
 		break;
 	}
@@ -192,6 +194,8 @@ static void add_lifecycle(struct json_object *obj, const Rdmad__Device *dev)
 	add_uint(obj, "incarnation", dev->incarnation);
 	json_object_object_add(obj, "ready",
 			       json_object_new_boolean(dev->ready));
+	if (dev->removing)
+		add_bool(obj, "removing", true);
 	json_object_object_add(obj, "aliases",
 			       strings_json(dev->aliases, dev->n_aliases));
 	if (dev->state == RDMAD__DEVICE_STATE__DEVICE_STATE_AWAY)
@@ -334,7 +338,8 @@ static const char *base_event_name(Rdmad__EventType type)
 	if (type == RDMAD__EVENT_TYPE__EVENT_TYPE_READY ||
 	    type == RDMAD__EVENT_TYPE__EVENT_TYPE_UNREADY ||
 	    type == RDMAD__EVENT_TYPE__EVENT_TYPE_EXPECTING ||
-	    type == RDMAD__EVENT_TYPE__EVENT_TYPE_SETTLED)
+	    type == RDMAD__EVENT_TYPE__EVENT_TYPE_SETTLED ||
+	    type == RDMAD__EVENT_TYPE__EVENT_TYPE_REMOVING)
 		return "changed";
 	return output_event_name(type);
 }
@@ -506,7 +511,10 @@ static void lifecycle_text(FILE *f, const Rdmad__Device *dev)
 	fprintf(f, "\tidentity:\t\t%s\n", or_dash(dev->identity));
 	fprintf(f, "\tincarnation:\t\t%llu\n",
 		(unsigned long long)dev->incarnation);
-	fprintf(f, "\tready:\t\t\t%s\n", dev->ready ? "yes" : "no");
+	fprintf(f, "\tready:\t\t\t%s\n",
+		dev->removing ? "no (removing: close contexts on it)"
+		: dev->ready  ? "yes"
+			      : "no");
 	fprintf(f, "\taliases:\t\t");
 	list_text(f, dev->aliases, dev->n_aliases);
 	if (dev->sriov_pf[0])

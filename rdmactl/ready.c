@@ -145,6 +145,7 @@ static int devlist_apply(struct devlist *l, const Rdmad__Event *event)
 	case RDMAD__EVENT_TYPE__EVENT_TYPE_RENAMED:
 	case RDMAD__EVENT_TYPE__EVENT_TYPE_READY:
 	case RDMAD__EVENT_TYPE__EVENT_TYPE_UNREADY:
+	case RDMAD__EVENT_TYPE__EVENT_TYPE_REMOVING:
 		return event->device ? devlist_put(l, event->device) : -EAGAIN;
 	case _RDMAD__EVENT_TYPE_IS_INT_SIZE:
 		break;

@@ -197,10 +197,11 @@ int session_simple_request(struct session *s, Rdmad__Frame *frame)
 	return 0;
 }
 
-/* What rdmactl understands beyond the base protocol (PROTOCOL.md 8a):
- * it shows RETURNED, READY, UNREADY, EXPECTING, SETTLED and AWAY as they
- * are, rather than as the older events that stand in for them. */
-static char *features[] = {"lifecycle"};
+/* What rdmactl understands beyond the base protocol (PROTOCOL.md 8a and
+ * "Removing"): it shows RETURNED, READY, UNREADY, EXPECTING, SETTLED,
+ * REMOVING and AWAY as they are, rather than as the older events that
+ * stand in for them. */
+static char *features[] = {"lifecycle", "removing"};
 
 static int hello(struct session *s)
 {

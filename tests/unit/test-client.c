@@ -61,7 +61,8 @@ static struct {
 	pthread_mutex_t lock;
 	/* Seen by the server, read by the test under @lock. */
 	unsigned int hellos;
-	bool hello_lifecycle; /* the last Hello listed "lifecycle" */
+	bool hello_lifecycle; /* the last Hello listed "lifecycle" and
+			       * "removing" */
 	unsigned int subscribes;
 	char held[8][32];
 	unsigned int n_held;
@@ -297,8 +298,9 @@ static void fake_handle(Rdmad__Frame *frame)
 	if (frame->body_case == RDMAD__FRAME__BODY_HELLO) {
 		fake.hellos++;
 		fake.hello_lifecycle =
-			frame->hello->n_features == 1 &&
-			strcmp(frame->hello->features[0], "lifecycle") == 0;
+			frame->hello->n_features == 2 &&
+			strcmp(frame->hello->features[0], "lifecycle") == 0 &&
+			strcmp(frame->hello->features[1], "removing") == 0;
 		fake_welcome(frame->seq);
 	} else if (frame->body_case == RDMAD__FRAME__BODY_SUBSCRIBE) {
 		fake.subscribes++;
