@@ -185,11 +185,58 @@ static void count_pass(struct scan *scan, enum scan_kind kind, uint64_t start)
 	scan->stats.last_ns[kind] = ns;
 }
 
+static bool in_scan(const struct sysfs_device *devs, size_t n, const char *id)
+{
+	for (size_t i = 0; i < n; i++)
+		if (!strcmp(devs[i].id, id))
+			return true;
+	return false;
+}
+
+/*
+ * A device being unregistered reads as torn down (-EBADMSG, skipped by a
+ * full pass) until it is gone: keep it in the pass as it was, without its
+ * uverbs, so that the table changes nothing (devices.h "Removing") instead
+ * of ending it early.  Returns how many were kept; -ENOMEM.
+ */
+static int keep_removing(struct scan *scan, struct sysfs_device **devs,
+			 size_t *n)
+{
+	const struct device *d;
+	struct sysfs_device probe, *grown;
+	int kept = 0, r;
+
+	for (d = devices_first(scan->table); d;
+	     d = devices_next(scan->table, d)) {
+		if (device_state(d) != DEVICE_STATE_PRESENT ||
+		    !device_removing(d) ||
+		    in_scan(*devs, *n, device_info(d)->id))
+			continue;
+		r = sysfs_scan_device(scan->sysroot, device_info(d)->name,
+				      &probe);
+		sysfs_device_clear(&probe);
+		if (r != -EBADMSG)
+			continue;
+		grown = realloc(*devs, (*n + 1) * sizeof(**devs));
+		if (!grown ||
+		    sysfs_device_copy(&grown[*n], device_info(d)) < 0) {
+			if (grown)
+				*devs = grown;
+			return -ENOMEM;
+		}
+		*devs = grown;
+		grown[*n].uverbs[0] = '\0';
+		(*n)++;
+		kept++;
+	}
+	return kept;
+}
+
 static int read_all(struct scan *scan)
 {
 	struct sysfs_device *devs = NULL;
 	size_t n = 0, skipped = 0;
-	int r;
+	int r, kept;
 
 	reserve_release(scan);
 	r = sysfs_scan_all(scan->sysroot, &devs, &n, &skipped);
@@ -208,7 +255,13 @@ static int read_all(struct scan *scan)
 			  scan->sysroot, strerror(-r));
 		return r;
 	}
-	if (skipped > 0)
+	kept = keep_removing(scan, &devs, &n);
+	if (kept < 0) {
+		sysfs_devices_free(devs, n);
+		starved(scan, NULL, kept);
+		return kept;
+	}
+	if (skipped > (size_t)kept)
 		log_garbage(scan, "full rescan skipped unreadable devices");
 	else
 		scan->garbage_logged = false;
@@ -244,8 +297,17 @@ static bool in_transition(struct scan *scan, const struct sysfs_device *info)
 	if (info->uverbs[0])
 		return false;
 	dev = devices_find(scan->table, info->name);
-	return !dev || (device_state(dev) == DEVICE_STATE_PRESENT &&
-			device_info(dev)->uverbs[0]);
+	return !dev || device_state(dev) != DEVICE_STATE_PRESENT ||
+	       device_info(dev)->uverbs[0];
+}
+
+/* A present device of that name: one the table knows, not a new one (a
+ * held or away life of the name is not this device). */
+static bool known_present(const struct scan *scan, const char *name)
+{
+	const struct device *dev = devices_find(scan->table, name);
+
+	return dev && device_state(dev) == DEVICE_STATE_PRESENT;
 }
 
 /* Is ib_uverbs loaded (its class directory there)?  Then every device
@@ -286,7 +348,7 @@ static bool wait_for_uverbs(struct scan *scan, const struct sysfs_device *info,
 	if (!in_transition(scan, info))
 		return false;
 	if (try == SCAN_TRY_RETRY &&
-	    (devices_find(scan->table, info->name) || !uverbs_loaded(scan)))
+	    (known_present(scan, info->name) || !uverbs_loaded(scan)))
 		return false;
 	if (try == SCAN_TRY_FIRST)
 		scan->parked = true;

@@ -339,7 +339,9 @@ static bool type_for_callback(enum rdmad_event_type type, unsigned int features,
 {
 	*ret_type = type;
 	if (type == RDMAD_EVENT_REMOVING &&
-	    !(features & RDMAD_CLIENT_FEATURE_REMOVING))
+	    (features & RDMAD_CLIENT_FEATURE_REMOVING))
+		return true;
+	if (type == RDMAD_EVENT_REMOVING)
 		type = *ret_type = RDMAD_EVENT_UNREADY;
 	if (features & RDMAD_CLIENT_FEATURE_LIFECYCLE)
 		return true;

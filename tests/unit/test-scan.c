@@ -374,6 +374,11 @@ static void test_uverbs_gone(void)
 	remove_tree("class/infiniband/dev8/ports");
 	run_for(300);
 	CHECK(fake_calls_total() == 1, "torn down: %s", fake_calls_dump());
+	/* A full pass skips the torn down read; the device stays removing. */
+	CHECK(scan_full_now(scan) == 0 && fake_calls_total() == 1,
+	      "full pass while torn down: %s", fake_calls_dump());
+	d = devices_find(table, "dev8");
+	CHECK(d && device_removing(d), "dev8 ended by a full pass");
 	remove_tree("class/infiniband/dev8");
 	scan_request_removed(scan, "dev8");
 	run_for(300);
