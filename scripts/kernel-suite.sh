@@ -21,7 +21,7 @@ import json, re, sys
 passed = failed = skipped = 0
 for line in open(sys.argv[1]):
     t = json.loads(line)
-    if "kernel" not in t.get("suite", []):
+    if ":kernel / " not in t.get("name", ""):  # meson's "PROJECT:SUITE / NAME"
         continue
     out = t.get("stdout", "") or ""
     m = re.findall(r"^kernel-suite: .*: (\d+) passed, (\d+) failed, "

@@ -324,8 +324,7 @@ class TestLives(KernelTest):
               "stopped median %.0f ms %s"
               % (r * 1000, [round(t * 1000) for t in running],
                  s * 1000, [round(t * 1000) for t in stopped]))
-        # Under emulation one delete varies by more than 50 ms on its own:
-        # run-in-vm.sh gives the slack (50 ms under KVM).
+        # run-in-vm.sh passes the bound (50 ms).
         slack = int(os.environ.get("RDMAD_KERNEL_SLACK_MS", "50")) / 1000
         self.assertLessEqual(r, s + slack)
 
