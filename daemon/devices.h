@@ -31,7 +31,8 @@
  * only sign before that wait: devices_uverbs_gone() marks the device
  * REMOVING (present, not ready) at once, and what scans see of it while it
  * is torn down changes nothing until it is gone (REMOVED) or its uverbs
- * comes back (ib_uverbs reloaded: READY again).
+ * comes back (ib_uverbs reloaded: READY again under the same uverbs number;
+ * under another, sysfs_same_registration() makes it a new life).
  */
 #ifndef RDMAD_DEVICES_H
 #define RDMAD_DEVICES_H

@@ -67,9 +67,9 @@ struct scan {
 	struct coalesce *pending; /* requests in the debounce window */
 	/* Devices to look at again: [SCAN_TRY_FIRST] after the first look
 	 * (or a starved pass), [SCAN_TRY_RETRY] after the second. */
-	struct coalesce *retry[2];
+	struct coalesce *retry[SCAN_TRY_LATE];
 	struct event *timer;
-	struct event *retry_timer[2];
+	struct event *retry_timer[SCAN_TRY_LATE];
 	uint64_t window_end_ms; /* requests before this wait for it */
 	bool parked;		/* a pass parked a device for its uverbs */
 	bool early_used;	/* this window had its early pass */
@@ -460,14 +460,17 @@ struct scan *scan_new(struct event_base *base, struct devices *table,
 	scan->debounce_ms = opts->debounce_ms;
 	scan->sysroot = strdup(opts->sysroot ? opts->sysroot : "/sys");
 	scan->pending = coalesce_new(opts->storm_threshold);
-	scan->retry[0] = coalesce_new(opts->storm_threshold);
-	scan->retry[1] = coalesce_new(opts->storm_threshold);
+	scan->retry[SCAN_TRY_FIRST] = coalesce_new(opts->storm_threshold);
+	scan->retry[SCAN_TRY_RETRY] = coalesce_new(opts->storm_threshold);
 	scan->timer = evtimer_new(base, on_timer, scan);
-	scan->retry_timer[0] = evtimer_new(base, on_retry_timer, scan);
-	scan->retry_timer[1] = evtimer_new(base, on_late_timer, scan);
-	if (!scan->sysroot || !scan->pending || !scan->retry[0] ||
-	    !scan->retry[1] || !scan->timer || !scan->retry_timer[0] ||
-	    !scan->retry_timer[1]) {
+	scan->retry_timer[SCAN_TRY_FIRST] =
+		evtimer_new(base, on_retry_timer, scan);
+	scan->retry_timer[SCAN_TRY_RETRY] =
+		evtimer_new(base, on_late_timer, scan);
+	if (!scan->sysroot || !scan->pending || !scan->timer ||
+	    !scan->retry[SCAN_TRY_FIRST] || !scan->retry[SCAN_TRY_RETRY] ||
+	    !scan->retry_timer[SCAN_TRY_FIRST] ||
+	    !scan->retry_timer[SCAN_TRY_RETRY]) {
 		scan_free(scan);
 		errno = ENOMEM;
 		return NULL;
@@ -480,7 +483,7 @@ void scan_free(struct scan *scan)
 	if (!scan)
 		return;
 	reserve_release(scan);
-	for (int i = 0; i < 2; i++) {
+	for (int i = 0; i < SCAN_TRY_LATE; i++) {
 		if (scan->retry_timer[i])
 			event_free(scan->retry_timer[i]);
 		coalesce_free(scan->retry[i]);
@@ -554,11 +557,34 @@ void scan_request_uverbs(struct scan *scan, const char *uverbs)
 	scan_request(scan, NULL);
 }
 
+/* The name of the present device with char device @uverbs, or NULL. */
+static const char *name_of_uverbs(const struct scan *scan, const char *uverbs)
+{
+	const struct device *d;
+
+	for (d = devices_first(scan->table); d;
+	     d = devices_next(scan->table, d))
+		if (device_state(d) == DEVICE_STATE_PRESENT &&
+		    !strcmp(device_info(d)->uverbs, uverbs))
+			return device_info(d)->name;
+	return NULL;
+}
+
 void scan_uverbs_gone(struct scan *scan, const char *uverbs)
 {
-	/* Minors are reused at once: a removal read after a new device took
-	 * the same uverbsN must not end that one. */
-	if (!sysfs_has_uverbs(scan->sysroot, uverbs))
+	const char *name = name_of_uverbs(scan, uverbs);
+	char now[SYSFS_NAME_MAX];
+
+	if (!name) {
+		scan_request(scan, NULL);
+		return;
+	}
+	/* Minors are reused at once: a removal read after the same uverbsN
+	 * came back for a device of that name does not end it (its scan
+	 * tells whether it is a new registration); one taken by another
+	 * device does. */
+	if (sysfs_ibdev_of_uverbs(scan->sysroot, uverbs, now) < 0 ||
+	    strcmp(now, name) != 0)
 		devices_uverbs_gone(scan->table, uverbs);
 	scan_request_uverbs(scan, uverbs);
 }

@@ -46,9 +46,10 @@
 /* Where udevd, when it runs, has its control socket (libudev's test). */
 #define UDEVD_CONTROL "/run/udev/control"
 /* Uevents taken, remembered by SEQNUM so that the other monitor's copy
- * is not taken again; udevd passes on an event within a moment, so a
- * short memory is enough. */
-#define TAKEN_MAX 64
+ * is not taken again.  udevd passes an event on within moments, but a
+ * host's servicing removes every VF at once: 1,024 VFs make about 3,000
+ * removals (ib device, uverbs, netdev) before udevd's copies come. */
+#define TAKEN_MAX 4096
 
 struct udev_source;
 

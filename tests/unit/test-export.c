@@ -223,6 +223,32 @@ static void test_event_types(void)
 	      "RELEASED");
 }
 
+/* REMOVING as it is to clients that said "removing", else what they know:
+ * UNREADY with "lifecycle", CHANGED without. */
+static void test_removing_by_features(void)
+{
+	static const struct {
+		bool lifecycle, removing;
+		Rdmad__EventType want;
+	} cases[] = {
+		{false, false, RDMAD__EVENT_TYPE__EVENT_TYPE_CHANGED},
+		{true, false, RDMAD__EVENT_TYPE__EVENT_TYPE_UNREADY},
+		{false, true, RDMAD__EVENT_TYPE__EVENT_TYPE_REMOVING},
+		{true, true, RDMAD__EVENT_TYPE__EVENT_TYPE_REMOVING},
+	};
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct export_viewer v = {.all = true,
+					  .lifecycle = cases[i].lifecycle,
+					  .removing = cases[i].removing};
+
+		CHECK(export_event_type(DEVICES_EVENT_REMOVING, &v) ==
+			      cases[i].want,
+		      "REMOVING, lifecycle %d removing %d", cases[i].lifecycle,
+		      cases[i].removing);
+	}
+}
+
 /* Held from 5,000 connections with the longest comm each: the device
  * lists the first WIRE_MAX_HOLDERS_LISTED with the count of all, and an
  * event and a snapshot of it still fit a frame. */
@@ -343,6 +369,7 @@ int main(void)
 	test_viewers();
 	test_many_holders();
 	test_event_types();
+	test_removing_by_features();
 	if (failures) {
 		fprintf(stderr, "%d failures\n", failures);
 		return 1;

@@ -385,6 +385,21 @@ static void test_uverbs_gone(void)
 	CHECK(fake_calls_count("removed:dev8") == 1 && fake_calls_total() == 2,
 	      "gone: %s", fake_calls_dump());
 
+	/* Its uverbs number already another device's: dev10 is going. */
+	put_dev("dev10", "0002:c903:0000:000a\n", "4: ACTIVE\n", "eth10\n");
+	put("class/infiniband_verbs/uverbs10/ibdev", "dev10\n");
+	scan_request(scan, "dev10");
+	run_for(5 * DEBOUNCE_MS);
+	reset_counts();
+	put("class/infiniband_verbs/uverbs10/ibdev", "dev11\n");
+	scan_uverbs_gone(scan, "uverbs10");
+	CHECK(fake_calls_count("removing:dev10") == 1, "reused: %s",
+	      fake_calls_dump());
+	remove_tree("class/infiniband/dev10");
+	remove_tree("class/infiniband_verbs/uverbs10");
+	scan_request_removed(scan, "dev10");
+	run_for(300);
+
 	put_dev("dev9", "0002:c903:0000:0009\n", "4: ACTIVE\n", "eth9\n");
 	put("class/infiniband_verbs/uverbs9/ibdev", "dev9\n");
 	scan_request(scan, "dev9");

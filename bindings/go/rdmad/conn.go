@@ -62,6 +62,7 @@ type options struct {
 	clientName  string
 	noPage      bool
 	noLifecycle bool
+	noRemoving  bool
 }
 
 // WithClientName sets the Hello's client_name, free text for the daemon's
@@ -85,6 +86,14 @@ func WithoutGenerationPage() Option {
 // that has them.
 func WithoutLifecycle() Option {
 	return func(o *options) { o.noLifecycle = true }
+}
+
+// WithoutRemoving leaves the "removing" feature (PROTOCOL.md, "Removing")
+// out of the Hello: the daemon then sends UNREADY (or, without lifecycle,
+// CHANGED) where it would send REMOVING, with Device.Removing set either
+// way.  For code written before REMOVING that switches on event types.
+func WithoutRemoving() Option {
+	return func(o *options) { o.noRemoving = true }
 }
 
 // Conn is one connection to rdmad, after the Hello/Welcome handshake.  Its
@@ -185,7 +194,10 @@ func Dial(ctx context.Context, path string, opts ...Option) (*Conn, error) {
 func (c *Conn) hello(ctx context.Context, o *options) error {
 	h := &rdmadpb.Hello{ClientName: o.clientName}
 	if !o.noLifecycle {
-		h.Features = []string{FeatureLifecycle, FeatureRemoving}
+		h.Features = []string{FeatureLifecycle}
+		if !o.noRemoving {
+			h.Features = append(h.Features, FeatureRemoving)
+		}
 	}
 	f := &rdmadpb.Frame{Body: &rdmadpb.Frame_Hello{Hello: h}}
 	seq, err := c.write(ctx, f, nil)

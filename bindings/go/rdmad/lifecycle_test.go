@@ -332,6 +332,7 @@ func TestHelloFeatures(t *testing.T) {
 	}{
 		{nil, []string{"lifecycle", "removing"}},
 		{[]Option{WithoutLifecycle()}, nil},
+		{[]Option{WithoutRemoving()}, []string{"lifecycle"}},
 	} {
 		d := newFake(t)
 		hello := make(chan *rdmadpb.Hello, 1)
