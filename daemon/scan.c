@@ -16,10 +16,16 @@
  *
  * A device caught half-created or half-removed (sysfs_scan_device() says
  * -EBADMSG, or its uverbs char device is missing, see in_transition()), or
- * whose removal was announced while sysfs may still show it, is tried once
- * more after a short delay: the one "look again later" of the daemon; garbage
- * is then given up on with one warning, a device without uverbs is taken as it
- * is.  Garbage is logged once per episode, not once per event.
+ * whose removal was announced while sysfs may still show it, is looked at
+ * again 200 ms later, and once more 2 s after that (enum scan_try): the
+ * daemon's "look again later".  Garbage is then given up on with one
+ * warning (none for a device being removed: its torn-down reads are
+ * expected), a new device still without uverbs is taken as it is.  No
+ * identity is ever built from a half read.  Garbage is logged once per
+ * episode, not once per event.
+ *
+ * The kernel deleting a uverbs node (scan_uverbs_gone()) is acted on at
+ * once, before any pass: see devices.h, "Removing".
  *
  * Descriptors.  A local user can fill rdmad's descriptor table (clients,
  * metrics connections); a scan that then fails to open a device's files

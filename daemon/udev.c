@@ -6,8 +6,8 @@
  *     sent the moment a device is added or deleted, with or without udevd;
  *     libudev takes them from the kernel only (sender pid 0).
  *   - "udev": the same events after udevd has processed them, so the
- *     device nodes exist and carry their permissions.  libudev leaves it
- *     deaf where udevd does not run (no /run/udev/control).
+ *     device nodes exist and carry their permissions.  Where udevd does
+ *     not run (no /run/udev/control) nothing arrives on it.
  * Where udevd runs, the kernel's add, change and move events are left to
  * its copy; removals are taken from whichever says it first, which is the
  * kernel.  That matters for one event above all: the uverbs node's
