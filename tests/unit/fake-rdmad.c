@@ -51,6 +51,21 @@ int fake_send(int fd, const Rdmad__Frame *frame, int pass_fd)
 	return r;
 }
 
+int fake_send_welcome(int fd, uint64_t seq, Rdmad__View *view)
+{
+	Rdmad__Welcome w = RDMAD__WELCOME__INIT;
+	Rdmad__Frame f;
+
+	wire_frame_init(&f, seq);
+	w.version = WIRE_VERSION;
+	w.generation = 42;
+	w.daemon_version = "fake";
+	w.view = view;
+	f.body_case = RDMAD__FRAME__BODY_WELCOME;
+	f.welcome = &w;
+	return fake_send(fd, &f, -1);
+}
+
 int fake_recv(int fd, Rdmad__Frame **ret_frame)
 {
 	static uint8_t buf[WIRE_MAX_REQUEST];

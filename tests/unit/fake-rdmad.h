@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * A fake rdmad's socket for rdmactl's unit tests (test-rdmactl.c,
- * test-rdmactl-view.c): a listening SOCK_SEQPACKET socket in a fresh
- * temporary directory, and frames in and out through proto/wire.c.  What
- * each fake answers is the test's own.
+ * test-rdmactl-view.c, test-rdmactl-lives.c): a listening SOCK_SEQPACKET socket
+ * in a fresh temporary directory, and frames in and out through proto/wire.c.
+ * What each fake answers is the test's own.
  */
 #ifndef RDMAD_TEST_FAKE_RDMAD_H
 #define RDMAD_TEST_FAKE_RDMAD_H
@@ -24,6 +24,9 @@ void fake_socket_close(struct fake_socket *s);
 
 /* One frame, with @pass_fd (or -1) as SCM_RIGHTS: 0 or -errno. */
 int fake_send(int fd, const Rdmad__Frame *frame, int pass_fd);
+/* A plain Welcome (version 1, generation 42, no generation page) with
+ * @view (NULL: a daemon from before views) in reply to @seq. */
+int fake_send_welcome(int fd, uint64_t seq, Rdmad__View *view);
 /* The next request within 5 s: 0 and *@ret_frame (wire_free() it), or
  * -errno. */
 int fake_recv(int fd, Rdmad__Frame **ret_frame);

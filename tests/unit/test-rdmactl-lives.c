@@ -154,20 +154,6 @@ struct fake {
 	bool ok;
 };
 
-static int welcome(int fd, uint64_t seq)
-{
-	Rdmad__Welcome w = RDMAD__WELCOME__INIT;
-	Rdmad__Frame f;
-
-	wire_frame_init(&f, seq);
-	w.version = WIRE_VERSION;
-	w.generation = 42;
-	w.daemon_version = "fake";
-	f.body_case = RDMAD__FRAME__BODY_WELCOME;
-	f.welcome = &w;
-	return fake_send(fd, &f, -1);
-}
-
 static int send_part(const Rdmad__Frame *frame, void *userdata)
 {
 	return fake_send(*(int *)userdata, frame, -1);
@@ -213,7 +199,7 @@ static bool run_script(struct fake *fk, int fd)
 					      : RDMAD__FRAME__BODY_SUBSCRIBE;
 	uint64_t seq = fake_expect(fd, RDMAD__FRAME__BODY_HELLO);
 
-	if (!seq || welcome(fd, seq) < 0)
+	if (!seq || fake_send_welcome(fd, seq, NULL) < 0)
 		return false;
 	seq = fake_expect(fd, body);
 	if (!seq || wire_split_snapshot(fk->ptrs, fk->n, 42, seq, NULL,

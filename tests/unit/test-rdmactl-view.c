@@ -401,21 +401,6 @@ struct fake {
 	bool ok;
 };
 
-static int welcome(struct fake *fk, int fd, uint64_t seq)
-{
-	Rdmad__Welcome w = RDMAD__WELCOME__INIT;
-	Rdmad__Frame f;
-
-	wire_frame_init(&f, seq);
-	w.version = WIRE_VERSION;
-	w.generation = 42;
-	w.daemon_version = "fake";
-	w.view = fk->with_view ? &fk->s.view : NULL;
-	f.body_case = RDMAD__FRAME__BODY_WELCOME;
-	f.welcome = &w;
-	return fake_send(fd, &f, -1);
-}
-
 /* Two parts, each with the view as PROTOCOL.md 8b says: the device in
  * the second. */
 static int snapshot(struct fake *fk, int fd, uint64_t seq)
@@ -449,7 +434,8 @@ static void *fake_main(void *arg)
 	if (fd < 0)
 		return NULL;
 	seq = fake_expect(fd, RDMAD__FRAME__BODY_HELLO);
-	if (seq && welcome(fk, fd, seq) == 0) {
+	if (seq && fake_send_welcome(fd, seq,
+				     fk->with_view ? &fk->s.view : NULL) == 0) {
 		seq = fake_expect(fd, RDMAD__FRAME__BODY_GET_STATUS);
 		fk->ok = seq && snapshot(fk, fd, seq) == 0;
 	}
