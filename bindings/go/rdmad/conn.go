@@ -63,6 +63,7 @@ type options struct {
 	noPage      bool
 	noLifecycle bool
 	noRemoving  bool
+	noScope     bool
 }
 
 // WithClientName sets the Hello's client_name, free text for the daemon's
@@ -96,6 +97,15 @@ func WithoutRemoving() Option {
 	return func(o *options) { o.noRemoving = true }
 }
 
+// WithoutScope sends no Scope (PROTOCOL.md section 8b) in Hello, Subscribe
+// and GetStatus: neither this process's /dev/infiniband nodes nor a
+// NETLINK_RDMA socket of its network namespace.  rdmad then treats it as
+// a client that predates Scope (PROTOCOL.md 8b: the host's view, with
+// View.Verified false).  For tests, and for comparing with such clients.
+func WithoutScope() Option {
+	return func(o *options) { o.noScope = true }
+}
+
 // Conn is one connection to rdmad, after the Hello/Welcome handshake.  Its
 // methods may be called from several goroutines at once.  A Conn does not
 // reconnect: once a call returns a connection-level error (ErrDisconnected,
@@ -108,6 +118,8 @@ type Conn struct {
 	welcome *rdmadpb.Welcome
 	// lifecycle: the Hello listed FeatureLifecycle.
 	lifecycle bool
+	// scope: Hello, Subscribe and GetStatus carry a Scope.
+	scope bool
 
 	pageMu sync.RWMutex
 	page   *genPage
@@ -175,6 +187,7 @@ func Dial(ctx context.Context, path string, opts ...Option) (*Conn, error) {
 		uc:        uc,
 		raw:       raw,
 		lifecycle: !o.noLifecycle,
+		scope:     !o.noScope,
 		nextSeq:   1,
 		pending:   make(map[uint64]*call),
 		done:      make(chan struct{}),
@@ -199,8 +212,20 @@ func (c *Conn) hello(ctx context.Context, o *options) error {
 			h.Features = append(h.Features, FeatureRemoving)
 		}
 	}
+	// Where this process is (PROTOCOL.md 8b): its /dev/infiniband, and a
+	// socket of its network namespace for rdmad to ask the kernel
+	// through, closed once sent.
+	pass := -1
+	if c.scope {
+		h.Scope = collectScope(scopeDevDir)
+		pass = netnsSocket()
+		h.Scope.NetnsSocket = pass >= 0
+	}
 	f := &rdmadpb.Frame{Body: &rdmadpb.Frame_Hello{Hello: h}}
-	seq, err := c.write(ctx, f, nil)
+	seq, err := c.writeFD(ctx, f, nil, pass)
+	if pass >= 0 {
+		syscall.Close(pass)
+	}
 	if err != nil {
 		return err
 	}
@@ -347,9 +372,24 @@ func takeDescriptor(oob []byte) int {
 	return fd
 }
 
+// requestScope is the Scope for a Subscribe or GetStatus (this process's
+// /dev/infiniband as it is now), nil under WithoutScope.
+func (c *Conn) requestScope() *rdmadpb.Scope {
+	if !c.scope {
+		return nil
+	}
+	return collectScope(scopeDevDir)
+}
+
 // write sends one request with the next seq, registering cl (if any) for
 // its reply before the reply can come.
 func (c *Conn) write(ctx context.Context, f *rdmadpb.Frame, cl *call) (uint64, error) {
+	return c.writeFD(ctx, f, cl, -1)
+}
+
+// writeFD is write that passes descriptor pass (SCM_RIGHTS) with the
+// frame, unless it is -1.  The caller still owns pass.
+func (c *Conn) writeFD(ctx context.Context, f *rdmadpb.Frame, cl *call, pass int) (uint64, error) {
 	c.wmu.Lock()
 	defer c.wmu.Unlock()
 	seq := c.nextSeq
@@ -373,8 +413,12 @@ func (c *Conn) write(ctx context.Context, f *rdmadpb.Frame, cl *call) (uint64, e
 		c.mu.Unlock()
 	}
 	c.nextSeq++
+	var oob []byte
+	if pass >= 0 {
+		oob = syscall.UnixRights(pass)
+	}
 	stop := c.watch(ctx, c.uc.SetWriteDeadline)
-	_, err = c.uc.Write(b)
+	_, _, err = c.uc.WriteMsgUnix(b, oob, nil)
 	stop()
 	if err != nil {
 		if cl != nil {
@@ -606,9 +650,11 @@ func (c *Conn) Welcome() *rdmadpb.Welcome {
 // section 8b): the network, mount and PID namespaces rdmad found for
 // this process (never what a client claims), its Kubernetes pod UID, the
 // kernel's RDMA netns mode, whether it sees every device and holder
-// (All), whether rdmad could look at all (Verified; if not, the host's
-// view) and whether it is in rdmad's own namespaces (Host).  Each
-// Snapshot carries the view as of that snapshot.  Nil from a daemon
+// (All), whether rdmad knew its namespaces or got its Scope (Verified; if
+// not, the host's view), whether it is in rdmad's own namespaces (Host),
+// whether it was built from the nodes the Scope reported (Nodes) and the
+// network namespace of the Hello's NETLINK_RDMA socket (NetnsCookie).
+// Each Snapshot carries the view as of that snapshot.  Nil from a daemon
 // before views.
 func (c *Conn) View() *rdmadpb.View {
 	return c.welcome.GetView()
@@ -647,7 +693,8 @@ func (c *Conn) Generation() uint64 {
 // its parts.
 func (c *Conn) Snapshot(ctx context.Context) (*Snapshot, error) {
 	r, err := c.request(ctx, &rdmadpb.Frame{Body: &rdmadpb.Frame_GetStatus_{
-		GetStatus_: &rdmadpb.GetStatus{}}}, callSnapshot)
+		GetStatus_: &rdmadpb.GetStatus{Scope: c.requestScope()}}},
+		callSnapshot)
 	if err != nil {
 		return nil, fmt.Errorf("rdmad: get status: %w", err)
 	}

@@ -49,7 +49,12 @@
 // say no for it); one that leaves the view comes as REMOVED with a Reason
 // ("mount" or "netns") and leaves the state.  Clients that see all (root
 // in the host's namespaces, rdmad's admin group) get each holder's Pidns,
-// Netns, Mntns and PodUid as well.
+// Netns, Mntns and PodUid as well.  Dial says where this process is, as
+// librdmad does: Hello, Subscribe and GetStatus carry a Scope (its mount
+// namespace and the character devices of its /dev/infiniband, at most
+// 256), and Hello passes a NETLINK_RDMA socket of its network namespace
+// where the kernel has RDMA netlink, closed once sent; [WithoutScope]
+// sends none, as a client that predates Scope.
 //
 // Holds belong to the connection: [Conn.Hold] makes the daemon list this
 // process (pid, uid, comm by SO_PEERCRED) as a holder of the device, so that

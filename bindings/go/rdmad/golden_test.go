@@ -86,9 +86,10 @@ func TestGoldenConversation(t *testing.T) {
 		p.recv()
 	})
 	ctx := testContext(t)
-	// The golden Hello is the base protocol's, without features.
+	// The golden Hello is the base protocol's, without features, and
+	// the golden requests say no Scope.
 	c, err := Dial(ctx, d.path, WithClientName("rdmactl"),
-		WithoutLifecycle())
+		WithoutLifecycle(), WithoutScope())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -153,7 +153,7 @@ func (c *Conn) Subscribe(ctx context.Context) (*Subscription, error) {
 func (s *Subscription) subscribe(ctx context.Context) (*Snapshot, error) {
 	cl := &call{kind: callSubscribe, done: make(chan result, 1)}
 	seq, err := s.c.write(ctx, &rdmadpb.Frame{Body: &rdmadpb.Frame_Subscribe{
-		Subscribe: &rdmadpb.Subscribe{}}}, cl)
+		Subscribe: &rdmadpb.Subscribe{Scope: s.c.requestScope()}}}, cl)
 	if err != nil {
 		return nil, err
 	}
@@ -200,7 +200,7 @@ func (s *Subscription) Next(ctx context.Context) (Update, error) {
 			cl := &call{kind: callSubscribe, done: make(chan result, 1)}
 			seq, err := s.c.write(ctx, &rdmadpb.Frame{
 				Body: &rdmadpb.Frame_Subscribe{
-					Subscribe: &rdmadpb.Subscribe{}}}, cl)
+					Subscribe: &rdmadpb.Subscribe{Scope: s.c.requestScope()}}}, cl)
 			if err != nil {
 				return Update{}, fmt.Errorf("rdmad: resubscribe: %w", err)
 			}
