@@ -15,6 +15,7 @@
 #include "rdmad-config.h"
 
 #include "commands.h"
+#include "netns.h"
 #include "output.h"
 #include "session.h"
 
@@ -60,16 +61,21 @@ int commands_open_session(const struct rdmactl_ctx *ctx, const char *verb,
 	return RDMACTL_EXIT_OK;
 }
 
-/*
- * What status and list print: every device of @snap, or with ctx->device
- * every life of that name (PROTOCOL.md 8a: a removed life that is still
- * held and the present one share it), in a new array of @snap's pointers
- * with the lives of each name in output_order_lives()'s order.  0,
- * -ENODEV when the daemon lists no such device, -ENOMEM.
- */
-static int select_devices(const struct rdmactl_ctx *ctx,
-			  const struct session_snapshot *snap,
-			  Rdmad__Device ***ret_devices, size_t *ret_n)
+/* Whether @dev is in the network namespaces that ctx selects (PROTOCOL.md
+ * 8b): rdmad's own, unless --netns or --all-namespaces said otherwise. */
+static bool in_namespaces(const struct rdmactl_ctx *ctx,
+			  const Rdmad__Device *dev)
+{
+	return ctx->all_namespaces || netns_matches(dev, ctx->netns);
+}
+
+/* @snap's devices of the namespaces ctx selects, in *ret_view: a copy of
+ * @snap with a new array of its pointers (free() it), each namespace's
+ * together and the lives of a name in the order status and list show
+ * them.  0 or -ENOMEM. */
+static int select_namespaces(const struct rdmactl_ctx *ctx,
+			     const struct session_snapshot *snap,
+			     struct session_snapshot *ret_view)
 {
 	Rdmad__Device **v = calloc(snap->n_devices + 1, sizeof(*v));
 	size_t n = 0;
@@ -77,48 +83,63 @@ static int select_devices(const struct rdmactl_ctx *ctx,
 	if (!v)
 		return -ENOMEM;
 	for (size_t i = 0; i < snap->n_devices; i++)
-		if (!ctx->device ||
-		    !strcmp(snap->devices[i]->name, ctx->device))
+		if (in_namespaces(ctx, snap->devices[i]))
 			v[n++] = snap->devices[i];
-	if (ctx->device && n == 0) {
-		free(v);
-		return -ENODEV;
-	}
+	output_order_namespaces(v, n);
 	output_order_lives(v, n);
-	*ret_devices = v;
-	*ret_n = n;
+	*ret_view = *snap;
+	ret_view->devices = v;
+	ret_view->n_devices = n;
 	return 0;
 }
 
-/* Print the snapshot, or the lives of ctx->device out of it. */
+/* Of @view (select_namespaces()'s), only the lives of ctx->device
+ * (PROTOCOL.md 8a: a removed life that is still held and the present one
+ * share it); -ENODEV when it has none. */
+static int select_device(const struct rdmactl_ctx *ctx,
+			 struct session_snapshot *view)
+{
+	size_t n = 0;
+
+	for (size_t i = 0; i < view->n_devices; i++)
+		if (!strcmp(view->devices[i]->name, ctx->device))
+			view->devices[n++] = view->devices[i];
+	if (n == 0)
+		return -ENODEV;
+	view->n_devices = n;
+	return 0;
+}
+
+/* Print the snapshot's devices of the namespaces selected, or the lives
+ * of ctx->device among them. */
 static int print_selected(const struct rdmactl_ctx *ctx, const char *verb,
 			  const struct session_snapshot *snap,
 			  int (*print)(const struct rdmactl_ctx *ctx,
 				       const struct session_snapshot *snap))
 {
-	struct session_snapshot view = *snap;
-	int r = select_devices(ctx, snap, &view.devices, &view.n_devices);
+	struct session_snapshot view;
+	int r = select_namespaces(ctx, snap, &view);
 
-	if (r == -ENODEV) {
-		fprintf(ctx->err,
-			"rdmactl: %s: no device '%s' (rdmad at %s lists %zu; "
-			"see 'rdmactl list')\n",
-			verb, ctx->device, ctx->socket_path, snap->n_devices);
-		return RDMACTL_EXIT_FAILURE;
-	}
 	if (r < 0) {
 		fprintf(ctx->err, "rdmactl: %s: %s\n", verb, strerror(-r));
 		return RDMACTL_EXIT_FAILURE;
 	}
-	r = print(ctx, &view);
+	if (ctx->device && select_device(ctx, &view) == -ENODEV) {
+		fprintf(ctx->err,
+			"rdmactl: %s: no device '%s' (rdmad at %s lists %zu; "
+			"see 'rdmactl list')\n",
+			verb, ctx->device, ctx->socket_path, view.n_devices);
+		r = RDMACTL_EXIT_FAILURE;
+	} else {
+		r = print(ctx, &view);
+	}
 	free(view.devices);
 	return r;
 }
 
-/* Shared by status and list: one GetStatus, then print it. */
-static int with_snapshot(const struct rdmactl_ctx *ctx, const char *verb,
-			 int (*print)(const struct rdmactl_ctx *ctx,
-				      const struct session_snapshot *snap))
+int commands_with_snapshot(const struct rdmactl_ctx *ctx, const char *verb,
+			   int (*print)(const struct rdmactl_ctx *ctx,
+					const struct session_snapshot *snap))
 {
 	struct session_snapshot snap;
 	struct session *s;
@@ -162,7 +183,8 @@ static int print_list(const struct rdmactl_ctx *ctx,
 	struct json_object *obj;
 
 	if (!ctx->json) {
-		output_list_text(ctx->out, snap->devices, snap->n_devices);
+		output_list_text(ctx->out, snap->devices, snap->n_devices,
+				 ctx->all_namespaces);
 		return RDMACTL_EXIT_OK;
 	}
 	obj = output_devices_json(snap->devices, snap->n_devices);
@@ -171,14 +193,19 @@ static int print_list(const struct rdmactl_ctx *ctx,
 	return RDMACTL_EXIT_OK;
 }
 
+/* Unlike list, env and wait, status shows every namespace's devices
+ * (each other namespace's under its heading) unless --netns names one. */
 int commands_status(const struct rdmactl_ctx *ctx)
 {
-	return with_snapshot(ctx, "status", print_status);
+	struct rdmactl_ctx all = *ctx;
+
+	all.all_namespaces = !ctx->netns;
+	return commands_with_snapshot(&all, "status", print_status);
 }
 
 int commands_list(const struct rdmactl_ctx *ctx)
 {
-	return with_snapshot(ctx, "list", print_list);
+	return commands_with_snapshot(ctx, "list", print_list);
 }
 
 int commands_rescan(const struct rdmactl_ctx *ctx)

@@ -7,9 +7,11 @@
  */
 #include <errno.h>
 #include <inttypes.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
+#include "netns.h"
 #include "output.h"
 
 const char *output_event_name(Rdmad__EventType type)
@@ -75,9 +77,37 @@ static int life_rank(const Rdmad__Device *dev)
 	return 3;
 }
 
+/* Lives of one name: the same name in the same network namespace (the
+ * host's mlx5_0 and a pod's mlx5_0 are two devices). */
 static bool same_name(const Rdmad__Device *a, const Rdmad__Device *b)
 {
-	return !strcmp(a->name, b->name);
+	return !strcmp(a->name, b->name) && netns_same(a, b);
+}
+
+/* Move the devices at or after @from that are in @key's namespace (NULL:
+ * rdmad's own) to @from, keeping their order; returns the index past
+ * them. */
+static size_t gather_netns(Rdmad__Device **devices, size_t n, size_t from,
+			   const Rdmad__Device *key)
+{
+	for (size_t i = from; i < n; i++) {
+		Rdmad__Device *dev = devices[i];
+
+		if (key ? !netns_same(dev, key) : netns_foreign(dev))
+			continue;
+		memmove(&devices[from + 1], &devices[from],
+			(i - from) * sizeof(*devices));
+		devices[from++] = dev;
+	}
+	return from;
+}
+
+void output_order_namespaces(Rdmad__Device **devices, size_t n)
+{
+	size_t from = gather_netns(devices, n, 0, NULL);
+
+	while (from < n)
+		from = gather_netns(devices, n, from, devices[from]);
 }
 
 /* An insertion sort within each run of one name: stable, and linear
@@ -210,8 +240,9 @@ static void add_lifecycle(struct json_object *obj, const Rdmad__Device *dev)
 
 /* The view's keys of a device (PROTOCOL.md 8b): "unusable" always,
  * "reason" only where the device left the view (a REMOVED event), and
- * "netns", "pod_uid" and "stranded" only for a device in another network
- * namespace (exclusive mode, shown to those who see all). */
+ * "netns", "netns_cookie", "pod_uid" and "stranded" only for a device in
+ * another network namespace (exclusive mode, shown to those who see all),
+ * each where the daemon set it. */
 static void add_view_keys(struct json_object *obj, const Rdmad__Device *dev)
 {
 	add_bool(obj, "unusable", dev->unusable);
@@ -219,6 +250,8 @@ static void add_view_keys(struct json_object *obj, const Rdmad__Device *dev)
 		add_string(obj, "reason", dev->reason);
 	if (dev->netns)
 		add_uint(obj, "netns", dev->netns);
+	if (dev->netns_cookie)
+		add_uint(obj, "netns_cookie", dev->netns_cookie);
 	if (dev->pod_uid[0])
 		add_string(obj, "pod_uid", dev->pod_uid);
 	if (dev->stranded)
@@ -281,6 +314,8 @@ struct json_object *output_view_json(const Rdmad__View *view)
 	add_bool(obj, "all", view->all);
 	add_bool(obj, "verified", view->verified);
 	add_bool(obj, "host", view->host);
+	add_bool(obj, "nodes", view->nodes);
+	add_uint(obj, "netns_cookie", view->netns_cookie);
 	return obj;
 }
 
@@ -480,19 +515,15 @@ static const char *reason_text(const char *reason)
 	return or_dash(reason);
 }
 
-/* ", unusable" and "(not in this view's ...)" after a state. */
+/* ", unusable" and "(not in this view's ...)" after a state.  Where a
+ * device of another network namespace is, its heading says
+ * (netns_heading_text()). */
 static void view_state_text(FILE *f, const Rdmad__Device *dev)
 {
 	if (dev->unusable)
 		fputs(", unusable", f);
 	if (dev->reason[0])
 		fprintf(f, " (%s)", reason_text(dev->reason));
-	if (dev->netns)
-		fprintf(f, ", in netns %" PRIu64, dev->netns);
-	if (dev->pod_uid[0])
-		fprintf(f, " of pod %s", or_dash(dev->pod_uid));
-	if (dev->stranded)
-		fputs(", stranded there", f);
 }
 
 static void state_text(FILE *f, const Rdmad__Device *dev)
@@ -640,18 +671,104 @@ void output_view_text(FILE *f, const Rdmad__View *view)
 		view->netns_mode[0] ? or_dash(view->netns_mode) : "unknown");
 }
 
+/* Whether devices[i] is the first of another network namespace's
+ * (output_order_namespaces() keeps each namespace's together). */
+static bool starts_netns(Rdmad__Device *const *devices, size_t i)
+{
+	return netns_foreign(devices[i]) &&
+	       (i == 0 || !netns_same(devices[i - 1], devices[i]));
+}
+
+/* " (" before the first detail of a heading, ", " before the others. */
+static void detail_sep(FILE *f, bool *opened)
+{
+	fputs(*opened ? ", " : " (", f);
+	*opened = true;
+}
+
+/* "network namespace 4026532001 (cookie 7, pod UID, stranded):", with
+ * what the daemon said of the namespace of @dev. */
+static void netns_heading_text(FILE *f, const Rdmad__Device *dev)
+{
+	bool opened = false;
+
+	fputs("network namespace", f);
+	if (dev->netns)
+		fprintf(f, " %" PRIu64, dev->netns);
+	if (dev->netns_cookie) {
+		detail_sep(f, &opened);
+		fprintf(f, "cookie %" PRIu64, dev->netns_cookie);
+	}
+	if (dev->pod_uid[0]) {
+		detail_sep(f, &opened);
+		fprintf(f, "pod %s", or_dash(dev->pod_uid));
+	}
+	if (dev->stranded) {
+		detail_sep(f, &opened);
+		fputs("stranded", f);
+	}
+	fputs(opened ? "):\n" : ":\n", f);
+}
+
+/* A device's block a tab further in: under its namespace's heading. */
+static void indented_device_text(FILE *f, const Rdmad__Device *dev,
+				 bool several)
+{
+	char *text = NULL, *line, *end;
+	size_t len = 0;
+	FILE *m = open_memstream(&text, &len);
+
+	if (!m) {
+		device_text(f, dev, several);
+		return;
+	}
+	device_text(m, dev, several);
+	if (fclose(m) == 0)
+		for (line = text; *line; line = end + (*end == '\n')) {
+			end = strchrnul(line, '\n');
+			fprintf(f, "\t%.*s\n", (int)(end - line), line);
+		}
+	free(text);
+}
+
+/* "generation 42, 4 devices (2 in 1 other network namespace)". */
+static void status_head_text(FILE *f, uint64_t generation,
+			     Rdmad__Device *const *devices, size_t n)
+{
+	size_t foreign = 0, namespaces = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		foreign += netns_foreign(devices[i]);
+		namespaces += starts_netns(devices, i);
+	}
+	fprintf(f, "generation %llu, %zu device%s",
+		(unsigned long long)generation, n, n == 1 ? "" : "s");
+	if (foreign)
+		fprintf(f, " (%zu in %zu other network namespace%s)", foreign,
+			namespaces, namespaces == 1 ? "" : "s");
+	fputc('\n', f);
+}
+
 void output_status_view_text(FILE *f, uint64_t generation,
 			     const Rdmad__View *view,
 			     Rdmad__Device *const *devices, size_t n)
 {
 	size_t i;
 
-	fprintf(f, "generation %llu, %zu device%s\n",
-		(unsigned long long)generation, n, n == 1 ? "" : "s");
+	status_head_text(f, generation, devices, n);
 	output_view_text(f, view);
 	for (i = 0; i < n; i++) {
+		bool several = has_other_lives(devices, n, i);
+
+		if (starts_netns(devices, i)) {
+			fputc('\n', f);
+			netns_heading_text(f, devices[i]);
+		}
 		fputc('\n', f);
-		device_text(f, devices[i], has_other_lives(devices, n, i));
+		if (netns_foreign(devices[i]))
+			indented_device_text(f, devices[i], several);
+		else
+			device_text(f, devices[i], several);
 	}
 }
 
@@ -663,11 +780,17 @@ void output_status_text(FILE *f, uint64_t generation,
 
 /* A name a line; an unusable one says so after a space, and each life
  * of a name that has several says which it is, so that the first word
- * of each line is always the name. */
-void output_list_text(FILE *f, Rdmad__Device *const *devices, size_t n)
+ * of each line is always the name (with @qualify, a device of another
+ * namespace's qualified: netns_qualifier()). */
+void output_list_text(FILE *f, Rdmad__Device *const *devices, size_t n,
+		      bool qualify)
 {
+	char q[NETNS_QUALIFIER_MAX];
+
 	for (size_t i = 0; i < n; i++) {
 		fputs(or_dash(devices[i]->name), f);
+		if (qualify)
+			fputs(netns_qualifier(devices[i], q), f);
 		if (has_other_lives(devices, n, i))
 			life_text(f, devices[i], true);
 		else if (devices[i]->unusable)
@@ -727,13 +850,16 @@ static void device_event_text(FILE *f, const Rdmad__Device *dev)
 void output_event_text(FILE *f, const Rdmad__Event *event)
 {
 	const Rdmad__Device *dev = event->device;
+	char q[NETNS_QUALIFIER_MAX];
 
 	fprintf(f, "generation %llu: %s", (unsigned long long)event->generation,
 		output_event_name(event->type));
 	if (event->sriov)
 		sriov_text(f, event);
 	if (dev) {
-		fprintf(f, " %s", or_dash(dev->name));
+		/* Events of every namespace come to those who see all. */
+		fprintf(f, " %s%s", or_dash(dev->name),
+			netns_qualifier(dev, q));
 		event_detail_text(f, event);
 		device_event_text(f, dev);
 	}

@@ -46,11 +46,20 @@ int output_json_print(FILE *f, struct json_object *obj, bool pretty);
  * incarnation.
  */
 void output_order_lives(Rdmad__Device **devices, size_t n);
+/*
+ * Put rdmad's own network namespace's devices first, then each other
+ * namespace's together (PROTOCOL.md 8b: exclusive mode, for those who see
+ * all), in the order the namespaces first appear; stable otherwise.  The
+ * human forms of status take the devices in this order.
+ */
+void output_order_namespaces(Rdmad__Device **devices, size_t n);
 
 void output_status_text(FILE *f, uint64_t generation,
 			Rdmad__Device *const *devices, size_t n);
 /* With a "view: ..." line after the first one, unless @view is NULL or
- * the plain host view (output_view_text). */
+ * the plain host view (output_view_text); @devices in
+ * output_order_namespaces()'s order, rdmad's own namespace's first, then
+ * each other namespace's, indented under a heading. */
 void output_status_view_text(FILE *f, uint64_t generation,
 			     const Rdmad__View *view,
 			     Rdmad__Device *const *devices, size_t n);
@@ -58,7 +67,10 @@ void output_status_view_text(FILE *f, uint64_t generation,
  * nothing for the host's view as before views (verified, in rdmad's
  * namespaces, RDMA netns mode not exclusive) and for NULL. */
 void output_view_text(FILE *f, const Rdmad__View *view);
-void output_list_text(FILE *f, Rdmad__Device *const *devices, size_t n);
+/* @qualify: a device of another network namespace as NAME@netns:INODE
+ * (netns_qualifier()), for lists of several namespaces. */
+void output_list_text(FILE *f, Rdmad__Device *const *devices, size_t n,
+		      bool qualify);
 void output_event_text(FILE *f, const Rdmad__Event *event);
 
 #endif

@@ -20,17 +20,21 @@
 
 static const struct parser_verb verbs[] = {
 	{"status", commands_status,
-	 "show every device (or DEVICE) with its ports and holders", true},
+	 "show every device (or DEVICE) with its ports and holders", true,
+	 PARSER_OPT_NETNS | PARSER_OPT_ALL_NAMESPACES},
 	{"list", commands_list,
-	 "list device names, one a line (DEVICE: fail unless listed)", true},
+	 "list device names, one a line (DEVICE: fail unless listed)", true,
+	 PARSER_OPT_NETNS | PARSER_OPT_ALL_NAMESPACES},
 	{"monitor", commands_monitor,
 	 "print each change as it happens, until interrupted"},
 	{"wait", commands_wait,
 	 "wait until a device (--device) or all are present (--ready: ready)",
-	 false, PARSER_OPT_DEVICE | PARSER_OPT_READY | PARSER_OPT_UNTIL},
+	 false,
+	 PARSER_OPT_DEVICE | PARSER_OPT_READY | PARSER_OPT_UNTIL |
+		 PARSER_OPT_NETNS},
 	{"env", commands_env,
 	 "print NCCL_IB_HCA= (--nccl) and UCX_NET_DEVICES= (--ucx) lines",
-	 false, PARSER_OPT_NCCL | PARSER_OPT_UCX},
+	 false, PARSER_OPT_NCCL | PARSER_OPT_UCX | PARSER_OPT_NETNS},
 	{"rescan", commands_rescan,
 	 "ask rdmad to rescan sysfs now (root or admin group)"},
 	{"help", commands_help, "show this help"},
@@ -46,6 +50,8 @@ static const struct option options[] = {
 	{"ready", no_argument, NULL, 'r'},
 	{"nccl", no_argument, NULL, 'N'},
 	{"ucx", no_argument, NULL, 'U'},
+	{"netns", required_argument, NULL, 'n'},
+	{"all-namespaces", no_argument, NULL, 'A'},
 	{"help", no_argument, NULL, 'h'},
 	{"version", no_argument, NULL, 'V'},
 	{0},
@@ -87,7 +93,14 @@ void parser_usage(FILE *f)
 		"  -h, --help          show this help\n"
 		"  -V, --version       show the version\n"
 		"\nwait: -d, --device NAME|ALIAS   -r, --ready\n"
-		"env:  --nccl   --ucx   (neither: both)\n",
+		"env:  --nccl   --ucx   (neither: both)\n"
+		"\nOther network namespaces (the kernel's exclusive RDMA "
+		"mode):\n"
+		"  --netns ID            status, list, wait, env: namespace "
+		"ID's devices (its\n"
+		"                        inode or cookie), not rdmad's own\n"
+		"  -A, --all-namespaces  status, list: every namespace's "
+		"(status: the default)\n",
 		RDMAD_DEFAULT_SOCKET, RDMACTL_DEFAULT_TIMEOUT_MS / 1000,
 		RDMACTL_WAIT_DEFAULT_TIMEOUT_MS / 1000);
 }
@@ -113,6 +126,23 @@ static int parse_timeout(const char *arg, int *ret_ms)
 	    (sec != 0 && sec < 0.001) || sec < 0 || sec > 3600)
 		return -EINVAL;
 	*ret_ms = (int)(sec * 1000);
+	return 0;
+}
+
+/* A namespace's inode or cookie: decimal digits, not 0 (rdmad's own
+ * namespace is the default, not something to name). */
+static int parse_netns_id(const char *arg, uint64_t *ret_id)
+{
+	unsigned long long id;
+	char *end;
+
+	if (*arg < '0' || *arg > '9')
+		return -EINVAL;
+	errno = 0;
+	id = strtoull(arg, &end, 10);
+	if (errno || *end != '\0' || id == 0)
+		return -EINVAL;
+	*ret_id = id;
 	return 0;
 }
 
@@ -157,6 +187,18 @@ static int verb_option(int opt, struct rdmactl_ctx *ctx, struct parse_state *st)
 		ctx->ucx = true;
 		st->given |= PARSER_OPT_UCX;
 		st->given_name = "--ucx";
+		return -1;
+	case 'n':
+		if (parse_netns_id(optarg, &ctx->netns) < 0)
+			return usage_error(ctx->err, "bad network namespace ID",
+					   optarg);
+		st->given |= PARSER_OPT_NETNS;
+		st->given_name = "--netns";
+		return -1;
+	case 'A':
+		ctx->all_namespaces = true;
+		st->given |= PARSER_OPT_ALL_NAMESPACES;
+		st->given_name = "--all-namespaces";
 		return -1;
 	}
 	/* getopt already named the bad option. */
@@ -203,8 +245,8 @@ static int parse_options(int argc, char **argv, struct rdmactl_ctx *ctx,
 	/* optind 0 makes glibc start afresh, which the unit tests need. */
 	optind = 0;
 	opterr = 0;
-	while ((opt = getopt_long(argc, argv, ":s:jpt:hVd:r", options, NULL)) !=
-	       -1) {
+	while ((opt = getopt_long(argc, argv, ":s:jpt:hVd:rA", options,
+				  NULL)) != -1) {
 		if (opt == '?')
 			return usage_error(ctx->err, "unknown option",
 					   argv[optind - 1]);
@@ -226,6 +268,12 @@ static int check_verb_options(const struct parser_verb *verb,
 	if (st->given & ~verb->options)
 		return usage_error(ctx->err, "option not taken by this verb",
 				   st->given_name);
+	if ((st->given & PARSER_OPT_NETNS) &&
+	    (st->given & PARSER_OPT_ALL_NAMESPACES))
+		return usage_error(ctx->err,
+				   "--netns and --all-namespaces exclude each "
+				   "other",
+				   NULL);
 	if (!(verb->options & PARSER_OPT_UNTIL)) {
 		if (ctx->timeout_ms == 0)
 			return usage_error(ctx->err, "bad timeout", "0");
@@ -266,6 +314,8 @@ static void ctx_reset(struct rdmactl_ctx *ctx)
 	ctx->ready = false;
 	ctx->nccl = false;
 	ctx->ucx = false;
+	ctx->netns = 0;
+	ctx->all_namespaces = false;
 	ctx->timeout_ms = RDMACTL_DEFAULT_TIMEOUT_MS;
 }
 

@@ -9,6 +9,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 
 /* Exit statuses (rdmactl(8)). */
@@ -32,6 +33,8 @@ enum parser_opt {
 	/* --timeout is how long the verb waits for its condition (default
 	 * RDMACTL_WAIT_DEFAULT_TIMEOUT_MS, 0: no limit), not for a reply. */
 	PARSER_OPT_UNTIL = 1 << 4,
+	PARSER_OPT_NETNS = 1 << 5,	    /* --netns ID */
+	PARSER_OPT_ALL_NAMESPACES = 1 << 6, /* -A, --all-namespaces */
 };
 
 /* What a verb's handler gets: the resolved options and where to print. */
@@ -42,7 +45,11 @@ struct rdmactl_ctx {
 	const char *device; /* the verb's DEVICE argument or --device */
 	bool ready;	    /* --ready */
 	bool nccl, ucx;	    /* env: which variables */
-	int timeout_ms;	    /* -1: no limit (wait --timeout 0) */
+	/* Which network namespace's devices (PROTOCOL.md 8b): --netns ID
+	 * (an inode or a cookie), 0 for rdmad's own; or every one. */
+	uint64_t netns;
+	bool all_namespaces;
+	int timeout_ms; /* -1: no limit (wait --timeout 0) */
 	FILE *out;
 	FILE *err;
 };

@@ -1,9 +1,10 @@
 # SPDX-License-Identifier: MIT
-# bash completion for rdmactl(8): its verbs and options (wait's and env's
-# own after those verbs), and for status, list and wait --device the names
-# of the devices rdmad lists, asked through the same socket
-# (--socket on the line, else $RDMAD_SOCKET, else the default).  Installed
-# as "rdmactl" in bash-completion's completionsdir.  Needs nothing from the
+# bash completion for rdmactl(8): its verbs and options (each verb's own
+# after it), for status, list and wait --device the names of the devices
+# rdmad lists, and for --netns the IDs of the other network namespaces it
+# lists devices of, asked through the same socket (--socket on the line,
+# else $RDMAD_SOCKET, else the default).  Installed as "rdmactl" in
+# bash-completion's completionsdir.  Needs nothing from the
 # bash-completion package itself.
 
 _rdmactl()
@@ -11,7 +12,10 @@ _rdmactl()
 	local cur=${COMP_WORDS[COMP_CWORD]} prev=${COMP_WORDS[COMP_CWORD - 1]}
 	local verbs="status list monitor wait env rescan help version"
 	local opts="--socket --json --pretty --timeout --help --version"
-	local -A verb_opts=([wait]="--device --ready -d -r" [env]="--nccl --ucx")
+	local -A verb_opts=([wait]="--device --ready -d -r --netns"
+		[env]="--nccl --ucx --netns"
+		[status]="--netns --all-namespaces -A"
+		[list]="--netns --all-namespaces -A")
 	local verb="" nargs=0 i w
 	local -a socket=()
 
@@ -35,7 +39,7 @@ _rdmactl()
 			((i++))
 			socket=(--socket "${COMP_WORDS[i]}")
 			;;
-		-t | --timeout | -d | --device)
+		-t | --timeout | -d | --device | --netns)
 			[[ ${COMP_WORDS[i + 1]} == = ]] && ((i++))
 			((i++))
 			;;
@@ -52,6 +56,10 @@ _rdmactl()
 	# After the loop, which found the socket to ask.
 	if [[ $prev == -d || $prev == --device ]]; then
 		COMPREPLY=($(compgen -W "$(_rdmactl_devices)" -- "$cur"))
+		return
+	fi
+	if [[ $prev == --netns ]]; then
+		COMPREPLY=($(compgen -W "$(_rdmactl_netns)" -- "$cur"))
 		return
 	fi
 	if [[ $cur == -* ]]; then
@@ -81,5 +89,17 @@ _rdmactl_devices()
 		while read -r name _; do
 			printf '%s\n' "$name"
 		done
+}
+
+# The IDs of the other network namespaces rdmad lists devices of: what
+# follows "@netns:" or "@netns-cookie:" in `list --all-namespaces`.
+_rdmactl_netns()
+{
+	local name
+	"${COMP_WORDS[0]}" "${socket[@]}" --timeout 1 list --all-namespaces \
+		2>/dev/null | while read -r name _; do
+		[[ $name == *@netns:* || $name == *@netns-cookie:* ]] &&
+			printf '%s\n' "${name##*:}"
+	done | sort -u
 }
 complete -F _rdmactl rdmactl

@@ -5,7 +5,9 @@
  * `env` prints the variables that tell NCCL and UCX which devices and
  * ports to use.  `wait` follows a subscription (a snapshot, then events,
  * resubscribing on a gap as `monitor` does) and never polls; it keeps
- * only what its condition needs of each entry of the device list.
+ * only what its condition needs of each entry of the device list.  Both
+ * look only at the devices of rdmad's own network namespace, or of the
+ * one --netns names (PROTOCOL.md 8b: root sees every namespace's).
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -13,6 +15,7 @@
 #include <time.h>
 
 #include "commands.h"
+#include "netns.h"
 #include "output.h"
 #include "session.h"
 
@@ -32,6 +35,7 @@ struct entry {
 struct devlist {
 	struct entry *v;
 	size_t n;
+	uint64_t netns; /* whose devices it keeps: netns_matches() */
 };
 
 static void entry_clear(struct entry *e)
@@ -87,21 +91,6 @@ static struct entry *devlist_find(struct devlist *l, const Rdmad__Device *dev)
 	return NULL;
 }
 
-/* Replace the entry of @dev, or add it. */
-static int devlist_put(struct devlist *l, const Rdmad__Device *dev)
-{
-	struct entry *e = devlist_find(l, dev), *v;
-
-	if (e)
-		return entry_set(e, dev);
-	v = realloc(l->v, (l->n + 1) * sizeof(*v));
-	if (!v)
-		return -ENOMEM;
-	l->v = v;
-	memset(&v[l->n], 0, sizeof(v[0]));
-	return entry_set(&v[l->n++], dev);
-}
-
 static void devlist_drop(struct devlist *l, const Rdmad__Device *dev)
 {
 	struct entry *e = devlist_find(l, dev);
@@ -110,6 +99,26 @@ static void devlist_drop(struct devlist *l, const Rdmad__Device *dev)
 		return;
 	entry_clear(e);
 	*e = l->v[--l->n];
+}
+
+/* Replace the entry of @dev, or add it; one of another network namespace
+ * than l->netns is dropped, wherever it was before. */
+static int devlist_put(struct devlist *l, const Rdmad__Device *dev)
+{
+	struct entry *e = devlist_find(l, dev), *v;
+
+	if (!netns_matches(dev, l->netns)) {
+		devlist_drop(l, dev);
+		return 0;
+	}
+	if (e)
+		return entry_set(e, dev);
+	v = realloc(l->v, (l->n + 1) * sizeof(*v));
+	if (!v)
+		return -ENOMEM;
+	l->v = v;
+	memset(&v[l->n], 0, sizeof(v[0]));
+	return entry_set(&v[l->n++], dev);
 }
 
 static int devlist_load(struct devlist *l, const struct session_snapshot *snap)
@@ -295,7 +304,8 @@ static void say_timeout(const struct rdmactl_ctx *ctx)
 
 int commands_wait(const struct rdmactl_ctx *ctx)
 {
-	struct waiter w = {.ctx = ctx, .deadline = -1};
+	struct waiter w = {
+		.ctx = ctx, .deadline = -1, .list.netns = ctx->netns};
 	int r;
 
 	if (ctx->timeout_ms >= 0)
@@ -403,21 +413,7 @@ static int print_env(const struct rdmactl_ctx *ctx,
 
 int commands_env(const struct rdmactl_ctx *ctx)
 {
-	struct session_snapshot snap;
-	struct session *s;
-	int r;
-
-	r = commands_open_session(ctx, "env", &s);
-	if (r != RDMACTL_EXIT_OK)
-		return r;
-	r = session_get_snapshot(s, RDMAD__FRAME__BODY_GET_STATUS, &snap);
-	if (r < 0) {
-		r = commands_report(ctx, "env", s, r);
-		session_free(s);
-		return r;
-	}
-	r = print_env(ctx, &snap);
-	session_snapshot_clear(&snap);
-	session_free(s);
-	return r;
+	/* Of rdmad's own namespace unless --netns says: another namespace's
+	 * devices are no use to a job here. */
+	return commands_with_snapshot(ctx, "env", print_env);
 }

@@ -90,3 +90,25 @@ uint64_t fake_expect(int fd, Rdmad__Frame__BodyCase body)
 	wire_free(f);
 	return seq;
 }
+
+static int send_part(const Rdmad__Frame *frame, void *userdata)
+{
+	return fake_send(*(int *)userdata, frame, -1);
+}
+
+int fake_send_snapshot(int fd, Rdmad__Device *const *devices, size_t n,
+		       uint64_t generation, uint64_t seq,
+		       const Rdmad__View *view)
+{
+	return wire_split_snapshot(devices, n, generation, seq, view, send_part,
+				   &fd);
+}
+
+bool fake_client_ends(int fd)
+{
+	Rdmad__Frame *f = NULL;
+	int r = fake_recv(fd, &f);
+
+	wire_free(f);
+	return r == -ECONNRESET;
+}

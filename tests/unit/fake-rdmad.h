@@ -1,13 +1,16 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * A fake rdmad's socket for rdmactl's unit tests (test-rdmactl.c,
- * test-rdmactl-view.c, test-rdmactl-lives.c): a listening SOCK_SEQPACKET socket
- * in a fresh temporary directory, and frames in and out through proto/wire.c.
- * What each fake answers is the test's own.
+ * test-rdmactl-view.c, test-rdmactl-lives.c, test-rdmactl-netns.c): a
+ * listening SOCK_SEQPACKET socket in a fresh temporary directory, and
+ * frames in and out through proto/wire.c.  What each fake answers is the
+ * test's own.
  */
 #ifndef RDMAD_TEST_FAKE_RDMAD_H
 #define RDMAD_TEST_FAKE_RDMAD_H
 
+#include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "wire.h"
@@ -32,5 +35,12 @@ int fake_send_welcome(int fd, uint64_t seq, Rdmad__View *view);
 int fake_recv(int fd, Rdmad__Frame **ret_frame);
 /* The seq of the next request if it is of @body; 0 if not (or none). */
 uint64_t fake_expect(int fd, Rdmad__Frame__BodyCase body);
+/* A snapshot of @devices at @generation with @view (NULL: none), split
+ * into parts as rdmad splits it, in reply to @seq (0: unsolicited). */
+int fake_send_snapshot(int fd, Rdmad__Device *const *devices, size_t n,
+		       uint64_t generation, uint64_t seq,
+		       const Rdmad__View *view);
+/* Whether the client hangs up within 5 s without asking anything more. */
+bool fake_client_ends(int fd);
 
 #endif

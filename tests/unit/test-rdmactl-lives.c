@@ -154,11 +154,6 @@ struct fake {
 	bool ok;
 };
 
-static int send_part(const Rdmad__Frame *frame, void *userdata)
-{
-	return fake_send(*(int *)userdata, frame, -1);
-}
-
 static int send_ready(struct fake *fk, int fd)
 {
 	Rdmad__Event ev = RDMAD__EVENT__INIT;
@@ -182,16 +177,6 @@ static bool still_waiting(int fd, int ms)
 	return poll(&pfd, 1, ms) == 0;
 }
 
-/* Until the client hangs up (or 5 s pass): it must have nothing to ask. */
-static bool client_ends(int fd)
-{
-	Rdmad__Frame *f = NULL;
-	int r = fake_recv(fd, &f);
-
-	wire_free(f);
-	return r == -ECONNRESET;
-}
-
 static bool run_script(struct fake *fk, int fd)
 {
 	Rdmad__Frame__BodyCase body = fk->script == SCRIPT_STATUS
@@ -202,8 +187,7 @@ static bool run_script(struct fake *fk, int fd)
 	if (!seq || fake_send_welcome(fd, seq, NULL) < 0)
 		return false;
 	seq = fake_expect(fd, body);
-	if (!seq || wire_split_snapshot(fk->ptrs, fk->n, 42, seq, NULL,
-					send_part, &fd) < 0)
+	if (!seq || fake_send_snapshot(fd, fk->ptrs, fk->n, 42, seq, NULL) < 0)
 		return false;
 	if (fk->script == SCRIPT_STATUS)
 		return true;
@@ -212,7 +196,7 @@ static bool run_script(struct fake *fk, int fd)
 		if (send_ready(fk, fd) < 0)
 			return false;
 	}
-	return client_ends(fd);
+	return fake_client_ends(fd);
 }
 
 static void *fake_main(void *arg)

@@ -93,7 +93,8 @@ static void test_view_json(void)
 			 "\"pidns\":4026532003,"
 			 "\"pod_uid\":\"1b2c3d4e-0000-4000-8000-00000000abcd\","
 			 "\"netns_mode\":\"shared\",\"all\":false,"
-			 "\"verified\":true,\"host\":false}\n"),
+			 "\"verified\":true,\"host\":false,\"nodes\":false,"
+			 "\"netns_cookie\":0}\n"),
 	      "view: %s", t);
 	free(t);
 	/* "view" between "generation" and "devices". */
@@ -101,7 +102,7 @@ static void test_view_json(void)
 	CHECK(!strncmp(t, "{\"generation\":42,\"view\":{\"netns\":4026532001,",
 		       strlen("{\"generation\":42,\"view\":{\"netns\":"
 			      "4026532001,")) &&
-		      strstr(t, "\"host\":false},\"devices\":[{\"name\":"
+		      strstr(t, "\"netns_cookie\":0},\"devices\":[{\"name\":"
 				"\"mlx5_0\","),
 	      "status: %s", t);
 	free(t);
@@ -313,13 +314,16 @@ static void test_device_text(void)
 	      "holder's pod: %s", t);
 	free(t);
 
-	/* Exclusive mode, for those who see all: where a device is. */
+	/* Exclusive mode, for those who see all: where a device is, in the
+	 * heading of its namespace (test-rdmactl-netns.c). */
 	s.dev.reason = "";
 	s.dev.state = RDMAD__DEVICE_STATE__DEVICE_STATE_PRESENT;
 	s.dev.netns = 4026532999;
 	s.dev.pod_uid = "pod-\x1b[2J";
 	t = status_text(NULL, &s.dev);
-	CHECK(strstr(t, ", in netns 4026532999 of pod pod-\\x1b[2J\n") &&
+	CHECK(strstr(t, "\nnetwork namespace 4026532999 (pod "
+			"pod-\\x1b[2J):\n\n\thca_id:\tmlx5_0\n") &&
+		      strstr(t, "\t\tstate:\t\t\tpresent, unusable\n") &&
 		      !strchr(t, '\x1b'),
 	      "device's namespace: %s", t);
 	free(t);
@@ -331,7 +335,7 @@ static char *list_text(Rdmad__Device *const *devs, size_t n)
 	size_t len = 0;
 	FILE *f = open_memstream(&text, &len);
 
-	output_list_text(f, devs, n);
+	output_list_text(f, devs, n, false);
 	fclose(f);
 	return text;
 }

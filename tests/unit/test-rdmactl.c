@@ -619,15 +619,10 @@ static int welcome(int fd, uint64_t seq, uint32_t version, Rdmad__Status status)
 	return r;
 }
 
-static int send_part(const Rdmad__Frame *frame, void *userdata)
-{
-	return fake_send(*(int *)userdata, frame, -1);
-}
-
 static int snapshot(struct fake *fk, int fd, uint64_t seq, uint64_t gen,
 		    size_t n)
 {
-	return wire_split_snapshot(fk->ptrs, n, gen, seq, NULL, send_part, &fd);
+	return fake_send_snapshot(fd, fk->ptrs, n, gen, seq, NULL);
 }
 
 static int status_only(int fd, uint64_t seq, Rdmad__Status status,
