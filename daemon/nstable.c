@@ -1,18 +1,19 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Another network namespace's devices: see nstable.h.  Its sysfs is read
- * through "/proc/self/fd/N/root/sys", N being an O_PATH descriptor of the
- * client's /proc/PID, so a pid reused meanwhile is never read from.
+ * Another network namespace's devices: see nstable.h.  The kernel is
+ * asked through a socket of that namespace (nlquery.c), never blocking:
+ * a client that shares the socket can make an answer fail, which leaves
+ * the table as it was until the next try, and can change nothing else.
  */
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
+#include "log.h"
+#include "nlquery.h"
 #include "nstable.h"
 #include "sysfs.h"
 
@@ -25,7 +26,8 @@ static void on_event(void *userdata, enum devices_event event,
 		t->fn(t->userdata, t, event, dev, old_name);
 }
 
-struct nstable *nstable_new(const struct peer *peer, int proc_fd,
+struct nstable *nstable_new(uint64_t cookie, uint64_t netns,
+			    const char *pod_uid, int nl_fd,
 			    nstable_listener_fn fn, void *userdata)
 {
 	struct nstable *t = calloc(1, sizeof(*t));
@@ -33,17 +35,39 @@ struct nstable *nstable_new(const struct peer *peer, int proc_fd,
 	/* Its own generations are never published: views count theirs. */
 	if (!t || !(t->table = devices_new(0))) {
 		free(t);
-		if (proc_fd >= 0)
-			close(proc_fd);
+		errno = ENOMEM;
+		return NULL;
+	}
+	t->nl_fd = fcntl(nl_fd, F_DUPFD_CLOEXEC, 3);
+	if (t->nl_fd < 0) {
+		devices_free(t->table);
+		free(t);
 		return NULL;
 	}
 	t->fn = fn;
 	t->userdata = userdata;
-	t->netns = peer->ns.net;
-	t->proc_fd = proc_fd;
-	memcpy(t->pod_uid, peer->pod_uid, sizeof(t->pod_uid));
+	t->cookie = cookie;
+	t->netns = netns;
+	snprintf(t->pod_uid, sizeof(t->pod_uid), "%s", pod_uid);
 	devices_set_listener(t->table, on_event, t);
 	return t;
+}
+
+void nstable_drop_socket(struct nstable *t)
+{
+	if (t->nl_fd >= 0)
+		close(t->nl_fd);
+	t->nl_fd = -1;
+}
+
+void nstable_take_socket(struct nstable *t, int nl_fd)
+{
+	int fd = fcntl(nl_fd, F_DUPFD_CLOEXEC, 3);
+
+	if (fd < 0)
+		return;
+	nstable_drop_socket(t);
+	t->nl_fd = fd;
 }
 
 void nstable_free(struct nstable *t)
@@ -52,27 +76,25 @@ void nstable_free(struct nstable *t)
 		return;
 	devices_apply_scan(t->table, NULL, 0);
 	devices_free(t->table);
-	if (t->proc_fd >= 0)
-		close(t->proc_fd);
+	nstable_drop_socket(t);
 	free(t);
 }
 
 int nstable_rescan(struct nstable *t)
 {
 	struct sysfs_device *devs = NULL;
-	char sysroot[64];
 	size_t n = 0;
 	int r;
 
-	/* Its process gone: not known, not empty. */
-	if (t->proc_fd < 0 || faccessat(t->proc_fd, "root/sys", F_OK, 0) < 0)
+	if (t->nl_fd < 0)
 		return -ESRCH;
-	snprintf(sysroot, sizeof(sysroot), "/proc/self/fd/%d/root/sys",
-		 t->proc_fd);
-	r = sysfs_scan_all(sysroot, &devs, &n, NULL);
-	if (r == -ENOENT)
-		n = 0; /* no RDMA class at all: no devices */
-	else if (r < 0)
+	r = nlquery_devices(t->nl_fd, &devs, &n, NSTABLE_MAX_DEVICES);
+	if (r == -E2BIG && !t->capped)
+		log_warnx("network namespace %llu: more than %d RDMA devices, "
+			  "the rest left out",
+			  (unsigned long long)t->cookie, NSTABLE_MAX_DEVICES);
+	t->capped = r == -E2BIG;
+	if (r < 0 && !(r == -E2BIG && devs))
 		return r;
 	r = devices_apply_scan(t->table, devs, n);
 	sysfs_devices_free(devs, n);
@@ -85,50 +107,6 @@ const struct device *nstable_find_identity(const struct nstable *t,
 	const struct device *dev = devices_find_identity(t->table, identity);
 
 	return dev && device_state(dev) == DEVICE_STATE_PRESENT ? dev : NULL;
-}
-
-bool nstable_netns_has_process(uint64_t netns)
-{
-	char path[64];
-	struct dirent *e;
-	struct stat st;
-	bool found = false;
-	DIR *proc = opendir("/proc");
-
-	if (!proc)
-		return true;
-	/* A process we may not look at (another user's, without
-	 * CAP_SYS_PTRACE) is taken as not in it. */
-	while (!found && (e = readdir(proc))) {
-		if (e->d_name[0] < '0' || e->d_name[0] > '9')
-			continue;
-		snprintf(path, sizeof(path), "/proc/%.20s/ns/net", e->d_name);
-		found = stat(path, &st) == 0 && st.st_ino == netns;
-	}
-	closedir(proc);
-	return found;
-}
-
-/* Is "net:[@netns]" the root of an nsfs mount in @mountinfo? */
-static bool mounted_in(const char *mountinfo, uint64_t netns)
-{
-	char line[4096], want[48];
-	bool found = false;
-	FILE *f = fopen(mountinfo, "re");
-
-	if (!f)
-		return false;
-	snprintf(want, sizeof(want), " net:[%llu] ", (unsigned long long)netns);
-	while (!found && fgets(line, sizeof(line), f))
-		found = strstr(line, want) && strstr(line, " - nsfs ");
-	fclose(f);
-	return found;
-}
-
-bool nstable_netns_is_mounted(uint64_t netns)
-{
-	return mounted_in("/proc/self/mountinfo", netns) ||
-	       mounted_in("/proc/1/mountinfo", netns);
 }
 
 void nstable_drop(struct nstable *t, const struct device *dev)

@@ -122,17 +122,83 @@ static bool uuid_at(const char *p, char out[PEER_POD_UID_MAX])
 	return true;
 }
 
-/* kubelet's cgroups: ".../kubepods-besteffort-pod<uid_with_underscores>
- * .slice/..." (systemd driver) or "/kubepods/burstable/pod<uid>/..."
- * (cgroupfs driver). */
+/* Is the path component at @p "@prefix<uuid>@suffix", ending there? */
+static bool pod_component(const char *p, const char *prefix, const char *suffix,
+			  char out[PEER_POD_UID_MAX])
+{
+	size_t n = strlen(prefix), m = strlen(suffix);
+
+	if (strncmp(p, prefix, n) || strnlen(p + n, 36) < 36 ||
+	    !uuid_at(p + n, out))
+		return false;
+	p += n + 36;
+	return !strncmp(p, suffix, m) && (p[m] == '/' || p[m] == '\0');
+}
+
+static const char *const qos_classes[] = {"burstable", "besteffort"};
+
+/* cgroupfs driver: "/kubepods[/QOS]/pod<uid>". */
+static bool pod_cgroupfs(const char *path, char out[PEER_POD_UID_MAX])
+{
+	char dir[32];
+
+	if (strncmp(path, "/kubepods/", 10))
+		return false;
+	path += 10;
+	if (pod_component(path, "pod", "", out))
+		return true;
+	for (size_t i = 0; i < 2; i++) {
+		snprintf(dir, sizeof(dir), "%s/", qos_classes[i]);
+		if (!strncmp(path, dir, strlen(dir)) &&
+		    pod_component(path + strlen(dir), "pod", "", out))
+			return true;
+	}
+	return false;
+}
+
+/* systemd driver: "/kubepods.slice[/kubepods-QOS.slice]/
+ * kubepods[-QOS]-pod<uid>.slice", the UID's dashes as underscores. */
+static bool pod_systemd(const char *path, char out[PEER_POD_UID_MAX])
+{
+	char dir[48], prefix[48];
+
+	if (strncmp(path, "/kubepods.slice/", 16))
+		return false;
+	path += 16;
+	if (pod_component(path, "kubepods-pod", ".slice", out))
+		return true;
+	for (size_t i = 0; i < 2; i++) {
+		snprintf(dir, sizeof(dir), "kubepods-%s.slice/",
+			 qos_classes[i]);
+		snprintf(prefix, sizeof(prefix), "kubepods-%s-pod",
+			 qos_classes[i]);
+		if (!strncmp(path, dir, strlen(dir)) &&
+		    pod_component(path + strlen(dir), prefix, ".slice", out))
+			return true;
+	}
+	return false;
+}
+
 bool peer_parse_pod_uid(const char *cgroup, char out[PEER_POD_UID_MAX])
 {
-	const char *p = strstr(cgroup, "kubepods");
+	char line[1024];
+	const char *p = cgroup, *end, *path;
+	size_t len;
 
-	out[0] = '\0';
-	while (p && (p = strstr(p, "pod"))) {
-		p += 3;
-		if (strnlen(p, 36) == 36 && uuid_at(p, out))
+	for (; *p; p = *end ? end + 1 : end) {
+		end = strchr(p, '\n');
+		if (!end)
+			end = p + strlen(p);
+		len = (size_t)(end - p);
+		if (len >= sizeof(line))
+			continue;
+		memcpy(line, p, len);
+		line[len] = '\0';
+		/* "ID:CONTROLLERS:PATH" */
+		path = strchr(line, ':');
+		path = path ? strchr(path + 1, ':') : NULL;
+		if (path &&
+		    (pod_cgroupfs(path + 1, out) || pod_systemd(path + 1, out)))
 			return true;
 	}
 	out[0] = '\0';
@@ -168,9 +234,9 @@ int peer_parse_nspid(const char *status, pid_t *ret)
 /* What rdmad relays to every client and terminal, and puts in protobuf
  * strings that must be UTF-8, is printable ASCII: any process sets its
  * own comm (prctl). */
-static void read_comm(struct peer *p)
+static void read_comm(struct peer *p, int proc_fd)
 {
-	if (read_text(p->proc_fd, "comm", p->comm, sizeof(p->comm)) <= 0)
+	if (read_text(proc_fd, "comm", p->comm, sizeof(p->comm)) <= 0)
 		snprintf(p->comm, sizeof(p->comm), "?");
 	p->comm[strcspn(p->comm, "\n")] = '\0';
 	for (char *c = p->comm; *c; c++)
@@ -178,22 +244,19 @@ static void read_comm(struct peer *p)
 			*c = '?';
 }
 
-static void read_details(struct peer *p)
+static void read_details(struct peer *p, int proc_fd)
 {
 	char buf[4096];
 
-	if (read_text(p->proc_fd, "status", buf, sizeof(buf)) < 0 ||
+	if (read_text(proc_fd, "status", buf, sizeof(buf)) < 0 ||
 	    peer_parse_nspid(buf, &p->ns_pid) < 0)
 		p->ns_pid = p->pid;
-	if (read_text(p->proc_fd, "cgroup", buf, sizeof(buf)) >= 0)
+	if (read_text(proc_fd, "cgroup", buf, sizeof(buf)) >= 0)
 		peer_parse_pod_uid(buf, p->pod_uid);
 }
 
 static void forget(struct peer *p)
 {
-	if (p->proc_fd >= 0)
-		close(p->proc_fd);
-	p->proc_fd = -1;
 	p->known = false;
 	p->ns = (struct peer_ns){0};
 	p->ns_pid = p->pid;
@@ -204,27 +267,28 @@ void peer_identify(int fd, const struct ucred *cred, struct peer *ret)
 {
 	char path[32];
 	int pidfd = peer_pidfd(fd, cred->pid);
+	int proc_fd;
 	bool exact;
 
 	*ret = (struct peer){.pid = cred->pid,
 			     .uid = cred->uid,
 			     .gid = cred->gid,
-			     .ns_pid = cred->pid,
-			     .proc_fd = -1};
+			     .ns_pid = cred->pid};
 	snprintf(path, sizeof(path), "/proc/%d", (int)cred->pid);
-	ret->proc_fd = open(path, O_PATH | O_DIRECTORY | O_CLOEXEC);
-	read_comm(ret);
+	proc_fd = open(path, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	read_comm(ret, proc_fd);
 	exact = pidfd >= 0 && ns_from_pidfd(pidfd, &ret->ns);
-	ret->known = ret->proc_fd >= 0 &&
-		     (exact || ns_from_proc(ret->proc_fd, &ret->ns));
+	ret->known = proc_fd >= 0 && (exact || ns_from_proc(proc_fd, &ret->ns));
 	/* /proc/PID must be the pidfd's process: the mount namespace it
 	 * shows must be the one the pidfd has, and the pidfd still alive. */
 	if (ret->known && exact)
-		ret->known = inode_at(ret->proc_fd, "ns/mnt") == ret->ns.mnt;
+		ret->known = inode_at(proc_fd, "ns/mnt") == ret->ns.mnt;
 	if (ret->known)
-		read_details(ret);
+		read_details(ret, proc_fd);
 	if (!ret->known || pidfd_exited(pidfd))
 		forget(ret);
+	if (proc_fd >= 0)
+		close(proc_fd);
 	if (pidfd >= 0)
 		close(pidfd);
 }

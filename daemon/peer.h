@@ -31,15 +31,14 @@ struct peer {
 	bool known;			/* ns was read and is that process's */
 	char pod_uid[PEER_POD_UID_MAX]; /* "" when none */
 	char comm[16]; /* its comm, printable ASCII; "?" if unreadable */
-	/* /proc/PID of the process, open (O_PATH): its /dev as it sees it,
-	 * through "root/".  -1 when not known; the caller owns it. */
-	int proc_fd;
 };
 
 /*
  * Look at the process behind the connected socket @fd, whose SO_PEERCRED
- * is @cred.  Namespaces come from the process's pidfd where the kernel has
- * them (SO_PEERPIDFD and PIDFD_GET_*_NAMESPACE, Linux 6.5 and 6.11), else
+ * is @cred: only what the kernel writes about it under /proc/PID (its
+ * namespaces, status, cgroup and comm), never a file of its own.
+ * Namespaces come from the process's pidfd where the kernel has them
+ * (SO_PEERPIDFD and PIDFD_GET_*_NAMESPACE, Linux 6.5 and 6.11), else
  * from /proc/PID/ns; either way the pidfd (SO_PEERPIDFD, else
  * pidfd_open()) must still be alive after the look, or the pid may have
  * been reused and nothing is known.  A process rdmad may not look into
@@ -55,8 +54,12 @@ void peer_ns_host(struct peer_ns *ret);
 uint64_t peer_ns_own_mnt(void);
 
 /* Parsers of /proc text, for the unit test and the fuzzer.  The pod UID of
- * a /proc/PID/cgroup text (systemd and cgroupfs drivers): true and @out
- * filled with dashes, or false. */
+ * a /proc/PID/cgroup text: true and @out filled with dashes, or false.
+ * Only kubelet's own cgroups count, anchored at the root, where only root
+ * can make them: "/kubepods[/QOS]/pod<uid>/..." (cgroupfs driver) and
+ * "/kubepods.slice[/kubepods-QOS.slice]/kubepods[-QOS]-pod<uid>.slice/..."
+ * (systemd driver); a "pod<uid>" anywhere else (a user's delegated
+ * cgroup) is not a pod. */
 bool peer_parse_pod_uid(const char *cgroup, char out[PEER_POD_UID_MAX]);
 /* The last NSpid of a /proc/PID/status text: 0 or -ENOENT. */
 int peer_parse_nspid(const char *status, pid_t *ret);

@@ -51,6 +51,7 @@
 #include "devices.h"
 #include "export.h"
 #include "log.h"
+#include "nlquery.h"
 #include "outq.h"
 #include "rdmad-config.h"
 #include "server.h"
@@ -74,7 +75,9 @@ struct client {
 	struct event *ev_hello; /* the Hello deadline, until it came */
 	int fd;
 	struct peer peer;  /* pid, uid, gid, namespaces (peer.h) */
-	struct view *view; /* what it sees, decided at connect (views.h) */
+	struct view *view; /* what it sees, decided at Hello (views.h) */
+	int passed_fd;	   /* came with the request being handled, or -1 */
+	bool verified;	   /* its view is known or said, not assumed */
 	bool admin;	   /* root or the admin group: admin requests */
 	bool lifecycle;	   /* said the "lifecycle" feature in Hello */
 	bool removing;	   /* said "removing" */
@@ -281,8 +284,10 @@ static void fill_view(const struct client *c, Rdmad__View *msg)
 	msg->netns_mode = (char *)netlink_netns_mode_name(
 		views_netns_mode(c->srv->views));
 	msg->all = c->view->key.all;
-	msg->verified = c->peer.known;
+	msg->verified = c->verified;
 	msg->host = c->view->host;
+	msg->nodes = c->view->key.by_nodes;
+	msg->netns_cookie = c->view->ns ? c->view->ns->cookie : 0;
 }
 
 /* Where a device of another network namespace is, for those who see
@@ -290,6 +295,7 @@ static void fill_view(const struct client *c, Rdmad__View *msg)
 static void mark_netns(Rdmad__Device *msg, const struct nstable *t)
 {
 	msg->netns = t->netns;
+	msg->netns_cookie = t->cookie;
 	msg->pod_uid = (char *)t->pod_uid;
 	msg->stranded = t->stranded;
 }
@@ -367,14 +373,51 @@ static int send_snapshot(struct client *c, uint64_t seq)
 
 /* ---- request handlers ---- */
 
+/* What @c said of its place (PROTOCOL.md 8b), its socket checked to be
+ * NETLINK_RDMA.  Nothing of it is looked at but what the kernel says of
+ * the socket. */
+static void claim_of(const struct client *c, const Rdmad__Scope *scope,
+		     struct view_claim *ret)
+{
+	*ret = (struct view_claim){.nl_fd = -1};
+	if (!scope)
+		return;
+	ret->reported = true;
+	ret->mntns = scope->mntns;
+	ret->devtmpfs = scope->dev_dir &&
+			scope->dev_dir == views_devtmpfs(c->srv->views);
+	ret->nodes = scope->nodes;
+	ret->nnodes = scope->n_nodes;
+	if (scope->netns_socket && c->passed_fd >= 0 &&
+	    nlquery_check_socket(c->passed_fd, &ret->netns_cookie) == 0)
+		ret->nl_fd = c->passed_fd;
+}
+
+/* Into the view of what it is and says: the first request, before
+ * anything of a view went out. */
+static int client_join_view(struct client *c, const Rdmad__Scope *scope)
+{
+	struct view_claim claim;
+	int r = 0;
+
+	claim_of(c, scope, &claim);
+	c->view = views_join(c->srv->views, &c->peer, c->admin, &claim, &r);
+	c->verified = c->peer.known || claim.reported;
+	return r;
+}
+
 static int handle_hello(struct client *c, const Rdmad__Frame *req)
 {
 	Rdmad__Welcome welcome = RDMAD__WELCOME__INIT;
 	Rdmad__View view;
 	Rdmad__Frame frame;
+	int r;
 
 	if (c->hello)
 		return bad_request(c, req->seq, "Hello was said already");
+	r = client_join_view(c, req->hello->scope);
+	if (r < 0)
+		return reply_status(c, req->seq, r, "cannot make its view");
 	log_debug("client pid %d uid %d (%s) says hello as '%.32s'",
 		  c->peer.pid, c->peer.uid, c->peer.comm,
 		  req->hello->client_name);
@@ -398,16 +441,28 @@ static int handle_hello(struct client *c, const Rdmad__Frame *req)
 	return reply_frame(c, &frame, c->view->page.ro_fd);
 }
 
+/* Its nodes, reported again: the snapshot's refresh applies them. */
+static void client_reports(struct client *c, const Rdmad__Scope *scope)
+{
+	if (scope)
+		view_set_nodes(c->view, scope->nodes, scope->n_nodes);
+}
+
 static int handle_get_status(struct client *c, const Rdmad__Frame *req)
 {
-	int r = send_snapshot(c, req->seq);
+	int r;
 
+	client_reports(c, req->get_status->scope);
+	r = send_snapshot(c, req->seq);
 	return r < 0 ? reply_status(c, req->seq, r, "snapshot failed") : 0;
 }
 
 static int handle_subscribe(struct client *c, const Rdmad__Frame *req)
 {
-	int r = send_snapshot(c, req->seq);
+	int r;
+
+	client_reports(c, req->subscribe->scope);
+	r = send_snapshot(c, req->seq);
 
 	if (r < 0)
 		return reply_status(c, req->seq, r, "snapshot failed");
@@ -553,15 +608,6 @@ static void client_check_admin(struct client *c)
 	c->admin = peer_is_admin(c->srv, c->fd, &cred);
 }
 
-/* Every device and holder (PROTOCOL.md 8b): the admin group, and root in
- * the host's namespaces (or where rdmad cannot tell, as before views). */
-static bool client_sees_all(const struct client *c)
-{
-	if (c->peer.uid != 0)
-		return c->admin;
-	return !c->peer.known || views_peer_is_host(c->srv->views, &c->peer);
-}
-
 /* Malformed input: debug log only, and a bounded number of chances. */
 static int bad_request(struct client *c, uint64_t seq, const char *why)
 {
@@ -671,15 +717,22 @@ static int client_read(struct client *c)
 	for (int i = 0; i < READ_BURST && !c->dead; i++) {
 		n = wire_recv(c->fd, c->srv->rxbuf, sizeof(c->srv->rxbuf),
 			      &passed_fd);
-		if (passed_fd >= 0)
-			close(passed_fd); /* we never take fds */
 		if (n == -EAGAIN)
 			return 0;
-		if (n == -EMSGSIZE)
-			return handle_undecodable(c, 0, -EMSGSIZE);
-		if (n <= 0)
+		if (n == -EMSGSIZE || n <= 0) {
+			if (passed_fd >= 0)
+				close(passed_fd);
+			if (n == -EMSGSIZE)
+				return handle_undecodable(c, 0, -EMSGSIZE);
 			return n < 0 ? (int)n : -ECONNRESET;
+		}
+		/* Only Hello's NETLINK_RDMA socket is ever used, and only
+		 * while its request is handled (a table dups it). */
+		c->passed_fd = passed_fd;
 		r = handle_datagram(c, n);
+		if (passed_fd >= 0)
+			close(passed_fd);
+		c->passed_fd = -1;
 		if (r < 0)
 			return r;
 		if (c->out.count > 0) {
@@ -756,21 +809,14 @@ static struct client *client_new(struct server *srv, int fd,
 		.tv_sec = srv->opts.hello_timeout_ms / 1000,
 		.tv_usec = srv->opts.hello_timeout_ms % 1000 * 1000,
 	};
-	int r;
 
 	if (!c)
 		return NULL;
 	c->srv = srv;
 	c->fd = fd;
+	c->passed_fd = -1;
 	peer_identify(fd, cred, &c->peer);
 	client_check_admin(c);
-	c->view = views_join(srv->views, &c->peer, client_sees_all(c), &r);
-	/* Kept only by a view that looks into its /dev (one per view). */
-	if (c->peer.proc_fd >= 0)
-		close(c->peer.proc_fd);
-	c->peer.proc_fd = -1;
-	if (!c->view)
-		goto fail;
 	c->ev_read = event_new(srv->base, fd, EV_READ | EV_PERSIST,
 			       on_client_read, c);
 	c->ev_write = event_new(srv->base, fd, EV_WRITE | EV_PERSIST,
@@ -848,7 +894,7 @@ static void client_close(struct client *c)
 	outq_clear(&c->out);
 	/* Unlinked first: the events this causes go to the others only;
 	 * and before its view goes, which may take its table along. */
-	if (c->nholds)
+	if (c->nholds && c->view)
 		devices_release_owner(c->view->table, c);
 	client_leave_view(c);
 	/* Not pushed back by every later close: clients come and go. */
@@ -1325,30 +1371,10 @@ static void on_view_change(void *ud, struct view *v, const struct device *dev,
 	view_event(ud, v, dev, change);
 }
 
-/* A view whose process went: another client's /proc/PID, if any. */
-static void view_find_proc(struct server *srv, struct view *v)
-{
-	struct ucred cred;
-	struct peer p;
-
-	for (struct client *c = srv->clients; c; c = c->next) {
-		if (c->view != v)
-			continue;
-		cred = (struct ucred){c->peer.pid, c->peer.uid, c->peer.gid};
-		peer_identify(c->fd, &cred, &p);
-		if (view_offer_proc(v, &p))
-			return;
-		if (p.proc_fd >= 0)
-			close(p.proc_fd);
-	}
-}
-
 /* Look at a view's devices again: what entered or left goes to its
  * clients. */
 static void view_changes(struct server *srv, struct view *v)
 {
-	if (view_needs_proc(v))
-		view_find_proc(srv, v);
 	if (v->ns)
 		nstable_rescan(v->ns);
 	view_refresh(v, on_view_change, srv);
@@ -1382,8 +1408,6 @@ static void table_event(struct server *srv, struct view_event *ve,
 			const struct devices *table)
 {
 	for (struct view *v = views_first(srv->views); v; v = v->next) {
-		if (view_looks(v, ve->event) && view_needs_proc(v))
-			view_find_proc(srv, v);
 		if (v->table == table)
 			v->change = view_apply(v, ve->dev, ve->event);
 		else

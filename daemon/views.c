@@ -2,21 +2,26 @@
 /*
  * Views: see views.h.  A handful of views on a host (root's, a few users,
  * one per pod), each with a small array of member devices; an event costs
- * one lookup per view, and a device that registers one fstatat() of its
- * node per view in another mount namespace, as that namespace shows it.
- * Other network namespaces' tables (exclusive mode) live here too, with
- * their views, and as stranded ones after them (views_settle()).
+ * one lookup per view, and a device that registers one search of a
+ * view's reported nodes: no system call.  Other network namespaces'
+ * tables (exclusive mode) live here too, with their views, and as
+ * stranded ones after them (views_settle()).
  */
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "scope.h"
 #include "views.h"
+
+#ifndef SO_NETNS_COOKIE
+#define SO_NETNS_COOKIE 71
+#endif
 
 struct views {
 	struct devices *table;
@@ -27,8 +32,35 @@ struct views {
 	bool unsettled;	     /* a table lost its last view: views_settle() */
 	struct peer_ns host; /* rdmad's netns and pidns, pid 1's mount ns */
 	uint64_t own_mnt;    /* rdmad's own mount namespace */
+	uint64_t devtmpfs;   /* st_dev of rdmad's /dev */
+	uint64_t cookie;     /* rdmad's network namespace cookie */
 	struct view *list;
 };
+
+/* rdmad's own /dev, not a client's: where a node of the kernel's
+ * devtmpfs lives. */
+static uint64_t own_devtmpfs(void)
+{
+	struct stat st;
+
+	if (stat("/dev/infiniband", &st) == 0 || stat("/dev", &st) == 0)
+		return scope_devnum(st.st_dev);
+	return 0;
+}
+
+static uint64_t own_netns_cookie(void)
+{
+	uint64_t cookie = 0;
+	socklen_t len = sizeof(cookie);
+	int fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+
+	if (fd >= 0 &&
+	    getsockopt(fd, SOL_SOCKET, SO_NETNS_COOKIE, &cookie, &len) < 0)
+		cookie = 0;
+	if (fd >= 0)
+		close(fd);
+	return cookie;
+}
 
 struct views *views_new(struct devices *table, enum netlink_netns_mode mode,
 			nstable_listener_fn ns_fn, void *userdata)
@@ -43,7 +75,19 @@ struct views *views_new(struct devices *table, enum netlink_netns_mode mode,
 	vs->userdata = userdata;
 	peer_ns_host(&vs->host);
 	vs->own_mnt = peer_ns_own_mnt();
+	vs->devtmpfs = own_devtmpfs();
+	vs->cookie = own_netns_cookie();
 	return vs;
+}
+
+uint64_t views_devtmpfs(const struct views *vs)
+{
+	return vs->devtmpfs;
+}
+
+uint64_t views_netns_cookie(const struct views *vs)
+{
+	return vs->cookie;
 }
 
 static void nstable_put(struct views *vs, struct nstable *t);
@@ -53,8 +97,7 @@ static void view_free(struct views *vs, struct view *v)
 {
 	nstable_put(vs, v->ns);
 	genshare_close(&v->page);
-	if (v->proc_fd >= 0)
-		close(v->proc_fd);
+	free(v->nodes);
 	free(v->members);
 	free(v->unusable);
 	free(v);
@@ -95,32 +138,28 @@ struct nstable *views_nstables(struct views *vs)
 	return vs->nstables;
 }
 
-/* The table of @peer's network namespace, made and read on first use,
- * or found again where it was left stranded. */
-static struct nstable *nstable_get(struct views *vs, const struct peer *peer)
+/* The table of the namespace of @claim's socket, made and asked on first
+ * use, or found again where it was left stranded. */
+static struct nstable *nstable_get(struct views *vs, const struct peer *peer,
+				   const struct view_claim *claim)
 {
 	struct nstable *t;
-	int fd = peer->proc_fd >= 0 ? fcntl(peer->proc_fd, F_DUPFD_CLOEXEC, 3)
-				    : -1;
 
 	for (t = vs->nstables; t; t = t->next)
-		if (t->netns == peer->ns.net)
+		if (t->cookie == claim->netns_cookie)
 			break;
 	if (t && !t->refs) {
 		/* Stranded or unsettled: its namespace has a client again. */
-		if (t->proc_fd >= 0)
-			close(t->proc_fd);
-		t->proc_fd = fd;
+		nstable_take_socket(t, claim->nl_fd);
 		nstable_rescan(t);
 		if (t->stranded) {
 			t->stranded = false;
 			nstable_tell(vs, t);
 		}
-	} else if (t) {
-		if (fd >= 0)
-			close(fd);
-	} else {
-		t = nstable_new(peer, fd, vs->ns_fn, vs->userdata);
+	} else if (!t) {
+		t = nstable_new(claim->netns_cookie,
+				peer->known ? peer->ns.net : 0, peer->pod_uid,
+				claim->nl_fd, vs->ns_fn, vs->userdata);
 		if (!t)
 			return NULL;
 		t->next = vs->nstables;
@@ -132,8 +171,7 @@ static struct nstable *nstable_get(struct views *vs, const struct peer *peer)
 }
 
 /* Its last view went: views_settle() decides what becomes of it, once
- * its last process had time to leave the namespace (a socket closes
- * before its process has left its namespaces). */
+ * its last client had time to leave (clients come and go). */
 static void nstable_put(struct views *vs, struct nstable *t)
 {
 	if (t && !--t->refs)
@@ -162,24 +200,17 @@ static void nstable_tell(struct views *vs, struct nstable *t)
 		vs->ns_fn(vs->userdata, t, DEVICES_EVENT_CHANGED, dev, NULL);
 }
 
-static void nstable_strand(struct views *vs, struct nstable *t)
-{
-	t->stranded = true;
-	if (t->proc_fd >= 0)
-		close(t->proc_fd);
-	t->proc_fd = -1;
-	nstable_tell(vs, t);
-}
-
 bool views_unsettled(const struct views *vs)
 {
 	return vs->unsettled;
 }
 
-/* Tables without views: stranded where their namespace still has
- * devices and lives on with no process in it (a bind mount keeps it),
- * else gone (a namespace that dies gives its devices back to rdmad's,
- * where they return). */
+/* Tables without views: asked once more, then let go of their socket
+ * (which keeps the namespace alive).  One that still has devices is
+ * stranded: listed as last seen until they come back to rdmad's
+ * namespace (a namespace that dies gives its devices back; one that a
+ * bind mount keeps, as `ip netns add` and CNI plugins make, keeps them
+ * out of reach).  One without devices goes. */
 void views_settle(struct views *vs)
 {
 	struct nstable *t, *next;
@@ -189,10 +220,11 @@ void views_settle(struct views *vs)
 		next = t->next;
 		if (t->refs || t->stranded)
 			continue;
-		if (devices_count(t->table) &&
-		    !nstable_netns_has_process(t->netns) &&
-		    nstable_netns_is_mounted(t->netns)) {
-			nstable_strand(vs, t);
+		nstable_rescan(t);
+		nstable_drop_socket(t);
+		if (devices_count(t->table)) {
+			t->stranded = true;
+			nstable_tell(vs, t);
 			continue;
 		}
 		nstable_unlink(vs, t);
@@ -232,21 +264,75 @@ static bool key_equal(const struct view_key *a, const struct view_key *b)
 {
 	if (a->all || b->all)
 		return a->all == b->all;
-	return a->known == b->known && a->uid == b->uid &&
+	return a->known == b->known && a->reported == b->reported &&
+	       a->by_nodes == b->by_nodes && a->uid == b->uid &&
 	       a->ns.net == b->ns.net && a->ns.mnt == b->ns.mnt &&
-	       a->ns.pid == b->ns.pid;
+	       a->ns.pid == b->ns.pid && a->netns_cookie == b->netns_cookie;
 }
 
-static struct view_key key_of(const struct peer *peer, bool admin)
+/* Exclusive mode: the cookie of the other network namespace whose
+ * devices @claim's socket shows, or 0 (rdmad's own, or no socket). */
+static uint64_t other_netns(const struct views *vs,
+			    const struct view_claim *claim)
 {
-	struct view_key k = {.all = admin};
+	if (vs->mode != NETLINK_NETNS_EXCLUSIVE || claim->nl_fd < 0 ||
+	    !claim->netns_cookie || claim->netns_cookie == vs->cookie)
+		return 0;
+	return claim->netns_cookie;
+}
 
-	if (!admin) {
-		k.known = peer->known;
-		k.uid = peer->uid;
-		k.ns = peer->ns;
-	}
+/* Does @claim put its client somewhere other than rdmad's place: nodes
+ * of its own, or another network namespace's devices? */
+static bool claims_elsewhere(const struct views *vs, const struct peer *peer,
+			     const struct view_claim *claim)
+{
+	bool host_mnt = peer->known && in_mnt(vs, peer->ns.mnt);
+
+	return (claim->reported && !claim->devtmpfs && !host_mnt) ||
+	       other_netns(vs, claim);
+}
+
+/* Root sees all in the host's namespaces, or where nothing known or said
+ * puts it elsewhere; the admin group sees all anywhere. */
+static bool sees_all(const struct views *vs, const struct peer *peer,
+		     bool admin, const struct view_claim *claim)
+{
+	if (!admin)
+		return false;
+	if (peer->uid != 0)
+		return true;
+	if (peer->known)
+		return views_peer_is_host(vs, peer) &&
+		       !claims_elsewhere(vs, peer, claim);
+	return !claims_elsewhere(vs, peer, claim);
+}
+
+static struct view_key key_of(const struct views *vs, const struct peer *peer,
+			      bool admin, const struct view_claim *claim)
+{
+	struct view_key k = {.all = sees_all(vs, peer, admin, claim)};
+
+	if (k.all)
+		return k;
+	k.known = peer->known;
+	k.reported = claim->reported;
+	k.uid = peer->uid;
+	k.ns = peer->ns;
+	if (!peer->known)
+		k.ns.mnt = claim->mntns;
+	k.by_nodes = claim->reported && !claim->devtmpfs &&
+		     !(peer->known && in_mnt(vs, peer->ns.mnt));
+	k.netns_cookie = other_netns(vs, claim);
 	return k;
+}
+
+bool views_same(const struct views *vs, const struct view *v,
+		const struct peer *peer, bool admin,
+		const struct view_claim *claim)
+{
+	struct view_key k = key_of(vs, peer, admin, claim);
+
+	return key_equal(&v->key, &k);
 }
 
 static bool node_visible(struct view *v, const struct device *dev);
@@ -266,11 +352,21 @@ static int fill_members(struct view *v)
 	return 0;
 }
 
+/* Exclusive mode, a client rdmad knows is in another network namespace
+ * but which gave no socket: nothing of rdmad's is usable there, and
+ * nothing else is known. */
+static bool blind(const struct views *vs, const struct view_key *key)
+{
+	return !key->all && key->known && !key->netns_cookie &&
+	       vs->mode == NETLINK_NETNS_EXCLUSIVE &&
+	       key->ns.net != vs->host.net;
+}
+
 static struct view *view_new(struct views *vs, const struct view_key *key,
-			     struct peer *peer, int *ret_err)
+			     const struct peer *peer,
+			     const struct view_claim *claim, int *ret_err)
 {
 	struct view *v = calloc(1, sizeof(*v));
-	bool other_netns;
 	int r;
 
 	if (!v) {
@@ -278,30 +374,26 @@ static struct view *view_new(struct views *vs, const struct view_key *key,
 		return NULL;
 	}
 	v->key = *key;
-	v->proc_fd = -1;
 	v->page.fd = v->page.ro_fd = -1;
-	v->host = views_peer_is_host(vs, peer);
-	other_netns = !key->all && key->known &&
-		      vs->mode == NETLINK_NETNS_EXCLUSIVE &&
-		      key->ns.net != vs->host.net;
-	v->every_node = !other_netns &&
-			(key->all || !key->known || in_mnt(vs, key->ns.mnt));
+	v->host = views_peer_is_host(vs, peer) && !key->by_nodes &&
+		  !key->netns_cookie;
+	v->blind = blind(vs, key);
+	v->every_node = key->all || (!key->by_nodes && !v->blind);
 	v->table = vs->table;
-	if (other_netns) {
-		v->ns = nstable_get(vs, peer);
+	if (key->netns_cookie) {
+		v->ns = nstable_get(vs, peer, claim);
 		if (!v->ns) {
 			view_free(vs, v);
-			*ret_err = -ENOMEM;
+			*ret_err = -errno;
 			return NULL;
 		}
 		v->table = v->ns->table;
 	}
-	if (!v->every_node) {
-		v->proc_fd = peer->proc_fd;
-		peer->proc_fd = -1;
-	}
 	v->generation = devices_generation(vs->table);
 	r = genshare_open(&v->page, -1, v->generation);
+	if (r == 0 && key->by_nodes)
+		r = view_set_nodes(v, claim->nodes, claim->nnodes) < 0 ? -ENOMEM
+								       : 0;
 	if (r == 0)
 		r = fill_members(v);
 	if (r < 0) {
@@ -315,24 +407,24 @@ static struct view *view_new(struct views *vs, const struct view_key *key,
 	return v;
 }
 
-struct view *views_join(struct views *vs, struct peer *peer, bool admin,
-			int *ret_err)
+struct view *views_join(struct views *vs, const struct peer *peer, bool admin,
+			const struct view_claim *claim, int *ret_err)
 {
-	struct view_key key = key_of(peer, admin);
+	struct view_key key = key_of(vs, peer, admin, claim);
 	struct view *v;
 
 	for (v = vs->list; v; v = v->next)
 		if (key_equal(&v->key, &key))
 			break;
 	if (!v) {
-		v = view_new(vs, &key, peer, ret_err);
+		v = view_new(vs, &key, peer, claim, ret_err);
 		if (!v)
 			return NULL;
 		v->next = vs->list;
 		vs->list = v;
+	} else if (v->ns && claim->nl_fd >= 0 && v->ns->nl_fd < 0) {
+		nstable_take_socket(v->ns, claim->nl_fd);
 	}
-	if (view_needs_proc(v))
-		view_offer_proc(v, peer);
 	v->nclients++;
 	return v;
 }
@@ -391,63 +483,48 @@ static void member_remove(struct view *v, const struct device *dev)
 		v->members[i] = v->members[--v->nmembers];
 }
 
-bool view_needs_proc(const struct view *v)
+static int cmp_u64(const void *a, const void *b)
 {
-	return !v->every_node &&
-	       (v->proc_fd < 0 || faccessat(v->proc_fd, "ns/mnt", F_OK, 0) < 0);
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
 }
 
-bool view_offer_proc(struct view *v, struct peer *peer)
+int view_set_nodes(struct view *v, const uint64_t *nodes, size_t n)
 {
-	if (!peer->known || peer->proc_fd < 0 || peer->ns.mnt != v->key.ns.mnt)
-		return false;
-	if (v->proc_fd >= 0)
-		close(v->proc_fd);
-	v->proc_fd = peer->proc_fd;
-	peer->proc_fd = -1;
-	return true;
-}
+	uint64_t *copy = NULL;
 
-/* Is a character device numbered @rdev at "root/dev/infiniband/@name"
- * of the view's process, or, under another name, in that directory? */
-static bool node_at(int proc_fd, const char *name, dev_t rdev)
-{
-	char path[96];
-	struct stat st;
-	struct dirent *e;
-	bool found = false;
-	DIR *dir;
-	int fd;
-
-	snprintf(path, sizeof(path), "root/dev/infiniband/%s", name);
-	if (fstatat(proc_fd, path, &st, 0) == 0 && S_ISCHR(st.st_mode) &&
-	    st.st_rdev == rdev)
-		return true;
-	fd = openat(proc_fd, "root/dev/infiniband",
-		    O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (fd < 0 || !(dir = fdopendir(fd))) {
-		if (fd >= 0)
-			close(fd);
-		return false;
+	if (!v->key.by_nodes)
+		return 0;
+	if (n > SCOPE_MAX_NODES)
+		n = SCOPE_MAX_NODES;
+	if (n && !(copy = malloc(n * sizeof(*copy))))
+		return -ENOMEM;
+	if (n) {
+		memcpy(copy, nodes, n * sizeof(*copy));
+		qsort(copy, n, sizeof(*copy), cmp_u64);
 	}
-	while (!found && (e = readdir(dir)))
-		found = fstatat(dirfd(dir), e->d_name, &st, 0) == 0 &&
-			S_ISCHR(st.st_mode) && st.st_rdev == rdev;
-	closedir(dir);
-	return found;
+	if (n == v->nnodes &&
+	    (!n || !memcmp(copy, v->nodes, n * sizeof(*copy)))) {
+		free(copy);
+		return 0;
+	}
+	free(v->nodes);
+	v->nodes = copy;
+	v->nnodes = n;
+	return 1;
 }
 
-/* Does @v's mount namespace have @dev's uverbs node?  Unknown (no live
- * process to look through): what it had. */
+/* Is @dev's uverbs node among those @v's clients reported? */
 static bool node_visible(struct view *v, const struct device *dev)
 {
 	const struct sysfs_device *info = device_info(dev);
+	uint64_t want;
 
-	if (v->proc_fd < 0)
-		return member_index(v, dev) >= 0;
-	if (!info->uverbs[0] || !info->uverbs_dev)
+	if (v->blind || !info->uverbs[0] || !info->uverbs_dev || !v->nnodes)
 		return false;
-	return node_at(v->proc_fd, info->uverbs, info->uverbs_dev);
+	want = scope_devnum(info->uverbs_dev);
+	return bsearch(&want, v->nodes, v->nnodes, sizeof(want), cmp_u64);
 }
 
 /* Is @dev in @v after @event?  @look: look for its node again (else a
@@ -583,11 +660,13 @@ enum view_kind view_kind(const struct view *v)
 {
 	if (v->key.all)
 		return VIEW_KIND_ALL;
-	if (!v->key.known)
-		return VIEW_KIND_UNVERIFIED;
-	if (v->ns)
+	if (v->ns || v->blind)
 		return VIEW_KIND_NETNS;
-	return v->every_node ? VIEW_KIND_HOST : VIEW_KIND_MOUNT;
+	if (v->key.by_nodes)
+		return VIEW_KIND_MOUNT;
+	if (!v->key.known && !v->key.reported)
+		return VIEW_KIND_UNVERIFIED;
+	return VIEW_KIND_HOST;
 }
 
 const char *view_kind_name(enum view_kind kind)

@@ -3,27 +3,32 @@
  * Views (PROTOCOL.md, section 8b): which devices a client can use, and
  * the generation of what it sees.
  *
- * Clients with the same namespaces and uid share one view; root in the
- * host's namespaces and the admin group share the "all" view.  A view
- * keeps its own generation, in a generation page of its own, so that a
- * change nobody in it can see neither bumps its generation nor wakes its
- * clients.  Its counter starts at the daemon's generation when the view is
- * made and moves only when the daemon's does (views_bump() moves both), so
- * it never passes the daemon's: a client that reconnects into a new view
- * never sees its generation go back.
+ * Clients with the same key (uid, namespaces, what they said of their
+ * place) share one view; root in the host's namespaces and the admin
+ * group share the "all" view.  A view keeps its own generation, in a
+ * generation page of its own, so that a change nobody in it can see
+ * neither bumps its generation nor wakes its clients.  Its counter starts
+ * at the daemon's generation when the view is made and moves only when
+ * the daemon's does (views_bump() moves both), so it never passes the
+ * daemon's: a client that reconnects into a new view never sees its
+ * generation go back.
  *
- * Membership: a view that sees every node (rdmad's own mount namespace, or
- * a client rdmad could not look into) has every device of the table; any
- * other has a present device whose uverbs node exists in its mount
- * namespace with the device's number, looked up through a client's
- * /proc/PID/root when the device registers and on its clients' requests
- * (view_looks()).  In the kernel's exclusive RDMA namespace mode a view in
- * another network namespace has none of the table's devices (they are in
- * rdmad's).  A device that is removed or away stays in the views that had
- * it.  The views own no sockets: server.c fans events out.
- *
- * Exclusive mode: a view in another network namespace sees that
- * namespace's devices (nstable.h) instead, with the same mount rule.
+ * What a view is built from: what the kernel says, and what its clients
+ * say about themselves (struct view_claim), never files a client
+ * controls.  rdmad opens, stats and lists nothing of a client's.
+ *  - Membership (mount rule): a view that sees every node (rdmad's own
+ *    mount namespace, a client whose /dev/infiniband is the kernel's
+ *    devtmpfs, or one that said nothing: "unverified") has every device
+ *    of its table; any other has the present devices whose uverbs device
+ *    number is among the nodes its clients reported (librdmad and rdmactl
+ *    list their own /dev/infiniband in Hello, Subscribe and GetStatus).
+ *    A lie changes only the views of the liar's own uid.
+ *  - Exclusive mode: a client that passed a NETLINK_RDMA socket of
+ *    another network namespace sees that namespace's devices, as the
+ *    kernel lists them through that socket (nstable.h), with the same
+ *    mount rule.
+ * A device that is removed or away stays in the views that had it.  The
+ * views own no sockets but those tables': server.c fans events out.
  */
 #ifndef RDMAD_VIEWS_H
 #define RDMAD_VIEWS_H
@@ -44,11 +49,27 @@
 
 struct views;
 
+/* What a client said of its place (PROTOCOL.md 8b Scope), as checked by
+ * server.c.  Nothing here is trusted beyond the client's own view. */
+struct view_claim {
+	bool reported;	       /* it sent a Scope */
+	uint64_t mntns;	       /* its mount namespace, as it says */
+	bool devtmpfs;	       /* its /dev/infiniband is the kernel's
+				* devtmpfs (rdmad's): every node */
+	const uint64_t *nodes; /* scope_devnum() of its nodes */
+	size_t nnodes;
+	int nl_fd;	       /* a checked NETLINK_RDMA socket, or -1 */
+	uint64_t netns_cookie; /* the namespace of nl_fd */
+};
+
 struct view_key {
-	bool all;   /* every device, every holder */
-	bool known; /* ns is the peer's (peer.known) */
+	bool all;      /* every device, every holder */
+	bool known;    /* ns is the peer's (peer.known) */
+	bool reported; /* built from what its clients say */
+	bool by_nodes; /* the mount rule, by reported nodes */
 	uid_t uid;
-	struct peer_ns ns;
+	struct peer_ns ns;     /* unknown: mnt is the one it claims */
+	uint64_t netns_cookie; /* another namespace's table, or 0 */
 };
 
 struct view_unusable {
@@ -61,11 +82,14 @@ struct view {
 	struct view_key key;
 	unsigned int nclients;
 	bool every_node;       /* sees every device of the table */
+	bool blind;	       /* exclusive mode, another namespace and no
+				* socket to ask through: sees nothing */
 	struct nstable *ns;    /* exclusive mode, another network namespace:
 				* that namespace's devices */
 	struct devices *table; /* the devices it may see */
 	bool host;	       /* rdmad's network, PID and mount namespaces */
-	int proc_fd;	       /* /proc/PID of a client in it, or -1 */
+	uint64_t *nodes;       /* by_nodes: the nodes its clients reported */
+	size_t nnodes;
 	uint64_t generation;
 	struct genshare page;
 	const struct device **members; /* when !every_node */
@@ -101,21 +125,29 @@ void views_returned(struct views *vs, const char *identity);
 void views_free(struct views *vs);
 enum netlink_netns_mode views_netns_mode(const struct views *vs);
 
-/* The view for @peer (admin: root in the host's namespaces or the admin
- * group); made with its page on first use.  Takes peer->proc_fd when the
- * view needs one (sets it to -1).  NULL: -errno in *ret_err. */
-struct view *views_join(struct views *vs, struct peer *peer, bool admin,
-			int *ret_err);
+/* The view for @peer, who said @claim (admin: root or the admin group;
+ * root in another place than the host's sees what a user there sees);
+ * made with its page on first use.  A table made for it dups
+ * claim->nl_fd.  NULL: -errno in *ret_err. */
+struct view *views_join(struct views *vs, const struct peer *peer, bool admin,
+			const struct view_claim *claim, int *ret_err);
 void views_leave(struct views *vs, struct view *v);
+/* Would @peer saying @claim be in @v (so that it need not move)? */
+bool views_same(const struct views *vs, const struct view *v,
+		const struct peer *peer, bool admin,
+		const struct view_claim *claim);
 /* Is @peer in rdmad's own network, PID and mount namespaces? */
 bool views_peer_is_host(const struct views *vs, const struct peer *peer);
+/* st_dev of rdmad's /dev (the kernel's devtmpfs), as scope_devnum(). */
+uint64_t views_devtmpfs(const struct views *vs);
+/* rdmad's network namespace cookie (SO_NETNS_COOKIE); 0 if unknown. */
+uint64_t views_netns_cookie(const struct views *vs);
 /* Iterate. */
 struct view *views_first(struct views *vs);
 
-/* Does @v look for a device's node on @event?  When the device
- * registers (ADDED, RETURNED); a container's /dev is looked at again for
- * every device on its clients' Subscribe and GetStatus (view_refresh()),
- * so that a port change costs no system call per view. */
+/* Does @v check a device against its nodes on @event?  When the device
+ * registers (ADDED, RETURNED); every device is checked again when a
+ * client reports its nodes (view_set_nodes(), view_refresh()). */
 bool view_looks(const struct view *v, enum devices_event event);
 /* Where @dev stands in @v after @event; updates the membership. */
 enum view_change view_apply(struct view *v, const struct device *dev,
@@ -128,10 +160,9 @@ void view_refresh(struct view *v,
 			     enum view_change change),
 		  void *ud);
 bool view_has(const struct view *v, const struct device *dev);
-/* The process that stood for the view exited: give it another client's
- * /proc/PID (taken), checked to be in the view's namespaces. */
-bool view_needs_proc(const struct view *v);
-bool view_offer_proc(struct view *v, struct peer *peer);
+/* A client of @v reported its nodes again: 1 when they changed (call
+ * view_refresh()), 0, or -ENOMEM (the old ones are kept). */
+int view_set_nodes(struct view *v, const uint64_t *nodes, size_t n);
 
 /* Flag @dev (this incarnation) unusable in @v: 0, -EALREADY. */
 int view_set_unusable(struct view *v, const struct device *dev);
@@ -145,7 +176,7 @@ enum view_kind {
 	VIEW_KIND_HOST,	      /* rdmad's mount namespace */
 	VIEW_KIND_MOUNT,      /* another mount namespace: by its nodes */
 	VIEW_KIND_NETNS,      /* exclusive mode, another network namespace */
-	VIEW_KIND_UNVERIFIED, /* rdmad could not look: the host's view */
+	VIEW_KIND_UNVERIFIED, /* nothing known or said: the host's view */
 	VIEW_KIND_COUNT,
 };
 enum view_kind view_kind(const struct view *v);

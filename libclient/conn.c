@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "conn.h"
+#include "scope.h"
 
 void conn_init(struct conn *conn)
 {
@@ -93,7 +94,8 @@ int conn_map_page(struct conn *conn, int fd)
 	return 0;
 }
 
-int conn_send(struct conn *conn, Rdmad__Frame *frame, uint64_t *ret_seq)
+static int send_with(struct conn *conn, Rdmad__Frame *frame, int pass_fd,
+		     uint64_t *ret_seq)
 {
 	uint64_t seq;
 	int err;
@@ -101,10 +103,15 @@ int conn_send(struct conn *conn, Rdmad__Frame *frame, uint64_t *ret_seq)
 	if (conn->fd < 0)
 		return -ENOTCONN;
 	seq = conn->next_seq++;
-	err = wire_send_request(conn->fd, frame, seq);
+	err = wire_send_request_fd(conn->fd, frame, seq, pass_fd);
 	if (err == 0 && ret_seq)
 		*ret_seq = seq;
 	return err;
+}
+
+int conn_send(struct conn *conn, Rdmad__Frame *frame, uint64_t *ret_seq)
+{
+	return send_with(conn, frame, -1, ret_seq);
 }
 
 /* What every Hello asks for: the device list is kept by (identity,
@@ -119,6 +126,8 @@ int conn_send_name(struct conn *conn, Rdmad__Frame__BodyCase body,
 	Rdmad__Subscribe subscribe = RDMAD__SUBSCRIBE__INIT;
 	Rdmad__Hold hold = RDMAD__HOLD__INIT;
 	Rdmad__Release release = RDMAD__RELEASE__INIT;
+	struct scope scope;
+	int nl = -1, err;
 
 	wire_frame_init(&frame, 0);
 	frame.body_case = body;
@@ -128,8 +137,18 @@ int conn_send_name(struct conn *conn, Rdmad__Frame__BodyCase body,
 		hello.features = (char **)hello_features;
 		hello.n_features =
 			sizeof(hello_features) / sizeof(hello_features[0]);
+		/* Where we are (PROTOCOL.md 8b): our /dev/infiniband, and a
+		 * socket of our network namespace for rdmad to ask the
+		 * kernel through. */
+		scope_collect(&scope);
+		nl = scope_netns_socket();
+		scope.msg.netns_socket = nl >= 0;
+		hello.scope = &scope.msg;
 		frame.hello = &hello;
 	} else if (body == RDMAD__FRAME__BODY_SUBSCRIBE) {
+		/* Our /dev again: a node may have come or gone. */
+		scope_collect(&scope);
+		subscribe.scope = &scope.msg;
 		frame.subscribe = &subscribe;
 	} else if (body == RDMAD__FRAME__BODY_HOLD) {
 		hold.name = (char *)name;
@@ -140,7 +159,10 @@ int conn_send_name(struct conn *conn, Rdmad__Frame__BodyCase body,
 	} else {
 		return -EINVAL;
 	}
-	return conn_send(conn, &frame, ret_seq);
+	err = send_with(conn, &frame, nl, ret_seq);
+	if (nl >= 0)
+		close(nl);
+	return err;
 }
 
 static int wait_readable(int fd, int timeout_ms)

@@ -250,6 +250,11 @@ static void collect_fds(struct msghdr *msg, int *ret_fd)
 
 int wire_send_request(int fd, Rdmad__Frame *frame, uint64_t seq)
 {
+	return wire_send_request_fd(fd, frame, seq, -1);
+}
+
+int wire_send_request_fd(int fd, Rdmad__Frame *frame, uint64_t seq, int pass_fd)
+{
 	uint8_t *buf;
 	size_t len;
 	int r;
@@ -259,7 +264,7 @@ int wire_send_request(int fd, Rdmad__Frame *frame, uint64_t seq)
 	r = wire_encode(frame, WIRE_MAX_REQUEST, &buf, &len);
 	if (r < 0)
 		return r;
-	r = wire_send(fd, buf, len, -1);
+	r = wire_send(fd, buf, len, pass_fd);
 	free(buf);
 	return r;
 }

@@ -53,6 +53,9 @@ int wire_send(int fd, const void *buf, size_t len, int pass_fd);
  * (at most WIRE_MAX_REQUEST bytes) and send it.  -EMSGSIZE, -ENOMEM, or
  * what wire_send() returns. */
 int wire_send_request(int fd, Rdmad__Frame *frame, uint64_t seq);
+/* The same, passing @pass_fd (-1 for none) with SCM_RIGHTS. */
+int wire_send_request_fd(int fd, Rdmad__Frame *frame, uint64_t seq,
+			 int pass_fd);
 
 /* Receive one datagram into @buf; a passed fd lands in *ret_fd (else -1),
  * opened O_CLOEXEC.  Returns its length, 0 on orderly close, -EMSGSIZE if

@@ -17,6 +17,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "scope.h"
 #include "session.h"
 
 struct session {
@@ -76,17 +77,24 @@ static int do_connect(struct session *s, const char *path)
 	return 0;
 }
 
-int session_send(struct session *s, Rdmad__Frame *frame, uint64_t *ret_seq)
+/* @pass_fd: -1, or a descriptor to pass with SCM_RIGHTS. */
+static int send_with(struct session *s, Rdmad__Frame *frame, int pass_fd,
+		     uint64_t *ret_seq)
 {
 	uint64_t seq = s->next_seq++;
 	int r;
 
-	r = wire_send_request(s->fd, frame, seq);
+	r = wire_send_request_fd(s->fd, frame, seq, pass_fd);
 	if (r < 0)
 		return fail(s, r, "cannot send request: %s", strerror(-r));
 	if (ret_seq)
 		*ret_seq = seq;
 	return 0;
+}
+
+int session_send(struct session *s, Rdmad__Frame *frame, uint64_t *ret_seq)
+{
+	return send_with(s, frame, -1, ret_seq);
 }
 
 static int64_t now_ms(void)
@@ -203,21 +211,31 @@ int session_simple_request(struct session *s, Rdmad__Frame *frame)
  * stand in for them. */
 static char *features[] = {"lifecycle", "removing"};
 
+/* Hello says where rdmactl is (PROTOCOL.md 8b): its /dev/infiniband and
+ * a NETLINK_RDMA socket of its network namespace, so that it is shown
+ * what an application beside it would see. */
 static int hello(struct session *s)
 {
 	Rdmad__Hello body = RDMAD__HELLO__INIT;
 	Rdmad__Frame frame;
 	Rdmad__Frame *reply;
-	uint64_t seq;
+	struct scope scope;
+	uint64_t seq = 0;
+	int nl = scope_netns_socket();
 	int r;
 
 	wire_frame_init(&frame, 0);
 	body.client_name = "rdmactl";
 	body.n_features = sizeof(features) / sizeof(features[0]);
 	body.features = features;
+	scope_collect(&scope);
+	scope.msg.netns_socket = nl >= 0;
+	body.scope = &scope.msg;
 	frame.body_case = RDMAD__FRAME__BODY_HELLO;
 	frame.hello = &body;
-	r = session_send(s, &frame, &seq);
+	r = send_with(s, &frame, nl, &seq);
+	if (nl >= 0)
+		close(nl);
 	if (r < 0)
 		return r;
 	r = recv_reply(s, seq, &reply);
@@ -320,9 +338,12 @@ int session_get_snapshot(struct session *s, Rdmad__Frame__BodyCase body,
 	Rdmad__Subscribe sub = RDMAD__SUBSCRIBE__INIT;
 	Rdmad__Frame frame;
 	Rdmad__Frame *reply;
+	struct scope scope;
 	uint64_t seq;
 	int r;
 
+	scope_collect(&scope);
+	get.scope = sub.scope = &scope.msg;
 	wire_frame_init(&frame, 0);
 	frame.body_case = body;
 	if (body == RDMAD__FRAME__BODY_SUBSCRIBE)

@@ -9,7 +9,7 @@ PKGS="build-essential meson ninja-build pkg-config clang clang-format llvm libcl
  libudev-dev libnl-3-dev libnl-route-3-dev libevent-dev libsystemd-dev
  libprotobuf-c-dev protobuf-c-compiler libinih-dev libjson-c-dev
  umockdev libumockdev-dev gir1.2-umockdev-1.0 python3 python3-gi
- iproute2 jq systemd udev util-linux procps valgrind
+ iproute2 jq systemd udev util-linux procps valgrind strace
  golang-go protobuf-compiler protoc-gen-go golang-google-protobuf-dev
  dpkg-dev debhelper lintian"
 # The metrics endpoint's formats checked by Prometheus' own parsers
