@@ -1,0 +1,986 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: MIT
+"""Issue 19: what an unprivileged local user can do to rdmad through views
+(PROTOCOL.md 8b).  Each attack runs as uid 65534 (setpriv), in user, mount
+and (where the attack needs it) network namespaces of its own (unshare
+-Urm[n], no privilege on the host), against the real daemon on umockdev's
+fake devices, and checks what everybody else gets meanwhile: root's
+`rdmactl status` within LIMIT seconds, no host file in anybody's reply, no
+fake device in root's tools, no pod the user is not in, a view that works
+under an unprivileged daemon, a bounded cost in memory and descriptors.
+
+Rule under test: rdmad never opens, stats or lists a path that a client
+controls, and nothing a client can slow down runs on the event loop.
+
+Every case prints what it measured as "figure N<k>: ..." lines on stderr
+(and, where $RDMAD_ATTACK_FIGURES names a file, appends them there as JSON
+lines): the before and after figures of the issue's closing note.
+
+Where this machine lacks what an attack needs (user namespaces, /dev/fuse,
+overlayfs over FUSE in a user namespace, a writable cgroup2), the case
+skips and says why.  Every case cleans up after itself, whatever happens:
+a FUSE connection that rdmad waits on is aborted (else rdmad stays in
+state D and cannot even be killed)."""
+import json
+import os
+import queue
+import re
+import signal
+import subprocess
+import sys
+import threading
+import time
+import uuid
+
+import rdmatb
+from rdmatb import DaemonTest, find, status
+
+ATTACK = os.path.join(rdmatb.BUILD, "tests", "integration", "attack")
+FUSE_STALL = os.path.join(ATTACK, "fuse-stall")
+MANY_CLIENTS = os.path.join(ATTACK, "many-clients")
+CLIENT_HOLD = os.path.join(rdmatb.BUILD, "tests", "integration", "client",
+                           "client-hold")
+
+NOBODY_UID = 65534
+NOBODY = ["setpriv", "--reuid=%d" % NOBODY_UID, "--regid=%d" % NOBODY_UID,
+          "--clear-groups"]
+# An unused uid for rdmad itself, as the shipped unit's DynamicUser=:
+# no capabilities, no CAP_SYS_PTRACE.
+DAEMON_UID = 61234
+
+# Root's `rdmactl status` must answer within this during any attack.
+LIMIT = 1.0
+# How long a test waits for root's answer before calling it stalled: a
+# deadline, not a pace (a passing run never waits for it).
+PATIENCE = 5.0
+# How long teardown lets a daemon busy with an attacker's work finish it.
+DRAIN = 300
+
+# What uid 65534 sees of the host: no LD_PRELOAD (umockdev's library would
+# redirect its own /dev and /sys into the testbed).
+AS_NOBODY = ["env", "-u", "LD_PRELOAD"] + NOBODY
+
+
+def figure(case, what, value, unit="", note=""):
+    """Print (and record) one measured figure of @case."""
+    text = ("%.3f" % value) if isinstance(value, float) else str(value)
+    line = "figure %s: %s: %s%s%s" % (case, what, text,
+                                       " " + unit if unit else "",
+                                       " (%s)" % note if note else "")
+    print(line, file=sys.stderr, flush=True)
+    path = os.environ.get("RDMAD_ATTACK_FIGURES")
+    if path:
+        with open(path, "a") as f:
+            f.write(json.dumps({"case": case, "what": what, "value": value,
+                                "unit": unit, "note": note,
+                                "build": os.path.abspath(rdmatb.BUILD)})
+                    + "\n")
+
+
+def host_sh(script, *args, check=True, timeout=rdmatb.DEADLINE):
+    """A root shell without umockdev's redirection of /sys and /dev (for
+    the real cgroup and fusectl files)."""
+    r = subprocess.run(["env", "-u", "LD_PRELOAD", "sh", "-euc", script,
+                        "host"] + [str(a) for a in args],
+                       capture_output=True, text=True, timeout=timeout)
+    if check and r.returncode != 0:
+        raise AssertionError("sh %r: exit %d: %s" % (script, r.returncode,
+                                                     r.stderr))
+    return r
+
+
+class Stats:
+    """rdmad's resident memory, descriptors, CPU time and state, from
+    /proc (the daemon's own process: Daemon starts rdmad itself)."""
+
+    def __init__(self, pid):
+        self.pid = pid
+        with open("/proc/%d/status" % pid) as f:
+            text = f.read()
+        self.rss_kib = int(re.search(r"^VmRSS:\s+(\d+)", text, re.M).group(1))
+        self.state = re.search(r"^State:\s+(\S)", text, re.M).group(1)
+        self.fds = len(os.listdir("/proc/%d/fd" % pid))
+        with open("/proc/%d/stat" % pid) as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        tick = os.sysconf("SC_CLK_TCK")
+        self.cpu_s = (int(fields[11]) + int(fields[12])) / tick
+        try:
+            with open("/proc/%d/wchan" % pid) as f:
+                self.wchan = f.read().strip()
+        except OSError:
+            self.wchan = "?"
+
+
+def timed_rdmactl(sock, *args, limit=PATIENCE, prefix=()):
+    """Run rdmactl; (seconds it took, CompletedProcess), or (seconds, None)
+    when it had no answer within @limit (then it is killed)."""
+    cmd = list(prefix) + [rdmatb.RDMACTL, "--socket", sock, "--timeout",
+                          str(int(limit) + 30)] + list(args)
+    t0 = time.monotonic()
+    try:
+        r = subprocess.run(cmd, capture_output=True, text=True, timeout=limit)
+    except subprocess.TimeoutExpired:
+        return time.monotonic() - t0, None
+    return time.monotonic() - t0, r
+
+
+class Attacker:
+    """A shell script run as uid 65534 in namespaces of its own (unshare
+    @ns), in a session of its own so that everything it started can be
+    killed at once.  Its stdout and stderr lines are queued."""
+
+    def __init__(self, script, args=(), ns="-Urm", prefix=AS_NOBODY):
+        cmd = list(prefix) + (["unshare", ns] if ns else []) + [
+            "sh", "-euc", script, "attacker"] + [str(a) for a in args]
+        self.proc = subprocess.Popen(cmd, stdin=subprocess.PIPE,
+                                     stdout=subprocess.PIPE,
+                                     stderr=subprocess.PIPE, text=True,
+                                     start_new_session=True)
+        self.out, self.err = queue.Queue(), queue.Queue()
+        self.seen_out, self.seen_err = [], []
+        for stream, q in ((self.proc.stdout, self.out),
+                          (self.proc.stderr, self.err)):
+            threading.Thread(target=self._read, args=(stream, q),
+                             daemon=True).start()
+
+    @staticmethod
+    def _read(stream, q):
+        for line in stream:
+            q.put((time.monotonic(), line.rstrip("\n")))
+        q.put((time.monotonic(), None))
+
+    def expect(self, prefixes, timeout=rdmatb.DEADLINE, stream="out"):
+        """The first line of @stream that starts with one of @prefixes:
+        (time it came, line), or (None, None) when none came in time or
+        the stream ended."""
+        q, seen = ((self.out, self.seen_out) if stream == "out"
+                   else (self.err, self.seen_err))
+        if isinstance(prefixes, str):
+            prefixes = (prefixes,)
+        deadline = time.monotonic() + timeout
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return None, None
+            try:
+                when, line = q.get(timeout=left)
+            except queue.Empty:
+                return None, None
+            if line is None:
+                q.put((when, None))  # stays ended
+                return None, None
+            seen.append(line)
+            if line.startswith(prefixes):
+                return when, line
+
+    def lines(self, stream="out"):
+        """Every line seen or queued so far, without waiting."""
+        q, seen = ((self.out, self.seen_out) if stream == "out"
+                   else (self.err, self.seen_err))
+        while True:
+            try:
+                when, line = q.get_nowait()
+            except queue.Empty:
+                return list(seen)
+            if line is None:
+                q.put((when, None))
+                return list(seen)
+            seen.append(line)
+
+    def kill(self):
+        if self.proc.poll() is None:
+            try:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        try:
+            self.proc.wait(timeout=rdmatb.DEADLINE)
+        except subprocess.TimeoutExpired:
+            pass
+        for f in (self.proc.stdin, self.proc.stdout, self.proc.stderr):
+            try:
+                f.close()
+            except OSError:
+                pass
+
+    def skip_reason(self):
+        """An attack that could not be set up says "SKIP: why" and exits
+        77: why, else None."""
+        for line in self.lines() + self.lines("err"):
+            if line.startswith("SKIP:"):
+                return line[len("SKIP:"):].strip()
+        return None
+
+
+def _userns_why():
+    """Why uid 65534 cannot have user and mount (and network) namespaces
+    of its own here, else None."""
+    for ns in ("-Urm", "-Urmn"):
+        r = subprocess.run(AS_NOBODY + ["unshare", ns, "true"],
+                           capture_output=True, text=True)
+        if r.returncode != 0:
+            return "unshare %s as uid %d: %s" % (ns, NOBODY_UID,
+                                                 r.stderr.strip())
+    return None
+
+
+def cgroup2_mount():
+    """Where the cgroup2 hierarchy is mounted (from mountinfo), or None."""
+    with open("/proc/self/mountinfo") as f:
+        for line in f:
+            pre, _, post = line.partition(" - ")
+            if post.split()[:1] == ["cgroup2"]:
+                return pre.split()[4]
+    return None
+
+
+# Attack scripts: sh -eu, positional arguments after the script.  Relative
+# symlinks only where rdmad is to follow them into the attacker's tree:
+# rdmad resolves absolute ones against its own root (which is the point
+# of N3).
+
+# Fake /dev/infiniband of N2: @2 entries that each lead through a chain of
+# @3 symlinks, each a 4000-byte path of "d/../" steps; none a device.
+GEN_CHAINS = r'''
+import os, sys
+dev, n, depth = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+ib, chain = os.path.join(dev, "infiniband"), os.path.join(dev, "chain")
+os.makedirs(ib)
+os.makedirs(os.path.join(chain, "d"))
+step = "d/../"
+for i in range(depth):
+    nxt = "l%d" % (i + 1) if i + 1 < depth else "end"
+    os.symlink(step * ((4000 - len(nxt)) // len(step)) + nxt,
+               os.path.join(chain, "l%d" % i))
+open(os.path.join(chain, "end"), "w").close()
+for j in range(n):
+    os.symlink("../chain/l0", os.path.join(ib, "e%04d" % j))
+'''
+
+# A fake sysfs as rdmad's scanner (daemon/sysfs.c) accepts it: @2 devices
+# named by the comma-separated list @3 (the last name's number counting on
+# for more), @4 ports each (one ports directory that every device's
+# "ports" links to), fw_ver a symlink to @5 unless "-", device 0's uverbs
+# number @6.
+GEN_SYS = r'''
+import os, sys
+root, ndev, names, nports, fw_link, dev0 = sys.argv[1:7]
+ndev, nports, names = int(ndev), int(nports), names.split(",")
+def w(path, text):
+    with open(path, "w") as f:
+        f.write(text + "\n")
+cls = os.path.join(root, "class", "infiniband")
+vcls = os.path.join(root, "class", "infiniband_verbs")
+shared = os.path.join(root, "devices", "ports")
+os.makedirs(cls)
+os.makedirs(vcls)
+w(os.path.join(vcls, "abi_version"), "6")
+for p in range(1, nports + 1):
+    d = os.path.join(shared, str(p))
+    os.makedirs(os.path.join(d, "gids"))
+    w(d + "/state", "4: ACTIVE")
+    w(d + "/phys_state", "5: LinkUp")
+    w(d + "/link_layer", "InfiniBand")
+    w(d + "/rate", "100 Gb/sec (4X EDR)")
+    w(d + "/lid", "0x%x" % p)
+    w(d + "/gids/0", "fe80:0000:0000:0000:0002:c903:00de:ad01")
+stem = names[-1].rstrip("0123456789")
+first = int(names[-1][len(stem):] or 0)
+for i in range(ndev):
+    name = names[i] if i < len(names) else "%s%d" % (stem, first + i -
+                                                      len(names) + 1)
+    d = os.path.join(cls, name)
+    os.makedirs(d)
+    guid = "0002:c903:%04x:%04x" % (0xdead, i)
+    w(d + "/node_guid", guid)
+    w(d + "/sys_image_guid", guid)
+    w(d + "/node_type", "1: CA")
+    w(d + "/hca_type", "MT4119")
+    if fw_link == "-":
+        w(d + "/fw_ver", "16.35.2000")
+    else:
+        os.symlink(fw_link, d + "/fw_ver")
+    os.symlink(os.path.relpath(shared, d), d + "/ports")
+    u = os.path.join(vcls, "uverbs%d" % (100 + i))
+    os.makedirs(u)
+    w(u + "/ibdev", name)
+    w(u + "/dev", dev0 if i == 0 else "231:%d" % (1000 + i))
+'''
+
+# N3-N5: a network namespace whose /sys is the attacker's: a tmpfs on @3
+# with the fake sysfs (GEN_SYS, arguments from @6 on), bound over /sys;
+# /dev a tmpfs whose infiniband/uverbs9 is /dev/null (1:3, what device
+# 0's "dev" says).  Then, if @5 is "own", its own `rdmactl status` on one
+# line ("own {...}"), and a monitor that stays subscribed.
+FAKE_SYS_ATTACK = r'''
+S=$1 CTL=$2 T=$3 GEN=$4 OWN=$5
+shift 5
+mount -t tmpfs -o mode=755 attack "$T"
+mkdir "$T/sys"
+python3 -c "$GEN" "$T/sys" "$@"
+touch "$T/null"
+mount --bind /dev/null "$T/null"
+mount -t tmpfs -o mode=755 attack-dev /dev
+mkdir /dev/infiniband
+touch /dev/infiniband/uverbs9
+mount --bind "$T/null" /dev/infiniband/uverbs9
+mount --bind "$T/sys" /sys
+echo generated
+if [ "$OWN" = own ]; then
+    own=$("$CTL" --socket "$S" --timeout 600 status --json 2>&1 | tr -d '\n')
+    echo "own $own"
+fi
+exec "$CTL" --socket "$S" --timeout 600 monitor --json
+'''
+
+# A client that needs no /dev of its own (librdmad's may look there): raw
+# frames of PROTOCOL.md.  "hold": connect ("connected"), Hello ("welcome")
+# and GetStatus ("status"), then stay connected; "loop": that again and
+# again on a new connection each time, "round" after each.
+RAW_CLIENT = r'''
+import os, socket, sys, time
+path, mode = sys.argv[1], sys.argv[2]
+# version 1, seq 1, hello{client_name "rdmactl"}; version 1, seq 2,
+# get_status{} (tests/unit/golden/hello.hex; Frame.get_status is field 12)
+HELLO = bytes.fromhex("080110015209" "0a07" "72646d6163746c")
+GET_STATUS = bytes.fromhex("08011002" "6200")
+def say(what):
+    if mode == "hold":
+        print(what, flush=True)
+while True:
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    s.connect(path)
+    say("connected")
+    s.send(HELLO)
+    msg, fds, _, _ = socket.recv_fds(s, 65536, 4)
+    for fd in fds:
+        os.close(fd)
+    say("welcome")
+    s.send(GET_STATUS)
+    s.recv(65536)
+    say("status")
+    if mode == "hold":
+        while True:
+            time.sleep(3600)
+    s.close()
+    print("round", flush=True)
+'''
+
+# N1: overlayfs on /dev whose lower layer is fuse-stall's FUSE mount.
+FUSE_ATTACK = r'''
+S=$1 CTL=$2 T=$3 FUSE=$4 RAW=$5
+mount -t tmpfs -o mode=755 attack "$T"
+mkdir "$T/lower" "$T/upper" "$T/work"
+mkfifo "$T/ctl"
+touch "$T/null"
+mount --bind /dev/null "$T/null"
+"$FUSE" "$T/lower" < "$T/ctl" &
+fuse=$!
+exec 3> "$T/ctl"
+while ! grep -q " - fuse fuse-stall " /proc/self/mountinfo; do
+    if ! kill -0 $fuse 2>/dev/null; then
+        echo "SKIP: FUSE cannot be mounted in a user namespace here"
+        exit 77
+    fi
+    sleep 0.05
+done
+if ! mount -t overlay attack \
+        -o "lowerdir=$T/lower,upperdir=$T/upper,workdir=$T/work" /dev; then
+    echo "SKIP: overlayfs over FUSE cannot be mounted in a user namespace here"
+    exit 77
+fi
+touch /dev/null
+mount --bind "$T/null" /dev/null
+echo ready
+python3 -c "$RAW" "$S" hold &
+exec "$CTL" --socket "$S" --timeout 600 monitor --json
+'''
+
+# N2: /dev a tmpfs whose infiniband/ is GEN_CHAINS's; then Hello and
+# GetStatus again and again, each on a connection of its own.
+CHAINS_ATTACK = r'''
+S=$1 RAW=$2 GEN=$3 N=$4 DEPTH=$5
+mount -t tmpfs -o mode=755 attack /dev
+python3 -c "$GEN" /dev "$N" "$DEPTH"
+echo ready
+exec python3 -c "$RAW" "$S" loop
+'''
+
+
+class AttackTest(DaemonTest):
+    """A daemon, a testbed and the attacks of one case; teardown ends the
+    attacks first (releasing rdmad wherever it waits on them), then lets
+    the daemon finish what they left it and stop."""
+
+    userns_why = None
+    userns_probed = False
+
+    def setUp(self):
+        super().setUp()
+        self.attackers = []
+        self.releases = []    # before the attackers are killed
+        self.afterwards = []  # after
+        self.problems = []
+        if os.getuid() != 0:
+            self.skipTest("the attacks need root to set up the host side "
+                          "(a daemon of root, nodes, cgroups)")
+        for path in (FUSE_STALL, MANY_CLIENTS, CLIENT_HOLD):
+            self.assertTrue(os.access(path, os.X_OK),
+                            "%s is not built (tests/integration/attack/)"
+                            % path)
+        if not AttackTest.userns_probed:
+            AttackTest.userns_why = _userns_why()
+            AttackTest.userns_probed = True
+        # The attackers' mount points: empty directories of root's, on
+        # which each mounts a tmpfs in its own namespace.
+        self.n = 0
+
+    def need_userns(self):
+        if AttackTest.userns_why:
+            self.skipTest("no user namespaces for an unprivileged user: %s"
+                          % AttackTest.userns_why)
+
+    def mountpoint(self):
+        self.n += 1
+        path = os.path.join(self.work, "attack%d" % self.n)
+        os.mkdir(path, 0o755)
+        return path
+
+    def attack(self, script, args=(), ns="-Urm", **kw):
+        a = Attacker(script, args, ns, **kw)
+        self.attackers.append(a)
+        return a
+
+    def expect(self, ok, msg):
+        """A soft assertion: every figure of a case is measured before
+        the case fails (verdict())."""
+        if not ok:
+            self.problems.append(msg)
+
+    def verdict(self):
+        if self.problems:
+            self.fail("\n".join(self.problems))
+
+    def stats(self):
+        return Stats(self.d.proc.pid)
+
+    def root_status(self, case, when, args=("status", "--json")):
+        """Root's `rdmactl status --json` (or @args) now: measured,
+        recorded, expected within LIMIT.  Returns the CompletedProcess or
+        None."""
+        elapsed, r = timed_rdmactl(self.sock, *args)
+        what = "root's `rdmactl %s` latency %s" % (" ".join(args), when)
+        if r is None:
+            figure(case, what, elapsed, "s", "no answer: killed")
+            self.expect(False, "%s: root's `rdmactl %s` %s had no answer "
+                        "within %.0f s" % (case, " ".join(args), when,
+                                           PATIENCE))
+            return None
+        figure(case, what, elapsed, "s",
+               "exit %d" % r.returncode if r.returncode else "")
+        self.expect(r.returncode == 0, "%s: root's `rdmactl %s` %s: exit "
+                    "%d: %s" % (case, " ".join(args), when, r.returncode,
+                                r.stderr.strip()))
+        self.expect(elapsed < LIMIT, "%s: root's `rdmactl %s` %s took "
+                    "%.2f s (limit %.1f s)" % (case, " ".join(args), when,
+                                               elapsed, LIMIT))
+        return r
+
+    def tearDown(self):
+        errors = []
+        for release in reversed(self.releases):
+            try:
+                release()
+            except Exception as e:  # noqa: BLE001 (clean up the rest)
+                errors.append("release: %r" % e)
+        for a in self.attackers:
+            a.kill()
+        for after in reversed(self.afterwards):
+            try:
+                after()
+            except Exception as e:  # noqa: BLE001 (clean up the rest)
+                errors.append("cleanup: %r" % e)
+        d = getattr(self, "d", None)
+        if d and d.alive():
+            try:
+                rc = d.stop(timeout=DRAIN)
+                if rc != 0:
+                    errors.append("rdmad did not exit 0 on SIGTERM "
+                                  "(%s):\n%s" % (rc, d.logtext()[-4000:]))
+            except AssertionError as e:
+                errors.append(str(e))
+        self.tmp.cleanup()
+        if errors:
+            raise AssertionError("teardown: " + "; ".join(errors))
+
+
+class TestSharedMode(AttackTest):
+    """Default (shared) mode: the attacker's /dev."""
+
+    def test_n1_fuse_under_overlay_dev(self):
+        """N1: /dev an overlayfs whose lower layer is a FUSE mount that
+        never answers a lookup of "infiniband".  overlayfs looks names up
+        in its lower layer with its mounter's credentials, past FUSE's
+        guard against other callers: whoever walks into the attacker's
+        /dev/infiniband sleeps in the kernel (state D, SIGKILL does not
+        end it).  rdmad must not be that process: root's status answers
+        within LIMIT."""
+        self.need_userns()
+        self.tb.plug("mlx5_0")
+        self.tb.plug("mlx5_1")
+        self.start_daemon()
+        before = self.stats()
+        a = self.attack(FUSE_ATTACK, [self.sock, rdmatb.RDMACTL,
+                                      self.mountpoint(), FUSE_STALL,
+                                      RAW_CLIENT])
+        conn = {}
+
+        def release():
+            # Abort the FUSE connection (fusectl, where mounted), then end
+            # its server: either releases whoever waits in it.
+            if "n" in conn:
+                host_sh('f=/sys/fs/fuse/connections/$1/abort; '
+                        '[ ! -e "$f" ] || echo 1 > "$f"', conn["n"],
+                        check=False)
+            a.kill()
+        self.releases.append(release)
+        _, line = a.expect(("ready", "SKIP:"))
+        if line != "ready":
+            why = a.skip_reason()
+            if why:
+                self.skipTest(why)
+            self.fail("the attack did not start: %s" % a.lines("err")[-5:])
+        mounted = [l for l in a.lines() if l.startswith("mounted ")]
+        if mounted:
+            conn["n"] = mounted[0].split()[1]
+        # Its connection is in rdmad's queue: give rdmad a moment to take
+        # it, then ask as root.
+        _, line = a.expect("connected", timeout=10)
+        self.assertIsNotNone(line, "the attacker did not connect: %s %s"
+                             % (a.lines(), a.lines("err")[-5:]))
+        time.sleep(0.5)
+        self.root_status("N1", "during the attack")
+        st = self.stats()
+        figure("N1", "rdmad state during the attack",
+               "%s (wchan %s)" % (st.state, st.wchan))
+        # Waiting for a FUSE answer: interruptibly at first, then (once
+        # a signal came) in state D.
+        self.expect(st.state != "D" and "request_wait_answer" not in
+                    st.wchan, "N1: rdmad waits on the attacker's FUSE "
+                    "server (state %s, wchan %s)" % (st.state, st.wchan))
+        figure("N1", "the attacker's Hello answered",
+               "welcome" in a.lines())
+        # Its own processes may look into their own /dev; rdmad may not.
+        stalls = [l for l in a.lines() if l.startswith("stalled ") and
+                  l.split()[-1] == str(self.d.proc.pid)]
+        figure("N1", "rdmad's lookups held by the attacker's FUSE server",
+               len(stalls))
+        self.expect(not stalls, "N1: rdmad walked into the attacker's "
+                    "FUSE-backed /dev/infiniband (%d lookups held)"
+                    % len(stalls))
+        # Let go: root's status works again, and rdmad is unharmed.
+        release()
+        t0 = time.monotonic()
+        status(self.sock)
+        figure("N1", "root's status after the attacker let go",
+               time.monotonic() - t0, "s")
+        figure("N1", "rdmad RSS before / after", "%d / %d" % (
+            before.rss_kib, self.stats().rss_kib), "KiB")
+        self.verdict()
+
+    def test_n2_symlink_chains_in_dev_infiniband(self):
+        """N2: the attacker's /dev/infiniband (its own tmpfs) holds 3,000
+        entries, each a long chain of symlinks, and no node under a
+        device's own name; it connects again and again.  Root's status
+        answers within LIMIT meanwhile."""
+        self.need_userns()
+        self.tb.plug("mlx5_0")
+        self.tb.plug("mlx5_1")
+        self.start_daemon()
+        before = self.stats()
+        a = self.attack(CHAINS_ATTACK, [self.sock, RAW_CLIENT,
+                                        GEN_CHAINS, 3000, 5])
+        t_ready, line = a.expect("ready", timeout=60)
+        self.assertIsNotNone(line, "the attack did not start: %s"
+                             % a.lines("err")[-5:])
+        # Its first connection is in: now root asks, twice.
+        time.sleep(0.5)
+        self.root_status("N2", "during the attacker's Hello")
+        self.root_status("N2", "while the attacker connects again")
+        t_round, line = a.expect("round", timeout=1)
+        figure("N2", "the attacker's first connection (its Hello and "
+               "GetStatus)", (t_round - t_ready) if t_round else
+               "more than %.1f s" % (time.monotonic() - t_ready), "s")
+        st = self.stats()
+        figure("N2", "rdmad CPU during the attack", st.cpu_s - before.cpu_s,
+               "s")
+        self.verdict()
+
+
+class TestExclusiveMode(AttackTest):
+    """The kernel's exclusive mode (RDMAD_NETNS_MODE stands in for RDMA
+    netlink): the attacker's network namespace and its own /sys."""
+
+    def start_exclusive(self):
+        return self.start_daemon(env=dict(os.environ,
+                                          RDMAD_NETNS_MODE="exclusive"))
+
+    def fake_sys_attack(self, own, ndev, names, nports, fw_link="-",
+                        dev0="1:3"):
+        return self.attack(FAKE_SYS_ATTACK,
+                           [self.sock, rdmatb.RDMACTL, self.mountpoint(),
+                            GEN_SYS, "own" if own else "-", ndev,
+                            ",".join(names), nports, fw_link, dev0],
+                           ns="-Urmn")
+
+    def test_n3_host_file_through_fake_sysfs(self):
+        """N3: the attacker's /sys is its own tmpfs, where a device's
+        fw_ver is an absolute symlink to a root-only host file.  Its
+        content reaches nobody: neither root's status nor the
+        attacker's."""
+        self.need_userns()
+        self.tb.plug("mlx5_0")
+        self.start_exclusive()
+        secret = "TOPSECRET-root-only-0600-%s" % uuid.uuid4().hex[:16]
+        path = os.path.join(self.work, "secret")
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        os.write(fd, (secret + "\n").encode())
+        os.close(fd)
+        a = self.fake_sys_attack(True, 1, ["mlx5_7"], 1, fw_link=path)
+        _, line = a.expect("own ", timeout=60)
+        self.assertIsNotNone(line, "the attack did not start: %s"
+                             % a.lines("err")[-5:])
+        own = line[len("own "):]
+        _, started = a.expect("monitoring", stream="err", timeout=60)
+        self.assertIsNotNone(started, "the attacker's monitor did not "
+                             "start: %s" % a.lines("err")[-5:])
+        r = self.root_status("N3", "with the attacker connected")
+        root_text = r.stdout if r else ""
+        text = timed_rdmactl(self.sock, "status", limit=PATIENCE)[1]
+        root_text += text.stdout if text else ""
+        leaked = [who for who, t in (("root's status", root_text),
+                                     ("the attacker's own status", own))
+                  if secret in t]
+        figure("N3", "the root-only file's content in", ", ".join(leaked)
+               or "nobody's reply")
+        self.expect(not leaked, "N3: the content of root-only %s reached "
+                    "%s" % (path, " and ".join(leaked)))
+        self.verdict()
+
+    def test_n4_huge_fake_sysfs(self):
+        """N4: one connection whose /sys has 2,048 devices of 256 ports
+        each.  Root's status answers within LIMIT during the attacker's
+        Hello and after it; rdmad's memory grows by less than 8 MiB."""
+        self.need_userns()
+        self.tb.plug("mlx5_0")
+        self.start_exclusive()
+        time.sleep(0.5)
+        before = self.stats()
+        a = self.fake_sys_attack(False, 2048, ["mlx5_100"], 256)
+        t_gen, line = a.expect("generated", timeout=120)
+        self.assertIsNotNone(line, "the attack did not start: %s"
+                             % a.lines("err")[-5:])
+        time.sleep(0.5)
+        self.root_status("N4", "during the attacker's Hello")
+        t_sub, started = a.expect("monitoring", stream="err", timeout=DRAIN)
+        figure("N4", "the attacker's Hello and Subscribe",
+               (t_sub - t_gen) if t_sub else "more than %d s" % DRAIN, "s")
+        self.assertIsNotNone(started, "the attacker's monitor never "
+                             "subscribed: %s" % a.lines("err")[-5:])
+        self.root_status("N4", "after the attacker's Hello")
+        after = self.stats()
+        grew = (after.rss_kib - before.rss_kib) / 1024
+        figure("N4", "rdmad RSS before / after",
+               "%d / %d" % (before.rss_kib, after.rss_kib), "KiB")
+        figure("N4", "rdmad CPU for the attack", after.cpu_s - before.cpu_s,
+               "s")
+        self.expect(grew < 8, "N4: rdmad's RSS grew by %.1f MiB (limit 8)"
+                    % grew)
+        self.verdict()
+
+    def test_n5_fake_devices_in_roots_tools(self):
+        """N5: the attacker's fake devices, one named as a host device,
+        one not, are not in root's `rdmactl list` nor in the
+        NCCL_IB_HCA of root's `rdmactl env --nccl`."""
+        self.need_userns()
+        self.tb.plug("mlx5_0")
+        self.tb.plug("mlx5_1")
+        self.start_exclusive()
+        host_list = status(self.sock)
+        host = sorted(d["name"] for d in host_list["devices"])
+        a = self.fake_sys_attack(False, 2, ["mlx5_0", "mlx5_9"], 1)
+        _, started = a.expect("monitoring", stream="err", timeout=60)
+        self.assertIsNotNone(started, "the attacker's monitor did not "
+                             "start: %s" % a.lines("err")[-5:])
+        r = self.root_status("N5", "with the attacker connected",
+                             args=("list",))
+        listed = sorted(l.split()[0] for l in (r.stdout if r else "")
+                        .splitlines() if l.strip())
+        figure("N5", "root's `rdmactl list`", " ".join(listed))
+        self.expect(listed == host, "N5: root's `rdmactl list` says %s; "
+                    "the host has %s" % (listed, host))
+        r = self.root_status("N5", "with the attacker connected",
+                             args=("env", "--nccl"))
+        env = r.stdout.strip() if r else ""
+        figure("N5", "root's `rdmactl env --nccl`", env)
+        want = "NCCL_IB_HCA==" + ",".join("%s:1" % n for n in host)
+        self.expect(env == want, "N5: root's `rdmactl env --nccl` says "
+                    "%r; the host's devices make %r" % (env, want))
+        self.verdict()
+
+
+class TestPodUid(AttackTest):
+    def test_n6_pod_named_in_a_delegated_cgroup(self):
+        """N6: a user with a delegated cgroup2 subtree (as every
+        user@UID.service has) names a child "kubepods/pod<uid>" after any
+        pod and holds a device from it.  Not under the hierarchy's
+        kubepods, so root's status names no pod for that holder."""
+        mnt = cgroup2_mount()
+        if not mnt:
+            self.skipTest("no cgroup2 hierarchy mounted here")
+        base = os.path.join(mnt, "rdmad-attack-%d" % os.getpid())
+        r = host_sh('mkdir "$1"', base, check=False)
+        if r.returncode != 0:
+            self.skipTest("cannot make a cgroup2 directory here: %s"
+                          % r.stderr.strip())
+
+        def remove():
+            # Leaves first; a cgroup whose last process just exited may be
+            # busy for a moment.
+            host_sh('for i in $(seq 100); do '
+                    'find "$1" -depth -type d -exec rmdir {} + '
+                    '2>/dev/null && exit 0; sleep 0.1; done; exit 1',
+                    base, check=False)
+        self.afterwards.append(remove)
+        # Delegation, as systemd does for user@UID.service: the directory
+        # and its cgroup.procs, cgroup.threads, cgroup.subtree_control.
+        host_sh('chown %d:%d "$1" "$1/cgroup.procs" "$1/cgroup.threads" '
+                '"$1/cgroup.subtree_control"' % (NOBODY_UID, NOBODY_UID),
+                base)
+        self.tb.plug("mlx5_0")
+        self.start_daemon()
+        pod = str(uuid.uuid4())
+        # Root puts the user's first process into its subtree (systemd
+        # starts user@UID.service there); the rest is the user's.
+        a = self.attack(
+            'echo $$ > "$1/cgroup.procs"; shift; exec "$@"',
+            [base] + NOBODY + [
+                "sh", "-euc",
+                'mkdir -p "$1/kubepods/pod$2"; '
+                'echo $$ > "$1/kubepods/pod$2/cgroup.procs"; '
+                'exec env RDMAD_SOCKET="$3" "$4" mlx5_0',
+                "user", base, pod, self.sock, CLIENT_HOLD],
+            ns=None, prefix=["env", "-u", "LD_PRELOAD"])
+        _, line = a.expect(("held", "error"))
+        self.assertEqual(line, "held mlx5_0", "the user's hold: %s %s"
+                         % (a.lines(), a.lines("err")[-5:]))
+        dev = find(status(self.sock), "mlx5_0")
+        holders = dev["holders"]
+        self.assertEqual(len(holders), 1, dev)
+        figure("N6", "the user's holder in root's status",
+               json.dumps(holders[0], sort_keys=True))
+        self.assertFalse(holders[0].get("pod_uid"),
+                         "N6: a user's own cgroup %s/kubepods/pod%s named "
+                         "its hold as pod %s's" % (base, pod,
+                                                   holders[0].get("pod_uid")))
+
+
+def pod_script(nodes):
+    """A mount namespace of root's whose /dev is a tmpfs with /dev/null and
+    the uverbs nodes @nodes, as test_views.pod_cmd makes it (mknod needs
+    root), running "$@" after."""
+    script = ["mount --make-rprivate /dev",
+              "mount -t tmpfs -o mode=755 rdmad-pod /dev",
+              "mknod -m 666 /dev/null c 1 3",
+              "mkdir /dev/infiniband"]
+    script += ["mknod -m 666 /dev/infiniband/%s c %d %d" % (n, ma, mi)
+               for n, (ma, mi) in nodes]
+    script.append('exec "$@"')
+    return " && ".join(script)
+
+
+def devnum(dev):
+    return 231, 192 + int(dev.uverbs[len("uverbs"):])
+
+
+class TestUnprivilegedDaemon(AttackTest):
+    def start_unprivileged(self):
+        """rdmad as DAEMON_UID without any capability (the shipped unit's
+        DynamicUser=, without CAP_SYS_PTRACE), in a directory of its own,
+        reading the testbed."""
+        work = os.path.join(self.work, "daemon")
+        os.mkdir(work, 0o755)
+        os.chown(work, DAEMON_UID, DAEMON_UID)
+        # umockdev's library binds the daemon's uevent sockets in the
+        # testbed's directory, connects to its ioctl socket and opens the
+        # ptys that stand in for the devices' nodes: all root's, 0700 to
+        # 0755.  Open them to the daemon's uid.
+        host_sh('chmod 0777 "$1" "$1/ioctl"; '
+                'find "$1/ioctl" -type s -exec chmod 0777 {} +; '
+                'for l in "$1"/dev/infiniband/*; do '
+                '  t=$(readlink "$l") || continue; '
+                '  case $t in /dev/pts/*) chmod 0666 "$t";; esac; '
+                'done', os.environ["UMOCKDEV_DIR"])
+
+        def drop():
+            os.setgroups([])
+            os.setgid(DAEMON_UID)
+            os.setuid(DAEMON_UID)
+        self.d = rdmatb.Daemon(work, args=self.daemon_args)
+        old = os.umask(0)  # its notify socket: writable for it
+        try:
+            self.d.start(preexec_fn=drop)
+        finally:
+            os.umask(old)
+        self.sock = self.d.socket
+        with open("/proc/%d/status" % self.d.proc.pid) as f:
+            caps = re.search(r"^CapEff:\s+(\S+)", f.read(), re.M).group(1)
+        self.assertEqual(int(caps, 16), 0, "rdmad kept capabilities")
+        return self.d
+
+    def test_n8_view_under_an_unprivileged_daemon(self):
+        """N8: under a daemon without CAP_SYS_PTRACE (as shipped), a
+        client of another uid in a mount namespace whose /dev has one
+        device's node sees that device only, in a verified view."""
+        self.tb.plug("mlx5_0")
+        b = self.tb.plug("mlx5_1")
+        self.start_unprivileged()
+        figure("N8", "root's view of the unprivileged daemon",
+               json.dumps(status(self.sock).get("view"), sort_keys=True))
+        r = subprocess.run(
+            ["env", "-u", "LD_PRELOAD", "unshare", "--mount",
+             "--propagation", "unchanged", "sh", "-euc",
+             pod_script([(b.uverbs, devnum(b))]), "pod"] + NOBODY +
+            [rdmatb.RDMACTL, "--socket", self.sock, "status", "--json"],
+            capture_output=True, text=True, timeout=rdmatb.DEADLINE)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        st = json.loads(r.stdout)
+        names = sorted(d["name"] for d in st["devices"])
+        figure("N8", "the client's devices and view", "%s %s" % (
+            names, json.dumps(st.get("view"), sort_keys=True)))
+        self.assertEqual(names, ["mlx5_1"], "N8: the client's /dev has "
+                         "only mlx5_1's node; its view: %s" % st.get("view"))
+        self.assertTrue(st.get("view", {}).get("verified"), st.get("view"))
+
+
+class TestDescriptors(AttackTest):
+    CLIENTS = 100
+
+    def nodes_dir(self, dev):
+        """A node of @dev made by root, for an attacker to bind into its
+        own /dev (mknod is root's)."""
+        path = os.path.join(self.work, "node-" + dev.uverbs)
+        if not os.path.exists(path):
+            r = host_sh('mknod -m 666 "$1" c $2 $3', path, *devnum(dev),
+                        check=False)
+            if r.returncode:
+                self.skipTest("cannot mknod here: %s" % r.stderr.strip())
+        return path
+
+    def fd_growth(self, case, what, start_clients):
+        base = self.stats()
+        n = start_clients()
+        after = self.stats()
+        grew = after.fds - base.fds
+        figure(case, "rdmad descriptors with %d clients %s" % (n, what),
+               "%d -> %d (%.2f a client)" % (base.fds, after.fds, grew / n))
+        return grew, n
+
+    def test_n9_one_view(self):
+        """N9: 100 connections of one uid from one process in one mount
+        namespace with one node (one view): rdmad holds about one
+        descriptor a connection, plus a few for the view."""
+        self.tb.plug("mlx5_0")
+        b = self.tb.plug("mlx5_1")
+        self.start_daemon()
+
+        def start():
+            a = self.attack(pod_script([(b.uverbs, devnum(b))]),
+                            NOBODY + ["env", "RDMAD_SOCKET=" + self.sock,
+                                      MANY_CLIENTS, self.CLIENTS],
+                            ns="--mount", prefix=["env", "-u", "LD_PRELOAD"])
+            _, line = a.expect(("connected", "error"))
+            self.assertEqual(line, "connected %d" % self.CLIENTS,
+                             a.lines("err")[-5:])
+            return self.CLIENTS
+        grew, n = self.fd_growth("N9", "of one uid in one view", start)
+        self.assertLessEqual(grew, n + 8, "N9: %d descriptors for %d "
+                             "clients in one view" % (grew, n))
+
+    def test_n9_a_mount_namespace_each(self):
+        """N9: 100 connections of one uid, each from a mount namespace of
+        its own (unshare -Urm: free for any user) whose /dev has the same
+        one node.  A mount namespace a user can make for nothing must not
+        cost rdmad descriptors: about one a connection in all."""
+        self.need_userns()
+        self.tb.plug("mlx5_0")
+        b = self.tb.plug("mlx5_1")
+        self.start_daemon()
+        node = self.nodes_dir(b)
+
+        def start():
+            started = [self.attack(
+                'mount -t tmpfs -o mode=755 attack /dev; '
+                'mkdir /dev/infiniband; touch "/dev/infiniband/$2"; '
+                'mount --bind "$1" "/dev/infiniband/$2"; shift 2; '
+                'exec "$@"',
+                [node, b.uverbs, "env", "RDMAD_SOCKET=" + self.sock,
+                 MANY_CLIENTS, 1]) for _ in range(self.CLIENTS)]
+            for a in started:
+                _, line = a.expect(("connected", "error"))
+                self.assertEqual(line, "connected 1", a.lines("err")[-5:])
+            return self.CLIENTS
+        grew, n = self.fd_growth("N9", "of one uid, a mount namespace each",
+                                 start)
+        self.assertLessEqual(grew, n * 1.2 + 8, "N9: %d descriptors for %d "
+                             "clients of one uid (%.1f a client)"
+                             % (grew, n, grew / n))
+
+
+    def test_n9_one_network_namespace(self):
+        """N9 in exclusive mode: 100 connections of one uid from one
+        process in a network namespace of its own (one view): about one
+        descriptor a connection, plus a few for the view."""
+        self.need_userns()
+        self.tb.plug("mlx5_0")
+        self.start_daemon(env=dict(os.environ, RDMAD_NETNS_MODE="exclusive"))
+
+        def start():
+            a = self.attack('exec "$@"', ["env", "RDMAD_SOCKET=" + self.sock,
+                                          MANY_CLIENTS, self.CLIENTS],
+                            ns="-Urmn")
+            _, line = a.expect(("connected", "error"))
+            self.assertEqual(line, "connected %d" % self.CLIENTS,
+                             a.lines("err")[-5:])
+            return self.CLIENTS
+        grew, n = self.fd_growth("N9", "of one uid in one network namespace",
+                                 start)
+        self.assertLessEqual(grew, n + 8, "N9: %d descriptors for %d "
+                             "clients in one view" % (grew, n))
+
+    def test_n9_a_network_namespace_each(self):
+        """N9 in exclusive mode: 100 connections of one uid, each from a
+        network namespace of its own (unshare -Urmn: free for any user).
+        About one descriptor a connection in all."""
+        self.need_userns()
+        self.tb.plug("mlx5_0")
+        self.start_daemon(env=dict(os.environ, RDMAD_NETNS_MODE="exclusive"))
+
+        def start():
+            started = [self.attack('exec "$@"',
+                                   ["env", "RDMAD_SOCKET=" + self.sock,
+                                    MANY_CLIENTS, 1], ns="-Urmn")
+                       for _ in range(self.CLIENTS)]
+            for a in started:
+                _, line = a.expect(("connected", "error"))
+                self.assertEqual(line, "connected 1", a.lines("err")[-5:])
+            return self.CLIENTS
+        grew, n = self.fd_growth("N9", "of one uid, a network namespace "
+                                 "each", start)
+        self.assertLessEqual(grew, n * 1.2 + 8, "N9: %d descriptors for %d "
+                             "clients of one uid (%.1f a client)"
+                             % (grew, n, grew / n))
+
+
+if __name__ == "__main__":
+    rdmatb.main()
