@@ -203,7 +203,9 @@ static int recv_datagram(struct query *q, size_t *ret_len)
 	return 0;
 }
 
-/* Empty the queue of what was there before we ask. */
+/* Empty the queue of what was there before we ask.  An error the socket
+ * held (left by the other holder's own dump, say) is read once and
+ * gone: skipped like junk. */
 static int drain(struct query *q)
 {
 	size_t len;
@@ -212,7 +214,7 @@ static int drain(struct query *q)
 	q->reads_left = JUNK_MAX;
 	do
 		r = recv_datagram(q, &len);
-	while (r == 0 || r == -EMSGSIZE);
+	while (r != -EAGAIN && r != -EBUSY);
 	return r == -EAGAIN ? 0 : r;
 }
 

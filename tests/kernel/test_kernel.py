@@ -473,6 +473,76 @@ class TestLives(KernelTest):
         self.assertRefreshAgrees()
 
 
+def nlquery(*args, netns=False):
+    """daemon/nlquery.c's answer (tests/kernel/nlquery-dump), in this
+    network namespace or a new one: the namespace's cookie and the
+    devices by name."""
+    cmd = [prog("tests", "kernel", "nlquery-dump")] + list(args)
+    lines = run(*(["unshare", "-n"] + cmd if netns else cmd)).stdout
+    first, *devs = [json.loads(l) for l in lines.splitlines()]
+    return first["netns_cookie"], {d["name"]: d for d in devs}
+
+
+def sysfs_attr(path):
+    """A sysfs value with sysfs's "N: " prefix stripped."""
+    with open(path) as f:
+        v = f.read().strip()
+    n, sep, text = v.partition(": ")
+    return text if sep and n.isdigit() else v
+
+
+class TestNlquery(KernelTest):
+    def test_nlquery_agrees_with_rdma_and_sysfs(self):
+        """What rdmad asks through a namespace's RDMA netlink socket
+        (daemon/nlquery.c) is what `rdma` and sysfs say here, junk on
+        the socket changes nothing, a re-registration gets a new reg_key,
+        and in exclusive mode a new namespace has no device."""
+        link_add("rxe0")
+        cookie, devs = nlquery()
+        self.assertEqual(sorted(devs), ["rxe0"])
+        d = devs["rxe0"]
+        (dev,) = json.loads(run("rdma", "-j", "dev", "show").stdout)
+        (link,) = json.loads(run("rdma", "-j", "link", "show").stdout)
+        self.assertEqual(d["node_guid"], dev["node_guid"])
+        self.assertEqual(d["sys_image_guid"], dev["sys_image_guid"])
+        self.assertEqual(d["reg_key"], dev["ifindex"] + 1)
+        self.assertEqual(d["id"], "guid:" + dev["node_guid"])
+        (p,) = d["ports"]
+        self.assertEqual((p["port"], p["state"], p["netdev"]),
+                         (link["port"], link["state"], link["netdev"]))
+        sys_dev = "/sys/class/infiniband/rxe0"
+        sys_port = sys_dev + "/ports/1/"
+        self.assertEqual(d["node_type"], sysfs_attr(sys_dev + "/node_type"))
+        self.assertEqual(d["fw_ver"], sysfs_attr(sys_dev + "/fw_ver"))
+        for key, attr in (("state", "state"), ("phys_state", "phys_state"),
+                          ("link_layer", "link_layer"),
+                          ("netdev", "gid_attrs/ndevs/0")):
+            self.assertEqual(p[key], sysfs_attr(sys_port + attr), key)
+        self.assertEqual(p["lid"], int(sysfs_attr(sys_port + "lid"), 16))
+        uverbs = "/sys/class/infiniband_verbs/" + d["uverbs"]
+        self.assertEqual(sysfs_attr(uverbs + "/ibdev"), "rxe0")
+        self.assertEqual(d["uverbs_dev"], sysfs_attr(uverbs + "/dev"))
+        self.assertEqual(nlquery("--junk"), (cookie, devs))
+        self.assertNotEqual(
+            run(prog("tests", "kernel", "nlquery-dump"), "--max", "0",
+                check=False).returncode, 0)
+        timed_delete("rxe0")
+        link_add("rxe0")
+        again = nlquery()[1]["rxe0"]
+        self.assertEqual(again["id"], d["id"])
+        self.assertNotEqual(again["reg_key"], d["reg_key"])
+        # Only while no other namespace exists; back to shared after,
+        # once the kernel has let the new namespace go.
+        run("rdma", "system", "set", "netns", "exclusive")
+        self.addCleanup(wait_until, lambda: run(
+            "rdma", "system", "set", "netns", "shared",
+            check=False).returncode == 0, "netns mode shared again")
+        other, none = nlquery(netns=True)
+        self.assertEqual(none, {})
+        self.assertNotEqual(other, cookie)
+        self.assertEqual(sorted(nlquery()[1]), ["rxe0"])
+
+
 class TestShim(KernelTest):
     def test_pingpong_under_the_shim(self):
         """Real verbs traffic (ibv_rc_pingpong over rxe0 to itself) with
