@@ -296,7 +296,7 @@ sys.stdin.read()
         self.tb.plug("mlx5_0", "mlx5-ib")
         self.start_daemon(preexec_fn=lambda: resource.setrlimit(
             resource.RLIMIT_NOFILE, (300, 300)))
-        self.assertIn("serving at most 150 clients", self.d.logtext())
+        self.assertIn("serving at most 50 clients", self.d.logtext())
         self.assertEqual(present_names(status(self.sock)), ["mlx5_0"])
 
     def test_unreachable_daemon_exit_3(self):

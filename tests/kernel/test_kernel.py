@@ -543,6 +543,94 @@ class TestNlquery(KernelTest):
         self.assertEqual(sorted(nlquery()[1]), ["rxe0"])
 
 
+USER = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
+# rdmad as the shipped unit runs it: a user of its own, no capabilities.
+DAEMON_UID = 61234
+
+
+def pod(nodes, cmd, net=False):
+    """@cmd as uid 65534 in a mount namespace of its own whose /dev is a
+    tmpfs with /dev/null and the character devices @nodes [(name, "M:m")]
+    (made by root, as a container runtime makes them), and with @net in a
+    network namespace of its own too."""
+    script = ["mount --make-rprivate /",
+              "mount -t tmpfs -o mode=755 pod /dev",
+              "mknod -m 666 /dev/null c 1 3", "mkdir /dev/infiniband"]
+    script += ["mknod -m 666 /dev/infiniband/%s c %s" % (n, mm.replace(":", " "))
+               for n, mm in nodes]
+    script.append('exec "$@"')
+    return (["unshare", "--mount"] + (["--net"] if net else []) +
+            ["sh", "-euc", "; ".join(script), "pod"] + USER + list(cmd))
+
+
+class TestViews(KernelTest):
+    """Issue 19: views under the shipped unit's rights (rdmad as a user of
+    its own without capabilities), from what clients say of themselves
+    and what the kernel says through their RDMA netlink socket; a user's
+    client in a container of its own, in both namespace modes."""
+
+    def start_daemon(self):
+        os.chown(self.work, DAEMON_UID, DAEMON_UID)
+        os.chmod(self.work, 0o755)
+        self.log = open(os.path.join(self.work, "rdmad.log"), "w")
+        self.daemon = subprocess.Popen(
+            ["setpriv", "--reuid=%d" % DAEMON_UID, "--regid=%d" % DAEMON_UID,
+             "--clear-groups", "--inh-caps=-all", "--bounding-set=-all",
+             prog("daemon", "rdmad"), "--foreground", "--debug",
+             "--socket", self.sock, "--state-dir",
+             os.path.join(self.work, "state")],
+            stdout=self.log, stderr=subprocess.STDOUT, env=self.env)
+        wait_until(lambda: os.path.exists(self.sock), "rdmad's socket")
+        self.wait_status(lambda st: True, "rdmad to answer")
+
+    def pod_status(self, nodes, net=False):
+        r = run(*pod(nodes, [prog("rdmactl", "rdmactl"), "--socket",
+                             self.sock, "status", "--json"], net))
+        return json.loads(r.stdout)
+
+    def pod_refresh(self, nodes, net=False):
+        r = run(*pod(nodes, ["env", "RDMAD_SOCKET=" + self.sock,
+                             prog("tests", "integration", "client",
+                                  "client-refresh")], net))
+        return sorted(r.stdout.split()[2:])
+
+    def test_views_without_capabilities(self):
+        self.start_daemon()
+        link_add("rxe0")
+        self.present("rxe0")
+        uverbs = "/sys/class/infiniband/rxe0/device/infiniband_verbs"
+        node = sysfs_attr("/sys/class/infiniband_verbs/uverbs0/dev")
+        self.assertEqual(
+            sysfs_attr("/sys/class/infiniband_verbs/uverbs0/ibdev"), "rxe0")
+        # Shared mode: the node the container has decides.
+        st = self.pod_status([("uverbs0", node)])
+        self.assertEqual([d["name"] for d in st["devices"]], ["rxe0"], st)
+        self.assertTrue(st["view"]["verified"], st["view"])
+        self.assertTrue(st["view"]["nodes"], st["view"])
+        self.assertEqual(self.pod_status([("uverbs0", "231:250")])["devices"],
+                         [], "a node of another number is not rxe0")
+        self.assertEqual(self.pod_refresh([("uverbs0", node)]), ["rxe0"])
+        # Exclusive mode: the container's own network namespace has no
+        # RDMA device, as the kernel says through its socket; the host's
+        # rxe0 stays the host's.
+        run("rdma", "system", "set", "netns", "exclusive")
+        self.addCleanup(wait_until, lambda: run(
+            "rdma", "system", "set", "netns", "shared",
+            check=False).returncode == 0, "netns mode shared again")
+        self.stop_daemon()
+        self.start_daemon()
+        st = self.pod_status([("uverbs0", node)], net=True)
+        self.assertEqual(st["view"]["netns_mode"], "exclusive", st["view"])
+        self.assertNotEqual(st["view"].get("netns_cookie", 0), 0, st["view"])
+        self.assertEqual(st["devices"], [], st)
+        self.assertEqual(self.pod_refresh([("uverbs0", node)], net=True), [])
+        root = self.status()
+        self.assertEqual([(d["name"], d.get("netns_cookie", 0))
+                          for d in root["devices"]], [("rxe0", 0)], root)
+        self.assertEqual(self.pod_status([("uverbs0", node)])["devices"][0]
+                         ["name"], "rxe0", "rdmad's namespace: as shared")
+
+
 class TestShim(KernelTest):
     def test_pingpong_under_the_shim(self):
         """Real verbs traffic (ibv_rc_pingpong over rxe0 to itself) with
