@@ -326,15 +326,6 @@ static struct view_key key_of(const struct views *vs, const struct peer *peer,
 	return k;
 }
 
-bool views_same(const struct views *vs, const struct view *v,
-		const struct peer *peer, bool admin,
-		const struct view_claim *claim)
-{
-	struct view_key k = key_of(vs, peer, admin, claim);
-
-	return key_equal(&v->key, &k);
-}
-
 static bool node_visible(struct view *v, const struct device *dev);
 static int member_add(struct view *v, const struct device *dev);
 

@@ -132,10 +132,6 @@ enum netlink_netns_mode views_netns_mode(const struct views *vs);
 struct view *views_join(struct views *vs, const struct peer *peer, bool admin,
 			const struct view_claim *claim, int *ret_err);
 void views_leave(struct views *vs, struct view *v);
-/* Would @peer saying @claim be in @v (so that it need not move)? */
-bool views_same(const struct views *vs, const struct view *v,
-		const struct peer *peer, bool admin,
-		const struct view_claim *claim);
 /* Is @peer in rdmad's own network, PID and mount namespaces? */
 bool views_peer_is_host(const struct views *vs, const struct peer *peer);
 /* st_dev of rdmad's /dev (the kernel's devtmpfs), as scope_devnum(). */

@@ -39,8 +39,13 @@ void scope_collect(struct scope *s)
 	if (stat("/proc/self/ns/mnt", &st) == 0)
 		s->msg.mntns = st.st_ino;
 	dir = opendir("/dev/infiniband");
-	if (!dir)
+	if (!dir) {
+		/* No RDMA node yet: the file system of /dev says whether the
+		 * nodes that come will be ours (the kernel's devtmpfs). */
+		if (stat("/dev", &st) == 0)
+			s->msg.dev_dir = scope_devnum(st.st_dev);
 		return;
+	}
 	if (fstat(dirfd(dir), &st) == 0)
 		s->msg.dev_dir = scope_devnum(st.st_dev);
 	collect_nodes(s, dir);

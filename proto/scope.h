@@ -31,8 +31,10 @@ static inline uint64_t scope_devnum(dev_t dev)
 }
 
 /* Look at our own mount namespace and /dev/infiniband into @s (its msg
- * points into @s: keep @s alive while msg is sent).  What cannot be read
- * is left 0 or empty. */
+ * points into @s: keep @s alive while msg is sent).  Without a
+ * /dev/infiniband, dev_dir is the st_dev of /dev: on the host, the
+ * kernel's devtmpfs, where the nodes to come will be.  What cannot be
+ * read is left 0 or empty. */
 void scope_collect(struct scope *s);
 
 /* A NETLINK_RDMA socket of our network namespace (close-on-exec), for

@@ -4,6 +4,7 @@ package rdmad
 
 import (
 	"os"
+	"path/filepath"
 	"strings"
 	"syscall"
 
@@ -46,6 +47,12 @@ func collectScope(dir string) *rdmadpb.Scope {
 	}
 	f, err := os.Open(dir)
 	if err != nil {
+		// No RDMA node yet: the file system of dir's parent (/dev)
+		// says whether the nodes that come will be ours (the kernel's
+		// devtmpfs), as proto/scope.c says.
+		if syscall.Stat(filepath.Dir(dir), &st) == nil {
+			s.DevDir = devnum(uint64(st.Dev))
+		}
 		return s
 	}
 	defer f.Close()

@@ -117,15 +117,23 @@ func TestCollectScope(t *testing.T) {
 }
 
 func TestCollectScopeNoDir(t *testing.T) {
-	for _, dir := range []string{
-		filepath.Join(t.TempDir(), "infiniband"), // none
-		"/dev/null",                              // not a directory
-	} {
-		s := collectScope(dir)
-		if s.GetDevDir() != 0 || len(s.GetNodes()) != 0 ||
-			s.GetMntns() != wantMntns(t) {
-			t.Errorf("%s: %v", dir, s)
-		}
+	// None: the file system of its parent (/dev) stands for it, where the
+	// nodes to come will be.
+	parent := t.TempDir()
+	var st syscall.Stat_t
+	if err := syscall.Stat(parent, &st); err != nil {
+		t.Fatal(err)
+	}
+	s := collectScope(filepath.Join(parent, "infiniband"))
+	if s.GetDevDir() != devnum(uint64(st.Dev)) || len(s.GetNodes()) != 0 ||
+		s.GetMntns() != wantMntns(t) {
+		t.Errorf("none: %v", s)
+	}
+	// Not a directory: nothing.
+	s = collectScope("/dev/null")
+	if s.GetDevDir() != 0 || len(s.GetNodes()) != 0 ||
+		s.GetMntns() != wantMntns(t) {
+		t.Errorf("/dev/null: %v", s)
 	}
 }
 
