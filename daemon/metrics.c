@@ -22,8 +22,17 @@
 
 /* Bytes of request line and headers a scraper may send. */
 #define METRICS_MAX_HEADERS 8192
-/* Connections open at once; Prometheus needs one per target. */
-#define METRICS_MAX_CONNECTIONS 16
+
+/* What scrapers, and anyone else who can connect, may make rdmad hold
+ * (httpcap.h): 16 connections (Prometheus needs one per target), each
+ * reading at most 16 KiB ahead of the parser (twice the headers allowed)
+ * and given 2 s for its request; evhttp's own 10 s timeout then bounds
+ * each wait for the scraper to take the reply. */
+static const struct httpcap_limits metrics_limits = {
+	.max_connections = 16,
+	.max_input = 2 * METRICS_MAX_HEADERS,
+	.request_ms = 2000,
+};
 
 struct metrics {
 	struct evhttp *http;
@@ -50,6 +59,7 @@ static void on_request(struct evhttp_request *req, void *arg)
 	char *text;
 	size_t len;
 
+	httpcap_request_read(m->cap, req);
 	if (evhttp_request_get_command(req) != EVHTTP_REQ_GET) {
 		evhttp_send_error(req, 405, "Method Not Allowed");
 		return;
@@ -79,6 +89,9 @@ static void on_request(struct evhttp_request *req, void *arg)
 
 static void on_other(struct evhttp_request *req, void *arg)
 {
+	struct metrics *m = arg;
+
+	httpcap_request_read(m->cap, req);
 	evhttp_send_error(req, 404, "Try /metrics");
 }
 
@@ -115,7 +128,7 @@ struct metrics *metrics_new(struct event_base *base, const char *listen,
 			errno = EADDRNOTAVAIL;
 		goto fail;
 	}
-	m->cap = httpcap_new(m->http, bound, METRICS_MAX_CONNECTIONS);
+	m->cap = httpcap_new(m->http, bound, &metrics_limits);
 	if (!m->cap)
 		goto fail;
 	return m;
