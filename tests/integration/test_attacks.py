@@ -130,7 +130,7 @@ class Attacker:
     killed at once.  Its stdout and stderr lines are queued."""
 
     def __init__(self, script, args=(), ns="-Urm", prefix=AS_NOBODY):
-        cmd = list(prefix) + (["unshare", ns] if ns else []) + [
+        cmd = list(prefix) + (["unshare"] + ns.split() if ns else []) + [
             "sh", "-euc", script, "attacker"] + [str(a) for a in args]
         self.proc = subprocess.Popen(cmd, stdin=subprocess.PIPE,
                                      stdout=subprocess.PIPE,
@@ -905,7 +905,10 @@ class TestDescriptors(AttackTest):
             a = self.attack(pod_script([(b.uverbs, devnum(b))]),
                             NOBODY + ["env", "RDMAD_SOCKET=" + self.sock,
                                       MANY_CLIENTS, self.CLIENTS],
-                            ns="--mount", prefix=["env", "-u", "LD_PRELOAD"])
+                            # pod_script makes /dev private: "/" may not
+                            # be a mount point (a chroot).
+                            ns="--mount --propagation unchanged",
+                            prefix=["env", "-u", "LD_PRELOAD"])
             _, line = a.expect(("connected", "error"))
             self.assertEqual(line, "connected %d" % self.CLIENTS,
                              a.lines("err")[-5:])

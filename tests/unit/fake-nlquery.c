@@ -18,7 +18,8 @@ unsigned int fake_nlquery_calls;
 void fake_nlquery_set(const struct sysfs_device *devs, size_t n)
 {
 	fake_n = n < FAKE_NLQUERY_MAX ? n : FAKE_NLQUERY_MAX;
-	memcpy(fake_devs, devs, fake_n * sizeof(*devs));
+	if (fake_n)
+		memcpy(fake_devs, devs, fake_n * sizeof(*devs));
 }
 
 int nlquery_check_socket(int sock, uint64_t *ret_netns_cookie)
