@@ -135,45 +135,34 @@ static bool pod_component(const char *p, const char *prefix, const char *suffix,
 	return !strncmp(p, suffix, m) && (p[m] == '/' || p[m] == '\0');
 }
 
-static const char *const qos_classes[] = {"burstable", "besteffort"};
+/* kubelet's pod cgroups, only under the root (where only root makes
+ * them): the directories above the pod's, and its name around the UID. */
+static const struct pod_layout {
+	const char *dirs;
+	const char *prefix, *suffix;
+} pod_layouts[] = {
+	/* cgroupfs driver: "/kubepods[/QOS]/pod<uid>" */
+	{"/kubepods/", "pod", ""},
+	{"/kubepods/burstable/", "pod", ""},
+	{"/kubepods/besteffort/", "pod", ""},
+	/* systemd driver: "/kubepods.slice[/kubepods-QOS.slice]/
+	 * kubepods[-QOS]-pod<uid>.slice", the UID's dashes as underscores */
+	{"/kubepods.slice/", "kubepods-pod", ".slice"},
+	{"/kubepods.slice/kubepods-burstable.slice/", "kubepods-burstable-pod",
+	 ".slice"},
+	{"/kubepods.slice/kubepods-besteffort.slice/",
+	 "kubepods-besteffort-pod", ".slice"},
+};
 
-/* cgroupfs driver: "/kubepods[/QOS]/pod<uid>". */
-static bool pod_cgroupfs(const char *path, char out[PEER_POD_UID_MAX])
+static bool pod_of_path(const char *path, char out[PEER_POD_UID_MAX])
 {
-	char dir[32];
+	const struct pod_layout *l;
 
-	if (strncmp(path, "/kubepods/", 10))
-		return false;
-	path += 10;
-	if (pod_component(path, "pod", "", out))
-		return true;
-	for (size_t i = 0; i < 2; i++) {
-		snprintf(dir, sizeof(dir), "%s/", qos_classes[i]);
-		if (!strncmp(path, dir, strlen(dir)) &&
-		    pod_component(path + strlen(dir), "pod", "", out))
-			return true;
-	}
-	return false;
-}
-
-/* systemd driver: "/kubepods.slice[/kubepods-QOS.slice]/
- * kubepods[-QOS]-pod<uid>.slice", the UID's dashes as underscores. */
-static bool pod_systemd(const char *path, char out[PEER_POD_UID_MAX])
-{
-	char dir[48], prefix[48];
-
-	if (strncmp(path, "/kubepods.slice/", 16))
-		return false;
-	path += 16;
-	if (pod_component(path, "kubepods-pod", ".slice", out))
-		return true;
-	for (size_t i = 0; i < 2; i++) {
-		snprintf(dir, sizeof(dir), "kubepods-%s.slice/",
-			 qos_classes[i]);
-		snprintf(prefix, sizeof(prefix), "kubepods-%s-pod",
-			 qos_classes[i]);
-		if (!strncmp(path, dir, strlen(dir)) &&
-		    pod_component(path + strlen(dir), prefix, ".slice", out))
+	for (size_t i = 0; i < sizeof(pod_layouts) / sizeof(*l); i++) {
+		l = &pod_layouts[i];
+		if (!strncmp(path, l->dirs, strlen(l->dirs)) &&
+		    pod_component(path + strlen(l->dirs), l->prefix, l->suffix,
+				  out))
 			return true;
 	}
 	return false;
@@ -197,8 +186,7 @@ bool peer_parse_pod_uid(const char *cgroup, char out[PEER_POD_UID_MAX])
 		/* "ID:CONTROLLERS:PATH" */
 		path = strchr(line, ':');
 		path = path ? strchr(path + 1, ':') : NULL;
-		if (path &&
-		    (pod_cgroupfs(path + 1, out) || pod_systemd(path + 1, out)))
+		if (path && pod_of_path(path + 1, out))
 			return true;
 	}
 	out[0] = '\0';

@@ -556,7 +556,10 @@ static enum view_change apply(struct view *v, const struct device *dev,
 	return VIEW_ENTERS;
 }
 
-bool view_looks(const struct view *v, enum devices_event event)
+/* Does @v check a device against its nodes on @event?  When the device
+ * registers (ADDED, RETURNED); every device is checked again when a
+ * client reports its nodes (view_set_nodes(), view_refresh()). */
+static bool view_looks(const struct view *v, enum devices_event event)
 {
 	return !v->every_node && (event == DEVICES_EVENT_ADDED ||
 				  event == DEVICES_EVENT_RETURNED);

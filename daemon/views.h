@@ -141,10 +141,6 @@ uint64_t views_netns_cookie(const struct views *vs);
 /* Iterate. */
 struct view *views_first(struct views *vs);
 
-/* Does @v check a device against its nodes on @event?  When the device
- * registers (ADDED, RETURNED); every device is checked again when a
- * client reports its nodes (view_set_nodes(), view_refresh()). */
-bool view_looks(const struct view *v, enum devices_event event);
 /* Where @dev stands in @v after @event; updates the membership. */
 enum view_change view_apply(struct view *v, const struct device *dev,
 			    enum devices_event event);

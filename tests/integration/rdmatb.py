@@ -558,6 +558,27 @@ class Monitor:
         return self.proc.returncode
 
 
+def devnum(dev):
+    """A fake device's uverbsN is 231:(192 + N), as in the kernel."""
+    return 231, 192 + int(dev.uverbs[len("uverbs"):])
+
+
+def pod_dev_script(nodes):
+    """Shell commands (for sh, run as root in a mount namespace of its
+    own) that give it a /dev of its own: a tmpfs with /dev/null and the
+    uverbs nodes @nodes [(name, (major, minor))], made with mknod as a
+    container runtime or a device plugin makes them.  /dev is made
+    private first: "/" itself may not be a mount point to change (a
+    chroot, as fresh-machine.sh's), and /dev may be shared with the
+    host's."""
+    script = ["mount --make-rprivate /dev",
+              "mount -t tmpfs -o mode=755 rdmad-pod /dev",
+              "mknod -m 666 /dev/null c 1 3",
+              "mkdir /dev/infiniband"]
+    return script + ["mknod -m 666 /dev/infiniband/%s c %d %d" % (n, ma, mi)
+                     for n, (ma, mi) in nodes]
+
+
 def wait_until(fn, timeout=DEADLINE, interval=0.05, what="condition"):
     deadline = time.monotonic() + timeout
     last = None

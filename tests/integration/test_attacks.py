@@ -33,7 +33,7 @@ import time
 import uuid
 
 import rdmatb
-from rdmatb import DaemonTest, find, status
+from rdmatb import DaemonTest, devnum, find, pod_dev_script, status
 
 ATTACK = os.path.join(rdmatb.BUILD, "tests", "integration", "attack")
 FUSE_STALL = os.path.join(ATTACK, "fuse-stall")
@@ -786,21 +786,9 @@ class TestPodUid(AttackTest):
 
 
 def pod_script(nodes):
-    """A mount namespace of root's whose /dev is a tmpfs with /dev/null and
-    the uverbs nodes @nodes, as test_views.pod_cmd makes it (mknod needs
-    root), running "$@" after."""
-    script = ["mount --make-rprivate /dev",
-              "mount -t tmpfs -o mode=755 rdmad-pod /dev",
-              "mknod -m 666 /dev/null c 1 3",
-              "mkdir /dev/infiniband"]
-    script += ["mknod -m 666 /dev/infiniband/%s c %d %d" % (n, ma, mi)
-               for n, (ma, mi) in nodes]
-    script.append('exec "$@"')
-    return " && ".join(script)
-
-
-def devnum(dev):
-    return 231, 192 + int(dev.uverbs[len("uverbs"):])
+    """A mount namespace of root's with a /dev of its own holding @nodes
+    (rdmatb.pod_dev_script: mknod needs root), running "$@" after."""
+    return " && ".join(pod_dev_script(nodes) + ['exec "$@"'])
 
 
 class TestUnprivilegedDaemon(AttackTest):

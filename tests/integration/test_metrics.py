@@ -45,13 +45,19 @@ def samples(text):
     return out
 
 
-class TestMetrics(DaemonTest):
+class MetricsTest(DaemonTest):
+    """A daemon test whose rdmad.conf (self.conf, not started yet) puts the
+    metrics endpoint on a free loopback port (self.port)."""
+
     def setUp(self):
         super().setUp()
         self.port = free_port()
         self.conf = os.path.join(self.work, "rdmad.conf")
         with open(self.conf, "w") as f:
             f.write("[metrics]\nlisten = 127.0.0.1:%d\n" % self.port)
+
+
+class TestMetrics(MetricsTest):
 
     def test_scrape_follows_hotplug(self):
         self.tb.plug("mlx5_0", "mlx5-ib", ports=2)

@@ -14,7 +14,8 @@ import time
 import urllib.request
 
 import rdmatb
-from rdmatb import DaemonTest, wait_until
+from rdmatb import wait_until
+from test_metrics import MetricsTest
 
 NOBODY = 65534
 # rdmad(8): 2 s for a request's headers; the checks allow a little more.
@@ -71,12 +72,6 @@ while True:
 """
 
 
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def as_nobody():
     os.setgroups([])
     os.setgid(NOBODY)
@@ -92,13 +87,9 @@ def vm(pid, key):
     raise KeyError(key)
 
 
-class TestMetricsAttack(DaemonTest):
+class TestMetricsAttack(MetricsTest):
     def setUp(self):
         super().setUp()
-        self.port = free_port()
-        self.conf = os.path.join(self.work, "rdmad.conf")
-        with open(self.conf, "w") as f:
-            f.write("[metrics]\nlisten = 127.0.0.1:%d\n" % self.port)
         self.tb.plug("mlx5_0", "mlx5-ib", ports=2)
         self.start_daemon(config=self.conf)
         self.pid = self.d.proc.pid

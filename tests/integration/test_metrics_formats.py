@@ -13,8 +13,8 @@ import subprocess
 import sys
 
 import rdmatb
-from rdmatb import DaemonTest, wait_until
-from test_metrics import OPENMETRICS, free_port, scrape
+from rdmatb import wait_until
+from test_metrics import OPENMETRICS, MetricsTest, free_port, scrape
 
 
 def missing_tools():
@@ -44,13 +44,9 @@ FAMILIES = {
 }
 
 
-class TestMetricsFormats(DaemonTest):
+class TestMetricsFormats(MetricsTest):
     def setUp(self):
         super().setUp()
-        self.port = free_port()
-        self.conf = os.path.join(self.work, "rdmad.conf")
-        with open(self.conf, "w") as f:
-            f.write("[metrics]\nlisten = 127.0.0.1:%d\n" % self.port)
         self.tb.plug("mlx5_0", "mlx5-ib", ports=2)
         self.tb.plug("mlx5_1", "mlx5-ib", port_state="1: DOWN")
         self.tb.plug("irdma0", "irdma")

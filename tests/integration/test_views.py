@@ -19,15 +19,11 @@ import subprocess
 import time
 
 import rdmatb
-from rdmatb import DaemonTest, Monitor, find, status, wait_until
+from rdmatb import (DaemonTest, Monitor, devnum, find, pod_dev_script,
+                    status, wait_until)
 
 CLIENT_HOLD = os.path.join(rdmatb.BUILD, "tests", "integration", "client",
                            "client-hold")
-
-
-def devnum(dev):
-    """The fixture's uverbsN is 231:(192 + N), as in the kernel."""
-    return 231, 192 + int(dev.uverbs[len("uverbs"):])
 
 
 def pod_cmd(nodes, cmd, sysdir=None):
@@ -36,15 +32,7 @@ def pod_cmd(nodes, cmd, sysdir=None):
     under umockdev: its /dev is the pod's own.  With @sysdir, also in a
     network namespace of its own whose /sys is @sysdir (as a container
     runtime mounts the namespace's sysfs)."""
-    # Private before anything is mounted over them: "/" itself may not be
-    # a mount point to change (a chroot, as fresh-machine.sh's), and /dev
-    # and /sys may be shared with the host's.
-    script = ["mount --make-rprivate /dev",
-              "mount -t tmpfs -o mode=755 rdmad-pod /dev",
-              "mknod -m 666 /dev/null c 1 3",
-              "mkdir /dev/infiniband"]
-    script += ["mknod -m 666 /dev/infiniband/%s c %d %d" % (n, ma, mi)
-               for n, (ma, mi) in nodes]
+    script = pod_dev_script(nodes)
     if sysdir:
         script.append("mount --make-rprivate /sys")
         script.append("mount --bind %s /sys" % shlex.quote(sysdir))

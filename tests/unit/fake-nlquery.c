@@ -13,7 +13,6 @@
 
 static struct sysfs_device fake_devs[FAKE_NLQUERY_MAX];
 static size_t fake_n;
-unsigned int fake_nlquery_calls;
 
 void fake_nlquery_set(const struct sysfs_device *devs, size_t n)
 {
@@ -35,7 +34,6 @@ int nlquery_devices(int sock, struct sysfs_device **ret, size_t *ret_n,
 	struct sysfs_device *devs;
 
 	(void)sock;
-	fake_nlquery_calls++;
 	*ret = NULL;
 	*ret_n = 0;
 	if (fake_n > max_devices)

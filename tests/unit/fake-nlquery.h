@@ -11,6 +11,5 @@
 
 /* What the next nlquery_devices() answers (copied). */
 void fake_nlquery_set(const struct sysfs_device *devs, size_t n);
-extern unsigned int fake_nlquery_calls;
 
 #endif
