@@ -11,7 +11,13 @@ PKGS="build-essential meson ninja-build pkg-config clang clang-format llvm libcl
  umockdev libumockdev-dev gir1.2-umockdev-1.0 python3 python3-gi
  iproute2 jq systemd udev util-linux procps valgrind strace
  golang-go protobuf-compiler protoc-gen-go golang-google-protobuf-dev
+ protoc-gen-go-grpc golang-google-grpc-dev golang-golang-x-sys-dev
+ golang-github-container-orchestrated-devices-container-device-interface-dev
+ golang-github-fsnotify-fsnotify-dev podman crun
  dpkg-dev debhelper lintian"
+# rdmad-cdi and rdmad-device-plugin (bindings/go) build on Debian's grpc and
+# CDI library; podman and crun run containers with rdmad's CDI devices in
+# the real-kernel suite.
 # The metrics endpoint's formats checked by Prometheus' own parsers
 # (tests/integration/test_metrics_formats.py), and bash-completion's
 # pkg-config file, which says where rdmactl's completion is installed.

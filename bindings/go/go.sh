@@ -5,21 +5,21 @@
 #   bindings/go/go.sh BUILDDIR GO-ARGS...      (e.g. vet ./..., test ./...)
 #
 # BUILDDIR is where the meson build keeps the Go state of this module
-# (build/bindings/go).  It holds the code protoc-gen-go generated from
-# proto/rdmad.proto (rdmad.pb.go, written by meson), the go tool's caches
-# (GOCACHE, GOPATH), and what this script writes:
-#   mod/          the module as the go tool sees it: links to the sources
-#                 here plus a copy of rdmad.pb.go in rdmad/rdmadpb/, so that
-#                 nothing generated is written into the source tree
-#   go.work       a workspace of mod/ whose `replace` lines point
-#                 google.golang.org/protobuf at Debian's source of it
-#                 (golang-google-protobuf-dev, /usr/share/gocode/src); that
-#                 go.mod names two modules only its own tests import, and
-#                 they are replaced by empty stand-ins (stub/*/go.mod)
-# With GOPROXY=off the go tool never looks anything up on the network: a
-# module that is neither here nor in Debian's tree is an error, never a
-# download.  Exits 77 (meson: skipped), with the reason, where go,
-# protoc-gen-go or Debian's protobuf source are missing.
+# (build/bindings/go).  It holds the code protoc generated (rdmad.pb.go from
+# proto/rdmad.proto; api.pb.go and api_grpc.pb.go from the kubelet's device
+# plugin API, deviceplugin/v1beta1/api.proto), the go tool's caches, and
+# gopath/src/github.com/rdmad/rdmad/bindings/go: the module's tree as the go
+# tool sees it, links to the sources here plus copies of the generated
+# files, so that nothing generated is written into the source tree.
+#
+# The go tool runs in GOPATH mode over that tree and Debian's Go source tree
+# (/usr/share/gocode/src: golang-google-protobuf-dev, golang-google-grpc-dev,
+# golang-github-container-orchestrated-devices-container-device-interface-dev
+# and what they depend on), which is how Debian itself builds Go programs
+# (dh-golang): every import resolves to a Debian package or to this tree,
+# and nothing is ever looked up on the network (GOPROXY=off besides).
+# Exits 77 (meson: skipped), with the reason, where go, the generated code
+# or Debian's Go sources are missing.
 set -eu
 src=$(cd "$(dirname "$0")" && pwd)
 [ $# -ge 2 ] || {
@@ -29,7 +29,8 @@ src=$(cd "$(dirname "$0")" && pwd)
 mkdir -p "$1"
 build=$(cd "$1" && pwd)
 shift
-pbdir=${RDMAD_GO_PROTOBUF_DIR:-/usr/share/gocode/src/google.golang.org/protobuf}
+gocode=${RDMAD_GOCODE:-/usr/share/gocode}
+module=github.com/rdmad/rdmad/bindings/go
 
 skip() {
 	echo "SKIP: $*"
@@ -44,62 +45,57 @@ if [ "$1" = gofmt-check ]; then
 	echo "$bad" >&2
 	exit 1
 fi
-[ -f "$pbdir/go.mod" ] ||
-	skip "no $pbdir (Debian: golang-google-protobuf-dev)"
-[ -f "$build/rdmad.pb.go" ] ||
-	skip "no generated $build/rdmad.pb.go (needs protoc and protoc-gen-go: Debian protobuf-compiler, protoc-gen-go)"
+# Debian package: a directory of its source that the module imports.
+for need in \
+	golang-google-protobuf-dev:google.golang.org/protobuf/proto \
+	golang-google-grpc-dev:google.golang.org/grpc \
+	golang-github-container-orchestrated-devices-container-device-interface-dev:github.com/container-orchestrated-devices/container-device-interface/pkg/cdi \
+	golang-github-fsnotify-fsnotify-dev:github.com/fsnotify/fsnotify; do
+	[ -d "$gocode/src/${need#*:}" ] ||
+		skip "no $gocode/src/${need#*:} (Debian: ${need%%:*})"
+done
+for f in rdmad.pb.go api.pb.go api_grpc.pb.go; do
+	[ -f "$build/$f" ] ||
+		skip "no generated $build/$f (needs protoc, protoc-gen-go and protoc-gen-go-grpc: Debian protobuf-compiler, protoc-gen-go, protoc-gen-go-grpc)"
+done
 
-# Write a file only when its content changes (keeps the go tool's caches).
+tree="$build/gopath/src/$module"
+
+# Copy a generated file into the tree when it changed (keeps go's caches).
 put() {
-	if ! printf '%s\n' "$2" | cmp -s - "$1" 2>/dev/null; then
-		printf '%s\n' "$2" >"$1.tmp"
-		mv "$1.tmp" "$1"
+	if ! cmp -s "$build/$1" "$tree/$2/$1"; then
+		cp "$build/$1" "$tree/$2/$1.tmp"
+		mv "$tree/$2/$1.tmp" "$tree/$2/$1"
 	fi
 }
 
 stage() {
-	mkdir -p "$build/stub/golang-protobuf" "$build/stub/go-cmp" "$build/mod"
-	put "$build/stub/golang-protobuf/go.mod" "module github.com/golang/protobuf"
-	put "$build/stub/go-cmp/go.mod" "module github.com/google/go-cmp"
-	put "$build/go.work" "go 1.19
-
-use ./mod
-
-replace google.golang.org/protobuf => $pbdir
-
-replace github.com/golang/protobuf => ./stub/golang-protobuf
-
-replace github.com/google/go-cmp => ./stub/go-cmp"
 	# Links for sources added since the last run, none for removed ones.
-	(cd "$src" && find . \( -name '*.go' ! -name '*.pb.go' \) -o -name go.mod) |
+	(cd "$src" && find . -name '*.go' ! -name '*.pb.go') |
 		while read -r f; do
-			[ -L "$build/mod/$f" ] && continue
-			mkdir -p "$build/mod/$(dirname "$f")"
-			ln -s "$src/$f" "$build/mod/$f"
+			[ -L "$tree/$f" ] && continue
+			mkdir -p "$tree/$(dirname "$f")"
+			ln -s "$src/$f" "$tree/$f"
 		done
-	find "$build/mod" -type l ! -exec test -e {} \; -delete
-	f="$build/mod/rdmad/rdmadpb/rdmad.pb.go"
-	if ! cmp -s "$build/rdmad.pb.go" "$f"; then
-		cp "$build/rdmad.pb.go" "$f.tmp"
-		mv "$f.tmp" "$f"
-	fi
+	find "$tree" -type l ! -exec test -e {} \; -delete
+	put rdmad.pb.go rdmad/rdmadpb
+	put api.pb.go deviceplugin/v1beta1
+	put api_grpc.pb.go deviceplugin/v1beta1
 }
 # meson may build two Go targets at once: one stages, the other waits.
+mkdir -p "$tree"
 exec 9>"$build/.stage.lock"
 flock 9
 stage
 flock -u 9
 exec 9>&-
 
-export GOWORK="$build/go.work"
-export GOFLAGS=-buildvcs=false
-export GOCACHE="$build/cache"
-export GOPATH="$build/gopath"
-export GOMODCACHE="$build/gopath/pkg/mod"
-export GOPROXY=off GOSUMDB=off GOENV=off GO111MODULE=on GOTOOLCHAIN=local
+export GOPATH="$build/gopath:$gocode"
+export GO111MODULE=off GOFLAGS= GOPROXY=off GOSUMDB=off GOENV=off
+export GOTOOLCHAIN=local GOCACHE="$build/cache"
 export CGO_ENABLED="${CGO_ENABLED:-0}"
 export HOME="${HOME:-/tmp}"
 # Tests find the repository's files (golden vectors) from here.
 export RDMAD_SOURCE_ROOT="$src/../.."
-cd "$build/mod"
+cd "$tree"
 exec go "$@"

@@ -1,0 +1,108 @@
+// SPDX-License-Identifier: MIT
+
+package cdi
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"sync"
+
+	cdiapi "github.com/container-orchestrated-devices/container-device-interface/pkg/cdi"
+	"github.com/container-orchestrated-devices/container-device-interface/pkg/cdi/validate"
+	"github.com/container-orchestrated-devices/container-device-interface/schema"
+	specs "github.com/container-orchestrated-devices/container-device-interface/specs-go"
+)
+
+var useSchema sync.Once
+
+// Validate checks raw as the CDI library does when a runtime reads it:
+// the CDI JSON schema built into the library, the version, kind, device
+// names and every edit.
+func Validate(raw *specs.Spec, path string) error {
+	useSchema.Do(func() {
+		cdiapi.SetSpecValidator(
+			validate.WithNamedSchema(schema.BuiltinSchemaName))
+	})
+	_, err := cdiapi.NewSpec(raw, path, 0)
+	return err
+}
+
+// Writer keeps one spec file current.
+type Writer struct {
+	path string
+	last []byte
+}
+
+// NewWriter writes dir/FileName.
+func NewWriter(dir string) *Writer {
+	return &Writer{path: filepath.Join(dir, FileName)}
+}
+
+// Path is the spec file's path.
+func (w *Writer) Path() string {
+	return w.path
+}
+
+// Write validates raw and, when it differs from what this Writer last
+// wrote, writes it atomically (a temporary file in the same directory,
+// renamed over the spec): readers see the old spec or the new one,
+// never a part.  It says whether it wrote.
+func (w *Writer) Write(raw *specs.Spec) (bool, error) {
+	data, err := json.Marshal(raw)
+	if err != nil {
+		return false, err
+	}
+	if w.last != nil && bytes.Equal(data, w.last) {
+		return false, nil
+	}
+	if err := Validate(raw, w.path); err != nil {
+		return false, err
+	}
+	if err := writeFile(w.path, data); err != nil {
+		return false, err
+	}
+	w.last = data
+	return true, nil
+}
+
+// writeFile replaces path with data atomically, mode 0644 so that
+// rootless runtimes read it too (the CDI library's own Spec.Write leaves
+// its temporary file's 0600).
+func writeFile(path string, data []byte) error {
+	dir := filepath.Dir(path)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	tmp, err := os.CreateTemp(dir, ".rdmad-cdi.*.tmp")
+	if err != nil {
+		return err
+	}
+	_, err = tmp.Write(data)
+	if err == nil {
+		err = tmp.Chmod(0o644)
+	}
+	if err == nil {
+		err = tmp.Sync()
+	}
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp.Name(), path)
+	}
+	if err != nil {
+		os.Remove(tmp.Name())
+	}
+	return err
+}
+
+// Remove takes the spec file away (on a clean stop, when asked).
+func (w *Writer) Remove() error {
+	w.last = nil
+	if err := os.Remove(w.path); err != nil && !os.IsNotExist(err) {
+		return err
+	}
+	return nil
+}

@@ -1,0 +1,228 @@
+// SPDX-License-Identifier: MIT
+
+package deviceplugin
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path"
+	"regexp"
+	"strings"
+
+	"github.com/rdmad/rdmad/bindings/go/rdmad/rdmadpb"
+)
+
+// DefaultConfig is where rdmad-device-plugin reads its configuration.
+const DefaultConfig = "/etc/rdmad/device-plugin.json"
+
+// Modes of a resource.
+const (
+	// Exclusive: one allocatable unit per device, for one container.
+	Exclusive = "exclusive"
+	// Shared: Slots units per device, as k8s-rdma-shared-dev-plugin, for
+	// containers that share the device (RDMA devices are shared by
+	// design: every process opens its own context).
+	Shared = "shared"
+)
+
+// Config is rdmad-device-plugin's configuration (rdmad-device-plugin(8)):
+//
+//	{"resources": [
+//	   {"name": "hca", "select": "link_layer:InfiniBand pf"},
+//	   {"name": "roce", "select": "driver:mlx5_core link_layer:Ethernet",
+//	    "mode": "shared", "slots": 64}],
+//	 "resourcePrefix": "rdmad.io",
+//	 "cdiSpecDir": "/var/run/cdi", "socketMount": "/run/rdmad",
+//	 "deviceSpecs": true}
+type Config struct {
+	Resources []Resource `json:"resources"`
+	// ResourcePrefix makes the resources' names: PREFIX/NAME.
+	ResourcePrefix string `json:"resourcePrefix"`
+	// CDISpecDir, when set, is where the plugin keeps rdmad's CDI spec
+	// as rdmad-cdi does (leave it unset where rdmad-cdi runs).
+	CDISpecDir string `json:"cdiSpecDir"`
+	// SocketMount, when set, is rdmad's socket directory, mounted
+	// read-only into containers (in the CDI spec and in Allocate).
+	SocketMount string `json:"socketMount"`
+	// DeviceSpecs: Allocate also lists the device nodes, for kubelets
+	// and runtimes without CDI (default true).  CDI injection replaces
+	// a node of the same path, so both together are safe.
+	DeviceSpecs *bool `json:"deviceSpecs"`
+}
+
+// Resource is one extended resource the plugin serves.
+type Resource struct {
+	Name string `json:"name"`
+	// Select: matchers as rdmad.conf's [alias] ones, all of which must
+	// hold: pci:ADDR id:IDENTITY guid:GUID netdev:NAME driver:NAME
+	// link_layer:InfiniBand|Ethernet vf pf, and alias:GLOB name:GLOB
+	// (shell patterns on rdmad's aliases and the kernel name).  Empty:
+	// every device.
+	Select string `json:"select"`
+	Mode   string `json:"mode"`  // Exclusive (default) or Shared
+	Slots  int    `json:"slots"` // Shared: units per device, 1..1000
+	sel    []matcher
+}
+
+// WantDeviceSpecs says whether Allocate lists device nodes.
+func (c *Config) WantDeviceSpecs() bool {
+	return c.DeviceSpecs == nil || *c.DeviceSpecs
+}
+
+// FullName is the resource's name as the kubelet knows it.
+func (c *Config) FullName(r *Resource) string {
+	return c.ResourcePrefix + "/" + r.Name
+}
+
+// LoadConfig reads and checks a configuration file.
+func LoadConfig(file string) (*Config, error) {
+	data, err := os.ReadFile(file)
+	if err != nil {
+		return nil, err
+	}
+	c, err := ParseConfig(data)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", file, err)
+	}
+	return c, nil
+}
+
+// A resource name's part after the prefix: a DNS label, as the kubelet
+// wants; a prefix: a DNS subdomain.
+var (
+	labelRE  = regexp.MustCompile(`^[a-z0-9]([-a-z0-9_.]{0,61}[a-z0-9])?$`)
+	domainRE = regexp.MustCompile(`^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$`)
+)
+
+// ParseConfig checks a configuration: unknown fields, bad names, modes,
+// slots and matchers are errors that say which resource and why.
+func ParseConfig(data []byte) (*Config, error) {
+	var c Config
+	dec := json.NewDecoder(strings.NewReader(string(data)))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&c); err != nil {
+		return nil, err
+	}
+	if c.ResourcePrefix == "" {
+		c.ResourcePrefix = "rdmad.io"
+	}
+	if !domainRE.MatchString(c.ResourcePrefix) {
+		return nil, fmt.Errorf("resourcePrefix %q is not a DNS subdomain",
+			c.ResourcePrefix)
+	}
+	if len(c.Resources) == 0 {
+		return nil, fmt.Errorf("no resources")
+	}
+	seen := map[string]bool{}
+	for i := range c.Resources {
+		r := &c.Resources[i]
+		if err := r.check(); err != nil {
+			return nil, fmt.Errorf("resource %q: %w", r.Name, err)
+		}
+		if seen[r.Name] {
+			return nil, fmt.Errorf("resource %q named twice", r.Name)
+		}
+		seen[r.Name] = true
+	}
+	return &c, nil
+}
+
+func (r *Resource) check() error {
+	if !labelRE.MatchString(r.Name) {
+		return fmt.Errorf("name: lower-case letters, digits, '-', '_', '.', at most 63")
+	}
+	switch r.Mode {
+	case "":
+		r.Mode = Exclusive
+		fallthrough
+	case Exclusive:
+		if r.Slots > 1 {
+			return fmt.Errorf("slots in exclusive mode")
+		}
+		r.Slots = 1
+	case Shared:
+		if r.Slots < 1 || r.Slots > 1000 {
+			return fmt.Errorf("shared mode needs slots, 1..1000")
+		}
+	default:
+		return fmt.Errorf("mode %q: %q or %q", r.Mode, Exclusive, Shared)
+	}
+	sel, err := parseSelect(r.Select)
+	r.sel = sel
+	return err
+}
+
+// A matcher of Select: what it looks at, and the value.
+type matcher struct {
+	key, value string
+}
+
+var matcherKeys = map[string]bool{"pci": true, "id": true, "guid": true,
+	"netdev": true, "driver": true, "link_layer": true, "alias": true,
+	"name": true}
+
+func parseSelect(s string) ([]matcher, error) {
+	var sel []matcher
+	for _, w := range strings.Fields(s) {
+		if w == "vf" || w == "pf" {
+			sel = append(sel, matcher{key: w})
+			continue
+		}
+		k, v, ok := strings.Cut(w, ":")
+		if !ok || !matcherKeys[k] || v == "" {
+			return nil, fmt.Errorf("select: %q is not a matcher (pci:, id:, guid:, netdev:, driver:, link_layer:, alias:, name:, vf, pf)", w)
+		}
+		if k == "alias" || k == "name" {
+			if _, err := path.Match(v, ""); err != nil {
+				return nil, fmt.Errorf("select: %q: %v", w, err)
+			}
+		}
+		sel = append(sel, matcher{key: k, value: v})
+	}
+	return sel, nil
+}
+
+// Matches reports whether d is one of the resource's devices.
+func (r *Resource) Matches(d *rdmadpb.Device) bool {
+	for _, m := range r.sel {
+		if !m.matches(d) {
+			return false
+		}
+	}
+	return true
+}
+
+func (m matcher) matches(d *rdmadpb.Device) bool {
+	switch m.key {
+	case "vf":
+		return d.GetSriovPf() != ""
+	case "pf":
+		return d.GetSriovPf() == ""
+	case "pci":
+		return d.GetPciAddress() == m.value
+	case "id":
+		return d.GetIdentity() == m.value || d.GetId() == m.value
+	case "guid":
+		return d.GetNodeGuid() == m.value
+	case "driver":
+		return d.GetDriver() == m.value
+	case "name":
+		ok, _ := path.Match(m.value, d.GetName())
+		return ok
+	case "alias":
+		for _, a := range d.GetAliases() {
+			if ok, _ := path.Match(m.value, a); ok {
+				return true
+			}
+		}
+		return false
+	}
+	for _, p := range d.GetPorts() { // netdev, link_layer: any port
+		if (m.key == "netdev" && p.GetNetdev() == m.value) ||
+			(m.key == "link_layer" && p.GetLinkLayer() == m.value) {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,203 @@
+// SPDX-License-Identifier: MIT
+
+// Package deviceplugin is a kubelet device plugin (API v1beta1) fed by
+// rdmad's events: rdmad-device-plugin(8).  Each configured resource is
+// served on its own socket in the kubelet's device plugin directory and
+// registered with the kubelet; ListAndWatch sends a new list as soon as
+// rdmad says a device came, returned, became ready or unready, went away
+// or was removed; Allocate answers with CDI device names (rdmad.io/rdma=
+// NAME, from the spec package cdi writes) and the device nodes;
+// GetPreferredAllocation keeps a container's devices on one NUMA node.
+// When the kubelet restarts (its socket made anew, the plugins' sockets
+// removed) every resource is served and registered again, and while rdmad
+// is out of reach every device is listed Unhealthy.
+package deviceplugin
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	"github.com/fsnotify/fsnotify"
+
+	"github.com/rdmad/rdmad/bindings/go/cdi"
+	"github.com/rdmad/rdmad/bindings/go/rdmad"
+)
+
+// Options of Run besides the configuration.
+type Options struct {
+	Socket     string // rdmad's socket ("" as rdmad.Dial)
+	KubeletDir string // the kubelet's device plugin directory
+	// Logf reports what happens (registrations, rdmad lost and back, CDI
+	// errors); nil: nothing.
+	Logf func(format string, args ...interface{})
+}
+
+func (o *Options) logf(format string, args ...interface{}) {
+	if o.Logf != nil {
+		o.Logf(format, args...)
+	}
+}
+
+// state is one message from rdmad: a new state, or the connection lost.
+type state struct {
+	snap *rdmad.Snapshot
+	err  error
+}
+
+// Run serves cfg's resources until ctx ends.
+func Run(ctx context.Context, cfg *Config, o Options) error {
+	if o.KubeletDir == "" {
+		o.KubeletDir = "/var/lib/kubelet/device-plugins"
+	}
+	w, err := fsnotify.NewWatcher()
+	if err != nil {
+		return err
+	}
+	defer w.Close()
+	if err := w.Add(o.KubeletDir); err != nil {
+		return err
+	}
+	m := &manager{cfg: cfg, o: &o}
+	if cfg.CDISpecDir != "" {
+		m.spec = cdi.NewWriter(cfg.CDISpecDir)
+	}
+	for i := range cfg.Resources {
+		m.plugins = append(m.plugins, NewPlugin(cfg, &cfg.Resources[i]))
+	}
+	defer m.stop()
+	states := make(chan state, 1)
+	go rdmad.Follow(ctx, o.Socket, func(s *rdmad.Snapshot, err error) {
+		latest(states, state{s, err})
+	}, rdmad.WithClientName("rdmad-device-plugin"))
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
+	m.kubelet(ctx)
+	for {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case st := <-states:
+			m.update(st)
+		case ev := <-w.Events:
+			if filepath.Base(ev.Name) == "kubelet.sock" ||
+				ev.Op&fsnotify.Remove != 0 {
+				m.kubelet(ctx)
+			}
+		case err := <-w.Errors:
+			o.logf("watching %s: %v", o.KubeletDir, err)
+		case <-tick.C:
+			m.kubelet(ctx)
+		}
+	}
+}
+
+// latest puts s in ch, dropping an older state not yet taken: only the
+// newest state matters.
+func latest(ch chan state, s state) {
+	for {
+		select {
+		case ch <- s:
+			return
+		default:
+		}
+		select {
+		case <-ch:
+		default:
+		}
+	}
+}
+
+type manager struct {
+	cfg     *Config
+	o       *Options
+	plugins []*Plugin
+	serving []*serving
+	kubeID  uint64 // inode of the kubelet.sock registered with
+	snap    *rdmad.Snapshot
+	up      bool
+	spec    *cdi.Writer
+}
+
+// update takes a state from rdmad to every resource and the CDI spec.
+func (m *manager) update(st state) {
+	if st.err != nil {
+		if m.up {
+			m.o.logf("rdmad lost (%v): every device unhealthy until it is back", st.err)
+		}
+		m.up = false
+	} else {
+		if !m.up {
+			m.o.logf("rdmad connected at generation %d", st.snap.Generation)
+		}
+		m.up, m.snap = true, st.snap
+	}
+	for _, p := range m.plugins {
+		p.Set(m.snap, m.up)
+	}
+	if m.spec != nil && m.up {
+		if _, err := m.spec.Write(cdi.Spec(m.snap,
+			cdi.Options{SocketDir: m.cfg.SocketMount})); err != nil {
+			m.o.logf("CDI spec %s: %v", m.spec.Path(), err)
+		}
+	}
+}
+
+// kubelet serves every resource whose socket is gone (first, or taken by
+// a kubelet that started) and registers them all with a kubelet socket
+// not registered with yet.
+func (m *manager) kubelet(ctx context.Context) {
+	fresh := false
+	for i, p := range m.plugins {
+		if i < len(m.serving) && m.serving[i].alive() {
+			continue
+		}
+		if i < len(m.serving) {
+			// First: closing its listener unlinks the path.
+			m.serving[i].server.Stop()
+		}
+		s, err := serve(p, m.o.KubeletDir)
+		if err != nil {
+			m.o.logf("%s: %v", p.ResourceName(), err)
+			return
+		}
+		if i < len(m.serving) {
+			m.serving[i] = s
+		} else {
+			m.serving = append(m.serving, s)
+		}
+		fresh = true
+	}
+	id := kubeletID(m.o.KubeletDir)
+	if id == 0 || (id == m.kubeID && !fresh) {
+		return
+	}
+	for _, s := range m.serving {
+		if err := s.register(ctx, m.o.KubeletDir); err != nil {
+			m.o.logf("%v", err)
+			return
+		}
+		m.o.logf("registered %s at %s", s.plugin.ResourceName(), s.path)
+	}
+	m.kubeID = id
+}
+
+// kubeletID is the inode of the kubelet's socket, 0 without one.
+func kubeletID(dir string) uint64 {
+	fi, err := os.Stat(filepath.Join(dir, "kubelet.sock"))
+	if err != nil {
+		return 0
+	}
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+		return st.Ino
+	}
+	return 0
+}
+
+func (m *manager) stop() {
+	for _, s := range m.serving {
+		s.stop()
+	}
+}
