@@ -13,7 +13,8 @@ PKGS="build-essential meson ninja-build pkg-config clang clang-format llvm libcl
  golang-go protobuf-compiler protoc-gen-go golang-google-protobuf-dev
  protoc-gen-go-grpc golang-google-grpc-dev golang-golang-x-sys-dev
  golang-github-container-orchestrated-devices-container-device-interface-dev
- golang-github-fsnotify-fsnotify-dev podman crun
+ golang-github-fsnotify-fsnotify-dev golang-github-golang-protobuf-1-5-dev
+ podman crun
  dpkg-dev debhelper lintian"
 # rdmad-cdi and rdmad-device-plugin (bindings/go) build on Debian's grpc and
 # CDI library; podman and crun run containers with rdmad's CDI devices in

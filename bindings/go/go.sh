@@ -54,6 +54,11 @@ for need in \
 	[ -d "$gocode/src/${need#*:}" ] ||
 		skip "no $gocode/src/${need#*:} (Debian: ${need%%:*})"
 done
+# grpc 1.33 marshals through github.com/golang/protobuf: 1.5 wraps the
+# messages protoc-gen-go makes, 1.3 (the other package grpc may pull in)
+# panics on them.
+[ -f "$gocode/src/github.com/golang/protobuf/proto/registry.go" ] ||
+	skip "no github.com/golang/protobuf 1.5 in $gocode (Debian: golang-github-golang-protobuf-1-5-dev)"
 for f in rdmad.pb.go api.pb.go api_grpc.pb.go; do
 	[ -f "$build/$f" ] ||
 		skip "no generated $build/$f (needs protoc, protoc-gen-go and protoc-gen-go-grpc: Debian protobuf-compiler, protoc-gen-go, protoc-gen-go-grpc)"

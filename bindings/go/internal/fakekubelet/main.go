@@ -42,6 +42,8 @@ import (
 
 	"golang.org/x/sys/unix"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/encoding/protojson"
 
 	api "github.com/rdmad/rdmad/bindings/go/deviceplugin/v1beta1"
@@ -55,6 +57,7 @@ type kubelet struct {
 	out     *json.Encoder
 	server  *grpc.Server
 	plugins map[string]*grpc.ClientConn // by resource
+	epoch   int                         // restarts so far
 }
 
 func now() int64 {
@@ -75,12 +78,16 @@ func (k *kubelet) Register(_ context.Context, r *api.RegisterRequest) (*api.Empt
 		"version":   r.GetVersion(),
 		"preferred": r.GetOptions().GetGetPreferredAllocationAvailable(),
 		"t":         now()})
-	go k.follow(r.GetResourceName(), filepath.Join(k.dir, r.GetEndpoint()))
+	k.mu.Lock()
+	epoch := k.epoch
+	k.mu.Unlock()
+	go k.follow(r.GetResourceName(), filepath.Join(k.dir, r.GetEndpoint()), epoch)
 	return &api.Empty{}, nil
 }
 
-// follow dials a plugin and prints its lists until the stream ends.
-func (k *kubelet) follow(resource, path string) {
+// follow dials a plugin and prints its lists until the stream ends; one
+// that a restart overtook ends silently, as its registration is void.
+func (k *kubelet) follow(resource, path string, epoch int) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	conn, err := grpc.DialContext(ctx, path, grpc.WithInsecure(), grpc.WithBlock(),
 		grpc.WithContextDialer(func(ctx context.Context, a string) (net.Conn, error) {
@@ -92,6 +99,11 @@ func (k *kubelet) follow(resource, path string) {
 		return
 	}
 	k.mu.Lock()
+	if k.epoch != epoch {
+		k.mu.Unlock()
+		conn.Close()
+		return
+	}
 	if old := k.plugins[resource]; old != nil {
 		old.Close()
 	}
@@ -99,12 +111,12 @@ func (k *kubelet) follow(resource, path string) {
 	k.mu.Unlock()
 	c := api.NewDevicePluginClient(conn)
 	if _, err := c.GetDevicePluginOptions(context.Background(), &api.Empty{}); err != nil {
-		k.fail("options "+resource, err)
+		k.failIn(epoch, "options "+resource, err)
 		return
 	}
 	stream, err := c.ListAndWatch(context.Background(), &api.Empty{})
 	if err != nil {
-		k.fail("watch "+resource, err)
+		k.failIn(epoch, "watch "+resource, err)
 		return
 	}
 	for {
@@ -127,7 +139,22 @@ func (k *kubelet) follow(resource, path string) {
 	}
 }
 
+// failIn is fail for the work of @epoch: nothing once a restart came.
+func (k *kubelet) failIn(epoch int, cmd string, err error) {
+	k.mu.Lock()
+	stale := k.epoch != epoch
+	k.mu.Unlock()
+	if !stale {
+		k.fail(cmd, err)
+	}
+}
+
+// fail reports an error, but not one of a connection this kubelet closed
+// itself (a restart).
 func (k *kubelet) fail(cmd string, err error) {
+	if status.Code(err) == codes.Canceled {
+		return
+	}
 	k.print(map[string]interface{}{"event": "error", "cmd": cmd,
 		"error": err.Error()})
 }
@@ -147,6 +174,7 @@ func (k *kubelet) serve() error {
 func (k *kubelet) restart() error {
 	k.server.Stop()
 	k.mu.Lock()
+	k.epoch++
 	for r, c := range k.plugins {
 		c.Close()
 		delete(k.plugins, r)

@@ -1,0 +1,385 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: MIT
+"""rdmad-device-plugin and rdmad-cdi against the real rdmad under umockdev.
+
+The kubelet is scripted: bindings/go/internal/fakekubelet serves the
+kubelet's Registration service on a directory of the test's, dials every
+plugin that registers, follows its ListAndWatch and prints each list with
+the CLOCK_MONOTONIC time it came, so that each device event the testbed
+causes here is timed to the list it changed.  Every event of a device's
+life reaches ListAndWatch (added, unready, ready, away, returned,
+removed), Allocate answers with CDI names and nodes, the plugin registers
+again when the kubelet restarts, and lists everything Unhealthy while
+rdmad is gone.  rdmad-cdi's spec follows the devices and the CDI library
+reads it (rdmad-cdi --check).  Skipped (77, with the reason) where the Go
+programs were not built.
+"""
+import json
+import os
+import queue
+import re
+import subprocess
+import threading
+import time
+
+import rdmatb
+from rdmatb import DaemonTest, wait_until
+
+GO_BUILD = os.path.join(rdmatb.BUILD, "bindings", "go")
+PLUGIN = os.path.join(GO_BUILD, "rdmad-device-plugin")
+CDI = os.path.join(GO_BUILD, "rdmad-cdi")
+KUBELET = os.path.join(GO_BUILD, "fake-kubelet")
+FIGURES = os.environ.get("RDMAD_K8S_FIGURES")
+
+CONFIG = {
+    "resources": [
+        {"name": "hca", "select": "driver:mlx5_core"},
+        {"name": "roce", "select": "link_layer:Ethernet", "mode": "shared",
+         "slots": 4},
+    ],
+    "socketMount": "/run/rdmad",
+}
+
+
+def device_id(identity):
+    """The plugin's kubelet ID of a device (deviceplugin.DeviceID)."""
+    return re.sub(r"[^A-Za-z0-9._-]", "_", identity)
+
+
+class Child:
+    """A program in the background, ended with SIGTERM; its status."""
+
+    def __init__(self, argv, stderr, **kw):
+        self.proc = subprocess.Popen(argv, stderr=stderr, text=True, **kw)
+
+    def close(self):
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(rdmatb.DEADLINE)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        return self.proc.returncode
+
+
+class Lines(Child):
+    """A child's stdout JSON lines, in a queue."""
+
+    def __init__(self, argv, stderr):
+        super().__init__(argv, stderr, stdin=subprocess.PIPE,
+                         stdout=subprocess.PIPE)
+        self.q = queue.Queue()
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self):
+        for line in self.proc.stdout:
+            self.q.put(json.loads(line))
+
+    def expect(self, pred, what, timeout=rdmatb.DEADLINE):
+        deadline = time.monotonic() + timeout
+        seen = []
+        while True:
+            try:
+                obj = self.q.get(timeout=max(0.01,
+                                             deadline - time.monotonic()))
+            except queue.Empty:
+                raise AssertionError("no %s in %.0f s; got %s"
+                                     % (what, timeout, seen))
+            if pred(obj):
+                return obj
+            if obj.get("event") == "error":
+                raise AssertionError("fake-kubelet: %s" % obj)
+            seen.append(obj)
+
+
+class Kubelet(Lines):
+    def __init__(self, directory, stderr):
+        super().__init__([KUBELET, directory], stderr)
+        self.expect(lambda o: o["event"] == "ready", "ready")
+
+    def send(self, **cmd):
+        self.proc.stdin.write(json.dumps(cmd) + "\n")
+        self.proc.stdin.flush()
+
+    def list(self, resource, pred, what, fresh=False):
+        """The latest list of @resource if it satisfies @pred({id: health})
+        and not @fresh, else the next one that does."""
+        def ok(o):
+            return pred({d["id"]: d["health"] for d in o["devices"]})
+        last = self.last.get(resource)
+        if last and ok(last) and not fresh:
+            return last
+        return self.expect(lambda o: o["event"] == "list" and
+                           o["resource"] == resource and ok(o), what)
+
+    def _read(self):
+        self.last = {}
+        for line in self.proc.stdout:
+            obj = json.loads(line)
+            if obj["event"] == "list":
+                self.last[obj["resource"]] = obj
+            self.q.put(obj)
+
+
+class PluginTest(DaemonTest):
+    def setUp(self):
+        super().setUp()
+        for path in (PLUGIN, CDI, KUBELET):
+            if not os.path.exists(path):
+                self.skipTest("%s not built (needs go, protoc-gen-go-grpc, "
+                              "Debian's grpc and CDI library: "
+                              "scripts/install-deps.sh)" % path)
+        self.procs = []
+        self.kdir = os.path.join(self.work, "device-plugins")
+        os.mkdir(self.kdir)
+        self.log = open(os.path.join(self.work, "go.log"), "w+")
+        self.conf = os.path.join(self.work, "rdmad.conf")
+        with open(self.conf, "w") as f:
+            f.write("[lifecycle]\ngrace_vf_ms = 60000\n"
+                    "[alias]\nfast%d = link_layer:InfiniBand\n")
+        self.latency = {}
+
+    def tearDown(self):
+        for p in self.procs:
+            p.close()
+        self.log.seek(0)
+        print(self.log.read())
+        self.log.close()
+        if self.latency:
+            print("ListAndWatch latency: " + ", ".join(
+                "%s %.1f ms" % kv for kv in self.latency.items()))
+            if FIGURES:
+                with open(FIGURES, "a") as f:
+                    f.write(json.dumps({"test": self.id(),
+                                        "latency_ms": self.latency}) + "\n")
+        super().tearDown()
+
+    def start(self, config=CONFIG):
+        self.start_daemon(config=self.conf)
+        self.kubelet = Kubelet(self.kdir, self.log)
+        self.procs.append(self.kubelet)
+        cfg = os.path.join(self.work, "device-plugin.json")
+        with open(cfg, "w") as f:
+            json.dump(config, f)
+        self.plugin = Child([PLUGIN, "--socket", self.sock, "--config", cfg,
+                             "--kubelet-dir", self.kdir], self.log)
+        self.procs.append(self.plugin)
+
+    def ids(self, *names):
+        st = rdmatb.status(self.sock)
+        return [device_id(rdmatb.find(st, n)["identity"]) for n in names]
+
+    def timed(self, what, cause, resource, pred):
+        t0 = time.monotonic_ns()
+        cause()
+        got = self.kubelet.list(resource, pred, what, fresh=True)
+        self.latency[what] = (got["t"] - t0) / 1e6
+        return got
+
+
+class TestListAndWatch(PluginTest):
+    def test_every_event_reaches_list_and_watch(self):
+        self.tb.plug("mlx5_0", "mlx5-ib")
+        self.start()
+        regs = {}
+        for _ in range(2):
+            r = self.kubelet.expect(lambda o: o["event"] == "register",
+                                    "registration")
+            regs[r["resource"]] = r
+        self.assertEqual(set(regs), {"rdmad.io/hca", "rdmad.io/roce"})
+        hca = regs["rdmad.io/hca"]
+        self.assertEqual(hca["version"], "v1beta1")
+        self.assertTrue(hca["preferred"])
+        self.assertTrue(os.path.exists(os.path.join(self.kdir,
+                                                    hca["endpoint"])))
+        pf, = self.ids("mlx5_0")
+        self.kubelet.list("rdmad.io/hca", lambda l: l == {pf: "Healthy"},
+                          "mlx5_0 healthy")
+        vf_dev = None
+
+        def plug_vf():
+            nonlocal vf_dev
+            vf_dev = self.tb.plug("mlx5_1", "mlx5-ib", vf_of="mlx5_0")
+        self.timed("added", plug_vf, "rdmad.io/hca",
+                   lambda l: len(l) == 2 and set(l.values()) == {"Healthy"})
+        vf, = self.ids("mlx5_1")
+        self.timed("unready",
+                   lambda: self.tb.set_port("mlx5_1", 1, state="2: INIT"),
+                   "rdmad.io/hca", lambda l: l.get(vf) == "Unhealthy")
+        self.timed("ready",
+                   lambda: self.tb.set_port("mlx5_1", 1, state="4: ACTIVE"),
+                   "rdmad.io/hca", lambda l: l.get(vf) == "Healthy")
+        self.timed("away", lambda: self.tb.unplug("mlx5_1"), "rdmad.io/hca",
+                   lambda l: l == {pf: "Healthy", vf: "Unhealthy"})
+        self.timed("returned", lambda: self.tb.plug_back(vf_dev),
+                   "rdmad.io/hca",
+                   lambda l: l == {pf: "Healthy", vf: "Healthy"})
+        self.timed("removed", lambda: self.tb.unplug("mlx5_0"),
+                   "rdmad.io/hca", lambda l: l == {vf: "Healthy"})
+        # The shared resource: 4 slots of each RoCE device, none of IB.
+        self.timed("added (shared)",
+                   lambda: self.tb.plug("mlx5_2", "mlx5-roce"),
+                   "rdmad.io/roce", lambda l: len(l) == 4)
+        roce, = self.ids("mlx5_2")
+        got = self.kubelet.list("rdmad.io/hca", lambda l: len(l) == 2,
+                                "mlx5_2 in hca too")
+        self.assertEqual({d["id"] for d in got["devices"]}, {vf, roce})
+        self.assertEqual(got["devices"][0]["numa"], [0])
+        self.assertEqual(self.plugin.close(), 0, "SIGTERM: status 0")
+        self.assertEqual(os.listdir(self.kdir), ["kubelet.sock"],
+                         "the plugin's sockets stay after SIGTERM")
+
+
+class TestAllocate(PluginTest):
+    def test_allocate_answers_cdi_names_and_nodes(self):
+        self.tb.plug("mlx5_0", "mlx5-ib")
+        self.tb.plug("mlx5_1", "mlx5-roce")
+        self.start()
+        a, b = self.ids("mlx5_0", "mlx5_1")
+        self.kubelet.list("rdmad.io/hca", lambda l: len(l) == 2, "both")
+        self.kubelet.send(cmd="allocate", resource="rdmad.io/hca", ids=[b])
+        got = self.kubelet.expect(lambda o: o["event"] == "allocate",
+                                  "allocate")["response"]
+        c, = got["containerResponses"]
+        self.assertEqual(c["cdiDevices"], [{"name": "rdmad.io/rdma=mlx5_1"}])
+        dev = rdmatb.find(rdmatb.status(self.sock), "mlx5_1")
+        nodes = ["/dev/infiniband/" + n
+                 for n in [dev["uverbs"]] + dev.get("mad_nodes", [])]
+        self.assertEqual([(d["hostPath"], d["permissions"])
+                          for d in c["devices"]],
+                         [(n, "rw") for n in nodes])
+        self.assertEqual(c["mounts"], [{"containerPath": "/run/rdmad",
+                                        "hostPath": "/run/rdmad",
+                                        "readOnly": True}])
+        # Two slots of one shared device: one CDI device.
+        self.kubelet.list("rdmad.io/roce", lambda l: len(l) == 4, "slots")
+        self.kubelet.send(cmd="allocate", resource="rdmad.io/roce",
+                          ids=[b + "-0", b + "-3"])
+        got = self.kubelet.expect(lambda o: o["event"] == "allocate",
+                                  "allocate")["response"]
+        self.assertEqual(got["containerResponses"][0]["cdiDevices"],
+                         [{"name": "rdmad.io/rdma=mlx5_1"}])
+        # A device that left: refused.
+        self.tb.unplug("mlx5_0")
+        self.kubelet.list("rdmad.io/hca", lambda l: a not in l, "mlx5_0 gone")
+        self.kubelet.send(cmd="allocate", resource="rdmad.io/hca", ids=[a])
+        err = self.kubelet.expect(lambda o: o["event"] in ("error",
+                                                            "allocate"),
+                                  "an answer")
+        self.assertEqual(err["event"], "error")
+        self.assertIn("not present", err["error"])
+
+    def test_preferred_allocation(self):
+        self.tb.plug("mlx5_0", "mlx5-roce")
+        self.tb.plug("mlx5_1", "mlx5-roce")
+        self.start()
+        a, b = self.ids("mlx5_0", "mlx5_1")
+        got = self.kubelet.list("rdmad.io/roce", lambda l: len(l) == 8,
+                                "8 slots")
+        avail = [d["id"] for d in got["devices"]]
+        self.kubelet.send(cmd="preferred", resource="rdmad.io/roce",
+                          available=avail, must=[b + "-2"], size=2)
+        ids = self.kubelet.expect(lambda o: o["event"] == "preferred",
+                                  "preferred")["ids"]
+        self.assertEqual(ids[0], b + "-2")
+        self.assertEqual(len(ids), 2)
+        self.assertTrue(ids[1].startswith(a),
+                        "a second device before a second slot: %s" % ids)
+
+
+class TestRestarts(PluginTest):
+    def test_kubelet_restart_registers_again(self):
+        self.tb.plug("mlx5_0", "mlx5-ib")
+        self.start()
+        for _ in range(2):
+            self.kubelet.expect(lambda o: o["event"] == "register", "reg")
+        self.kubelet.send(cmd="restart")
+        t0 = self.kubelet.expect(lambda o: o["event"] == "restarted",
+                                 "restart")["t"]
+        again = set()
+        while len(again) < 2:
+            r = self.kubelet.expect(lambda o: o["event"] == "register",
+                                    "registration after the restart")
+            again.add(r["resource"])
+            self.latency["re-registered " + r["resource"]] = \
+                (r["t"] - t0) / 1e6
+        pf, = self.ids("mlx5_0")
+        self.kubelet.list("rdmad.io/hca", lambda l: l == {pf: "Healthy"},
+                          "the list after the restart")
+        self.timed("added after restart",
+                   lambda: self.tb.plug("mlx5_1", "mlx5-ib"),
+                   "rdmad.io/hca", lambda l: len(l) == 2)
+
+    def test_rdmad_gone_is_unhealthy(self):
+        self.tb.plug("mlx5_0", "mlx5-ib")
+        self.start()
+        pf, = self.ids("mlx5_0")
+        self.kubelet.list("rdmad.io/hca", lambda l: l == {pf: "Healthy"},
+                          "healthy")
+        self.timed("rdmad stopped", self.d.stop, "rdmad.io/hca",
+                   lambda l: l == {pf: "Unhealthy"})
+        self.start_daemon(config=self.conf)
+        self.kubelet.list("rdmad.io/hca", lambda l: l == {pf: "Healthy"},
+                          "healthy again with rdmad back")
+
+
+class TestCDISpec(PluginTest):
+    def check(self, spec_dir):
+        r = subprocess.run([CDI, "--check", spec_dir], capture_output=True,
+                           text=True, timeout=rdmatb.DEADLINE)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        return r.stdout.split()
+
+    def test_spec_follows_devices(self):
+        self.tb.plug("mlx5_0", "mlx5-ib")
+        self.start_daemon(config=self.conf)
+        spec_dir = os.path.join(self.work, "cdi")
+        self.procs.append(Child([CDI, "--socket", self.sock, "--spec-dir",
+                                 spec_dir, "--socket-mount"], self.log))
+        spec = os.path.join(spec_dir, "rdmad.io-rdma.json")
+
+        def offered():
+            try:
+                with open(spec) as f:
+                    return sorted(d["name"] for d in json.load(f)["devices"])
+            except FileNotFoundError:
+                return None
+
+        def until(names, what):
+            t0 = time.monotonic()
+            wait_until(lambda: offered() == names, what=what)
+            self.latency[what] = (time.monotonic() - t0) * 1000
+
+        until(["fast0", "mlx5_0"], "spec at start")
+        self.assertEqual(self.check(spec_dir),
+                         ["rdmad.io/rdma=fast0", "rdmad.io/rdma=mlx5_0"])
+        with open(spec) as f:
+            data = json.load(f)
+        self.assertEqual((data["cdiVersion"], data["kind"]),
+                         ("0.5.0", "rdmad.io/rdma"))
+        self.assertEqual(data["containerEdits"]["mounts"][0]["hostPath"],
+                         os.path.dirname(self.sock))
+        dev = rdmatb.find(rdmatb.status(self.sock), "mlx5_0")
+        self.assertEqual(
+            [n["path"] for n in data["devices"][1]["containerEdits"]
+             ["deviceNodes"]],
+            ["/dev/infiniband/" + n
+             for n in [dev["uverbs"]] + dev.get("mad_nodes", [])])
+        vf = self.tb.plug("mlx5_1", "mlx5-roce", vf_of="mlx5_0")
+        until(["fast0", "mlx5_0", "mlx5_1"], "spec: added")
+        self.tb.unplug("mlx5_1")
+        until(["fast0", "mlx5_0"], "spec: away")
+        self.tb.plug_back(vf)
+        until(["fast0", "mlx5_0", "mlx5_1"], "spec: returned")
+        self.tb.unplug("mlx5_0")
+        until(["mlx5_1"], "spec: removed")
+        self.assertEqual(self.check(spec_dir), ["rdmad.io/rdma=mlx5_1"])
+        # rdmad gone: the last spec stays.
+        self.d.stop()
+        time.sleep(0.5)
+        self.assertEqual(offered(), ["mlx5_1"])
+
+
+if __name__ == "__main__":
+    rdmatb.main()
