@@ -631,6 +631,181 @@ class TestViews(KernelTest):
                          ["name"], "rxe0", "rdmad's namespace: as shared")
 
 
+CDI_KIND = "rdmad.io/rdma"
+# One of the CDI library's default spec directories (/etc/cdi the other),
+# which podman reads at each `podman run`; /run is a tmpfs in the guest.
+CDI_DIR = "/var/run/cdi"
+CDI_SPEC = os.path.join(CDI_DIR, "rdmad.io-rdma.json")
+
+
+def cdi_offers(path=CDI_SPEC):
+    """The CDI spec's devices by name, each with its device nodes' paths
+    (None while there is no spec file), and the spec itself."""
+    try:
+        with open(path) as f:
+            spec = json.load(f)
+    except FileNotFoundError:
+        return None, None
+    return ({d["name"]: sorted(n["path"] for n in
+                               d["containerEdits"].get("deviceNodes", []))
+             for d in spec.get("devices", [])}, spec)
+
+
+def rdma_nodes(ibdev):
+    """/dev/infiniband's entries of @ibdev as the kernel names them: its
+    uverbs and, with ib_umad, its ports' umad and issm devices; with
+    their "major:minor"."""
+    nodes = {}
+    for cls in ("infiniband_verbs", "infiniband_mad"):
+        base = os.path.join("/sys/class", cls)
+        for n in os.listdir(base) if os.path.isdir(base) else []:
+            attr = os.path.join(base, n, "ibdev")
+            if os.path.exists(attr) and sysfs_attr(attr) == ibdev:
+                nodes[n] = sysfs_attr(os.path.join(base, n, "dev"))
+    return nodes
+
+
+class TestCDI(KernelTest):
+    """Issue 20: rdmad-cdi's CDI spec with real podman (Debian 12's 4.3,
+    crun) on two rxe devices: `podman run --device rdmad.io/rdma=rxe1`
+    gets rxe1's nodes and rdma_cm and nothing of rxe0, rdmactl in that
+    container (rdmad's socket from the spec's mount) lists rxe1 only, and
+    once rxe1 is deleted the spec no longer offers it and podman refuses
+    the device; it prints how long the spec took to drop rxe1.  rdmad
+    runs as the shipped unit runs it (TestViews.start_daemon)."""
+
+    start_daemon = TestViews.start_daemon
+
+    def setUp(self):
+        missing = [t for t in ("podman", "crun", "conmon")
+                   if not shutil.which(t) and
+                   not os.path.exists("/usr/libexec/podman/" + t)]
+        if missing:
+            self.skipTest("no %s (packages podman, crun, conmon)"
+                          % ", ".join(missing))
+        self.cdi = prog("bindings", "go", "rdmad-cdi")
+        if not os.access(self.cdi, os.X_OK):
+            self.skipTest("no %s (the Go programs are not built: go, "
+                          "protoc-gen-go)" % self.cdi)
+        if os.path.exists(CDI_SPEC):
+            self.skipTest(CDI_SPEC + " exists: not this test's to replace")
+        super().setUp()
+        self.addCleanup(lambda: os.path.exists(CDI_SPEC) and
+                        os.unlink(CDI_SPEC))
+        # Podman's own state in tmpfs (the guest's / is read-only): its
+        # storage, run root, network configuration and tmpdir; a rootfs
+        # of the host's /usr and /etc (read-only binds) with the build
+        # directory, so the container runs the host's programs and ours.
+        pdir = tempfile.mkdtemp(prefix="rdmad-podman-", dir="/run")
+        self.addCleanup(shutil.rmtree, pdir, True)
+        self.rootfs = os.path.join(pdir, "rootfs")
+        for d in ("usr", "etc", "dev", "proc", "sys", "run", "tmp", "var"):
+            os.makedirs(os.path.join(self.rootfs, d))
+        for l in ("bin", "sbin", "lib", "lib32", "lib64", "libx32"):
+            if os.path.islink("/" + l):
+                os.symlink(os.readlink("/" + l), os.path.join(self.rootfs, l))
+        self.podman_args = [
+            "podman", "--root", os.path.join(pdir, "storage"),
+            "--runroot", os.path.join(pdir, "run"),
+            "--tmpdir", os.path.join(pdir, "tmp"),
+            "--network-config-dir", os.path.join(pdir, "networks"),
+            "--storage-driver", "vfs", "--runtime", "crun",
+            "--cgroup-manager", "cgroupfs", "--events-backend", "file"]
+
+    def podman_run(self, device, *cmd):
+        """`podman run --device @device` of @cmd in the rootfs above, with
+        no network (its own namespace); the completed process."""
+        args = self.podman_args + [
+            "run", "--rm", "--network", "none",
+            "-v", "/usr:/usr:ro", "-v", "/etc:/etc:ro",
+            "-v", "%s:%s:ro" % (BUILD, BUILD),
+            "--device", device, "--rootfs", self.rootfs] + list(cmd)
+        return run(*args, check=False, timeout=2 * DEADLINE)
+
+    def in_container(self, device):
+        """What a user checks in a container with @device: its
+        /dev/infiniband ({name: "major:minor"}), `rdmactl list` and
+        `rdmactl status --json` there."""
+        ctl = prog("rdmactl", "rdmactl")
+        script = ('cd /dev/infiniband && stat -c "%n %t %T" *; echo ---; '
+                  '"$1" --socket "$2" list; echo ---; '
+                  '"$1" --socket "$2" status --json')
+        r = self.podman_run(device, "/bin/sh", "-euc", script, "sh", ctl,
+                            self.sock)
+        self.assertEqual(r.returncode, 0, "podman run: %d: %s%s" % (
+            r.returncode, r.stdout, r.stderr))
+        ls, listed, status = r.stdout.split("---\n")
+        nodes = {}
+        for line in ls.splitlines():
+            name, major, minor = line.split()
+            nodes[name] = "%d:%d" % (int(major, 16), int(minor, 16))
+        return nodes, listed.split(), json.loads(status)
+
+    def test_podman_gets_the_device_it_asks_for(self):
+        self.start_daemon()
+        link_add("rxe0", "dummy0")
+        link_add("rxe1", "dummy1")
+        self.present("rxe0")
+        self.present("rxe1")
+        self.start(self.cdi, "--socket", self.sock, "--spec-dir", CDI_DIR,
+                   "--socket-mount")
+        wait_until(lambda: (cdi_offers()[0] or {}).keys() >=
+                   {"rxe0", "rxe1"}, "rdmad-cdi's spec to offer rxe0, rxe1")
+        offers, spec = cdi_offers()
+        self.assertEqual((spec["cdiVersion"], spec["kind"]),
+                         ("0.5.0", CDI_KIND), spec)
+        self.assertEqual(sorted(offers), ["rxe0", "rxe1"], spec)
+        self.assertIn({"hostPath": self.work, "containerPath": self.work},
+                      [{k: m.get(k) for k in ("hostPath", "containerPath")}
+                       for m in spec.get("containerEdits", {})
+                       .get("mounts", [])], spec)
+        rxe0, rxe1 = rdma_nodes("rxe0"), rdma_nodes("rxe1")
+        if os.path.isdir("/sys/module/ib_umad"):
+            self.assertTrue(any(n.startswith("umad") for n in rxe1), rxe1)
+        cm = sysfs_attr("/sys/class/misc/rdma_cm/dev")
+        for name, nodes in (("rxe0", rxe0), ("rxe1", rxe1)):
+            self.assertEqual(offers[name], sorted(
+                ["/dev/infiniband/" + n for n in nodes] +
+                ["/dev/infiniband/rdma_cm"]), spec)
+        # The container's /dev/infiniband: rxe1's nodes (by number, as
+        # the kernel has them) and rdma_cm, nothing of rxe0's.
+        nodes, listed, st = self.in_container("rdmad.io/rdma=rxe1")
+        self.assertEqual(nodes, dict(rxe1, rdma_cm=cm))
+        self.assertFalse(set(nodes.values()) & set(rxe0.values()), nodes)
+        # rdmad's view of that container (built from the nodes its
+        # client reports): rxe1 only.
+        self.assertEqual(listed, ["rxe1"])
+        self.assertEqual([d["name"] for d in st["devices"]], ["rxe1"], st)
+        self.assertTrue(st["view"]["verified"], st["view"])
+        # rxe1 goes: the spec follows, podman refuses it, rxe0 still runs.
+        start = time.monotonic()
+        run("rdma", "link", "delete", "rxe1")
+        deleted = time.monotonic()
+        try:
+            wait_until(lambda: "rxe1" not in (cdi_offers()[0] or
+                                              {"rxe1": 0}),
+                       "rdmad-cdi's spec to drop rxe1", interval=0.005)
+        except AssertionError as e:
+            raise AssertionError("%s: spec %s; rdma link: %s; rdmad: %s" % (
+                e, cdi_offers()[1], rdma_devices(), self.status()))
+        dropped = time.monotonic()
+        print("\n  rdma link delete rxe1 took %.1f ms; the spec offered "
+              "rxe1 no more %.1f ms after it began (%.1f ms after it "
+              "returned)" % ((deleted - start) * 1000,
+                             (dropped - start) * 1000,
+                             (dropped - deleted) * 1000),
+              end=" ... ", flush=True)
+        offers, spec = cdi_offers()
+        self.assertEqual(sorted(offers), ["rxe0"], spec)
+        r = self.podman_run("rdmad.io/rdma=rxe1", "/bin/true")
+        self.assertNotEqual(r.returncode, 0, r.stdout)
+        self.assertIn("unresolvable CDI devices rdmad.io/rdma=rxe1",
+                      r.stderr)
+        nodes, listed, st = self.in_container("rdmad.io/rdma=rxe0")
+        self.assertEqual(nodes, dict(rxe0, rdma_cm=cm))
+        self.assertEqual(listed, ["rxe0"])
+
+
 class TestShim(KernelTest):
     def test_pingpong_under_the_shim(self):
         """Real verbs traffic (ibv_rc_pingpong over rxe0 to itself) with
