@@ -18,13 +18,15 @@
 #include "wire.h"
 
 /* One block: the Device, the two pointer arrays, the sub-messages, then
- * the changed field names (all pointer-aligned, so no padding). */
+ * the changed field names, the aliases and the mad nodes (all
+ * pointer-aligned, so no padding). */
 static size_t block_size(size_t nports, size_t nholders)
 {
 	return sizeof(Rdmad__Device) +
 	       nports * (sizeof(Rdmad__Port *) + sizeof(Rdmad__Port)) +
 	       nholders * (sizeof(Rdmad__Holder *) + sizeof(Rdmad__Holder)) +
-	       (LIFE_FIELDS + ALIAS_MAX_PER_DEVICE) * sizeof(char *);
+	       (LIFE_FIELDS + ALIAS_MAX_PER_DEVICE + SYSFS_MAX_MAD_NODES) *
+		       sizeof(char *);
 }
 
 static void fill_port(Rdmad__Port *msg, const struct sysfs_port *port)
@@ -92,6 +94,17 @@ static void fill_aliases(Rdmad__Device *msg, const struct device *dev,
 	msg->n_aliases = device_alias_count(dev);
 	for (size_t i = 0; i < msg->n_aliases; i++)
 		names[i] = (char *)device_alias(dev, i);
+}
+
+static void fill_mad_nodes(Rdmad__Device *msg, const struct device *dev,
+			   char **names)
+{
+	const struct sysfs_device *info = device_info(dev);
+
+	msg->mad_nodes = names;
+	msg->n_mad_nodes = info->nmad_nodes;
+	for (size_t i = 0; i < msg->n_mad_nodes; i++)
+		names[i] = (char *)info->mad_nodes[i];
 }
 
 static void fill_device(Rdmad__Device *msg, const struct device *dev,
@@ -187,6 +200,7 @@ int export_device(const struct device *dev, const char *old_name,
 	fill_holders(msg, holders, dev, viewer);
 	fill_changed(msg, dev, (char **)(holders + nholders));
 	fill_aliases(msg, dev, msg->changed + LIFE_FIELDS);
+	fill_mad_nodes(msg, dev, msg->aliases + ALIAS_MAX_PER_DEVICE);
 	*ret_msg = msg;
 	return 0;
 }

@@ -50,6 +50,8 @@
  *     comes back only after 2^31 registrations or a reload of ib_core.
  *   - phys_state "PortConfigurationTraining" does not fit sysfs_port's
  *     field and stays empty, as sysfs.c leaves it.
+ *   - mad_nodes: none (not asked; RDMA_NLDEV_CMD_GET_CHARDEV of type
+ *     "umad" would name them port by port).
  */
 #ifndef RDMAD_NLQUERY_H
 #define RDMAD_NLQUERY_H

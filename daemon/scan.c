@@ -37,7 +37,9 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
+#include <stdio.h>
 #include <string.h>
+#include <sys/utsname.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -78,6 +80,7 @@ struct scan {
 	struct event *retry_timer[SCAN_TRY_LATE];
 	uint64_t window_end_ms; /* requests before this wait for it */
 	bool parked;		/* a pass parked a device for its uverbs */
+	bool roce_issm;		/* this kernel makes issmN for RoCE ports */
 	bool early_used;	/* this window had its early pass */
 	bool lost_request;	/* a request failed (ENOMEM): scan all */
 	bool garbage_logged;	/* rate limit for garbage warnings */
@@ -238,6 +241,35 @@ static int keep_removing(struct scan *scan, struct sysfs_device **devs,
 	return kept;
 }
 
+/*
+ * While ib_umad is loaded it takes a device's MAD nodes away only when the
+ * device is unregistered, a moment before its uverbs (the kernel removes
+ * clients in the reverse order of their registration).  A look in between
+ * must not say CHANGED for them just before REMOVING: a known device keeps
+ * the MAD nodes it had until ib_umad itself goes (its class with it), and
+ * is looked at again (@try is this look) to see whether it did.
+ */
+static bool look_again(struct scan *scan, const char *name, enum scan_try try);
+
+static void keep_mad_nodes(struct scan *scan, struct sysfs_device *info,
+			   enum scan_try try)
+{
+	const struct device *dev = devices_find(scan->table, info->name);
+	const struct sysfs_device *known;
+
+	if (!dev || device_state(dev) != DEVICE_STATE_PRESENT)
+		return;
+	known = device_info(dev);
+	if (info->nmad_nodes >= known->nmad_nodes ||
+	    !sysfs_has_class(scan->sysroot, "infiniband_mad"))
+		return;
+	info->nmad_nodes = known->nmad_nodes;
+	memcpy(info->mad_nodes, known->mad_nodes, sizeof(info->mad_nodes));
+	/* rmmod ib_umad removes the nodes, then the class (no uevent): a
+	 * later look that finds the class gone drops them. */
+	look_again(scan, info->name, try);
+}
+
 static int read_all(struct scan *scan)
 {
 	struct sysfs_device *devs = NULL;
@@ -271,6 +303,8 @@ static int read_all(struct scan *scan)
 		log_garbage(scan, "full rescan skipped unreadable devices");
 	else
 		scan->garbage_logged = false;
+	for (size_t i = 0; i < n; i++)
+		keep_mad_nodes(scan, &devs[i], SCAN_TRY_FIRST);
 	r = devices_apply_scan(scan->table, devs, n);
 	if (r < 0)
 		log_warnx("scan: applying a full rescan: %s", strerror(-r));
@@ -288,23 +322,36 @@ static int scan_all(struct scan *scan)
 	return r;
 }
 
+/* ib_umad gives each port of a channel adapter its MAD nodes (umadN, then
+ * issmN: sysfs_mad_nodes_expected()) a moment after the device registers,
+ * before or after its uverbs as the clients' order has it.  A new device
+ * that lacks some of them while ib_umad is loaded waits for them, so that
+ * it is announced with them and not followed by a CHANGED for them. */
+static bool awaits_mad(const struct scan *scan, const struct sysfs_device *info)
+{
+	return info->nmad_nodes <
+		       sysfs_mad_nodes_expected(info, scan->roce_issm) &&
+	       sysfs_has_class(scan->sysroot, "infiniband_mad");
+}
+
 /*
  * The kernel registers an ib device first and its uverbs char device a
  * moment later, and on unregistration removes uverbs first; its remove
  * uevents may also come before sysfs is gone.  A device without uverbs
  * that had one (or is new) is thus probably coming or going: look again
  * in a moment, so that clients get one complete "added" or "removed"
- * instead of a "changed" in between (or none at all).
+ * instead of a "changed" in between (or none at all).  So is a new
+ * device that has its uverbs but not yet the MAD nodes ib_umad gives it
+ * (awaits_mad()).
  */
 static bool in_transition(struct scan *scan, const struct sysfs_device *info)
 {
-	const struct device *dev;
+	const struct device *dev = devices_find(scan->table, info->name);
+	bool known = dev && device_state(dev) == DEVICE_STATE_PRESENT;
 
 	if (info->uverbs[0])
-		return false;
-	dev = devices_find(scan->table, info->name);
-	return !dev || device_state(dev) != DEVICE_STATE_PRESENT ||
-	       device_info(dev)->uverbs[0];
+		return !known && awaits_mad(scan, info);
+	return !known || device_info(dev)->uverbs[0];
 }
 
 /* A present device of that name: one the table knows, not a new one (a
@@ -347,14 +394,16 @@ static void unusable(struct scan *scan, const char *name, int r)
 }
 
 /* A device without its uverbs: wait for it while it may still come (a
- * new device, ib_uverbs loaded); the last look takes it as it is. */
-static bool wait_for_uverbs(struct scan *scan, const struct sysfs_device *info,
-			    enum scan_try try)
+ * new device, ib_uverbs loaded); the last look takes it as it is.  One
+ * that only waits for its MAD nodes is taken as it is at the second. */
+static bool wait_for_nodes(struct scan *scan, const struct sysfs_device *info,
+			   enum scan_try try)
 {
 	if (!in_transition(scan, info))
 		return false;
 	if (try == SCAN_TRY_RETRY &&
-	    (known_present(scan, info->name) || !uverbs_loaded(scan)))
+	    (info->uverbs[0] || known_present(scan, info->name) ||
+	     !uverbs_loaded(scan)))
 		return false;
 	if (try == SCAN_TRY_FIRST)
 		scan->parked = true;
@@ -384,10 +433,11 @@ static void read_one(struct scan *scan, const char *name, enum scan_try try)
 	} else if (r < 0) {
 		unusable(scan, name, r);
 		return;
-	} else if (wait_for_uverbs(scan, &info, try)) {
+	} else if (wait_for_nodes(scan, &info, try)) {
 		sysfs_device_clear(&info);
 		return;
 	} else {
+		keep_mad_nodes(scan, &info, try);
 		/* The table takes the ports, also on failure. */
 		r = devices_apply_one(scan->table, name, &info);
 	}
@@ -451,6 +501,21 @@ static void on_late_timer(evutil_socket_t fd, short what, void *arg)
 	drain(scan, scan->retry[SCAN_TRY_RETRY], SCAN_TRY_LATE);
 }
 
+/* ib_umad made an issmN for every port until 2024, when it came to make
+ * one only where rdma_cap_ib_smi() (InfiniBand): Debian's 6.1 has one on
+ * rxe, its 6.12 none.  Taken to be 6.11.  A wrong guess costs a RoCE
+ * device's announcement one look (SCAN_RETRY_MS), or a CHANGED after its
+ * ADDED for an issmN. */
+static bool kernel_makes_roce_issm(void)
+{
+	struct utsname u;
+	unsigned int major, minor;
+
+	if (uname(&u) < 0 || sscanf(u.release, "%u.%u", &major, &minor) != 2)
+		return false;
+	return major < 6 || (major == 6 && minor < 11);
+}
+
 struct scan *scan_new(struct event_base *base, struct devices *table,
 		      const struct scan_options *opts)
 {
@@ -464,6 +529,7 @@ struct scan *scan_new(struct event_base *base, struct devices *table,
 	reserve_take(scan);
 	scan->table = table;
 	scan->debounce_ms = opts->debounce_ms;
+	scan->roce_issm = kernel_makes_roce_issm();
 	scan->sysroot = strdup(opts->sysroot ? opts->sysroot : "/sys");
 	scan->pending = coalesce_new(opts->storm_threshold);
 	scan->retry[SCAN_TRY_FIRST] = coalesce_new(opts->storm_threshold);
@@ -556,6 +622,28 @@ void scan_request_uverbs(struct scan *scan, const char *uverbs)
 	for (dev = devices_first(scan->table); dev;
 	     dev = devices_next(scan->table, dev)) {
 		if (strcmp(device_info(dev)->uverbs, uverbs) == 0) {
+			scan_request(scan, device_info(dev)->name);
+			return;
+		}
+	}
+	scan_request(scan, NULL);
+}
+
+static bool has_mad_node(const struct sysfs_device *info, const char *mad)
+{
+	for (unsigned int i = 0; i < info->nmad_nodes; i++)
+		if (!strcmp(info->mad_nodes[i], mad))
+			return true;
+	return false;
+}
+
+void scan_request_mad(struct scan *scan, const char *mad)
+{
+	const struct device *dev;
+
+	for (dev = devices_first(scan->table); dev;
+	     dev = devices_next(scan->table, dev)) {
+		if (has_mad_node(device_info(dev), mad)) {
 			scan_request(scan, device_info(dev)->name);
 			return;
 		}

@@ -40,6 +40,9 @@ unsigned int scan_request_netdev(struct scan *scan, const char *ifname);
 /* Ask for a rescan of the device behind char device @uverbs ("uverbs3"),
  * or of everything when no device in the table has it. */
 void scan_request_uverbs(struct scan *scan, const char *uverbs);
+/* Ask for a rescan of the device with ib_umad char device @mad ("umad0",
+ * "issm0"), or of everything when no device in the table has it. */
+void scan_request_mad(struct scan *scan, const char *mad);
 /* The kernel removed char device @uverbs: unless sysfs has it again, the
  * device that had it is REMOVING now (devices_uverbs_gone()), before any
  * scan; then it is rescanned as scan_request_uverbs() does. */

@@ -1,14 +1,17 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * sysfs scanner.  Reads /sys/class/infiniband/<dev> (guids, node type,
- * firmware, ports) and /sys/class/infiniband_verbs/uverbsN (the char
- * device behind each ib device) into struct sysfs_device.
+ * firmware, ports), /sys/class/infiniband_verbs/uverbsN (the char
+ * device behind each ib device) and /sys/class/infiniband_mad/umadN and
+ * issmN (ib_umad's char devices of its ports) into struct sysfs_device.
  *
  * Everything here is outside input: files vanish mid-scan, hold garbage or
  * are half written while a device is being created.  Every file is read
  * with one bounded read() (opened O_NONBLOCK, so a FIFO cannot stall us);
  * values must be printable ASCII and fit their field.  At most
- * SYSFS_MAX_DEVICES devices a scan and SYSFS_MAX_PORTS ports a device.  A
+ * SYSFS_MAX_DEVICES devices a scan and SYSFS_MAX_PORTS ports a device,
+ * and the mad devices of its lowest SYSFS_MAD_PORTS ports; a mad device
+ * whose name, ibdev or port is unusable is left out alone.  A
  * device read half created or half torn down (node_guid or node_type
  * unusable, no port, rxe's "(null)" parent) is left out (-EBADMSG,
  * counted as skipped) so that a later rescan picks it up whole and no
@@ -49,6 +52,8 @@
 #define ATTR_READ_MAX 128
 #define SYSFS_MAX_PORTS 256
 #define SYSFS_MAX_DEVICES 8192
+/* ib_umad's class devices one scan reads at most: two a port. */
+#define SYSFS_MAX_MAD_ENTRIES (4 * SYSFS_MAX_DEVICES)
 #define ZERO_GUID "0000:0000:0000:0000"
 
 struct uverbs_map_entry {
@@ -59,6 +64,18 @@ struct uverbs_map_entry {
 
 struct uverbs_map {
 	struct uverbs_map_entry *entries;
+	size_t n;
+};
+
+/* One of ib_umad's char devices: umadN or issmN of @port of @ibdev. */
+struct mad_entry {
+	char ibdev[SYSFS_NAME_MAX];
+	char name[SYSFS_MAD_NAME_MAX];
+	uint32_t port;
+};
+
+struct mad_map {
+	struct mad_entry *entries; /* sorted, see compare_mad() */
 	size_t n;
 };
 
@@ -688,11 +705,175 @@ static void lookup_uverbs(const struct uverbs_map *map,
 	}
 }
 
+/* "umad3" or "issm3", as ib_umad names them, fitting mad_nodes[]. */
+static bool mad_name(const char *name)
+{
+	unsigned long n;
+
+	return (!strncmp(name, "umad", 4) || !strncmp(name, "issm", 4)) &&
+	       valid_name(name, SYSFS_MAD_NAME_MAX) &&
+	       parse_uint(name + 4, 10, INT_MAX, &n) == 0 &&
+	       !(name[4] == '0' && name[5]);
+}
+
+static int compare_mad_ibdev(const void *a, const void *b)
+{
+	const struct mad_entry *ea = a, *eb = b;
+
+	return strcmp(ea->ibdev, eb->ibdev);
+}
+
+/* By device, then port, then umad before issm. */
+static int compare_mad(const void *a, const void *b)
+{
+	const struct mad_entry *ea = a, *eb = b;
+	int r = compare_mad_ibdev(a, b);
+
+	if (r)
+		return r;
+	if (ea->port != eb->port)
+		return ea->port < eb->port ? -1 : 1;
+	r = (ea->name[0] == 'i') - (eb->name[0] == 'i');
+	return r ? r : strcmp(ea->name, eb->name);
+}
+
+/* Entry @name of a directory of mad devices: true if it is one, of ib
+ * device @only (NULL: of any), with a port number. */
+static bool read_mad_entry(int dirfd, const char *name, const char *only,
+			   struct mad_entry *e)
+{
+	char path[300], raw[ATTR_READ_MAX];
+	unsigned long port;
+
+	if (!mad_name(name))
+		return false;
+	snprintf(path, sizeof(path), "%s/ibdev", name);
+	if (read_attr(dirfd, path, e->ibdev, sizeof(e->ibdev)) < 0 ||
+	    !valid_name(e->ibdev, sizeof(e->ibdev)) ||
+	    (only && strcmp(e->ibdev, only)))
+		return false;
+	snprintf(path, sizeof(path), "%s/port", name);
+	if (read_attr(dirfd, path, raw, sizeof(raw)) < 0 ||
+	    parse_uint(raw, 10, UINT16_MAX, &port) < 0)
+		return false;
+	strcpy(e->name, name);
+	e->port = port;
+	return true;
+}
+
+/* Room for one more entry in @map; -ENOMEM. */
+static int mad_map_room(struct mad_map *map, size_t *cap)
+{
+	struct mad_entry *grown;
+
+	if (map->n < *cap)
+		return 0;
+	grown = realloc(map->entries, (*cap ? *cap * 2 : 8) * sizeof(*grown));
+	if (!grown)
+		return note_starvation(-ENOMEM);
+	*cap = *cap ? *cap * 2 : 8;
+	map->entries = grown;
+	return 0;
+}
+
+/*
+ * The mad devices among the entries of directory @fd (consumed): those of
+ * ib device @only (NULL: of every one) and, where @classfd is one, only
+ * those whose class link is there too (see find_uverbs()).  0 or -ENOMEM.
+ */
+static int load_mad_map(int fd, const char *only, int classfd,
+			struct mad_map *map)
+{
+	struct dirent *de;
+	size_t cap = 0;
+	DIR *dir;
+	int r = 0;
+
+	dir = fdopendir(fd);
+	if (!dir) {
+		close(fd);
+		return note_starvation(-ENOMEM);
+	}
+	while (map->n < SYSFS_MAX_MAD_ENTRIES && (de = readdir(dir))) {
+		r = mad_map_room(map, &cap);
+		if (r < 0)
+			break;
+		if (read_mad_entry(dirfd(dir), de->d_name, only,
+				   &map->entries[map->n]) &&
+		    (classfd < 0 || faccessat(classfd, de->d_name, F_OK,
+					      AT_SYMLINK_NOFOLLOW) == 0))
+			map->n++;
+	}
+	closedir(dir);
+	sort_array(map->entries, map->n, sizeof(*map->entries), compare_mad);
+	return r;
+}
+
+/* Every mad device, for a full scan; none where ib_umad is not loaded. */
+static int load_mad_class(const char *sysroot, struct mad_map *map)
+{
+	int fd = open_class(sysroot, "infiniband_mad");
+
+	if (fd < 0)
+		return sysfs_is_starvation(fd) ? fd : 0;
+	return load_mad_map(fd, NULL, -1, map);
+}
+
+/* @dev's entries of @map, the lowest ports first, as many as fit. */
+static void lookup_mad(const struct mad_map *map, struct sysfs_device *dev)
+{
+	const struct mad_entry *e, *end;
+	struct mad_entry key;
+
+	if (!map->n)
+		return;
+	end = map->entries + map->n;
+	strcpy(key.ibdev, dev->name);
+	e = bsearch(&key, map->entries, map->n, sizeof(key), compare_mad_ibdev);
+	if (!e)
+		return;
+	while (e > map->entries && !strcmp(e[-1].ibdev, dev->name))
+		e--;
+	for (; e < end && !strcmp(e->ibdev, dev->name) &&
+	       dev->nmad_nodes < SYSFS_MAX_MAD_NODES;
+	     e++)
+		strcpy(dev->mad_nodes[dev->nmad_nodes++], e->name);
+}
+
+/*
+ * The mad devices of one ib device: among its parent's infiniband_mad/
+ * (where the kernel puts them), counted while their class links are
+ * there, as for uverbs; in the class directory for a virtual device.  A
+ * want of memory or descriptors is noted (note_starvation()).
+ */
+static void find_mad_nodes(const char *sysroot, int devfd, bool has_parent,
+			   struct sysfs_device *dev)
+{
+	struct mad_map map = {0};
+	int classfd, fd;
+
+	classfd = open_class(sysroot, "infiniband_mad");
+	if (classfd < 0)
+		return;
+	if (!has_parent) {
+		load_mad_map(classfd, dev->name, -1, &map);
+	} else {
+		fd = open_at(devfd, "device/infiniband_mad",
+			     O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		if (fd >= 0)
+			load_mad_map(fd, dev->name, classfd, &map);
+		close(classfd);
+	}
+	lookup_mad(&map, dev);
+	free(map.entries);
+}
+
 /* What one scan shares between its devices. */
 struct scan_ctx {
 	const char *sysroot;
 	int classfd;		      /* class/infiniband */
 	const struct uverbs_map *map; /* NULL: look each uverbs up */
+	const struct mad_map *mad;    /* with map: every mad device */
 };
 
 /* Read what follows the essentials; returns 0, -EBADMSG or -ENOMEM. */
@@ -708,10 +889,13 @@ static int read_rest(const struct scan_ctx *ctx, int devfd,
 		r = read_ports(devfd, dev);
 	if (r < 0)
 		return r;
-	if (ctx->map)
+	if (ctx->map) {
 		lookup_uverbs(ctx->map, dev);
-	else
+		lookup_mad(ctx->mad, dev);
+	} else {
 		find_uverbs(ctx->sysroot, devfd, has_parent, dev);
+		find_mad_nodes(ctx->sysroot, devfd, has_parent, dev);
+	}
 	return 0;
 }
 
@@ -896,12 +1080,31 @@ bool sysfs_has_uverbs(const char *sysroot, const char *uverbs)
 	return there;
 }
 
+unsigned int sysfs_mad_nodes_expected(const struct sysfs_device *dev,
+				      bool roce_issm)
+{
+	unsigned int n = 0;
+
+	if (strcmp(dev->node_type, "CA") != 0)
+		return 0;
+	for (unsigned int i = 0; i < dev->nports; i++) {
+		const char *ll = dev->ports[i].link_layer;
+
+		if (!strcmp(ll, "InfiniBand"))
+			n += 2;
+		else if (!strcmp(ll, "Ethernet"))
+			n += roce_issm ? 2 : 1;
+	}
+	return n < SYSFS_MAX_MAD_NODES ? n : SYSFS_MAX_MAD_NODES;
+}
+
 /* A missing class directory is a machine without RDMA: no devices. */
 int sysfs_scan_all(const char *sysroot, struct sysfs_device **ret_devices,
 		   size_t *ret_n, size_t *ret_skipped)
 {
 	struct uverbs_map map = {0};
-	struct scan_ctx ctx = {.sysroot = sysroot, .map = &map};
+	struct mad_map mad = {0};
+	struct scan_ctx ctx = {.sysroot = sysroot, .map = &map, .mad = &mad};
 	int r;
 
 	*ret_devices = NULL;
@@ -916,10 +1119,13 @@ int sysfs_scan_all(const char *sysroot, struct sysfs_device **ret_devices,
 		return ctx.classfd;
 	r = load_uverbs_map(sysroot, &map);
 	if (r == 0)
+		r = load_mad_class(sysroot, &mad);
+	if (r == 0)
 		r = scan_class(&ctx, ret_devices, ret_n, ret_skipped);
 	else
 		close(ctx.classfd);
 	free(map.entries);
+	free(mad.entries);
 	return r;
 }
 
@@ -969,6 +1175,17 @@ static bool ports_equal(const struct sysfs_port *a, const struct sysfs_port *b)
 	       !strcmp(a->rate, b->rate) && !strcmp(a->netdev, b->netdev);
 }
 
+static bool mad_nodes_equal(const struct sysfs_device *a,
+			    const struct sysfs_device *b)
+{
+	if (a->nmad_nodes != b->nmad_nodes)
+		return false;
+	for (unsigned int i = 0; i < a->nmad_nodes; i++)
+		if (strcmp(a->mad_nodes[i], b->mad_nodes[i]))
+			return false;
+	return true;
+}
+
 int sysfs_device_equal(const struct sysfs_device *a,
 		       const struct sysfs_device *b)
 {
@@ -980,7 +1197,8 @@ int sysfs_device_equal(const struct sysfs_device *a,
 	    strcmp(a->pci_address, b->pci_address) ||
 	    strcmp(a->driver, b->driver) || a->numa_node != b->numa_node ||
 	    strcmp(a->sriov_pf, b->sriov_pf) || a->vf != b->vf ||
-	    a->sriov_numvfs != b->sriov_numvfs || a->nports != b->nports)
+	    a->sriov_numvfs != b->sriov_numvfs || a->nports != b->nports ||
+	    !mad_nodes_equal(a, b))
 		return 0;
 	for (unsigned int i = 0; i < a->nports; i++)
 		if (!ports_equal(&a->ports[i], &b->ports[i]))

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * sysfs scanner: reads /sys/class/infiniband_verbs and
- * /sys/class/infiniband/<dev> into plain structs.  Owns no file
+ * sysfs scanner: reads /sys/class/infiniband_verbs,
+ * /sys/class/infiniband_mad and /sys/class/infiniband/<dev> into plain
+ * structs.  Owns no file
  * descriptors between calls and never logs: a device that vanishes or
  * holds garbage mid-scan is reported through the return value and left
  * out, never half filled in.
@@ -15,6 +16,12 @@
 #include <sys/types.h>
 
 #define SYSFS_NAME_MAX 64
+/* ib_umad's char devices kept a device: umadN and issmN of each port, for
+ * its lowest numbered ports (a switch has one, port 0; an HCA one or
+ * two). */
+#define SYSFS_MAD_PORTS 8
+#define SYSFS_MAX_MAD_NODES (2 * SYSFS_MAD_PORTS)
+#define SYSFS_MAD_NAME_MAX 16 /* "umad0", with its NUL */
 
 struct sysfs_port {
 	uint32_t port;
@@ -51,6 +58,12 @@ struct sysfs_device {
 	uint64_t reg_key;
 	unsigned int nports;
 	struct sysfs_port *ports; /* malloc'd, nports entries */
+	/* ib_umad's char devices of its ports ("umad0", "issm0", ...: their
+	 * names under /dev/infiniband), in port order, umad before issm
+	 * (which only InfiniBand ports have); none where ib_umad is not
+	 * loaded or the ports have no MADs (iWARP, EFA). */
+	unsigned int nmad_nodes;
+	char mad_nodes[SYSFS_MAX_MAD_NODES][SYSFS_MAD_NAME_MAX];
 };
 
 /*
@@ -98,6 +111,15 @@ int sysfs_device_copy(struct sysfs_device *dst, const struct sysfs_device *src);
  */
 bool sysfs_same_registration(uint64_t reg_a, const char *uverbs_a,
 			     uint64_t reg_b, const char *uverbs_b);
+
+/* How many MAD nodes ib_umad gives @dev once it is loaded: a umadN for
+ * each port of a channel adapter (node type CA: InfiniBand and RoCE;
+ * rdma_cap_ib_mad()), and an issmN beside it for InfiniBand ports, and for
+ * RoCE ports too where @roce_issm (Linux before 6.11 makes one for every
+ * port; later ones only where rdma_cap_ib_smi()).  0 for other nodes. */
+unsigned int sysfs_mad_nodes_expected(const struct sysfs_device *dev,
+				      bool roce_issm);
+
 /* True when two scans of a device differ in anything a client sees. */
 int sysfs_device_equal(const struct sysfs_device *a,
 		       const struct sysfs_device *b);

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The uevent source.  Two libudev monitors filtered to infiniband,
- * infiniband_verbs, net and pci:
+ * infiniband_verbs, infiniband_mad (ib_umad's umadN and issmN, which
+ * come and go with ib_umad, also after the device), net and pci:
  *   - "kernel": the kernel's own uevents (NETLINK_KOBJECT_UEVENT group 1),
  *     sent the moment a device is added or deleted, with or without udevd;
  *     libudev takes them from the kernel only (sender pid 0).
@@ -121,6 +122,17 @@ static int decode_uverbs(const struct udev_uevent *ev, struct udev_target *ret)
 	return copy_name(ret->name, ev->sysname);
 }
 
+/* As a uverbs device: by its ibdev attribute, else by its own name. */
+static int decode_mad(const struct udev_uevent *ev, struct udev_target *ret)
+{
+	if (ev->ibdev && copy_name(ret->name, ev->ibdev) == 0) {
+		ret->kind = UDEV_TARGET_IBDEV;
+		return 0;
+	}
+	ret->kind = UDEV_TARGET_MAD;
+	return copy_name(ret->name, ev->sysname);
+}
+
 static int decode_netdev(const struct udev_uevent *ev, struct udev_target *ret)
 {
 	ret->kind = UDEV_TARGET_NETDEV;
@@ -150,6 +162,8 @@ int udev_decode(const struct udev_uevent *ev, struct udev_target *ret)
 		return decode_ibdev(ev, ret);
 	if (strcmp(ev->subsystem, "infiniband_verbs") == 0)
 		return decode_uverbs(ev, ret);
+	if (strcmp(ev->subsystem, "infiniband_mad") == 0)
+		return decode_mad(ev, ret);
 	if (strcmp(ev->subsystem, "net") == 0)
 		return decode_netdev(ev, ret);
 	/* A PF's sriov_numvfs written: its VFs are on their way. */
@@ -214,6 +228,9 @@ static void request(struct udev_source *src, struct udev_device *dev,
 		if (has_ibdev(dev))
 			scan_request(src->scan, NULL);
 		break;
+	case UDEV_TARGET_MAD:
+		scan_request_mad(src->scan, t->name);
+		break;
 	}
 }
 
@@ -265,9 +282,11 @@ static void handle_device(struct monitor *m, struct udev_device *dev)
 
 	if (!take(src, m, dev))
 		return;
-	/* A removed uverbs device's attributes are gone or going: it is
-	 * known by its own name (scan_uverbs_gone()). */
-	if (ev.subsystem && strcmp(ev.subsystem, "infiniband_verbs") == 0 &&
+	/* A removed uverbs or mad device's attributes are gone or going: it
+	 * is known by its own name (scan_uverbs_gone(), scan_request_mad()). */
+	if (ev.subsystem &&
+	    (strcmp(ev.subsystem, "infiniband_verbs") == 0 ||
+	     strcmp(ev.subsystem, "infiniband_mad") == 0) &&
 	    ev.action && strcmp(ev.action, "remove") != 0)
 		ev.ibdev = udev_device_get_sysattr_value(dev, "ibdev");
 	r = udev_decode(&ev, &t);
@@ -325,6 +344,7 @@ static int monitor_filter(struct udev_monitor *mon)
 	static const char *const subsystems[] = {
 		"infiniband",
 		"infiniband_verbs",
+		"infiniband_mad", /* ib_umad's umadN and issmN */
 		"net",
 		"pci",
 	};

@@ -11,7 +11,8 @@
 struct event_base;
 struct scan;
 
-/* udev.c: libudev monitor on infiniband, infiniband_verbs and net.
+/* udev.c: libudev monitor on infiniband, infiniband_verbs,
+ * infiniband_mad, net and pci.
  * Create it before the first full scan so nothing slips between. */
 struct udev_source;
 struct udev_source *udev_source_new(struct event_base *base, struct scan *scan);
@@ -25,14 +26,15 @@ enum udev_target_kind {
 	UDEV_TARGET_UVERBS, /* rescan the device behind uverbs @name */
 	UDEV_TARGET_NETDEV, /* rescan devices on netdev @name (and @old_name) */
 	UDEV_TARGET_PCI,    /* PCI function @name changed (sriov_numvfs) */
+	UDEV_TARGET_MAD,    /* rescan the device behind umad/issm @name */
 };
 struct udev_uevent {
 	const char *action;    /* "add", "remove", "change", "move", ... */
-	const char *subsystem; /* "infiniband", "infiniband_verbs", "net",
-				* "pci" */
+	const char *subsystem; /* "infiniband", "infiniband_verbs",
+				* "infiniband_mad", "net", "pci" */
 	const char *sysname;
 	const char *devpath_old; /* DEVPATH_OLD, for "move" */
-	const char *ibdev;	 /* sysattr "ibdev" of a uverbs device */
+	const char *ibdev;	 /* sysattr "ibdev" of a uverbs or mad device */
 	const char *ifname_old;	 /* INTERFACE_OLD, for a netdev rename */
 };
 struct udev_target {

@@ -275,6 +275,8 @@ struct json_object *output_device_json(const Rdmad__Device *dev)
 	add_string(obj, "name", dev->name);
 	add_string(obj, "id", dev->id);
 	add_string(obj, "uverbs", dev->uverbs);
+	json_object_object_add(obj, "mad_nodes",
+			       strings_json(dev->mad_nodes, dev->n_mad_nodes));
 	add_string(obj, "node_guid", dev->node_guid);
 	add_string(obj, "sys_image_guid", dev->sys_image_guid);
 	add_string(obj, "node_type", dev->node_type);
@@ -600,6 +602,17 @@ static void life_text(FILE *f, const Rdmad__Device *dev, bool unusable)
 		life_meaning(dev));
 }
 
+/* ib_umad's char devices, where it has any: "umad0 issm0". */
+static void mad_nodes_text(FILE *f, const Rdmad__Device *dev)
+{
+	if (!dev->n_mad_nodes)
+		return;
+	fputs("\tmad_nodes:\t\t", f);
+	for (size_t i = 0; i < dev->n_mad_nodes; i++)
+		fprintf(f, "%s%s", i ? " " : "", or_dash(dev->mad_nodes[i]));
+	fputc('\n', f);
+}
+
 /* @several: the name has other lives, so this block says which it is. */
 static void device_text(FILE *f, const Rdmad__Device *dev, bool several)
 {
@@ -612,6 +625,7 @@ static void device_text(FILE *f, const Rdmad__Device *dev, bool several)
 	state_text(f, dev);
 	lifecycle_text(f, dev);
 	fprintf(f, "\tuverbs:\t\t\t%s\n", or_dash(dev->uverbs));
+	mad_nodes_text(f, dev);
 	fprintf(f, "\tnode_type:\t\t%s\n", or_dash(dev->node_type));
 	fprintf(f, "\tnode_guid:\t\t%s\n", or_dash(dev->node_guid));
 	fprintf(f, "\tsys_image_guid:\t\t%s\n", or_dash(dev->sys_image_guid));

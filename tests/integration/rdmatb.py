@@ -5,15 +5,18 @@ Run a test file under ``umockdev-wrapper /usr/bin/python3 test_x.py``.  The
 ``Testbed`` here fakes PCI functions with RDMA devices on them the way the
 kernel lays them out in sysfs (a PCI parent whose modalias matches an
 rdma-core provider, an ``infiniband`` class device with ports, an
-``infiniband_verbs`` char device with a /dev node), so that both rdmad and
-the real libibverbs (``ibv_devices``) see them.  ``Daemon`` runs the real
+``infiniband_verbs`` char device with a /dev node and, for the kinds whose
+ports carry MADs, ib_umad's ``infiniband_mad`` char devices umadN and issmN
+of each port), so that both rdmad and the real libibverbs (``ibv_devices``)
+see them.  ``Daemon`` runs the real
 ``rdmad --foreground`` on a temporary socket and waits for its sd_notify
 READY=1; ``rdmactl()`` and ``Monitor`` drive the real ``rdmactl``.
 
 Two traps of Debian's umockdev 0.17 shape this code: adding a device whose
 sysfs path already exists aborts, so unplug removes the PCI parent too (as a
 real hot-unplug does); and re-creating a /dev node name that was removed
-earlier asserts, so every plug takes a fresh uverbsN number.
+earlier asserts, so every plug takes a fresh uverbsN number, and fresh
+umadN/issmN numbers too (the kernel would reuse the lowest free ones).
 """
 
 import glob
@@ -46,24 +49,34 @@ KINDS = {
     "mlx5-ib": dict(vendor=0x15B3, device=0x1017, driver="mlx5_core",
                     node_type="1: CA", link_layer="InfiniBand",
                     rate="100 Gb/sec (4X EDR)", netdev=False,
-                    fw="16.35.2000", hca="MT4119"),
+                    fw="16.35.2000", hca="MT4119", mad=True),
     "mlx5-roce": dict(vendor=0x15B3, device=0x1017, driver="mlx5_core",
                       node_type="1: CA", link_layer="Ethernet",
                       rate="25 Gb/sec (1X EDR)", netdev=True,
-                      fw="16.35.2000", hca="MT4119"),
+                      fw="16.35.2000", hca="MT4119", mad=True),
     "bnxt_re": dict(vendor=0x14E4, device=0x1614, driver="bnxt_en",
                     node_type="1: CA", link_layer="Ethernet",
                     rate="100 Gb/sec (4X EDR)", netdev=True,
-                    fw="224.0.110.0", hca="bnxt_re"),
+                    fw="224.0.110.0", hca="bnxt_re", mad=True),
     "irdma": dict(vendor=0x8086, device=0x1592, driver="ice",
                   node_type="4: RNIC", link_layer="Ethernet",
                   rate="100 Gb/sec (4X EDR)", netdev=True,
-                  fw="1.57", hca="IRDMA"),
+                  fw="1.57", hca="IRDMA", mad=False),
     "efa": dict(vendor=0x1D0F, device=0xEFA0, driver="efa",
                 node_type="7: unspecified", link_layer="Unspecified",
                 rate="100 Gb/sec (4X EDR)", netdev=False,
-                fw="0.0.0.0", hca="efa"),
+                fw="0.0.0.0", hca="efa", mad=False),
 }
+# mad: ib_umad makes umadN for a port when rdma_cap_ib_mad(), that is for
+# InfiniBand and RoCE ports, and issmN beside it when rdma_cap_ib_smi(),
+# for InfiniBand ports only (RoCE ones too before Linux 6.11); iWARP
+# (irdma here) and EFA ports have neither.
+
+# ib_umad's device numbers: umadN is 231:N and issmN 231:64+N for the
+# first 64 ports, the rest on a dynamic major (IB_UMAD_NUM_FIXED_MINOR).
+UMAD_FIXED = 64
+UMAD_DYNAMIC_MAJOR = 240
+UMAD_DYNAMIC = 1024 - UMAD_FIXED
 
 
 class FakeDevice:
@@ -74,6 +87,17 @@ class FakeDevice:
         self.uverbs_removed = False  # begin_unplug() happened
         self.port_state = "4: ACTIVE"
         self.gid0 = "fe80:0000:0000:0000:0202:c9ff:fe00:0001"
+        self.mad = KINDS[kind]["mad"]  # ib_umad makes nodes for its ports
+        self.mads = []  # [(name, port)] of its ib_umad devices now
+
+    @property
+    def mad_nodes(self):
+        """What rdmad reports: umadN then issmN (if any) of each port."""
+        return [n for n, _ in sorted(self.mads, key=lambda m: (
+            m[1], not m[0].startswith("umad")))]
+
+    def mad_path(self, node):
+        return self.pci_path + "/infiniband_mad/" + node
 
     @property
     def pci_path(self):
@@ -149,6 +173,7 @@ class Testbed:
         self.sys = self.tb.get_sys_dir()
         self.devices = {}
         self.next_uverbs = 0
+        self.next_umad = 0
         self.next_pci = 1
         # The testbed sets UMOCKDEV_DIR with g_setenv(); mirror it into
         # os.environ so every child we start with an explicit env sees it.
@@ -159,13 +184,21 @@ class Testbed:
         with open(os.path.join(self.sys, "class/infiniband_verbs/abi_version"),
                   "w") as f:
             f.write("6\n")
+        # ib_umad is loaded: its class and abi_version are there.
+        os.makedirs(os.path.join(self.sys, "class/infiniband_mad"),
+                    exist_ok=True)
+        with open(os.path.join(self.sys, "class/infiniband_mad/abi_version"),
+                  "w") as f:
+            f.write("5\n")
 
     def plug(self, name, kind="mlx5-ib", ports=1, netdev=None,
-             port_state="4: ACTIVE", vf_of=None, gid0=None):
+             port_state="4: ACTIVE", vf_of=None, gid0=None, mad=None):
         """A new PCI function with its ib and uverbs devices.  @vf_of: the
         name of a plugged device whose PCI function is this one's PF (an
         SR-IOV VF: a physfn link).  @gid0: GID 0 of every port (default a
-        link-local one; all zeros for a port without an address)."""
+        link-local one; all zeros for a port without an address).  @mad:
+        False for no ib_umad devices where the kind would have them (as
+        before ib_umad is loaded; add_mad() loads it)."""
         k = KINDS[kind]
         pci = "0000:%02x:00.%d" % (self.next_pci // 8 + 1, self.next_pci % 8)
         self.next_pci += 1
@@ -179,6 +212,8 @@ class Testbed:
             dev.physfn = self.devices[vf_of].pci
         if gid0:
             dev.gid0 = gid0
+        if mad is False:
+            dev.mad = False
         self._plug(dev)
         return dev
 
@@ -189,6 +224,11 @@ class Testbed:
         self.next_uverbs += 1
         self._add_pci(dev, k)
         self._add_ib(dev, k, dev.port_state)
+        # ib_umad before ib_uverbs, as where it was loaded first (rdma-core
+        # loads it so): the kernel adds clients' devices in that order
+        # and removes them in the reverse one.
+        if dev.mad:
+            self._add_mads(dev)
         self._add_uverbs(dev)
         self.devices[dev.name] = dev
 
@@ -270,6 +310,48 @@ class Testbed:
             % (dev.pci, dev.uverbs, dev.uverbs, 192 + n, dev.uverbs,
                dev.name, 192 + n, dev.pci))
 
+    def _add_mads(self, dev):
+        """ib_umad's umadN (and issmN on InfiniBand) for each port, fresh
+        numbers."""
+        smi = KINDS[dev.kind]["link_layer"] == "InfiniBand"
+        for p in range(1, dev.ports + 1):
+            n = self.next_umad
+            self.next_umad += 1
+            if n < UMAD_FIXED:
+                umad, issm = (231, n), (231, UMAD_FIXED + n)
+            else:
+                umad = (UMAD_DYNAMIC_MAJOR, n - UMAD_FIXED)
+                issm = (UMAD_DYNAMIC_MAJOR, UMAD_DYNAMIC + n - UMAD_FIXED)
+            nodes = [("umad%d" % n, umad)]
+            if smi:
+                nodes.append(("issm%d" % n, issm))
+            for node, (major, minor) in nodes:
+                self.tb.add_from_string(
+                    "P: /devices/pci0000:00/%s/infiniband_mad/%s\n"
+                    "N: infiniband/%s\nE: SUBSYSTEM=infiniband_mad\n"
+                    "E: MAJOR=%d\nE: MINOR=%d\n"
+                    "E: DEVNAME=/dev/infiniband/%s\n"
+                    "A: ibdev=%s\nA: port=%d\nA: dev=%d:%d\n"
+                    "L: device=../../../%s\n"
+                    % (dev.pci, node, node, major, minor, node, dev.name, p,
+                       major, minor, dev.pci))
+                dev.mads.append((node, p))
+
+    def add_mad(self, name):
+        """ib_umad loaded after the device: its devices appear (their add
+        uevents, as umockdev sends them)."""
+        dev = self.devices[name]
+        dev.mad = True
+        self._add_mads(dev)
+
+    def _remove_mads(self, dev):
+        """ib_umad's remove_one(): each device's remove uevent, then it
+        is gone (issmN before umadN, as ib_umad_kill_port())."""
+        for node, _ in sorted(dev.mads, key=lambda m: m[0][0] != "i"):
+            self.tb.uevent(dev.mad_path(node), "remove")
+            self.tb.remove_device(dev.mad_path(node))
+        dev.mads = []
+
     def begin_unplug(self, name):
         """The kernel's first step of an unregistration (ib_uverbs'
         remove_one(), device_del()): the uverbs device's class link goes,
@@ -285,10 +367,11 @@ class Testbed:
 
     def unplug(self, name):
         """Hot-unplug: the uverbs device's removal (begin_unplug()), the
-        ib device's remove uevent, then the PCI function with everything
-        below it."""
+        ib_umad devices' removal, the ib device's remove uevent, then the
+        PCI function with everything below it."""
         self.begin_unplug(name)
         dev = self.devices.pop(name)
+        self._remove_mads(dev)
         self.tb.uevent(dev.ib_path, "remove")
         self.tb.remove_device(dev.uverbs_path)
         self.tb.remove_device(dev.ib_path)
@@ -315,6 +398,8 @@ class Testbed:
         with open(uevent, "w") as f:
             f.write("\n".join(lines) + "\n")
         self.tb.set_attribute(dev.uverbs_path, "ibdev", new)
+        for node, _ in dev.mads:
+            self.tb.set_attribute(dev.mad_path(node), "ibdev", new)
         self.tb.uevent(dev.ib_path, "move")
         self.devices[new] = dev
         return dev

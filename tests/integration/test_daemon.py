@@ -120,6 +120,7 @@ class TestDevices(DaemonTest):
             self.assertEqual(ev.get("old_name"), "mlx5_0")
             self.assertEqual(ev["device"]["node_guid"], before["node_guid"])
             self.assertEqual(ev["device"]["uverbs"], before["uverbs"])
+            self.assertEqual(ev["device"]["mad_nodes"], before["mad_nodes"])
             # A rename is not a removal plus an addition.
             kinds = [e["event"] for e in mon.drain()]
             self.assertNotIn("removed", kinds)
@@ -128,6 +129,68 @@ class TestDevices(DaemonTest):
         st = status(self.sock)
         self.assertEqual(present_names(st), ["ib_left", "mlx5_1"])
         self.assertLikeLibibverbs(present_names(st))
+
+    def test_mad_nodes_per_device_and_gone_with_unplug(self):
+        """ib_umad's umadN of each IB or RoCE port and issmN of each IB
+        port, in port order, in status --json and the human status; none
+        for iWARP and EFA; an unplug takes them away, a re-plug brings its
+        new ones."""
+        self.plug_zoo()
+        self.start_daemon()
+        st = status(self.sock)
+        for name, dev in self.tb.devices.items():
+            self.assertEqual(find(st, name)["mad_nodes"], dev.mad_nodes, name)
+        ib = self.tb.devices["mlx5_0"]
+        n = int(ib.mad_nodes[0][4:])
+        self.assertEqual(ib.mad_nodes, ["umad%d" % n, "issm%d" % n,
+                                        "umad%d" % (n + 1), "issm%d" % (n + 1)])
+        roce = self.tb.devices["mlx5_1"].mad_nodes
+        self.assertEqual(len(roce), 1)
+        self.assertTrue(roce[0].startswith("umad"), roce)
+        self.assertEqual(len(find(st, "bnxt_re0")["mad_nodes"]), 1)
+        self.assertEqual(find(st, "irdma0")["mad_nodes"], [])
+        self.assertEqual(find(st, "efa0")["mad_nodes"], [])
+        out = rdmactl(self.sock, "status").stdout
+        self.assertIn("\tmad_nodes:\t\t%s\n" % " ".join(ib.mad_nodes), out)
+        gone = set(ib.mad_nodes)
+        mon = Monitor(self.sock)
+        try:
+            time.sleep(0.3)
+            self.tb.unplug("mlx5_0")
+            mon.expect("removed", "mlx5_0")
+        finally:
+            mon.close()
+        st = status(self.sock)
+        self.assertIsNone(find(st, "mlx5_0"))
+        self.assertFalse(gone & {m for d in st["devices"]
+                                 for m in d["mad_nodes"]})
+        for name, dev in self.tb.devices.items():
+            self.assertEqual(find(st, name)["mad_nodes"], dev.mad_nodes, name)
+        self.tb.plug_back(ib)
+        st = wait_until(lambda: (lambda s: s if find(s, "mlx5_0", "present")
+                                 else None)(status(self.sock)),
+                        what="mlx5_0 back")
+        self.assertEqual(find(st, "mlx5_0")["mad_nodes"], ib.mad_nodes)
+        self.assertFalse(gone & set(ib.mad_nodes))
+
+    def test_mad_nodes_of_a_later_ib_umad(self):
+        """ib_umad loaded after the device: its devices' uevents bring
+        them into the device (a change), without a rescan asked for."""
+        self.tb.plug("mlx5_0", "mlx5-ib", ports=2, mad=False)
+        self.start_daemon()
+        self.assertEqual(find(status(self.sock), "mlx5_0")["mad_nodes"], [])
+        mon = Monitor(self.sock)
+        try:
+            time.sleep(0.3)
+            self.tb.add_mad("mlx5_0")
+            want = self.tb.devices["mlx5_0"].mad_nodes
+            while True:
+                ev = mon.expect("changed", "mlx5_0")
+                if ev["device"]["mad_nodes"] == want:
+                    break
+        finally:
+            mon.close()
+        self.assertEqual(find(status(self.sock), "mlx5_0")["mad_nodes"], want)
 
     def test_port_change(self):
         self.tb.plug("mlx5_0", "mlx5-ib")

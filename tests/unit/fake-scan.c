@@ -36,3 +36,8 @@ void scan_uverbs_gone(struct scan *scan, const char *uverbs)
 {
 	fake_calls_add("uverbs-gone:%s", uverbs);
 }
+
+void scan_request_mad(struct scan *scan, const char *mad)
+{
+	fake_calls_add("mad:%s", mad);
+}

@@ -283,6 +283,25 @@ void fixture_add_device(struct fixture *fx, const struct fixture_device *d)
 		add_uverbs(fx, d, base);
 }
 
+void fixture_add_mad(struct fixture *fx, const struct fixture_device *d,
+		     const char *name, const char *ibdev, const char *port)
+{
+	char base[PATH_MAX], dir[PATH_MAX + 64], rel[PATH_MAX],
+		target[PATH_MAX];
+
+	if (d->parent)
+		parent_dir(d, base, sizeof(base));
+	else
+		strcpy(base, "devices/virtual");
+	pathf(dir, sizeof(dir), "%s/infiniband_mad/%s", base, name);
+	fixture_mkdir(fx, dir);
+	attr(fx, ibdev, "%s/ibdev", dir);
+	attr(fx, port, "%s/port", dir);
+	pathf(target, sizeof(target), "../../%s", dir);
+	pathf(rel, sizeof(rel), "class/infiniband_mad/%s", name);
+	fixture_symlink(fx, target, rel);
+}
+
 /* The uverbs class entry whose ibdev is @name, or -1. */
 static int find_uverbs(struct fixture *fx, const char *name)
 {

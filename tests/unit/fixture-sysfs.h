@@ -47,6 +47,11 @@ const char *fixture_root(const struct fixture *fx);
 
 /* Create a device: parent dir, ib device, uverbs device, class links. */
 void fixture_add_device(struct fixture *fx, const struct fixture_device *d);
+/* An ib_umad class device @name ("umad0", "issm0") where the kernel puts
+ * it (beside @d's uverbs device), with its class link and attributes
+ * ibdev and port (NULL: no such file). */
+void fixture_add_mad(struct fixture *fx, const struct fixture_device *d,
+		     const char *name, const char *ibdev, const char *port);
 /* Remove a device's class links and directories (a hot unplug). */
 void fixture_remove_device(struct fixture *fx, const char *name);
 

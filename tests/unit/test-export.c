@@ -45,6 +45,10 @@ static void make_device(struct sysfs_device *d, const char *name,
 		snprintf(p->netdev, sizeof(p->netdev), "eth%u", i);
 		p->lid = 7 + i;
 		p->netdev_up = -1;
+		snprintf(d->mad_nodes[d->nmad_nodes++], SYSFS_MAD_NAME_MAX,
+			 "umad%u", i);
+		snprintf(d->mad_nodes[d->nmad_nodes++], SYSFS_MAD_NAME_MAX,
+			 "issm%u", i);
 	}
 }
 
@@ -86,6 +90,10 @@ static void check_fields(const Rdmad__Device *m)
 	CHECK(strcmp(m->driver, "mlx5_core") == 0, "driver %s", m->driver);
 	CHECK(m->numa_node == 1, "numa %d", m->numa_node);
 	CHECK(m->n_ports == 2, "ports %zu", m->n_ports);
+	CHECK(m->n_mad_nodes == 4 && !strcmp(m->mad_nodes[0], "umad0") &&
+		      !strcmp(m->mad_nodes[1], "issm0") &&
+		      !strcmp(m->mad_nodes[3], "issm1"),
+	      "mad nodes: %zu", m->n_mad_nodes);
 	for (size_t i = 0; i < m->n_ports && i < 2; i++) {
 		const Rdmad__Port *p = m->ports[i];
 

@@ -200,6 +200,8 @@ struct sample_dev {
 	char name[32];
 };
 
+static const char *const sample_mad_nodes[] = {"umad0", "issm0"};
+
 static void sample_dev_init(struct sample_dev *s, unsigned int i, bool removed)
 {
 	s->port = (Rdmad__Port)RDMAD__PORT__INIT;
@@ -220,6 +222,8 @@ static void sample_dev_init(struct sample_dev *s, unsigned int i, bool removed)
 	s->dev = (Rdmad__Device)RDMAD__DEVICE__INIT;
 	s->dev.name = s->name;
 	s->dev.uverbs = "uverbs0";
+	s->dev.mad_nodes = (char **)sample_mad_nodes;
+	s->dev.n_mad_nodes = 2;
 	s->dev.node_guid = "0002:c903:0000:1234";
 	s->dev.node_type = "CA";
 	s->dev.fw_ver = "16.35.2000";
@@ -265,10 +269,19 @@ static int64_t num(struct json_object *obj, const char *k)
 static void check_device(struct json_object *d, const char *name,
 			 const char *state, size_t holders)
 {
-	struct json_object *ports, *hs, *p, *h;
+	struct json_object *ports, *hs, *p, *h, *mad;
 
 	CHECK(!strcmp(str(d, "name"), name), "name %s", str(d, "name"));
 	CHECK(!strcmp(str(d, "uverbs"), "uverbs0"), "uverbs");
+	mad = key(d, "mad_nodes", json_type_array);
+	CHECK(mad && json_object_array_length(mad) == 2 &&
+		      !strcmp(json_object_get_string(
+				      json_object_array_get_idx(mad, 0)),
+			      "umad0") &&
+		      !strcmp(json_object_get_string(
+				      json_object_array_get_idx(mad, 1)),
+			      "issm0"),
+	      "mad_nodes");
 	CHECK(!strcmp(str(d, "node_guid"), "0002:c903:0000:1234"), "guid");
 	CHECK(!strcmp(str(d, "node_type"), "CA"), "node_type");
 	CHECK(!strcmp(str(d, "state"), state), "state %s", str(d, "state"));
@@ -836,6 +849,7 @@ static void test_status_exchange(void)
 	fake_stop(fk);
 	CHECK(r == 0 && strstr(out, "generation 42, 600 devices") &&
 		      strstr(out, "hca_id:\tmlx5_599") &&
+		      strstr(out, "\tmad_nodes:\t\tumad0 issm0\n") &&
 		      strstr(out, "holder:\tpid 4242 uid 1000"),
 	      "human status: %.300s", out);
 	free(out);

@@ -687,6 +687,143 @@ static void test_identity_survives_rename(void)
 	fixture_free(fx);
 }
 
+/* A device's mad nodes, space separated. */
+static const char *mad_list(const struct sysfs_device *d)
+{
+	static char buf[SYSFS_MAX_MAD_NODES * SYSFS_MAD_NAME_MAX];
+
+	buf[0] = '\0';
+	for (unsigned int i = 0; i < d->nmad_nodes; i++)
+		snprintf(buf + strlen(buf), sizeof(buf) - strlen(buf), "%s%s",
+			 i ? " " : "", d->mad_nodes[i]);
+	return buf;
+}
+
+/* Each device's mad nodes from a full scan and from its own scan. */
+static void check_mad(struct fixture *fx, const char *what,
+		      const char *const want[][2], size_t nwant)
+{
+	struct sysfs_device *all, one;
+	size_t n;
+	int r;
+
+	r = sysfs_scan_all(fixture_root(fx), &all, &n, NULL);
+	CHECK(r == 0 && n == nwant, "%s: r=%d n=%zu", what, r, n);
+	for (size_t i = 0; i < n && i < nwant; i++) {
+		CHECK(!strcmp(all[i].name, want[i][0]) &&
+			      !strcmp(mad_list(&all[i]), want[i][1]),
+		      "%s: full scan: %s has \"%s\", want %s \"%s\"", what,
+		      all[i].name, mad_list(&all[i]), want[i][0], want[i][1]);
+		r = sysfs_scan_device(fixture_root(fx), want[i][0], &one);
+		CHECK(r == 0 && !strcmp(mad_list(&one), want[i][1]) &&
+			      sysfs_device_equal(&one, &all[i]),
+		      "%s: %s alone: r=%d \"%s\"", what, want[i][0], r,
+		      mad_list(&one));
+		sysfs_device_clear(&one);
+	}
+	sysfs_devices_free(all, n);
+}
+
+/* umad11 sits beside mlx5_0 but names mlx5_1. */
+static void check_not_beside(struct fixture *fx)
+{
+	struct sysfs_device *all, one;
+	size_t n;
+	int r;
+
+	r = sysfs_scan_all(fixture_root(fx), &all, &n, NULL);
+	CHECK(r == 0 && n == 3 &&
+		      !strcmp(mad_list(&all[0]), "umad0 issm0 umad1 issm1"),
+	      "other's: full scan: mlx5_0 \"%s\"", n ? mad_list(&all[0]) : "");
+	CHECK(n == 3 && !strcmp(mad_list(&all[1]), "umad2 issm2 umad11"),
+	      "other's: full scan: mlx5_1 \"%s\"", n ? mad_list(&all[1]) : "");
+	sysfs_devices_free(all, n);
+	r = sysfs_scan_device(fixture_root(fx), "mlx5_0", &one);
+	CHECK(r == 0 && !strcmp(mad_list(&one), "umad0 issm0 umad1 issm1"),
+	      "other's: mlx5_0 alone: \"%s\"", mad_list(&one));
+	sysfs_device_clear(&one);
+}
+
+/* ib_umad's umadN and issmN: in port order, umad first, from the parent
+ * (PCI) or the class directory (rxe); garbage is left out, never more. */
+static void test_mad_nodes(void)
+{
+	struct fixture_device a = fixture_mlx5("mlx5_0", 0, "0000:03:00.0", 2);
+	struct fixture_device b = fixture_mlx5("mlx5_1", 1, "0000:04:00.0", 1);
+	struct fixture_device rxe = {
+		.name = "rxe0",
+		.uverbs = 2,
+		.node_guid = "6060:a8ff:fe69:0025",
+		.node_type = "1: CA",
+		.nports = 1,
+		.ports = {ROCE_PORT},
+	};
+	static const char *const none[][2] = {
+		{"mlx5_0", ""}, {"mlx5_1", ""}, {"rxe0", ""}};
+	static const char *const good[][2] = {
+		{"mlx5_0", "umad0 issm0 umad1 issm1"},
+		{"mlx5_1", "umad2 issm2"},
+		{"rxe0", "umad3 issm3"}};
+	static const char *const capped[][2] = {
+		{"mlx5_0", "umad0 issm0 umad1 issm1"},
+		{"mlx5_1", "umad2 issm2 umad20 umad21 umad22 umad23 umad24 "
+			   "umad25 umad26 umad27 umad28 umad29 umad30 umad31 "
+			   "umad32 umad33"},
+		{"rxe0", "umad3 issm3"}};
+	struct fixture *fx = fixture_new();
+	char name[16], port[16];
+
+	fixture_add_device(fx, &a);
+	fixture_add_device(fx, &b);
+	fixture_add_device(fx, &rxe);
+	/* ib_umad not loaded: no class directory. */
+	check_mad(fx, "no ib_umad", none, 3);
+	fixture_mkdir(fx, "class/infiniband_mad");
+	fixture_write_str(fx, "class/infiniband_mad/abi_version", "5\n");
+	check_mad(fx, "none yet", none, 3);
+	/* Port 2 made first: the order is the ports', not the directory's. */
+	fixture_add_mad(fx, &a, "issm1", "mlx5_0", "2");
+	fixture_add_mad(fx, &a, "umad1", "mlx5_0", "2");
+	fixture_add_mad(fx, &a, "umad0", "mlx5_0", "1");
+	fixture_add_mad(fx, &a, "issm0", "mlx5_0", "1");
+	fixture_add_mad(fx, &b, "umad2", "mlx5_1", "1");
+	fixture_add_mad(fx, &b, "issm2", "mlx5_1", "1");
+	fixture_add_mad(fx, &rxe, "umad3", "rxe0", "1");
+	fixture_add_mad(fx, &rxe, "issm3", "rxe0", "1");
+	/* Garbage: a device that is not there, a name too long for the
+	 * field, names ib_umad never makes, no port, a bad port, a bad
+	 * ibdev. */
+	fixture_add_mad(fx, &a, "umad4", "mlx5_9", "1");
+	fixture_add_mad(fx, &a, "umad12345678901234567890", "mlx5_0", "1");
+	fixture_add_mad(fx, &a, "umad05", "mlx5_0", "1");
+	fixture_add_mad(fx, &a, "umadx", "mlx5_0", "1");
+	fixture_add_mad(fx, &a, "uverbs9", "mlx5_0", "1");
+	fixture_add_mad(fx, &a, "umad6", "mlx5_0", NULL);
+	fixture_add_mad(fx, &a, "umad7", "mlx5_0", "one");
+	fixture_add_mad(fx, &a, "umad8", "mlx5_0", "-1");
+	fixture_add_mad(fx, &a, "issm9", "mlx5\x01", "1");
+	fixture_add_mad(fx, &a, "issm10", NULL, "1");
+	check_mad(fx, "good and garbage", good, 3);
+	/* One naming another device is that device's (the kernel never
+	 * does this), never the one it sits beside. */
+	fixture_add_mad(fx, &a, "umad11", "mlx5_1", "9");
+	check_not_beside(fx);
+	fixture_rm(fx, "class/infiniband_mad/umad11");
+	fixture_rm(fx, "devices/pci0000:00/0000:03:00.0/infiniband_mad/umad11");
+	/* Being removed (its class link gone first): not counted. */
+	fixture_add_mad(fx, &a, "umad13", "mlx5_0", "3");
+	fixture_rm(fx, "class/infiniband_mad/umad13");
+	check_mad(fx, "class link gone", good, 3);
+	/* More ports than kept: the lowest. */
+	for (int i = 20; i < 40; i++) {
+		snprintf(name, sizeof(name), "umad%d", i);
+		snprintf(port, sizeof(port), "%d", i);
+		fixture_add_mad(fx, &b, name, "mlx5_1", port);
+	}
+	check_mad(fx, "capped", capped, 3);
+	fixture_free(fx);
+}
+
 static void test_uverbs_lookup(void)
 {
 	struct fixture_device a = fixture_mlx5("mlx5_0", 3, "0000:03:00.0", 1);
@@ -738,11 +875,39 @@ static void test_copy_equal(void)
 	copy.ports[1].netdev_up = one.ports[1].netdev_up;
 	strcpy(copy.fw_ver, "1.0");
 	CHECK(!sysfs_device_equal(&one, &copy), "fw_ver ignored");
+	strcpy(copy.fw_ver, one.fw_ver);
+	/* ib_umad loaded later, then its numbers changed. */
+	strcpy(copy.mad_nodes[copy.nmad_nodes++], "umad0");
+	CHECK(!sysfs_device_equal(&one, &copy), "mad nodes ignored");
+	strcpy(one.mad_nodes[one.nmad_nodes++], "umad1");
+	CHECK(!sysfs_device_equal(&one, &copy), "mad node names ignored");
+	strcpy(one.mad_nodes[0], "umad0");
+	CHECK(sysfs_device_equal(&one, &copy), "same mad nodes differ");
 	sysfs_device_clear(&copy);
 	sysfs_device_clear(&one);
 	CHECK(one.ports == NULL && one.nports == 0 && one.numa_node == -1,
 	      "clear");
 	fixture_free(fx);
+}
+
+/* What ib_umad gives a device: umad and issm of an InfiniBand port,
+ * umad (and issm before Linux 6.11) of a RoCE port, nothing for an iWARP
+ * RNIC. */
+static void test_mad_nodes_expected(void)
+{
+	struct sysfs_port ib = {.port = 1, .link_layer = "InfiniBand"};
+	struct sysfs_port eth = {.port = 2, .link_layer = "Ethernet"};
+	struct sysfs_port ports[] = {ib, eth};
+	struct sysfs_device d = {
+		.node_type = "CA", .nports = 2, .ports = ports};
+
+	CHECK(sysfs_mad_nodes_expected(&d, false) == 3, "IB + RoCE, 6.11+");
+	CHECK(sysfs_mad_nodes_expected(&d, true) == 4, "IB + RoCE, older");
+	d.nports = 1;
+	CHECK(sysfs_mad_nodes_expected(&d, false) == 2, "IB");
+	strcpy(d.node_type, "RNIC");
+	d.ports = &ports[1];
+	CHECK(sysfs_mad_nodes_expected(&d, true) == 0, "iWARP");
 }
 
 /* More devices than a scan takes: the first 8192 listed, the rest
@@ -1047,7 +1212,9 @@ int main(void)
 	test_sriov_links();
 	test_identity_survives_rename();
 	test_uverbs_lookup();
+	test_mad_nodes();
 	test_copy_equal();
+	test_mad_nodes_expected();
 	test_races();
 	test_device_cap();
 	test_starvation();

@@ -62,6 +62,22 @@ static void test_decode(void)
 		 UDEV_TARGET_UVERBS,
 		 "uverbs3",
 		 ""},
+		{{"add", "infiniband_mad", "umad2", NULL, "mlx5_1"},
+		 0,
+		 UDEV_TARGET_IBDEV,
+		 "mlx5_1",
+		 ""},
+		{{"remove", "infiniband_mad", "issm2"},
+		 0,
+		 UDEV_TARGET_MAD,
+		 "issm2",
+		 ""},
+		{{"add", "infiniband_mad", "umad2", NULL, "../x"},
+		 0,
+		 UDEV_TARGET_MAD,
+		 "umad2",
+		 ""},
+		{{"add", "infiniband_mad", "a/b"}, -EINVAL},
 		{{"add", "net", "eth0"}, 0, UDEV_TARGET_NETDEV, "eth0", ""},
 		{{"move", "net", "ens1", "/devices/virtual/net/eth0", NULL,
 		  "eth0"},
@@ -213,6 +229,22 @@ static void test_monitor(void)
 	got = fake_calls_dump();
 	CHECK(strcmp(got, "uverbs-gone:uverbs0;") == 0, "uverbs remove: %s",
 	      got);
+
+	/* ib_umad loaded later: its devices name the ib device; once
+	 * removed, the table is asked who had them. */
+	got = added(tb,
+		    "P: /devices/pci0000:00/0000:00:03.0/infiniband_mad/umad0\n"
+		    "E: SUBSYSTEM=infiniband_mad\n"
+		    "A: ibdev=mlx5_0\n"
+		    "A: port=1\n"
+		    "L: device=../../../0000:00:03.0\n");
+	CHECK(strcmp(got, "dev:mlx5_0;") == 0, "umad add: %s", got);
+	fake_calls_reset();
+	umockdev_testbed_uevent(tb, PCI "/infiniband_mad/umad0", "remove");
+	umockdev_testbed_remove_device(tb, PCI "/infiniband_mad/umad0");
+	run_for(100);
+	got = fake_calls_dump();
+	CHECK(strcmp(got, "mad:umad0;") == 0, "umad remove: %s", got);
 
 	/* Renamed: mlx5_0 becomes rdma0 (udev reports a move). */
 	umockdev_testbed_remove_device(tb, PCI "/infiniband/mlx5_0");

@@ -26,7 +26,7 @@ func dev(name, uverbs string, st rdmadpb.DeviceState, aliases ...string) *rdmadp
 		Aliases: aliases, MadNodes: []string{"umad" + uverbs[6:], "issm" + uverbs[6:]}}
 }
 
-func noCM(string) bool { return false }
+func noCM(string) bool     { return false }
 func withCM(p string) bool { return p == "/dev/infiniband/rdma_cm" }
 
 // names lists a spec's CDI devices by qualified name, as a runtime would

@@ -40,6 +40,7 @@ type deviceJSON struct {
 	Name         string       `json:"name"`
 	ID           string       `json:"id"`
 	Uverbs       string       `json:"uverbs"`
+	MadNodes     []string     `json:"mad_nodes"`
 	NodeGUID     string       `json:"node_guid"`
 	SysImageGUID string       `json:"sys_image_guid"`
 	NodeType     string       `json:"node_type"`
@@ -158,6 +159,7 @@ func deviceObject(d *rdmadpb.Device) deviceJSON {
 		Name:         d.GetName(),
 		ID:           d.GetId(),
 		Uverbs:       d.GetUverbs(),
+		MadNodes:     append([]string{}, d.GetMadNodes()...),
 		NodeGUID:     d.GetNodeGuid(),
 		SysImageGUID: d.GetSysImageGuid(),
 		NodeType:     d.GetNodeType(),

@@ -18,7 +18,8 @@ import (
 // programs on a real daemon.
 func TestUpdateLines(t *testing.T) {
 	d := &rdmadpb.Device{Name: "mlx5_1", Id: "pci-0000:03:00.0",
-		Uverbs: "uverbs1", NodeGuid: "0002:c903:0000:1234",
+		Uverbs: "uverbs1", MadNodes: []string{"umad1", "issm1"},
+		NodeGuid:     "0002:c903:0000:1234",
 		SysImageGuid: "0002:c903:0000:1237", NodeType: "CA",
 		FwVer: "16.35.2000", PciAddress: "0000:03:00.0", NumaNode: -1,
 		State: rdmadpb.DeviceState_DEVICE_STATE_REMOVED, Ports: []*rdmadpb.Port{{
@@ -39,7 +40,8 @@ func TestUpdateLines(t *testing.T) {
 	}
 	want := `{"generation":43,"event":"renamed","old_name":"mlx5_0",` +
 		`"device":{"name":"mlx5_1","id":"pci-0000:03:00.0",` +
-		`"uverbs":"uverbs1","node_guid":"0002:c903:0000:1234",` +
+		`"uverbs":"uverbs1","mad_nodes":["umad1","issm1"],` +
+		`"node_guid":"0002:c903:0000:1234",` +
 		`"sys_image_guid":"0002:c903:0000:1237","node_type":"CA",` +
 		`"fw_ver":"16.35.2000","pci_address":"0000:03:00.0",` +
 		`"numa_node":-1,"driver":"mlx5_core","state":"removed",` +
@@ -80,7 +82,7 @@ func TestLifecycleLines(t *testing.T) {
 		Identity: "pci:0000:03:00.2", Incarnation: 2, Ready: true,
 		SriovPf: "0000:03:00.0", AwayDeadlineMs: 1700000000123}
 	const head = `"device":{"name":"mlx5_4","id":"pci:0000:03:00.2",` +
-		`"uverbs":"uverbs4","node_guid":"","sys_image_guid":"",` +
+		`"uverbs":"uverbs4","mad_nodes":[],"node_guid":"","sys_image_guid":"",` +
 		`"node_type":"","fw_ver":"","pci_address":"","numa_node":-1,` +
 		`"driver":"",`
 	const tail = `"generation":50,"ports":[],"holders":[],` +
@@ -146,7 +148,7 @@ func TestLifecycleLines(t *testing.T) {
 	got := line(rdmadpb.EventType_EVENT_TYPE_SETTLED, pf, sriov)
 	want := `{"generation":50,"event":"changed","lifecycle":"settled",` +
 		`"sriov":{"pf":"0000:03:00.0","expected":4,"ready":3},` +
-		`"device":{"name":"mlx5_0","id":"","uverbs":"","node_guid":"",` +
+		`"device":{"name":"mlx5_0","id":"","uverbs":"","mad_nodes":[],"node_guid":"",` +
 		`"sys_image_guid":"","node_type":"","fw_ver":"",` +
 		`"pci_address":"","numa_node":0,"driver":"","state":"present",` +
 		`"generation":0,"ports":[],"holders":[],"holder_count":0,` +
@@ -186,7 +188,7 @@ func TestViewLines(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := `{"generation":9,"event":"removed","device":{"name":"mlx5_0",` +
-		`"id":"","uverbs":"uverbs0","node_guid":"","sys_image_guid":"",` +
+		`"id":"","uverbs":"uverbs0","mad_nodes":[],"node_guid":"","sys_image_guid":"",` +
 		`"node_type":"","fw_ver":"","pci_address":"","numa_node":-1,` +
 		`"driver":"","state":"present","generation":0,"ports":[],` +
 		`"holders":[{"pid":4242,"uid":1000,"comm":"nccl-test",` +
