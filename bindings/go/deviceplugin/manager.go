@@ -15,6 +15,7 @@ package deviceplugin
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"syscall"
@@ -58,7 +59,8 @@ func Run(ctx context.Context, cfg *Config, o Options) error {
 	}
 	defer w.Close()
 	if err := w.Add(o.KubeletDir); err != nil {
-		return err
+		return fmt.Errorf("watching the kubelet's directory %s: %w",
+			o.KubeletDir, err)
 	}
 	m := &manager{cfg: cfg, o: &o}
 	if cfg.CDISpecDir != "" {

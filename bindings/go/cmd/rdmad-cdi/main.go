@@ -125,9 +125,16 @@ func writeOnce(ctx context.Context, path string, w *cdi.Writer, o cdi.Options, s
 	return 0
 }
 
-func checkDir(dir string, stdout, stderr io.Writer) int {
+func checkDir(dir string, stdout, stderr io.Writer) (rc int) {
+	// Debian 12's CDI library (0.5.2) panics on some names in other
+	// vendors' specs (a one-letter class): say so, as an error.
+	defer func() {
+		if p := recover(); p != nil {
+			fmt.Fprintf(stderr, "rdmad-cdi: %s: the CDI library failed reading it: %v\n", dir, p)
+			rc = exitFailure
+		}
+	}()
 	cache, err := cdiapi.NewCache(cdiapi.WithSpecDirs(dir), cdiapi.WithAutoRefresh(false))
-	rc := 0
 	if err != nil {
 		fmt.Fprintf(stderr, "rdmad-cdi: %s: %v\n", dir, err)
 		rc = exitFailure
