@@ -245,9 +245,10 @@ static int keep_removing(struct scan *scan, struct sysfs_device **devs,
  * While ib_umad is loaded it takes a device's MAD nodes away only when the
  * device is unregistered, a moment before its uverbs (the kernel removes
  * clients in the reverse order of their registration).  A look in between
- * must not say CHANGED for them just before REMOVING: a known device keeps
- * the MAD nodes it had until ib_umad itself goes (its class with it), and
- * is looked at again (@try is this look) to see whether it did.
+ * must not say CHANGED for them just before REMOVING: a known device (the
+ * same registration) keeps the MAD nodes it had until ib_umad itself goes
+ * (its class with it), and is looked at again (@try is this look) to see
+ * whether it did.
  */
 static bool look_again(struct scan *scan, const char *name, enum scan_try try);
 
@@ -261,6 +262,8 @@ static void keep_mad_nodes(struct scan *scan, struct sysfs_device *info,
 		return;
 	known = device_info(dev);
 	if (info->nmad_nodes >= known->nmad_nodes ||
+	    !sysfs_same_registration(known->reg_key, known->uverbs,
+				     info->reg_key, info->uverbs) ||
 	    !sysfs_has_class(scan->sysroot, "infiniband_mad"))
 		return;
 	info->nmad_nodes = known->nmad_nodes;
