@@ -344,8 +344,9 @@ static bool awaits_mad(const struct scan *scan, const struct sysfs_device *info)
  * that had one (or is new) is thus probably coming or going: look again
  * in a moment, so that clients get one complete "added" or "removed"
  * instead of a "changed" in between (or none at all).  So is a new
- * device that has its uverbs but not yet the MAD nodes ib_umad gives it
- * (awaits_mad()).
+ * registration (a new device, or one plugged again while its last life is
+ * still listed) that has its uverbs but not yet the MAD nodes ib_umad
+ * gives it (awaits_mad()).
  */
 static bool in_transition(struct scan *scan, const struct sysfs_device *info)
 {
@@ -353,7 +354,11 @@ static bool in_transition(struct scan *scan, const struct sysfs_device *info)
 	bool known = dev && device_state(dev) == DEVICE_STATE_PRESENT;
 
 	if (info->uverbs[0])
-		return !known && awaits_mad(scan, info);
+		return awaits_mad(scan, info) &&
+		       (!known ||
+			!sysfs_same_registration(device_info(dev)->reg_key,
+						 device_info(dev)->uverbs,
+						 info->reg_key, info->uverbs));
 	return !known || device_info(dev)->uverbs[0];
 }
 
