@@ -251,6 +251,25 @@ static int keep_removing(struct scan *scan, struct sysfs_device **devs,
  * whether it did.
  */
 static bool look_again(struct scan *scan, const char *name, enum scan_try try);
+static bool in_transition(struct scan *scan, const struct sysfs_device *info);
+
+/* A full pass takes no new registration still waiting for its MAD nodes
+ * (in_transition() with its uverbs there): it gets its own look, as
+ * read_one() gives it, so that it is announced with them. */
+static void hold_back_new(struct scan *scan, struct sysfs_device *devs,
+			  size_t *n)
+{
+	for (size_t i = 0; i < *n;) {
+		if (!devs[i].uverbs[0] || !in_transition(scan, &devs[i])) {
+			i++;
+			continue;
+		}
+		scan->parked = true;
+		look_again(scan, devs[i].name, SCAN_TRY_FIRST);
+		sysfs_device_clear(&devs[i]);
+		devs[i] = devs[--*n];
+	}
+}
 
 static void keep_mad_nodes(struct scan *scan, struct sysfs_device *info,
 			   enum scan_try try)
@@ -296,6 +315,7 @@ static int read_all(struct scan *scan)
 			  scan->sysroot, strerror(-r));
 		return r;
 	}
+	hold_back_new(scan, devs, &n);
 	kept = keep_removing(scan, &devs, &n);
 	if (kept < 0) {
 		sysfs_devices_free(devs, n);
