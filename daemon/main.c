@@ -389,7 +389,11 @@ static void on_table_event(void *userdata, enum devices_event event,
 			   const struct device *dev, const char *old_name)
 {
 	struct rdmad *d = userdata;
+	const struct sysfs_device *info = device_info(dev);
 
+	log_debug("devices: %s %s (uverbs '%s', %u MAD nodes)",
+		  devices_event_name(event), info->name, info->uverbs,
+		  info->nmad_nodes);
 	note_generation(d, devices_generation(d->table));
 	/* Clients first: opening a new device for its async events takes
 	 * milliseconds (a device list, an open) and they need not wait. */

@@ -20,9 +20,11 @@
  * again 200 ms later, and once more 2 s after that (enum scan_try): the
  * daemon's "look again later".  Garbage is then given up on with one
  * warning (none for a device being removed: its torn-down reads are
- * expected), a new device still without uverbs is taken as it is.  No
- * identity is ever built from a half read.  Garbage is logged once per
- * episode, not once per event.
+ * expected), a new device still without uverbs is taken as it is.  A new
+ * registration's wait is counted from the first look that held it back
+ * (wait_for_nodes()), not by which look it is: a look an earlier life of
+ * the name asked for may be its first.  No identity is ever built from a
+ * half read.  Garbage is logged once per episode, not once per event.
  *
  * The kernel deleting a uverbs node (scan_uverbs_gone()) is acted on at
  * once, before any pass: see devices.h, "Removing".
@@ -61,6 +63,16 @@
  * once (class, device, ports and uverbs directories, one attribute). */
 #define SCAN_RESERVE_FDS 8
 
+/* How many registrations can wait for their nodes at once
+ * (wait_for_nodes()); more are taken as they are. */
+#define SCAN_HOLDS 64
+/* A hold's looks come by timers armed on the loop's cached clock, a
+ * little before the hold was stamped: this much early is on time. */
+#define SCAN_HOLD_SLACK_MS 50
+/* No hold lasts this long (the longest is SCAN_RETRY_MS + SCAN_LATE_MS,
+ * its looks at most SCAN_LATE_MS apart): an older entry is free. */
+#define SCAN_HOLD_STALE_MS (2 * (SCAN_RETRY_MS + SCAN_LATE_MS))
+
 /* The looks a device gets when what sysfs shows is incomplete. */
 enum scan_try {
 	SCAN_TRY_FIRST, /* on request */
@@ -86,6 +98,10 @@ struct scan {
 	bool garbage_logged;	/* rate limit for garbage warnings */
 	bool starved_logged;	/* rate limit for starvation warnings */
 	int reserve[SCAN_RESERVE_FDS]; /* -1 where not held */
+	struct scan_hold {
+		uint64_t reg_key;  /* sysfs_device.reg_key; 0: free */
+		uint64_t since_ms; /* when a look first held it back */
+	} holds[SCAN_HOLDS];
 	struct scan_stats stats;
 };
 
@@ -251,21 +267,21 @@ static int keep_removing(struct scan *scan, struct sysfs_device **devs,
  * whether it did.
  */
 static bool look_again(struct scan *scan, const char *name, enum scan_try try);
-static bool in_transition(struct scan *scan, const struct sysfs_device *info);
+static bool wait_for_nodes(struct scan *scan, const struct sysfs_device *info,
+			   enum scan_try try);
 
 /* A full pass takes no new registration still waiting for its MAD nodes
- * (in_transition() with its uverbs there): it gets its own look, as
+ * (wait_for_nodes() with its uverbs there): it gets its own look, as
  * read_one() gives it, so that it is announced with them. */
 static void hold_back_new(struct scan *scan, struct sysfs_device *devs,
 			  size_t *n)
 {
 	for (size_t i = 0; i < *n;) {
-		if (!devs[i].uverbs[0] || !in_transition(scan, &devs[i])) {
+		if (!devs[i].uverbs[0] ||
+		    !wait_for_nodes(scan, &devs[i], SCAN_TRY_FIRST)) {
 			i++;
 			continue;
 		}
-		scan->parked = true;
-		look_again(scan, devs[i].name, SCAN_TRY_FIRST);
 		sysfs_device_clear(&devs[i]);
 		devs[i] = devs[--*n];
 	}
@@ -357,6 +373,19 @@ static bool awaits_mad(const struct scan *scan, const struct sysfs_device *info)
 	       sysfs_has_class(scan->sysroot, "infiniband_mad");
 }
 
+/* The life the table lists under @info's name is @info's registration:
+ * not a new one plugged while the last is still listed, nor one coming
+ * back while a held or away life of the name waits. */
+static bool same_life(const struct scan *scan, const struct sysfs_device *info)
+{
+	const struct device *dev = devices_find(scan->table, info->name);
+
+	return dev && device_state(dev) == DEVICE_STATE_PRESENT &&
+	       sysfs_same_registration(device_info(dev)->reg_key,
+				       device_info(dev)->uverbs, info->reg_key,
+				       info->uverbs);
+}
+
 /*
  * The kernel registers an ib device first and its uverbs char device a
  * moment later, and on unregistration removes uverbs first; its remove
@@ -371,24 +400,11 @@ static bool awaits_mad(const struct scan *scan, const struct sysfs_device *info)
 static bool in_transition(struct scan *scan, const struct sysfs_device *info)
 {
 	const struct device *dev = devices_find(scan->table, info->name);
-	bool known = dev && device_state(dev) == DEVICE_STATE_PRESENT;
 
 	if (info->uverbs[0])
-		return awaits_mad(scan, info) &&
-		       (!known ||
-			!sysfs_same_registration(device_info(dev)->reg_key,
-						 device_info(dev)->uverbs,
-						 info->reg_key, info->uverbs));
-	return !known || device_info(dev)->uverbs[0];
-}
-
-/* A present device of that name: one the table knows, not a new one (a
- * held or away life of the name is not this device). */
-static bool known_present(const struct scan *scan, const char *name)
-{
-	const struct device *dev = devices_find(scan->table, name);
-
-	return dev && device_state(dev) == DEVICE_STATE_PRESENT;
+		return awaits_mad(scan, info) && !same_life(scan, info);
+	return !dev || device_state(dev) != DEVICE_STATE_PRESENT ||
+	       device_info(dev)->uverbs[0];
 }
 
 /* Is ib_uverbs loaded (its class directory there)?  Then every device
@@ -421,24 +437,112 @@ static void unusable(struct scan *scan, const char *name, int r)
 	log_debug("scan: %s: %s", name, strerror(-r));
 }
 
-/* A device without its uverbs: wait for it while it may still come (a
- * new device, ib_uverbs loaded); the last look takes it as it is.  One
- * that only waits for its MAD nodes is taken as it is at the second. */
+/* How long looks have held registration @reg back: 0 at the first
+ * (noted), UINT64_MAX where no more can wait. */
+static uint64_t held_ms(struct scan *scan, uint64_t reg)
+{
+	uint64_t now = now_ms();
+	struct scan_hold *free = NULL;
+
+	for (unsigned int i = 0; i < SCAN_HOLDS; i++) {
+		struct scan_hold *h = &scan->holds[i];
+		bool stale =
+			!h->reg_key || now - h->since_ms >= SCAN_HOLD_STALE_MS;
+
+		if (h->reg_key == reg && !stale)
+			return now - h->since_ms;
+		if (stale && !free)
+			free = h;
+	}
+	if (!free || !reg)
+		return UINT64_MAX;
+	*free = (struct scan_hold){.reg_key = reg, .since_ms = now};
+	return 0;
+}
+
+static void release(struct scan *scan, uint64_t reg)
+{
+	for (unsigned int i = 0; i < SCAN_HOLDS; i++)
+		if (scan->holds[i].reg_key == reg)
+			scan->holds[i].reg_key = 0;
+}
+
+/* How long a new registration (in_transition()) waits for its nodes:
+ * its uverbs while ib_uverbs may still give it one, else its MAD nodes. */
+static uint64_t hold_limit_ms(const struct sysfs_device *info)
+{
+	return info->uverbs[0] ? SCAN_RETRY_MS : SCAN_RETRY_MS + SCAN_LATE_MS;
+}
+
+/*
+ * Whether a look at @info holds it back for another.  A device that lost
+ * its uverbs (the same life), or without one where ib_uverbs is not
+ * loaded, gets one more look.  A new registration waits for its nodes
+ * (hold_limit_ms()), counted from the first look that held it, whichever
+ * look that was: the first look at a device plugged again may be the
+ * retry its removal asked for.  Then it is taken as it is.
+ */
 static bool wait_for_nodes(struct scan *scan, const struct sysfs_device *info,
 			   enum scan_try try)
 {
-	if (!in_transition(scan, info))
+	uint64_t limit = hold_limit_ms(info), held = 0;
+	enum scan_try next = SCAN_TRY_FIRST;
+
+	if (!in_transition(scan, info)) {
+		release(scan, info->reg_key);
 		return false;
-	if (try == SCAN_TRY_RETRY &&
-	    (info->uverbs[0] || known_present(scan, info->name) ||
-	     !uverbs_loaded(scan)))
-		return false;
+	}
+	if (!info->uverbs[0] &&
+	    (same_life(scan, info) || !uverbs_loaded(scan))) {
+		if (try != SCAN_TRY_FIRST)
+			return false;
+	} else {
+		held = held_ms(scan, info->reg_key);
+		if (held >= limit - SCAN_HOLD_SLACK_MS) {
+			release(scan, info->reg_key);
+			return false;
+		}
+		/* Looked at in SCAN_RETRY_MS after a first look, else when
+		 * due. */
+		if (try != SCAN_TRY_FIRST && limit - held > SCAN_RETRY_MS)
+			next = SCAN_TRY_RETRY;
+	}
+	look_again(scan, info->name, next);
 	if (try == SCAN_TRY_FIRST)
 		scan->parked = true;
-	return look_again(scan, info->name, try);
+	log_debug("scan: %s (look %d): uverbs '%s', %u MAD nodes: held %llu ms",
+		  info->name, (int)try, info->uverbs, info->nmad_nodes,
+		  (unsigned long long)held);
+	return true;
 }
 
-static void read_one(struct scan *scan, const char *name, enum scan_try try)
+static void read_one(struct scan *scan, const char *name, enum scan_try try,
+		     bool follow);
+
+/*
+ * A present device whose name has left sysfs may have been renamed
+ * (rdma dev set OLD name NEW): its uverbs stays, and names the new one.
+ * Looking at the new name first makes the look at the old name, whichever
+ * came first, a RENAMED and not a REMOVED then an ADDED.
+ */
+static void follow_rename(struct scan *scan, const char *name,
+			  enum scan_try try)
+{
+	const struct device *dev = devices_find(scan->table, name);
+	char now[SYSFS_NAME_MAX];
+
+	if (!dev || device_state(dev) != DEVICE_STATE_PRESENT ||
+	    !device_info(dev)->uverbs[0] ||
+	    sysfs_ibdev_of_uverbs(scan->sysroot, device_info(dev)->uverbs,
+				  now) < 0 ||
+	    !strcmp(now, name))
+		return;
+	read_one(scan, now, try, false);
+}
+
+/* Look at @name; @follow: where it is gone, at the name it took. */
+static void read_one(struct scan *scan, const char *name, enum scan_try try,
+		     bool follow)
 {
 	struct sysfs_device info;
 	int r;
@@ -453,6 +557,8 @@ static void read_one(struct scan *scan, const char *name, enum scan_try try)
 	}
 	fed(scan);
 	if (r == -ENOENT) {
+		if (follow)
+			follow_rename(scan, name, try);
 		r = devices_apply_one(scan->table, name, NULL);
 	} else if (r == -EBADMSG) {
 		if (!look_again(scan, name, try))
@@ -478,7 +584,7 @@ static void scan_one(struct scan *scan, const char *name, enum scan_try try)
 {
 	uint64_t start = now_ns();
 
-	read_one(scan, name, try);
+	read_one(scan, name, try, true);
 	count_pass(scan, SCAN_KIND_DEVICE, start);
 }
 

@@ -182,6 +182,14 @@ def kinds(events, name=None):
             if name is None or e.get("device", {}).get("name") == name]
 
 
+def told(events):
+    """What each event said of its device, for a failure's message."""
+    return "\n".join("%s %s" % (e["kind"], json.dumps(
+        {k: e.get("device", {}).get(k) for k in
+         ("incarnation", "state", "ready", "uverbs", "mad_nodes", "ports")}))
+        for e in events)
+
+
 class KernelTest(unittest.TestCase):
     def setUp(self):
         self.procs = []
@@ -460,7 +468,7 @@ class TestLives(KernelTest):
             seen = kinds(got)
             self.assertEqual([k for k in seen if k != "ready"],
                              ["removing", "removed", "returned"],
-                             "cycle %d: %s" % (cycle, seen))
+                             "cycle %d:\n%s" % (cycle, told(got)))
             self.assertEqual({e["device"]["identity"] for e in got},
                              {first["identity"]})
             self.assertEqual(got[-1]["device"]["incarnation"],

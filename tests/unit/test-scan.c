@@ -545,6 +545,146 @@ static void test_starved(void)
 	run_for(5 * DEBOUNCE_MS);
 }
 
+/* @name as an InfiniBand port's device: ib_umad gives it a umadN and an
+ * issmN (sysfs_mad_nodes_expected()); with its uverbsN and umadN. */
+static void put_ib_dev(const char *name, unsigned int n)
+{
+	char rel[256], ibdev[64], guid[64];
+
+	snprintf(guid, sizeof(guid), "0002:c903:0000:%04x\n", n);
+	put_dev(name, guid, "4: ACTIVE\n", "");
+	snprintf(rel, sizeof(rel), "class/infiniband/%s/ports/1/link_layer",
+		 name);
+	put(rel, "InfiniBand\n");
+	snprintf(ibdev, sizeof(ibdev), "%s\n", name);
+	snprintf(rel, sizeof(rel), "class/infiniband_verbs/uverbs%u/ibdev", n);
+	put(rel, ibdev);
+	snprintf(rel, sizeof(rel), "class/infiniband_mad/umad%u/ibdev", n);
+	put(rel, ibdev);
+	snprintf(rel, sizeof(rel), "class/infiniband_mad/umad%u/port", n);
+	put(rel, "1\n");
+}
+
+static void put_issm(unsigned int n, const char *name)
+{
+	char rel[256], ibdev[64];
+
+	snprintf(ibdev, sizeof(ibdev), "%s\n", name);
+	snprintf(rel, sizeof(rel), "class/infiniband_mad/issm%u/ibdev", n);
+	put(rel, ibdev);
+	snprintf(rel, sizeof(rel), "class/infiniband_mad/issm%u/port", n);
+	put(rel, "1\n");
+}
+
+static unsigned int mad_nodes_of(const char *name)
+{
+	const struct device *d = devices_find(table, name);
+
+	return d ? device_info(d)->nmad_nodes : 0;
+}
+
+/*
+ * A device plugged again while the retry its removal asked for is still
+ * pending (the real-kernel storm on 6.1 with udevd): that retry is the
+ * first look at the new registration, and finds it without its issmN
+ * yet.  It waits for it, SCAN_RETRY_MS from that look, and is announced
+ * once with both MAD nodes, not followed by a CHANGED for the issmN.
+ */
+static void test_replug_waits_for_mad(void)
+{
+	run_for(2300); /* no look of earlier cases pending */
+	put_ib_dev("dev12", 12);
+	put_issm(12, "dev12");
+	scan_request(scan, "dev12");
+	run_for(5 * DEBOUNCE_MS);
+	CHECK(mad_nodes_of("dev12") == 2, "plugged: %u MAD nodes",
+	      mad_nodes_of("dev12"));
+	reset_counts();
+	remove_tree("class/infiniband_verbs/uverbs12");
+	scan_uverbs_gone(scan, "uverbs12");
+	remove_tree("class/infiniband_mad/issm12");
+	remove_tree("class/infiniband_mad/umad12");
+	remove_tree("class/infiniband/dev12");
+	scan_request_removed(scan, "dev12");
+	run_for(5 * DEBOUNCE_MS);
+	CHECK(fake_calls_count("removing:dev12") == 1 &&
+		      fake_calls_count("removed:dev12") == 1 &&
+		      fake_calls_total() == 2,
+	      "unplugged: %s", fake_calls_dump());
+	/* The retry comes 200 ms after the removal: the new registration
+	 * waits from then. */
+	put_ib_dev("dev12", 12);
+	run_for(200);
+	CHECK(fake_calls_total() == 2, "the retry took it without issm12: %s",
+	      fake_calls_dump());
+	put_issm(12, "dev12");
+	scan_request_mad(scan, "issm12");
+	run_for(5 * DEBOUNCE_MS);
+	/* (The full pass issm12 asks for also finds what earlier cases
+	 * left.) */
+	CHECK(fake_calls_count("returned:dev12") == 1 &&
+		      fake_calls_count("changed:dev12") == 0 &&
+		      mad_nodes_of("dev12") == 2,
+	      "plugged again: %s, %u MAD nodes", fake_calls_dump(),
+	      mad_nodes_of("dev12"));
+	run_for(2300);
+	CHECK(fake_calls_count("returned:dev12") == 1 &&
+		      fake_calls_count("changed:dev12") == 0,
+	      "later: %s", fake_calls_dump());
+	remove_tree("class/infiniband_mad");
+}
+
+/*
+ * The last look at a name, asked for by an earlier half-created read, is
+ * the first at a registration still without its uverbs: it waits for it
+ * as a first look would (the real-kernel storm on 6.1 with udevd once
+ * announced such a return without uverbs, then a CHANGED).
+ */
+static void test_late_look_waits_for_uverbs(void)
+{
+	run_for(2300); /* no look of earlier cases pending */
+	reset_counts();
+	put_dev("dev13", "garbage\n", "4: ACTIVE\n", "eth13\n");
+	scan_request(scan, "dev13");
+	run_for(5 * DEBOUNCE_MS + 300);
+	CHECK(nscan_device == 2, "%u looks", nscan_device);
+	put("class/infiniband/dev13/node_guid", "0002:c903:0000:000d\n");
+	run_for(2000);
+	CHECK(nscan_device == 3 && fake_calls_total() == 0,
+	      "the last look took it without uverbs13: %s", fake_calls_dump());
+	put("class/infiniband_verbs/uverbs13/ibdev", "dev13\n");
+	scan_request_uverbs(scan, "uverbs13");
+	run_for(5 * DEBOUNCE_MS);
+	/* (A full pass: dev12 lost its MAD nodes with ib_umad's class.) */
+	CHECK(fake_calls_count("added:dev13") == 1 &&
+		      fake_calls_count("changed:dev13") == 0 &&
+		      !strcmp(device_info(devices_find(table, "dev13"))->uverbs,
+			      "uverbs13"),
+	      "with uverbs13: %s", fake_calls_dump());
+}
+
+/* A rename (rdma dev set dev14 name dev15) whose old name is looked at
+ * first, or alone: RENAMED, not REMOVED then ADDED. */
+static void test_rename_old_name_first(void)
+{
+	char from[128], to[128];
+
+	put_dev("dev14", "0002:c903:0000:000e\n", "4: ACTIVE\n", "eth14\n");
+	put("class/infiniband_verbs/uverbs14/ibdev", "dev14\n");
+	scan_request(scan, "dev14");
+	run_for(5 * DEBOUNCE_MS);
+	reset_counts();
+	snprintf(from, sizeof(from), "%s/class/infiniband/dev14", root);
+	snprintf(to, sizeof(to), "%s/class/infiniband/dev15", root);
+	CHECK(rename(from, to) == 0, "rename: %s", strerror(errno));
+	put("class/infiniband_verbs/uverbs14/ibdev", "dev15\n");
+	scan_request(scan, "dev14");
+	scan_request(scan, "dev15");
+	run_for(5 * DEBOUNCE_MS);
+	CHECK(fake_calls_count("renamed:dev15") == 1 && fake_calls_total() == 1,
+	      "%s", fake_calls_dump());
+}
+
 static void test_no_class_dir(void)
 {
 	reset_counts();
@@ -573,6 +713,9 @@ int main(void)
 	test_leading_edge();
 	test_fd_table_full();
 	test_starved();
+	test_replug_waits_for_mad();
+	test_late_look_waits_for_uverbs();
+	test_rename_old_name_first();
 	test_no_class_dir();
 
 	scan_free(scan);
