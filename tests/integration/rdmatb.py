@@ -631,16 +631,23 @@ class Monitor:
                 return out
 
     def close(self):
-        if self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(5)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-        self.proc.stdout.close()
-        self.proc.stderr.close()
-        return self.proc.returncode
+        return stop_child(self.proc, 5)
+
+
+def stop_child(proc, timeout=DEADLINE):
+    """End @proc: SIGTERM, then SIGKILL after @timeout s; close its pipes.
+    Its exit status (negative: the signal that ended it)."""
+    if proc.poll() is None:
+        proc.terminate()
+        try:
+            proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+    for pipe in (proc.stdin, proc.stdout, proc.stderr):
+        if pipe:
+            pipe.close()
+    return proc.returncode
 
 
 def devnum(dev):

@@ -76,15 +76,7 @@ class Lines:
         return [l.split() for l in self.seen if l.startswith("event ")]
 
     def stop(self):
-        if self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(5)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-        self.proc.stdout.close()
-        return self.proc.returncode
+        return rdmatb.stop_child(self.proc, 5)
 
 
 class ClientTest(DaemonTest):

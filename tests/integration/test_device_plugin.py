@@ -53,14 +53,7 @@ class Child:
         self.proc = subprocess.Popen(argv, stderr=stderr, text=True, **kw)
 
     def close(self):
-        if self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(rdmatb.DEADLINE)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-        return self.proc.returncode
+        return rdmatb.stop_child(self.proc)
 
 
 class Lines(Child):

@@ -58,16 +58,7 @@ class Watch:
         return out
 
     def close(self):
-        if self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(rdmatb.DEADLINE)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-        self.proc.stdout.close()
-        self.proc.stderr.close()
-        return self.proc.returncode
+        return rdmatb.stop_child(self.proc)
 
 
 class MonitorLines(Monitor):
@@ -78,12 +69,6 @@ class MonitorLines(Monitor):
         for line in self.proc.stdout:
             self.raw.append(line.rstrip("\n"))
             self.lines.put(line)
-
-    def close(self):
-        rc = super().close()
-        self.proc.stdout.close()
-        self.proc.stderr.close()
-        return rc
 
 
 class GoTest(DaemonTest):
