@@ -304,6 +304,29 @@ class TestRestarts(PluginTest):
                    lambda: self.tb.plug("mlx5_1", "mlx5-ib"),
                    "rdmad.io/hca", lambda l: len(l) == 2)
 
+    def test_slow_registration_holds_back_no_list(self):
+        """A kubelet slow to answer Register (5 s each here; the plugin
+        waits up to 10 s) holds back no list: a device plugged meanwhile
+        reaches ListAndWatch at once."""
+        stall = 5.0
+        self.tb.plug("mlx5_0", "mlx5-ib")
+        self.start()
+        for _ in range(2):
+            self.kubelet.expect(lambda o: o["event"] == "register", "reg")
+        self.kubelet.send(cmd="restart", stall=stall)
+        self.kubelet.expect(lambda o: o["event"] == "restarted", "restart")
+        self.kubelet.expect(lambda o: o["event"] == "register",
+                            "the stalled registration")
+        pf, = self.ids("mlx5_0")
+        self.kubelet.list("rdmad.io/hca", lambda l: l == {pf: "Healthy"},
+                          "the list while Register stalls")
+        self.timed("added while Register stalls",
+                   lambda: self.tb.plug("mlx5_1", "mlx5-ib"),
+                   "rdmad.io/hca", lambda l: len(l) == 2)
+        self.assertLess(self.latency["added while Register stalls"],
+                        stall * 1000 / 2,
+                        "the list waited for the registration")
+
     def test_rdmad_gone_is_unhealthy(self):
         self.tb.plug("mlx5_0", "mlx5-ib")
         self.start()

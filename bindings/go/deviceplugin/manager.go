@@ -10,7 +10,9 @@
 // GetPreferredAllocation keeps a container's devices on one NUMA node.
 // When the kubelet restarts (its socket made anew, the plugins' sockets
 // removed) every resource is served and registered again, and while rdmad
-// is out of reach every device is listed Unhealthy.
+// is out of reach every device is listed Unhealthy.  Registering runs
+// beside the loop that feeds the lists: a kubelet slow to answer holds
+// back no list.
 package deviceplugin
 
 import (
@@ -62,7 +64,7 @@ func Run(ctx context.Context, cfg *Config, o Options) error {
 		return fmt.Errorf("watching the kubelet's directory %s: %w",
 			o.KubeletDir, err)
 	}
-	m := &manager{cfg: cfg, o: &o}
+	m := &manager{cfg: cfg, o: &o, registered: make(chan registration, 1)}
 	if cfg.CDISpecDir != "" {
 		m.spec = cdi.NewWriter(cfg.CDISpecDir)
 	}
@@ -83,6 +85,8 @@ func Run(ctx context.Context, cfg *Config, o Options) error {
 			return ctx.Err()
 		case st := <-states:
 			m.update(st)
+		case r := <-m.registered:
+			m.done(r)
 		case ev := <-w.Events:
 			if filepath.Base(ev.Name) == "kubelet.sock" ||
 				ev.Op&fsnotify.Remove != 0 {
@@ -113,14 +117,24 @@ func latest(ch chan state, s state) {
 }
 
 type manager struct {
-	cfg     *Config
-	o       *Options
-	plugins []*Plugin
-	serving []*serving
-	kubeID  uint64 // inode of the kubelet.sock registered with
-	snap    *rdmad.Snapshot
-	up      bool
-	spec    *cdi.Writer
+	cfg         *Config
+	o           *Options
+	plugins     []*Plugin
+	serving     []*serving
+	kubeID      uint64 // inode of the kubelet.sock registered with
+	stale       bool   // a socket served anew is not registered yet
+	registering bool   // a registration runs (register())
+	registered  chan registration
+	snap        *rdmad.Snapshot
+	up          bool
+	spec        *cdi.Writer
+}
+
+// registration is what one run of register() did.
+type registration struct {
+	id   uint64     // the kubelet.sock it registered with
+	done []*serving // registered, in order
+	err  error      // where it stopped
 }
 
 // update takes a state from rdmad to every resource and the CDI spec.
@@ -151,7 +165,6 @@ func (m *manager) update(st state) {
 // a kubelet that started) and registers them all with a kubelet socket
 // not registered with yet.
 func (m *manager) kubelet(ctx context.Context) {
-	fresh := false
 	for i, p := range m.plugins {
 		if i < len(m.serving) && m.serving[i].alive() {
 			continue
@@ -170,20 +183,45 @@ func (m *manager) kubelet(ctx context.Context) {
 		} else {
 			m.serving = append(m.serving, s)
 		}
-		fresh = true
+		m.stale = true
 	}
 	id := kubeletID(m.o.KubeletDir)
-	if id == 0 || (id == m.kubeID && !fresh) {
+	if id == 0 || m.registering || (id == m.kubeID && !m.stale) {
 		return
 	}
-	for _, s := range m.serving {
-		if err := s.register(ctx, m.o.KubeletDir); err != nil {
-			m.o.logf("%v", err)
-			return
+	m.registering, m.stale = true, false
+	go register(ctx, id, append([]*serving(nil), m.serving...),
+		m.o.KubeletDir, m.registered)
+}
+
+// register registers every one of @serving with the kubelet at
+// dir/kubelet.sock (@id), which may take it up to 10 s each; it tells
+// the loop what it did on @ret.
+func register(ctx context.Context, id uint64, serving []*serving, dir string,
+	ret chan<- registration) {
+	r := registration{id: id}
+	for _, s := range serving {
+		if r.err = s.register(ctx, dir); r.err != nil {
+			break
 		}
+		r.done = append(r.done, s)
+	}
+	ret <- r
+}
+
+// done takes a registration's outcome; one that failed is tried again at
+// the next look at the kubelet's directory.
+func (m *manager) done(r registration) {
+	m.registering = false
+	for _, s := range r.done {
 		m.o.logf("registered %s at %s", s.plugin.ResourceName(), s.path)
 	}
-	m.kubeID = id
+	if r.err != nil {
+		m.o.logf("%v", r.err)
+		m.stale = true
+		return
+	}
+	m.kubeID = r.id
 }
 
 // kubeletID is the inode of the kubelet's socket, 0 without one.

@@ -25,6 +25,9 @@
 //	{"cmd":"restart"}   as a restarting kubelet: the Registration server
 //	                    stops, every socket in DIR is removed, the plugins'
 //	                    streams end, and kubelet.sock is served anew
+//	{"cmd":"restart","stall":S}  and the new kubelet answers each Register
+//	                    S seconds late (it follows the plugin at once, as
+//	                    the kubelet does)
 //
 //	fake-kubelet DIR
 package main
@@ -58,6 +61,7 @@ type kubelet struct {
 	server  *grpc.Server
 	plugins map[string]*grpc.ClientConn // by resource
 	epoch   int                         // restarts so far
+	stall   time.Duration               // how late Register answers
 }
 
 func now() int64 {
@@ -79,9 +83,10 @@ func (k *kubelet) Register(_ context.Context, r *api.RegisterRequest) (*api.Empt
 		"preferred": r.GetOptions().GetGetPreferredAllocationAvailable(),
 		"t":         now()})
 	k.mu.Lock()
-	epoch := k.epoch
+	epoch, stall := k.epoch, k.stall
 	k.mu.Unlock()
 	go k.follow(r.GetResourceName(), filepath.Join(k.dir, r.GetEndpoint()), epoch)
+	time.Sleep(stall)
 	return &api.Empty{}, nil
 }
 
@@ -171,10 +176,11 @@ func (k *kubelet) serve() error {
 }
 
 // restart is what a kubelet's restart does to the directory.
-func (k *kubelet) restart() error {
+func (k *kubelet) restart(stall time.Duration) error {
 	k.server.Stop()
 	k.mu.Lock()
 	k.epoch++
+	k.stall = stall
 	for r, c := range k.plugins {
 		c.Close()
 		delete(k.plugins, r)
@@ -198,6 +204,7 @@ type command struct {
 	Available []string `json:"available"`
 	Must      []string `json:"must"`
 	Size      int32    `json:"size"`
+	Stall     float64  `json:"stall"`
 }
 
 func (k *kubelet) client(resource string) api.DevicePluginClient {
@@ -213,7 +220,7 @@ func (k *kubelet) do(c command) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	if c.Cmd == "restart" {
-		if err := k.restart(); err != nil {
+		if err := k.restart(time.Duration(c.Stall * float64(time.Second))); err != nil {
 			k.fail(c.Cmd, err)
 		}
 		return
