@@ -92,7 +92,8 @@ struct scan {
 	struct event *retry_timer[SCAN_TRY_LATE];
 	uint64_t window_end_ms; /* requests before this wait for it */
 	bool parked;		/* a pass parked a device for its uverbs */
-	bool roce_issm;		/* this kernel makes issmN for RoCE ports */
+	bool roce_issm;		/* this kernel makes issmN for RoCE ports:
+				 * kernel_makes_roce_issm(), then seen */
 	bool early_used;	/* this window had its early pass */
 	bool lost_request;	/* a request failed (ENOMEM): scan all */
 	bool garbage_logged;	/* rate limit for garbage warnings */
@@ -467,6 +468,24 @@ static void release(struct scan *scan, uint64_t reg)
 			scan->holds[i].reg_key = 0;
 }
 
+/* What a read of a device shows of the kernel's issmN for RoCE ports
+ * corrects the first guess (kernel_makes_roce_issm()): a kernel with the
+ * change backported, or without it, is taken as it behaves.  That one
+ * makes none is trusted only from a device held its whole wait
+ * (@waited). */
+static void learn_roce_issm(struct scan *scan, const struct sysfs_device *info,
+			    bool waited)
+{
+	int seen = sysfs_roce_issm_seen(info);
+
+	if (seen < 0 || (!seen && !waited) || scan->roce_issm == (seen > 0))
+		return;
+	scan->roce_issm = seen > 0;
+	log_info("scan: %s shows this kernel makes %s issm node for RoCE "
+		 "ports",
+		 info->name, seen ? "an" : "no");
+}
+
 /* How long a new registration (in_transition()) waits for its nodes:
  * its uverbs while ib_uverbs may still give it one, else its MAD nodes. */
 static uint64_t hold_limit_ms(const struct sysfs_device *info)
@@ -488,6 +507,7 @@ static bool wait_for_nodes(struct scan *scan, const struct sysfs_device *info,
 	uint64_t limit = hold_limit_ms(info), held = 0;
 	enum scan_try next = SCAN_TRY_FIRST;
 
+	learn_roce_issm(scan, info, false);
 	if (!in_transition(scan, info)) {
 		release(scan, info->reg_key);
 		return false;
@@ -500,6 +520,8 @@ static bool wait_for_nodes(struct scan *scan, const struct sysfs_device *info,
 		held = held_ms(scan, info->reg_key);
 		if (held >= limit - SCAN_HOLD_SLACK_MS) {
 			release(scan, info->reg_key);
+			if (info->uverbs[0] && held != UINT64_MAX)
+				learn_roce_issm(scan, info, true);
 			return false;
 		}
 		/* Looked at in SCAN_RETRY_MS after a first look, else when
@@ -637,9 +659,10 @@ static void on_late_timer(evutil_socket_t fd, short what, void *arg)
 
 /* ib_umad made an issmN for every port until 2024, when it came to make
  * one only where rdma_cap_ib_smi() (InfiniBand): Debian's 6.1 has one on
- * rxe, its 6.12 none.  Taken to be 6.11.  A wrong guess costs a RoCE
- * device's announcement one look (SCAN_RETRY_MS), or a CHANGED after its
- * ADDED for an issmN. */
+ * rxe, its 6.12 none.  Taken to be 6.11 for a first guess, which the
+ * first RoCE device with its MAD nodes corrects (learn_roce_issm()); till
+ * then a wrong guess costs a RoCE device's announcement one look
+ * (SCAN_RETRY_MS), or a CHANGED after its ADDED for an issmN. */
 static bool kernel_makes_roce_issm(void)
 {
 	struct utsname u;

@@ -1098,6 +1098,27 @@ unsigned int sysfs_mad_nodes_expected(const struct sysfs_device *dev,
 	return n < SYSFS_MAX_MAD_NODES ? n : SYSFS_MAX_MAD_NODES;
 }
 
+int sysfs_roce_issm_seen(const struct sysfs_device *dev)
+{
+	unsigned int ib = 0, roce = 0, umad = 0, issm = 0;
+
+	if (strcmp(dev->node_type, "CA") != 0)
+		return -1;
+	for (unsigned int i = 0; i < dev->nports; i++) {
+		ib += !strcmp(dev->ports[i].link_layer, "InfiniBand");
+		roce += !strcmp(dev->ports[i].link_layer, "Ethernet");
+	}
+	for (unsigned int i = 0; i < dev->nmad_nodes; i++) {
+		umad += !strncmp(dev->mad_nodes[i], "umad", 4);
+		issm += !strncmp(dev->mad_nodes[i], "issm", 4);
+	}
+	if (!roce)
+		return -1;
+	if (issm > ib)
+		return 1;
+	return umad == ib + roce && issm == ib ? 0 : -1;
+}
+
 /* A missing class directory is a machine without RDMA: no devices. */
 int sysfs_scan_all(const char *sysroot, struct sysfs_device **ret_devices,
 		   size_t *ret_n, size_t *ret_skipped)

@@ -120,6 +120,13 @@ bool sysfs_same_registration(uint64_t reg_a, const char *uverbs_a,
 unsigned int sysfs_mad_nodes_expected(const struct sysfs_device *dev,
 				      bool roce_issm);
 
+/* What @dev's MAD nodes say of the kernel's issmN for RoCE ports: 1 it
+ * makes them (more issmN than InfiniBand ports), 0 it does not (a umadN
+ * for every port and an issmN for the InfiniBand ones only: trust it
+ * only once the device had time to get them), -1 they cannot tell (no
+ * RoCE port, or other nodes missing). */
+int sysfs_roce_issm_seen(const struct sysfs_device *dev);
+
 /* True when two scans of a device differ in anything a client sees. */
 int sysfs_device_equal(const struct sysfs_device *a,
 		       const struct sysfs_device *b);

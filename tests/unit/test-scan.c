@@ -545,9 +545,11 @@ static void test_starved(void)
 	run_for(5 * DEBOUNCE_MS);
 }
 
-/* @name as an InfiniBand port's device: ib_umad gives it a umadN and an
- * issmN (sysfs_mad_nodes_expected()); with its uverbsN and umadN. */
-static void put_ib_dev(const char *name, unsigned int n)
+/* @name with one port of @link_layer ("InfiniBand", "Ethernet"), its
+ * uverbsN and umadN (an InfiniBand port gets an issmN too:
+ * sysfs_mad_nodes_expected()). */
+static void put_mad_dev(const char *name, unsigned int n,
+			const char *link_layer)
 {
 	char rel[256], ibdev[64], guid[64];
 
@@ -555,7 +557,8 @@ static void put_ib_dev(const char *name, unsigned int n)
 	put_dev(name, guid, "4: ACTIVE\n", "");
 	snprintf(rel, sizeof(rel), "class/infiniband/%s/ports/1/link_layer",
 		 name);
-	put(rel, "InfiniBand\n");
+	snprintf(ibdev, sizeof(ibdev), "%s\n", link_layer);
+	put(rel, ibdev);
 	snprintf(ibdev, sizeof(ibdev), "%s\n", name);
 	snprintf(rel, sizeof(rel), "class/infiniband_verbs/uverbs%u/ibdev", n);
 	put(rel, ibdev);
@@ -593,7 +596,7 @@ static unsigned int mad_nodes_of(const char *name)
 static void test_replug_waits_for_mad(void)
 {
 	run_for(2300); /* no look of earlier cases pending */
-	put_ib_dev("dev12", 12);
+	put_mad_dev("dev12", 12, "InfiniBand");
 	put_issm(12, "dev12");
 	scan_request(scan, "dev12");
 	run_for(5 * DEBOUNCE_MS);
@@ -613,7 +616,7 @@ static void test_replug_waits_for_mad(void)
 	      "unplugged: %s", fake_calls_dump());
 	/* The retry comes 200 ms after the removal: the new registration
 	 * waits from then. */
-	put_ib_dev("dev12", 12);
+	put_mad_dev("dev12", 12, "InfiniBand");
 	run_for(200);
 	CHECK(fake_calls_total() == 2, "the retry took it without issm12: %s",
 	      fake_calls_dump());
@@ -685,6 +688,38 @@ static void test_rename_old_name_first(void)
 	      "%s", fake_calls_dump());
 }
 
+/*
+ * Whether the kernel gives RoCE ports an issmN is learnt from the devices
+ * (the first guess, by kernel version, may be wrong on a kernel with the
+ * change backported): a RoCE device with one says yes, and the next one
+ * without waits for it; one held its whole wait without says no, and the
+ * next one without is announced at once.
+ */
+static void test_roce_issm_learnt(void)
+{
+	run_for(2300); /* no look of earlier cases pending */
+	reset_counts();
+	put_mad_dev("dev16", 16, "Ethernet");
+	put_issm(16, "dev16");
+	scan_request(scan, "dev16");
+	run_for(5 * DEBOUNCE_MS);
+	CHECK(mad_nodes_of("dev16") == 2, "dev16: %s", fake_calls_dump());
+	put_mad_dev("dev17", 17, "Ethernet");
+	scan_request(scan, "dev17");
+	run_for(5 * DEBOUNCE_MS);
+	CHECK(!devices_find(table, "dev17"), "dev17 did not wait: %s",
+	      fake_calls_dump());
+	run_for(300);
+	CHECK(mad_nodes_of("dev17") == 1, "dev17 after its wait: %s",
+	      fake_calls_dump());
+	put_mad_dev("dev18", 18, "Ethernet");
+	scan_request(scan, "dev18");
+	run_for(5 * DEBOUNCE_MS);
+	CHECK(mad_nodes_of("dev18") == 1, "dev18 waited: %s",
+	      fake_calls_dump());
+	remove_tree("class/infiniband_mad");
+}
+
 static void test_no_class_dir(void)
 {
 	reset_counts();
@@ -716,6 +751,7 @@ int main(void)
 	test_replug_waits_for_mad();
 	test_late_look_waits_for_uverbs();
 	test_rename_old_name_first();
+	test_roce_issm_learnt();
 	test_no_class_dir();
 
 	scan_free(scan);
