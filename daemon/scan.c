@@ -288,18 +288,32 @@ static void hold_back_new(struct scan *scan, struct sysfs_device *devs,
 	}
 }
 
+/* The life the table lists under @info's name, where it is @info's
+ * registration: not a new one plugged while the last is still listed,
+ * nor one coming back while a held or away life of the name waits. */
+static const struct device *same_life(const struct scan *scan,
+				      const struct sysfs_device *info)
+{
+	const struct device *dev = devices_find(scan->table, info->name);
+
+	if (!dev || device_state(dev) != DEVICE_STATE_PRESENT ||
+	    !sysfs_same_registration(device_info(dev)->reg_key,
+				     device_info(dev)->uverbs, info->reg_key,
+				     info->uverbs))
+		return NULL;
+	return dev;
+}
+
 static void keep_mad_nodes(struct scan *scan, struct sysfs_device *info,
 			   enum scan_try try)
 {
-	const struct device *dev = devices_find(scan->table, info->name);
+	const struct device *dev = same_life(scan, info);
 	const struct sysfs_device *known;
 
-	if (!dev || device_state(dev) != DEVICE_STATE_PRESENT)
+	if (!dev)
 		return;
 	known = device_info(dev);
 	if (info->nmad_nodes >= known->nmad_nodes ||
-	    !sysfs_same_registration(known->reg_key, known->uverbs,
-				     info->reg_key, info->uverbs) ||
 	    !sysfs_has_class(scan->sysroot, "infiniband_mad"))
 		return;
 	info->nmad_nodes = known->nmad_nodes;
@@ -372,19 +386,6 @@ static bool awaits_mad(const struct scan *scan, const struct sysfs_device *info)
 	return info->nmad_nodes <
 		       sysfs_mad_nodes_expected(info, scan->roce_issm) &&
 	       sysfs_has_class(scan->sysroot, "infiniband_mad");
-}
-
-/* The life the table lists under @info's name is @info's registration:
- * not a new one plugged while the last is still listed, nor one coming
- * back while a held or away life of the name waits. */
-static bool same_life(const struct scan *scan, const struct sysfs_device *info)
-{
-	const struct device *dev = devices_find(scan->table, info->name);
-
-	return dev && device_state(dev) == DEVICE_STATE_PRESENT &&
-	       sysfs_same_registration(device_info(dev)->reg_key,
-				       device_info(dev)->uverbs, info->reg_key,
-				       info->uverbs);
 }
 
 /*
@@ -772,18 +773,27 @@ unsigned int scan_request_netdev(struct scan *scan, const char *ifname)
 	return n;
 }
 
-void scan_request_uverbs(struct scan *scan, const char *uverbs)
+/* Rescan the device whose char device @node is (@has), or everything
+ * when no known device has it. */
+static void request_owner(struct scan *scan, const char *node,
+			  bool (*has)(const struct sysfs_device *,
+				      const char *))
 {
 	const struct device *dev;
 
 	for (dev = devices_first(scan->table); dev;
 	     dev = devices_next(scan->table, dev)) {
-		if (strcmp(device_info(dev)->uverbs, uverbs) == 0) {
+		if (has(device_info(dev), node)) {
 			scan_request(scan, device_info(dev)->name);
 			return;
 		}
 	}
 	scan_request(scan, NULL);
+}
+
+static bool has_uverbs(const struct sysfs_device *info, const char *uverbs)
+{
+	return !strcmp(info->uverbs, uverbs);
 }
 
 static bool has_mad_node(const struct sysfs_device *info, const char *mad)
@@ -794,18 +804,14 @@ static bool has_mad_node(const struct sysfs_device *info, const char *mad)
 	return false;
 }
 
+void scan_request_uverbs(struct scan *scan, const char *uverbs)
+{
+	request_owner(scan, uverbs, has_uverbs);
+}
+
 void scan_request_mad(struct scan *scan, const char *mad)
 {
-	const struct device *dev;
-
-	for (dev = devices_first(scan->table); dev;
-	     dev = devices_next(scan->table, dev)) {
-		if (has_mad_node(device_info(dev), mad)) {
-			scan_request(scan, device_info(dev)->name);
-			return;
-		}
-	}
-	scan_request(scan, NULL);
+	request_owner(scan, mad, has_mad_node);
 }
 
 /* The name of the present device with char device @uverbs, or NULL. */

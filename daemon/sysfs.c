@@ -1080,34 +1080,35 @@ bool sysfs_has_uverbs(const char *sysroot, const char *uverbs)
 	return there;
 }
 
+/* The ports ib_umad serves (rdma_cap_ib_mad()): a channel adapter's
+ * InfiniBand (*@ib) and RoCE (*@roce) ones; none for other nodes. */
+static void mad_ports(const struct sysfs_device *dev, unsigned int *ib,
+		      unsigned int *roce)
+{
+	*ib = *roce = 0;
+	if (strcmp(dev->node_type, "CA") != 0)
+		return;
+	for (unsigned int i = 0; i < dev->nports; i++) {
+		*ib += !strcmp(dev->ports[i].link_layer, "InfiniBand");
+		*roce += !strcmp(dev->ports[i].link_layer, "Ethernet");
+	}
+}
+
 unsigned int sysfs_mad_nodes_expected(const struct sysfs_device *dev,
 				      bool roce_issm)
 {
-	unsigned int n = 0;
+	unsigned int ib, roce, n;
 
-	if (strcmp(dev->node_type, "CA") != 0)
-		return 0;
-	for (unsigned int i = 0; i < dev->nports; i++) {
-		const char *ll = dev->ports[i].link_layer;
-
-		if (!strcmp(ll, "InfiniBand"))
-			n += 2;
-		else if (!strcmp(ll, "Ethernet"))
-			n += roce_issm ? 2 : 1;
-	}
+	mad_ports(dev, &ib, &roce);
+	n = 2 * ib + (roce_issm ? 2 : 1) * roce;
 	return n < SYSFS_MAX_MAD_NODES ? n : SYSFS_MAX_MAD_NODES;
 }
 
 int sysfs_roce_issm_seen(const struct sysfs_device *dev)
 {
-	unsigned int ib = 0, roce = 0, umad = 0, issm = 0;
+	unsigned int ib, roce, umad = 0, issm = 0;
 
-	if (strcmp(dev->node_type, "CA") != 0)
-		return -1;
-	for (unsigned int i = 0; i < dev->nports; i++) {
-		ib += !strcmp(dev->ports[i].link_layer, "InfiniBand");
-		roce += !strcmp(dev->ports[i].link_layer, "Ethernet");
-	}
+	mad_ports(dev, &ib, &roce);
 	for (unsigned int i = 0; i < dev->nmad_nodes; i++) {
 		umad += !strncmp(dev->mad_nodes[i], "umad", 4);
 		issm += !strncmp(dev->mad_nodes[i], "issm", 4);

@@ -110,26 +110,18 @@ static int decode_ibdev(const struct udev_uevent *ev, struct udev_target *ret)
 	return 0;
 }
 
-static int decode_uverbs(const struct udev_uevent *ev, struct udev_target *ret)
-{
-	/* The ibdev attribute names the device directly, where sysfs still
-	 * has it; a removed uverbs device is looked up by its own name. */
-	if (ev->ibdev && copy_name(ret->name, ev->ibdev) == 0) {
-		ret->kind = UDEV_TARGET_IBDEV;
-		return 0;
-	}
-	ret->kind = UDEV_TARGET_UVERBS;
-	return copy_name(ret->name, ev->sysname);
-}
-
-/* As a uverbs device: by its ibdev attribute, else by its own name. */
-static int decode_mad(const struct udev_uevent *ev, struct udev_target *ret)
+/* A char device of an ib device (uverbsN; umadN, issmN): its ibdev
+ * attribute names the device directly, where sysfs still has it; a
+ * removed one is looked up by its own name, as a target of @own kind. */
+static int decode_char_device(const struct udev_uevent *ev,
+			      enum udev_target_kind own,
+			      struct udev_target *ret)
 {
 	if (ev->ibdev && copy_name(ret->name, ev->ibdev) == 0) {
 		ret->kind = UDEV_TARGET_IBDEV;
 		return 0;
 	}
-	ret->kind = UDEV_TARGET_MAD;
+	ret->kind = own;
 	return copy_name(ret->name, ev->sysname);
 }
 
@@ -161,9 +153,9 @@ int udev_decode(const struct udev_uevent *ev, struct udev_target *ret)
 	if (strcmp(ev->subsystem, "infiniband") == 0)
 		return decode_ibdev(ev, ret);
 	if (strcmp(ev->subsystem, "infiniband_verbs") == 0)
-		return decode_uverbs(ev, ret);
+		return decode_char_device(ev, UDEV_TARGET_UVERBS, ret);
 	if (strcmp(ev->subsystem, "infiniband_mad") == 0)
-		return decode_mad(ev, ret);
+		return decode_char_device(ev, UDEV_TARGET_MAD, ret);
 	if (strcmp(ev->subsystem, "net") == 0)
 		return decode_netdev(ev, ret);
 	/* A PF's sriov_numvfs written: its VFs are on their way. */

@@ -95,6 +95,18 @@ class Kubelet(Lines):
         self.proc.stdin.write(json.dumps(cmd) + "\n")
         self.proc.stdin.flush()
 
+    def registrations(self, what, n=2):
+        """The next @n registrations (one a resource), by resource."""
+        regs = [self.expect(lambda o: o["event"] == "register", what)
+                for _ in range(n)]
+        return {r["resource"]: r for r in regs}
+
+    def restart(self, **opts):
+        """Restart as a kubelet does (@opts: fake-kubelet's); its time."""
+        self.send(cmd="restart", **opts)
+        return self.expect(lambda o: o["event"] == "restarted",
+                           "restart")["t"]
+
     def list(self, resource, pred, what, fresh=False):
         """The latest list of @resource if it satisfies @pred({id: health})
         and not @fresh, else the next one that does."""
@@ -175,11 +187,7 @@ class TestListAndWatch(PluginTest):
     def test_every_event_reaches_list_and_watch(self):
         self.tb.plug("mlx5_0", "mlx5-ib")
         self.start()
-        regs = {}
-        for _ in range(2):
-            r = self.kubelet.expect(lambda o: o["event"] == "register",
-                                    "registration")
-            regs[r["resource"]] = r
+        regs = self.kubelet.registrations("registration")
         self.assertEqual(set(regs), {"rdmad.io/hca", "rdmad.io/roce"})
         hca = regs["rdmad.io/hca"]
         self.assertEqual(hca["version"], "v1beta1")
@@ -285,18 +293,12 @@ class TestRestarts(PluginTest):
     def test_kubelet_restart_registers_again(self):
         self.tb.plug("mlx5_0", "mlx5-ib")
         self.start()
-        for _ in range(2):
-            self.kubelet.expect(lambda o: o["event"] == "register", "reg")
-        self.kubelet.send(cmd="restart")
-        t0 = self.kubelet.expect(lambda o: o["event"] == "restarted",
-                                 "restart")["t"]
-        again = set()
-        while len(again) < 2:
-            r = self.kubelet.expect(lambda o: o["event"] == "register",
-                                    "registration after the restart")
-            again.add(r["resource"])
-            self.latency["re-registered " + r["resource"]] = \
-                (r["t"] - t0) / 1e6
+        self.kubelet.registrations("registration")
+        t0 = self.kubelet.restart()
+        again = self.kubelet.registrations("registration after the restart")
+        self.assertEqual(set(again), {"rdmad.io/hca", "rdmad.io/roce"})
+        for resource, r in again.items():
+            self.latency["re-registered " + resource] = (r["t"] - t0) / 1e6
         pf, = self.ids("mlx5_0")
         self.kubelet.list("rdmad.io/hca", lambda l: l == {pf: "Healthy"},
                           "the list after the restart")
@@ -311,12 +313,9 @@ class TestRestarts(PluginTest):
         stall = 5.0
         self.tb.plug("mlx5_0", "mlx5-ib")
         self.start()
-        for _ in range(2):
-            self.kubelet.expect(lambda o: o["event"] == "register", "reg")
-        self.kubelet.send(cmd="restart", stall=stall)
-        self.kubelet.expect(lambda o: o["event"] == "restarted", "restart")
-        self.kubelet.expect(lambda o: o["event"] == "register",
-                            "the stalled registration")
+        self.kubelet.registrations("registration")
+        self.kubelet.restart(stall=stall)
+        self.kubelet.registrations("the stalled registration", n=1)
         pf, = self.ids("mlx5_0")
         self.kubelet.list("rdmad.io/hca", lambda l: l == {pf: "Healthy"},
                           "the list while Register stalls")
