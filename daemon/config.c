@@ -69,6 +69,8 @@ static const struct config_key keys[] = {
 	KEY_UINT("socket", "max_clients", max_clients, 1, 65536, false),
 	KEY_UINT("socket", "max_clients_per_uid", max_clients_per_uid, 1, 65536,
 		 false),
+	KEY_UINT("socket", "max_clients_per_namespace",
+		 max_clients_per_namespace, 1, 65536, false),
 	KEY_UINT("socket", "reserved_clients", reserved_clients, 0, 65535,
 		 false),
 	KEY_UINT("socket", "hello_timeout_ms", hello_timeout_ms, 100, 600000,
@@ -117,6 +119,7 @@ void config_defaults(struct config *cfg)
 	cfg->admin_group = (gid_t)-1;
 	cfg->max_clients = 4096;
 	cfg->max_clients_per_uid = 1024;
+	cfg->max_clients_per_namespace = 256;
 	cfg->reserved_clients = 64;
 	cfg->hello_timeout_ms = 10000;
 	cfg->max_holds = 1024;

@@ -33,6 +33,7 @@ struct config {
 	gid_t admin_group;  /* (gid_t)-1: root only */
 	unsigned int max_clients;
 	unsigned int max_clients_per_uid;
+	unsigned int max_clients_per_namespace;
 	unsigned int reserved_clients;
 	unsigned int hello_timeout_ms;
 	unsigned int max_holds; /* max_holds_per_client */

@@ -21,9 +21,13 @@
  * Malformed input is logged at debug level only.
  *
  * Admission.  The socket is usually open to every local user, so nothing
- * one user does may lock out the others: a uid other than root or the
- * admin group gets at most max_clients_per_uid connections, and the last
- * reserved_clients of max_clients are kept for root and the admin group.
+ * one user does may lock out the others: a uid other than root, the
+ * admin group or rdmad's own gets at most max_clients_per_uid
+ * connections, at most max_clients_per_namespace of them from one
+ * container (where the kernel tells which that is), none while
+ * REAPER_MAX_PENDING descriptors it passed wait to be closed (reaper.h),
+ * and the last reserved_clients of max_clients are kept for root and the
+ * admin group.
  * A connection must say Hello within hello_timeout_ms, and says it once:
  * the generation page goes with the one Welcome, so a client cannot pin
  * descriptors in flight by asking again.  Refusals are counted
@@ -54,11 +58,17 @@
 #include "nlquery.h"
 #include "outq.h"
 #include "rdmad-config.h"
+#include "reaper.h"
 #include "server.h"
 #include "nstable.h"
 #include "scan.h"
 #include "views.h"
 #include "wire.h"
+
+/* Linux 6.16: a socket that refuses SCM_RIGHTS (the sender gets EPERM). */
+#ifndef SO_PASSRIGHTS
+#define SO_PASSRIGHTS 83
+#endif
 
 /* Bad requests a client may send before we hang up on it. */
 #define MAX_BAD_REQUESTS 3
@@ -77,6 +87,7 @@ struct client {
 	struct peer peer;  /* pid, uid, gid, namespaces (peer.h) */
 	struct view *view; /* what it sees, decided at Hello (views.h) */
 	int passed_fd;	   /* came with the request being handled, or -1 */
+	bool read_once;	   /* its first datagram was read */
 	bool verified;	   /* its view is known or said, not assumed */
 	bool admin;	   /* root or the admin group: admin requests */
 	bool lifecycle;	   /* said the "lifecycle" feature in Hello */
@@ -108,7 +119,8 @@ struct server {
 	uint64_t refusals[SERVER_REFUSED_COUNT];
 	struct client *clients;
 	unsigned int nclients;
-	struct views *views; /* one generation page each */
+	struct views *views;   /* one generation page each */
+	struct reaper *reaper; /* closes what clients pass (reaper.h) */
 	uint8_t rxbuf[WIRE_MAX_REQUEST];
 };
 
@@ -708,31 +720,84 @@ static int handle_datagram(struct client *c, size_t len)
 	return r;
 }
 
+/*
+ * Descriptors.  Only Hello may pass one, a NETLINK_RDMA socket (PROTOCOL.md
+ * 8b), so once a connection's first datagram is read it refuses any more
+ * where the kernel can say so (SO_PASSRIGHTS, Linux 6.16).  Whatever a
+ * client passed goes to the reaper, except a NETLINK_RDMA socket, whose
+ * last close cannot block (no file rides in a netlink queue).
+ */
+static void refuse_rights(struct client *c)
+{
+	int off = 0;
+
+	c->read_once = true;
+	if (setsockopt(c->fd, SOL_SOCKET, SO_PASSRIGHTS, &off, sizeof(off)) <
+		    0 &&
+	    errno != ENOPROTOOPT)
+		log_debug("client pid %d: SO_PASSRIGHTS: %s", c->peer.pid,
+			  strerror(errno));
+}
+
+static void let_go(struct client *c, int fd)
+{
+	uint64_t cookie;
+
+	if (fd < 0)
+		return;
+	if (nlquery_check_socket(fd, &cookie) == 0)
+		close(fd);
+	else
+		reaper_put(c->srv->reaper, fd, c->peer.uid);
+}
+
+static void let_go_all(struct client *c, const struct wire_fds *fds)
+{
+	for (size_t i = 0; i < fds->n; i++)
+		let_go(c, fds->fd[i]);
+}
+
+/* One datagram and what came with it: Hello's descriptor is handled with
+ * it, any other is a protocol error. */
+static int client_handle(struct client *c, ssize_t n,
+			 const struct wire_fds *fds)
+{
+	int r;
+
+	if (n == -EMSGSIZE || n <= 0 || (fds->n && c->hello)) {
+		let_go_all(c, fds);
+		if (n == -EMSGSIZE)
+			return handle_undecodable(c, 0, -EMSGSIZE);
+		if (n > 0) {
+			bad_request(c, 0, "a descriptor after Hello");
+			return -EPROTO;
+		}
+		return n < 0 ? (int)n : -ECONNRESET;
+	}
+	c->passed_fd = fds->n ? fds->fd[0] : -1;
+	for (size_t i = 1; i < fds->n; i++)
+		let_go(c, fds->fd[i]);
+	r = handle_datagram(c, n);
+	let_go(c, c->passed_fd);
+	c->passed_fd = -1;
+	return r;
+}
+
 /* Read a burst of requests; returns -errno when the client must go. */
 static int client_read(struct client *c)
 {
+	struct wire_fds fds;
 	ssize_t n;
-	int passed_fd, r;
+	int r;
 
 	for (int i = 0; i < READ_BURST && !c->dead; i++) {
-		n = wire_recv(c->fd, c->srv->rxbuf, sizeof(c->srv->rxbuf),
-			      &passed_fd);
+		n = wire_recv_all(c->fd, c->srv->rxbuf, sizeof(c->srv->rxbuf),
+				  &fds);
 		if (n == -EAGAIN)
 			return 0;
-		if (n == -EMSGSIZE || n <= 0) {
-			if (passed_fd >= 0)
-				close(passed_fd);
-			if (n == -EMSGSIZE)
-				return handle_undecodable(c, 0, -EMSGSIZE);
-			return n < 0 ? (int)n : -ECONNRESET;
-		}
-		/* Only Hello's NETLINK_RDMA socket is ever used, and only
-		 * while its request is handled (a table dups it). */
-		c->passed_fd = passed_fd;
-		r = handle_datagram(c, n);
-		if (passed_fd >= 0)
-			close(passed_fd);
-		c->passed_fd = -1;
+		if (!c->read_once)
+			refuse_rights(c);
+		r = client_handle(c, n, &fds);
 		if (r < 0)
 			return r;
 		if (c->out.count > 0) {
@@ -802,7 +867,7 @@ static void client_leave_view(struct client *c)
 }
 
 static struct client *client_new(struct server *srv, int fd,
-				 const struct ucred *cred)
+				 const struct peer *peer)
 {
 	struct client *c = calloc(1, sizeof(*c));
 	struct timeval tv = {
@@ -815,7 +880,7 @@ static struct client *client_new(struct server *srv, int fd,
 	c->srv = srv;
 	c->fd = fd;
 	c->passed_fd = -1;
-	peer_identify(fd, cred, &c->peer);
+	c->peer = *peer;
 	client_check_admin(c);
 	c->ev_read = event_new(srv->base, fd, EV_READ | EV_PERSIST,
 			       on_client_read, c);
@@ -890,7 +955,7 @@ static void client_close(struct client *c)
 	log_debug("client pid %d (%s) gone", c->peer.pid, c->peer.comm);
 	client_unlink(srv, c);
 	client_free_events(c);
-	close(c->fd);
+	reaper_close_connection(srv->reaper, c->fd, c->peer.uid);
 	outq_clear(&c->out);
 	/* Unlinked first: the events this causes go to the others only;
 	 * and before its view goes, which may take its table along. */
@@ -934,38 +999,69 @@ static unsigned int clients_of_uid(const struct server *srv, uid_t uid)
 	return n;
 }
 
+static bool same_place(const struct peer *a, const struct peer *b)
+{
+	return a->uid == b->uid && a->known && b->known &&
+	       a->ns.mnt == b->ns.mnt && a->ns.net == b->ns.net &&
+	       a->ns.pid == b->ns.pid;
+}
+
+/* Connections of @peer's uid from its namespaces (a container), where
+ * the kernel told rdmad which they are. */
+static unsigned int clients_of_place(const struct server *srv,
+				     const struct peer *peer)
+{
+	unsigned int n = 0;
+
+	for (const struct client *c = srv->clients; c; c = c->next)
+		n += same_place(&c->peer, peer);
+	return n;
+}
+
 /* May this peer take one more slot?  See "Admission" at the top. */
 static enum server_refusal refusal(const struct server *srv, int fd,
-				   const struct ucred *cred)
+				   const struct peer *peer)
 {
 	const struct server_options *o = &srv->opts;
+	struct ucred cred = {peer->pid, peer->uid, peer->gid};
 
 	if (srv->nclients >= o->max_clients)
 		return SERVER_REFUSED_FULL;
-	if (peer_is_admin(srv, fd, cred))
+	/* rdmad's own user could ptrace it anyway: a daemon run as a user
+	 * of its own (a test suite as nobody) never locks that user out. */
+	if (peer_is_admin(srv, fd, &cred) || peer->uid == geteuid())
 		return SERVER_REFUSED_NONE;
 	if (srv->nclients + o->reserved_clients >= o->max_clients)
 		return SERVER_REFUSED_RESERVED;
-	if (clients_of_uid(srv, cred->uid) >= o->max_clients_per_uid)
+	if (clients_of_uid(srv, peer->uid) >= o->max_clients_per_uid)
 		return SERVER_REFUSED_PER_UID;
+	if (peer->known &&
+	    clients_of_place(srv, peer) >= o->max_clients_per_namespace)
+		return SERVER_REFUSED_PER_NAMESPACE;
+	if (reaper_pending(srv->reaper, peer->uid) >= REAPER_MAX_PENDING)
+		return SERVER_REFUSED_REAPING;
 	return SERVER_REFUSED_NONE;
 }
 
 static void refuse(struct server *srv, enum server_refusal why,
-		   const struct ucred *cred)
+		   const struct peer *peer)
 {
 	static const char *const text[SERVER_REFUSED_COUNT] = {
 		[SERVER_REFUSED_FULL] = "max_clients reached",
 		[SERVER_REFUSED_RESERVED] =
 			"the rest is reserved for root and the admin group",
 		[SERVER_REFUSED_PER_UID] = "max_clients_per_uid reached",
+		[SERVER_REFUSED_PER_NAMESPACE] =
+			"max_clients_per_namespace reached",
+		[SERVER_REFUSED_REAPING] =
+			"descriptors it passed are still being closed",
 	};
 
 	srv->refusals[why]++;
 	if (!srv->logged_refusal[why])
 		log_warnx("refusing a connection of uid %u: %u clients, %s "
 			  "(logged once until one is admitted)",
-			  (unsigned int)cred->uid, srv->nclients, text[why]);
+			  (unsigned int)peer->uid, srv->nclients, text[why]);
 	srv->logged_refusal[why] = true;
 }
 
@@ -976,6 +1072,7 @@ static bool accept_one(struct server *srv)
 	struct ucred cred;
 	socklen_t len = sizeof(cred);
 	struct client *c;
+	struct peer peer;
 	int fd;
 
 	fd = accept4(srv->listen_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
@@ -990,18 +1087,19 @@ static bool accept_one(struct server *srv)
 	}
 	srv->logged_emfile = false;
 	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0) {
-		close(fd);
+		reaper_close_connection(srv->reaper, fd, (uid_t)-1);
 		return true;
 	}
-	why = refusal(srv, fd, &cred);
+	peer_identify(fd, &cred, &peer);
+	why = refusal(srv, fd, &peer);
 	if (why != SERVER_REFUSED_NONE) {
-		refuse(srv, why, &cred);
-		close(fd);
+		refuse(srv, why, &peer);
+		reaper_close_connection(srv->reaper, fd, peer.uid);
 		return true;
 	}
-	c = client_new(srv, fd, &cred);
+	c = client_new(srv, fd, &peer);
 	if (!c) {
-		close(fd);
+		reaper_close_connection(srv->reaper, fd, peer.uid);
 		return true;
 	}
 	memset(srv->logged_refusal, 0, sizeof(srv->logged_refusal));
@@ -1176,8 +1274,9 @@ struct server *server_new(struct event_base *base, struct devices *table,
 	srv->scan = scan;
 	srv->opts = *opts;
 	srv->listen_fd = -1;
+	srv->reaper = reaper_new(base);
 	srv->views = views_new(table, opts->netns_mode, on_ns_event, srv);
-	r = srv->views ? server_listen(srv) : -ENOMEM;
+	r = srv->views && srv->reaper ? server_listen(srv) : -ENOMEM;
 	if (r < 0) {
 		server_free(srv);
 		errno = -r;
@@ -1208,6 +1307,7 @@ void server_free(struct server *srv)
 		free(srv->socket_path);
 	}
 	views_free(srv->views);
+	reaper_free(srv->reaper);
 	free(srv);
 }
 
@@ -1217,6 +1317,7 @@ void server_set_limits(struct server *srv, const struct server_options *opts)
 	srv->opts.max_holds = opts->max_holds;
 	srv->opts.max_holds_per_uid = opts->max_holds_per_uid;
 	srv->opts.max_clients_per_uid = opts->max_clients_per_uid;
+	srv->opts.max_clients_per_namespace = opts->max_clients_per_namespace;
 	srv->opts.reserved_clients = opts->reserved_clients;
 	srv->opts.hello_timeout_ms = opts->hello_timeout_ms;
 	srv->opts.max_queue = opts->max_queue;

@@ -29,6 +29,9 @@ struct server_options {
 	gid_t admin_group;	  /* may send admin requests; root always */
 	unsigned int max_clients; /* e.g. 4096 */
 	unsigned int max_clients_per_uid; /* but root and the admin group */
+	/* ...and of those, per set of namespaces (a container) where the
+	 * kernel says which the peer is in (peer.h, known) */
+	unsigned int max_clients_per_namespace;
 	unsigned int reserved_clients; /* of max_clients, for root and admins */
 	unsigned int hello_timeout_ms; /* to say Hello after connecting */
 	unsigned int max_holds;	       /* per client, e.g. 1024 */
@@ -45,9 +48,11 @@ struct server_options {
 /* Why a connection was turned away (counted, see server_refusals()). */
 enum server_refusal {
 	SERVER_REFUSED_NONE,
-	SERVER_REFUSED_FULL,	 /* max_clients */
-	SERVER_REFUSED_RESERVED, /* the reserved slots, for a non-admin */
-	SERVER_REFUSED_PER_UID,	 /* max_clients_per_uid */
+	SERVER_REFUSED_FULL,	      /* max_clients */
+	SERVER_REFUSED_RESERVED,      /* the reserved slots, for a non-admin */
+	SERVER_REFUSED_PER_UID,	      /* max_clients_per_uid */
+	SERVER_REFUSED_PER_NAMESPACE, /* max_clients_per_namespace */
+	SERVER_REFUSED_REAPING,	 /* its passed descriptors wait (reaper.h) */
 	SERVER_REFUSED_NO_HELLO, /* closed: no Hello within the timeout */
 	/* Not connections: requests and events refused by a limit. */
 	SERVER_REFUSED_HOLDS,	      /* a Hold past max_holds_per_client */

@@ -222,32 +222,6 @@ int wire_send(int fd, const void *buf, size_t len, int pass_fd)
 	return (size_t)n == len ? 0 : -EIO;
 }
 
-/*
- * Take the first passed fd into *ret_fd and close any others a peer may
- * have sent, so a hostile peer cannot make us leak descriptors.
- */
-static void collect_fds(struct msghdr *msg, int *ret_fd)
-{
-	struct cmsghdr *cmsg;
-	size_t i, nfds;
-	int fd;
-
-	for (cmsg = CMSG_FIRSTHDR(msg); cmsg; cmsg = CMSG_NXTHDR(msg, cmsg)) {
-		if (cmsg->cmsg_level != SOL_SOCKET ||
-		    cmsg->cmsg_type != SCM_RIGHTS)
-			continue;
-		nfds = (cmsg->cmsg_len - CMSG_LEN(0)) / sizeof(int);
-		for (i = 0; i < nfds; i++) {
-			memcpy(&fd, CMSG_DATA(cmsg) + i * sizeof(int),
-			       sizeof(int));
-			if (ret_fd && *ret_fd < 0)
-				*ret_fd = fd;
-			else
-				close(fd);
-		}
-	}
-}
-
 int wire_send_request(int fd, Rdmad__Frame *frame, uint64_t seq)
 {
 	return wire_send_request_fd(fd, frame, seq, -1);
@@ -269,12 +243,33 @@ int wire_send_request_fd(int fd, Rdmad__Frame *frame, uint64_t seq, int pass_fd)
 	return r;
 }
 
-ssize_t wire_recv(int fd, void *buf, size_t cap, int *ret_fd)
+/* Every SCM_RIGHTS descriptor of @msg into @ret_fds. */
+static void collect_fds(struct msghdr *msg, struct wire_fds *ret_fds)
+{
+	struct cmsghdr *cmsg;
+	size_t i, nfds;
+
+	for (cmsg = CMSG_FIRSTHDR(msg); cmsg; cmsg = CMSG_NXTHDR(msg, cmsg)) {
+		if (cmsg->cmsg_level != SOL_SOCKET)
+			continue;
+		if (cmsg->cmsg_type == SCM_CREDENTIALS)
+			ret_fds->credentials = true;
+		if (cmsg->cmsg_type != SCM_RIGHTS)
+			continue;
+		nfds = (cmsg->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+		for (i = 0; i < nfds && ret_fds->n < WIRE_MAX_PASSED_FDS; i++)
+			memcpy(&ret_fds->fd[ret_fds->n++],
+			       CMSG_DATA(cmsg) + i * sizeof(int), sizeof(int));
+	}
+}
+
+ssize_t wire_recv_all(int fd, void *buf, size_t cap, struct wire_fds *ret_fds)
 {
 	union {
-		/* Room for a few fds so extra ones arrive and get closed
-		 * rather than being cut off with MSG_CTRUNC. */
-		char buf[CMSG_SPACE(4 * sizeof(int))];
+		/* SCM_MAX_FD descriptors, and credentials should the socket
+		 * ever pass them: nothing is cut off with MSG_CTRUNC. */
+		char buf[CMSG_SPACE(WIRE_MAX_PASSED_FDS * sizeof(int)) +
+			 CMSG_SPACE(sizeof(struct ucred))];
 		struct cmsghdr align;
 	} control;
 	struct iovec iov = {.iov_base = buf, .iov_len = cap};
@@ -286,19 +281,28 @@ ssize_t wire_recv(int fd, void *buf, size_t cap, int *ret_fd)
 	};
 	ssize_t n;
 
-	if (ret_fd)
-		*ret_fd = -1;
+	ret_fds->n = 0;
+	ret_fds->credentials = false;
 	n = recvmsg(fd, &msg, MSG_CMSG_CLOEXEC | MSG_DONTWAIT);
 	if (n < 0)
 		return -errno;
-	collect_fds(&msg, ret_fd);
-	if (msg.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) {
-		if (ret_fd && *ret_fd >= 0) {
-			close(*ret_fd);
-			*ret_fd = -1;
-		}
-		return -EMSGSIZE;
+	collect_fds(&msg, ret_fds);
+	return msg.msg_flags & (MSG_TRUNC | MSG_CTRUNC) ? -EMSGSIZE : n;
+}
+
+ssize_t wire_recv(int fd, void *buf, size_t cap, int *ret_fd)
+{
+	struct wire_fds fds;
+	ssize_t n = wire_recv_all(fd, buf, cap, &fds);
+	size_t first = 0;
+
+	if (ret_fd) {
+		*ret_fd = n > 0 && fds.n ? fds.fd[0] : -1;
+		first = *ret_fd >= 0;
 	}
+	/* A hostile peer cannot make us leak descriptors. */
+	for (size_t i = first; i < fds.n; i++)
+		close(fds.fd[i]);
 	return n;
 }
 

@@ -7,6 +7,7 @@
 #ifndef RDMAD_WIRE_H
 #define RDMAD_WIRE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -58,9 +59,34 @@ int wire_send_request_fd(int fd, Rdmad__Frame *frame, uint64_t seq,
 			 int pass_fd);
 
 /* Receive one datagram into @buf; a passed fd lands in *ret_fd (else -1),
- * opened O_CLOEXEC.  Returns its length, 0 on orderly close, -EMSGSIZE if
+ * opened O_CLOEXEC, and any other is closed.  For a peer that is trusted
+ * (the daemon): closing a file an untrusted peer passed may block, see
+ * wire_recv_all().  Returns its length, 0 on orderly close, -EMSGSIZE if
  * truncated, or -errno. */
 ssize_t wire_recv(int fd, void *buf, size_t cap, int *ret_fd);
+
+/* The most descriptors one datagram can carry: the kernel's SCM_MAX_FD. */
+#define WIRE_MAX_PASSED_FDS 253
+
+struct wire_fds {
+	int fd[WIRE_MAX_PASSED_FDS];
+	size_t n;
+	/* SCM_CREDENTIALS came: with SO_PASSCRED on, every datagram brings
+	 * them, even an empty one, and the end of the stream does not. */
+	bool credentials;
+};
+
+/*
+ * Receive one datagram from a peer that is not trusted: every descriptor
+ * that came with it lands in @ret_fds (O_CLOEXEC), none is closed here.
+ * The control buffer has room for the most a datagram can carry, so the
+ * kernel never drops one in this thread: dropping the last reference to a
+ * peer's file can block (a socket that lingers, a FUSE file's release),
+ * and the caller decides where that happens.  Returns the length, 0 on
+ * orderly close, -EMSGSIZE when the datagram was truncated (its
+ * descriptors are still in @ret_fds), or -errno (none passed).
+ */
+ssize_t wire_recv_all(int fd, void *buf, size_t cap, struct wire_fds *ret_fds);
 
 /* The one mapping between -errno and a wire status, and back. */
 Rdmad__Status wire_status_from_errno(int err);

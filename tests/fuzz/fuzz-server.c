@@ -68,6 +68,7 @@ static void setup(void)
 		.admin_group = (gid_t)-1,
 		.max_clients = 64,
 		.max_clients_per_uid = 64,
+		.max_clients_per_namespace = 64,
 		.hello_timeout_ms = 10000,
 		.max_holds = 8,
 		.max_holds_per_uid = 16,

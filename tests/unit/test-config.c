@@ -22,6 +22,7 @@ struct good_case {
 	int log_level;
 	unsigned int max_clients, max_holds, max_queue;
 	unsigned int max_clients_per_uid, reserved_clients, hello_timeout_ms;
+	unsigned int max_clients_per_namespace;
 	unsigned int max_holds_per_uid;
 	unsigned int debounce_ms, storm_threshold;
 	unsigned int socket_mode;
@@ -35,10 +36,11 @@ struct good_case {
 #define DEF                                                                    \
 	.log_level = LOG_INFO, .max_clients = 4096, .max_holds = 1024,         \
 	.max_clients_per_uid = 1024, .reserved_clients = 64,                   \
-	.hello_timeout_ms = 10000, .max_queue = 256, .debounce_ms = 10,        \
-	.storm_threshold = 64, .socket_mode = 0666, .socket_path = "",         \
-	.state_dir = "/run/rdmad", .metrics_listen = "",                       \
-	.admin_group = (gid_t)-1, .max_holds_per_uid = 4096
+	.max_clients_per_namespace = 256, .hello_timeout_ms = 10000,           \
+	.max_queue = 256, .debounce_ms = 10, .storm_threshold = 64,            \
+	.socket_mode = 0666, .socket_path = "", .state_dir = "/run/rdmad",     \
+	.metrics_listen = "", .admin_group = (gid_t)-1,                        \
+	.max_holds_per_uid = 4096
 
 static const struct good_case good[] = {
 	{"", DEF},
@@ -56,6 +58,8 @@ static const struct good_case good[] = {
 	 DEF, .max_clients_per_uid = 3, .reserved_clients = 0,
 	 .hello_timeout_ms = 100, .max_holds_per_uid = 7},
 	{"[socket]\nadmin_group = root\n", DEF, .admin_group = 0},
+	{"[socket]\nmax_clients_per_namespace = 4\n", DEF,
+	 .max_clients_per_namespace = 4},
 	{"[scan]\ndebounce_ms = 0\nstorm_threshold = 1000000\n", DEF,
 	 .debounce_ms = 0, .storm_threshold = 1000000},
 	{"[metrics]\nlisten = 127.0.0.1:9477\n", DEF,
@@ -148,6 +152,9 @@ static void check_good(size_t i, const struct good_case *t)
 	      cfg.log_level);
 	CHECK(cfg.max_holds_per_uid == t->max_holds_per_uid,
 	      "good[%zu]: max_holds_per_uid %u", i, cfg.max_holds_per_uid);
+	CHECK(cfg.max_clients_per_namespace == t->max_clients_per_namespace,
+	      "good[%zu]: max_clients_per_namespace %u", i,
+	      cfg.max_clients_per_namespace);
 	CHECK(cfg.max_clients_per_uid == t->max_clients_per_uid &&
 		      cfg.reserved_clients == t->reserved_clients &&
 		      cfg.hello_timeout_ms == t->hello_timeout_ms,

@@ -674,6 +674,11 @@ static void test_admission(void)
 	int up[2], down[2], status = -1, admin;
 	pid_t pid;
 
+	if (getuid() != 0) {
+		/* Admission bounds are for other users than rdmad's. */
+		printf("skip: admission needs another uid than ours (root)\n");
+		return;
+	}
 	CHECK(pipe(up) == 0 && pipe(down) == 0, "pipes");
 	o.max_clients_per_uid = 1;
 	server_set_limits(srv, &o);
@@ -706,6 +711,60 @@ static void test_admission(void)
 		pump();
 	CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0,
 	      "unprivileged peer saw its refusals (status %d)", status);
+	server_set_limits(srv, &opts);
+	for (int i = 0; i < 2; i++) {
+		close(up[i]);
+		close(down[i]);
+	}
+	pump();
+}
+
+/* uid 65534, one process: its second connection is one too many when
+ * max_clients_per_namespace is 1. */
+static int child_per_namespace(int up, int down)
+{
+	int a, b, ok;
+
+	if (setgid(65534) < 0 || setuid(65534) < 0)
+		return 2;
+	base = NULL; /* the parent serves */
+	a = cl_hello();
+	b = cl_connect();
+	ok = cl_closed(b);
+	step(up, down);
+	close(a);
+	return ok ? 0 : 1;
+}
+
+/* One container of a user (the namespaces root reads of its peer) gets
+ * max_clients_per_namespace connections of max_clients_per_uid. */
+static void test_admission_per_namespace(void)
+{
+	struct server_options o = opts;
+	uint64_t before = server_refusals(srv, SERVER_REFUSED_PER_NAMESPACE);
+	int up[2], down[2], status = -1;
+	pid_t pid;
+
+	if (getuid() != 0) {
+		printf("skip: admission needs another uid than ours (root)\n");
+		return;
+	}
+	CHECK(pipe(up) == 0 && pipe(down) == 0, "pipes");
+	o.max_clients_per_namespace = 1;
+	server_set_limits(srv, &o);
+	fflush(NULL);
+	pid = fork();
+	if (pid == 0)
+		_exit(child_per_namespace(up[1], down[0]));
+	pump_until_readable(up[0]);
+	CHECK(server_refusals(srv, SERVER_REFUSED_PER_NAMESPACE) == before + 1,
+	      "refused past max_clients_per_namespace");
+	step(down[1], up[0]);
+	while (waitpid(pid, &status, WNOHANG) == 0)
+		pump();
+	CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+	      "the container's second connection was closed (status %d)",
+	      status);
 	server_set_limits(srv, &opts);
 	for (int i = 0; i < 2; i++) {
 		close(up[i]);
@@ -909,6 +968,7 @@ static void setup(void)
 		.admin_group = (gid_t)-1,
 		.max_clients = 4096,
 		.max_clients_per_uid = 1024,
+		.max_clients_per_namespace = 256,
 		.reserved_clients = 4,
 		.hello_timeout_ms = 10000,
 		.max_holds = MAX_HOLDS,
@@ -996,6 +1056,7 @@ int main(void)
 	test_overflow();
 	test_max_clients();
 	test_admission();
+	test_admission_per_namespace();
 	test_hello_rules();
 	test_holds_per_uid();
 	test_emfile();

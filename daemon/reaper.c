@@ -1,0 +1,370 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The reaper: see reaper.h.  Two pipes join rdmad and its reaper: jobs go
+ * down one (a descriptor and the uid it is charged to, 8 bytes, written
+ * whole as pipes promise for fewer than PIPE_BUF), the same job comes back
+ * up the other once closed.  The descriptor numbers mean the same in both
+ * processes because they share one table.  A job the pipe cannot take
+ * (the reaper is stuck and the pipe full) waits in a backlog until the
+ * pipe is writable again.  A reaper that dies (killed by hand) is started
+ * again on the same pipes, from its pidfd's wake-up.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "log.h"
+#include "reaper.h"
+#include "wire.h"
+
+/* A connection with more queued datagrams than this at its close is
+ * handed to the reaper whole rather than drained here. */
+#define DRAIN_MAX 1024
+
+struct reaper_job {
+	int32_t fd;
+	uint32_t uid;
+};
+
+struct reaper_count {
+	uid_t uid;
+	unsigned int n;
+};
+
+struct reaper {
+	struct event_base *base;
+	pid_t parent;
+	pid_t pid;
+	int pidfd;
+	int down[2]; /* jobs: [0] the reaper reads, [1] rdmad writes */
+	int up[2];   /* done: [0] rdmad reads, [1] the reaper writes */
+	struct event *ev_done;
+	struct event *ev_backlog; /* down[1] writable again */
+	struct event *ev_exit;	  /* the reaper's pidfd */
+	struct reaper_job *backlog;
+	size_t nbacklog, backlog_cap;
+	struct reaper_count *counts;
+	size_t ncounts, counts_cap;
+};
+
+/* ---- the reaper process ---- */
+
+static void reaper_loop(const struct reaper *r)
+{
+	struct reaper_job job;
+	sigset_t all;
+	ssize_t n;
+
+	/* rdmad's signal handlers write to libevent's socket in the shared
+	 * table: none may run here.  SIGKILL still ends it. */
+	sigfillset(&all);
+	sigprocmask(SIG_SETMASK, &all, NULL);
+	prctl(PR_SET_PDEATHSIG, SIGKILL);
+	if (getppid() != r->parent)
+		_exit(0);
+	prctl(PR_SET_NAME, "rdmad-reaper");
+	for (;;) {
+		n = read(r->down[0], &job, sizeof(job));
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n != sizeof(job))
+			_exit(0);
+		close(job.fd);
+		while (write(r->up[1], &job, sizeof(job)) < 0 && errno == EINTR)
+			;
+	}
+}
+
+/* A process with rdmad's descriptor table, not its memory: fork's
+ * semantics plus CLONE_FILES (the raw call: glibc's fork() takes no
+ * flags).  Only async-signal-safe calls follow in the child. */
+static pid_t clone_files(void)
+{
+#if defined(__s390__) || defined(__CRIS__)
+	return (pid_t)syscall(SYS_clone, 0, CLONE_FILES | SIGCHLD, 0, 0, 0);
+#else
+	return (pid_t)syscall(SYS_clone, CLONE_FILES | SIGCHLD, 0, 0, 0, 0);
+#endif
+}
+
+static int start_reaper(struct reaper *r)
+{
+	pid_t pid = clone_files();
+
+	if (pid < 0)
+		return -errno;
+	if (pid == 0)
+		reaper_loop(r);
+	r->pid = pid;
+	r->pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
+	if (r->pidfd >= 0)
+		fcntl(r->pidfd, F_SETFD, FD_CLOEXEC);
+	return 0;
+}
+
+/* ---- what waits, per uid ---- */
+
+static struct reaper_count *count_of(const struct reaper *r, uid_t uid)
+{
+	for (size_t i = 0; i < r->ncounts; i++)
+		if (r->counts[i].uid == uid)
+			return &r->counts[i];
+	return NULL;
+}
+
+static void count_add(struct reaper *r, uid_t uid)
+{
+	struct reaper_count *c = count_of(r, uid), *more;
+
+	if (!c && r->ncounts == r->counts_cap) {
+		size_t cap = r->counts_cap ? 2 * r->counts_cap : 8;
+
+		more = reallocarray(r->counts, cap, sizeof(*more));
+		if (!more)
+			return; /* uncounted: admitted as if nothing waited */
+		r->counts = more;
+		r->counts_cap = cap;
+	}
+	if (!c) {
+		c = &r->counts[r->ncounts++];
+		*c = (struct reaper_count){.uid = uid};
+	}
+	c->n++;
+}
+
+static void count_done(struct reaper *r, uid_t uid)
+{
+	struct reaper_count *c = count_of(r, uid);
+
+	if (c && !--c->n)
+		*c = r->counts[--r->ncounts];
+}
+
+unsigned int reaper_pending(const struct reaper *r, uid_t uid)
+{
+	const struct reaper_count *c = r ? count_of(r, uid) : NULL;
+
+	return c ? c->n : 0;
+}
+
+/* ---- handing over ---- */
+
+static bool send_job(struct reaper *r, const struct reaper_job *job)
+{
+	return write(r->down[1], job, sizeof(*job)) == sizeof(*job);
+}
+
+static void keep_in_backlog(struct reaper *r, const struct reaper_job *job)
+{
+	struct reaper_job *more;
+
+	if (r->nbacklog == r->backlog_cap) {
+		size_t cap = r->backlog_cap ? 2 * r->backlog_cap : 64;
+
+		more = reallocarray(r->backlog, cap, sizeof(*more));
+		if (!more) {
+			/* Kept open rather than closed here: a leak beats
+			 * a loop stuck in a client's close. */
+			log_warnx("reaper: out of memory, descriptor %d kept",
+				  job->fd);
+			return;
+		}
+		r->backlog = more;
+		r->backlog_cap = cap;
+	}
+	r->backlog[r->nbacklog++] = *job;
+	event_add(r->ev_backlog, NULL);
+}
+
+void reaper_put(struct reaper *r, int fd, uid_t uid)
+{
+	struct reaper_job job = {.fd = fd, .uid = uid};
+
+	if (fd < 0)
+		return;
+	count_add(r, uid);
+	if (r->nbacklog || !send_job(r, &job))
+		keep_in_backlog(r, &job);
+}
+
+static void on_backlog(evutil_socket_t fd, short what, void *arg)
+{
+	struct reaper *r = arg;
+	size_t sent = 0;
+
+	while (sent < r->nbacklog && send_job(r, &r->backlog[sent]))
+		sent++;
+	r->nbacklog -= sent;
+	memmove(r->backlog, r->backlog + sent,
+		r->nbacklog * sizeof(*r->backlog));
+	if (!r->nbacklog)
+		event_del(r->ev_backlog);
+}
+
+static void on_done(evutil_socket_t fd, short what, void *arg)
+{
+	struct reaper *r = arg;
+	struct reaper_job jobs[64];
+	ssize_t n;
+
+	while ((n = read(r->up[0], jobs, sizeof(jobs))) > 0)
+		for (size_t i = 0; i < (size_t)n / sizeof(jobs[0]); i++)
+			count_done(r, jobs[i].uid);
+}
+
+/* Its reaper died (only a kill does that): reap it and start another on
+ * the same pipes.  The job it was closing, if any, stays open. */
+static void on_reaper_exit(evutil_socket_t fd, short what, void *arg)
+{
+	struct reaper *r = arg;
+	int r2;
+
+	waitpid(r->pid, NULL, WNOHANG);
+	event_del(r->ev_exit);
+	close(r->pidfd);
+	r->pidfd = -1;
+	r2 = start_reaper(r);
+	if (r2 < 0) {
+		log_warnc(r2, "reaper died and cannot be started again");
+		return;
+	}
+	log_warnx("reaper died: started again as pid %d", (int)r->pid);
+	if (r->pidfd >= 0) {
+		event_assign(r->ev_exit, r->base, r->pidfd,
+			     EV_READ | EV_PERSIST, on_reaper_exit, r);
+		event_add(r->ev_exit, NULL);
+	}
+}
+
+/* ---- connections ---- */
+
+/* One queued datagram's descriptors to the reaper: true while there was
+ * a datagram (see wire.h, credentials). */
+static bool drain_one(struct reaper *r, int fd, uid_t uid)
+{
+	struct wire_fds fds;
+	uint8_t byte;
+	ssize_t n = wire_recv_all(fd, &byte, sizeof(byte), &fds);
+
+	for (size_t i = 0; i < fds.n; i++)
+		reaper_put(r, fds.fd[i], uid);
+	return (n >= 0 || n == -EMSGSIZE) && fds.credentials;
+}
+
+void reaper_close_connection(struct reaper *r, int fd, uid_t uid)
+{
+	int on = 1;
+	size_t i;
+
+	/* With SO_PASSCRED every datagram brings credentials, even an empty
+	 * one, and the end does not; after SHUT_RD nothing more is queued
+	 * (the sender gets EPIPE). */
+	if (setsockopt(fd, SOL_SOCKET, SO_PASSCRED, &on, sizeof(on)) < 0 ||
+	    shutdown(fd, SHUT_RD) < 0) {
+		reaper_put(r, fd, uid);
+		return;
+	}
+	for (i = 0; i < DRAIN_MAX && drain_one(r, fd, uid); i++)
+		;
+	if (i == DRAIN_MAX)
+		reaper_put(r, fd, uid);
+	else
+		close(fd);
+}
+
+/* ---- start and stop ---- */
+
+static int pipes(struct reaper *r)
+{
+	if (pipe2(r->down, O_CLOEXEC) < 0)
+		return -errno;
+	if (pipe2(r->up, O_CLOEXEC) < 0)
+		return -errno;
+	/* rdmad's ends never block; the reaper's do. */
+	if (fcntl(r->down[1], F_SETFL, O_NONBLOCK) < 0 ||
+	    fcntl(r->up[0], F_SETFL, O_NONBLOCK) < 0)
+		return -errno;
+	return 0;
+}
+
+static int events(struct reaper *r)
+{
+	r->ev_done =
+		event_new(r->base, r->up[0], EV_READ | EV_PERSIST, on_done, r);
+	r->ev_backlog = event_new(r->base, r->down[1], EV_WRITE | EV_PERSIST,
+				  on_backlog, r);
+	r->ev_exit = event_new(r->base, r->pidfd, EV_READ | EV_PERSIST,
+			       on_reaper_exit, r);
+	if (!r->ev_done || !r->ev_backlog || !r->ev_exit ||
+	    event_add(r->ev_done, NULL) < 0)
+		return -ENOMEM;
+	if (r->pidfd >= 0 && event_add(r->ev_exit, NULL) < 0)
+		return -ENOMEM;
+	return 0;
+}
+
+struct reaper *reaper_new(struct event_base *base)
+{
+	struct reaper *r = calloc(1, sizeof(*r));
+	int err;
+
+	if (!r)
+		return NULL;
+	r->base = base;
+	r->parent = getpid();
+	r->pid = -1;
+	r->pidfd = -1;
+	r->down[0] = r->down[1] = r->up[0] = r->up[1] = -1;
+	err = pipes(r);
+	if (err == 0)
+		err = start_reaper(r);
+	if (err == 0)
+		err = events(r);
+	if (err < 0) {
+		reaper_free(r);
+		errno = -err;
+		return NULL;
+	}
+	return r;
+}
+
+static void free_event(struct event *ev)
+{
+	if (ev)
+		event_free(ev);
+}
+
+void reaper_free(struct reaper *r)
+{
+	if (!r)
+		return;
+	if (r->pid > 0) {
+		/* One stuck in a close dies when it returns; rdmad does not
+		 * wait for that. */
+		kill(r->pid, SIGKILL);
+		waitpid(r->pid, NULL, WNOHANG);
+	}
+	free_event(r->ev_done);
+	free_event(r->ev_backlog);
+	free_event(r->ev_exit);
+	for (int i = 0; i < 2; i++) {
+		if (r->down[i] >= 0)
+			close(r->down[i]);
+		if (r->up[i] >= 0)
+			close(r->up[i]);
+	}
+	if (r->pidfd >= 0)
+		close(r->pidfd);
+	free(r->backlog);
+	free(r->counts);
+	free(r);
+}

@@ -1,0 +1,211 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * daemon/reaper.c: descriptors handed over are closed by the reaper
+ * process, not by the caller, and the caller's loop runs on while one of
+ * those closes blocks; a connection's queued descriptors go the same way
+ * when it is closed, and nothing can be queued on it afterwards.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <event2/event.h>
+
+#include "check.h"
+#include "reaper.h"
+
+#define UID 4242
+
+static struct event_base *base;
+
+static uint64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+/* Run the loop until @done(@arg) or @ms pass; whether it came. */
+static bool loop_until(bool (*done)(void *), void *arg, unsigned int ms)
+{
+	uint64_t end = now_ms() + ms;
+
+	while (!done(arg) && now_ms() < end)
+		event_base_loop(base, EVLOOP_NONBLOCK | EVLOOP_ONCE);
+	return done(arg);
+}
+
+/* The write end of a pipe was closed by somebody: its read end says EOF. */
+static bool at_eof(void *arg)
+{
+	struct pollfd p = {.fd = *(int *)arg, .events = POLLIN};
+	char c;
+
+	return poll(&p, 1, 0) == 1 && read(p.fd, &c, 1) == 0;
+}
+
+static bool none_pending(void *arg)
+{
+	return reaper_pending(arg, UID) == 0;
+}
+
+static void test_put(struct reaper *r)
+{
+	int p[2];
+
+	CHECK(pipe2(p, O_CLOEXEC) == 0, "pipe");
+	reaper_put(r, p[1], UID);
+	CHECK(reaper_pending(r, UID) == 1, "counted for its uid");
+	CHECK(reaper_pending(r, UID + 1) == 0, "and for nobody else");
+	CHECK(loop_until(at_eof, &p[0], 5000), "the reaper closed it");
+	CHECK(loop_until(none_pending, r, 5000), "and said so: pending %u",
+	      reaper_pending(r, UID));
+	close(p[0]);
+}
+
+/*
+ * A loopback TCP socket whose peer never reads, with unsent data and
+ * SO_LINGER {1, @secs}: its last close waits @secs (F1 of issue 25).
+ * The listener (*ret_listener) holds the peer unread.
+ */
+static int lingering_socket(int secs, int *ret_listener)
+{
+	struct sockaddr_in sa = {.sin_family = AF_INET};
+	struct linger l = {.l_onoff = 1, .l_linger = secs};
+	socklen_t len = sizeof(sa);
+	int small = 4096, lst, s, acc;
+	static char junk[1 << 16];
+
+	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	lst = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	CHECK(lst >= 0 && bind(lst, (struct sockaddr *)&sa, len) == 0 &&
+		      getsockname(lst, (struct sockaddr *)&sa, &len) == 0 &&
+		      listen(lst, 1) == 0,
+	      "listener");
+	s = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	setsockopt(lst, SOL_SOCKET, SO_RCVBUF, &small, sizeof(small));
+	CHECK(connect(s, (struct sockaddr *)&sa, len) == 0, "connect");
+	acc = accept4(lst, NULL, NULL, SOCK_CLOEXEC);
+	CHECK(acc >= 0, "accept");
+	setsockopt(s, SOL_SOCKET, SO_LINGER, &l, sizeof(l));
+	fcntl(s, F_SETFL, O_NONBLOCK);
+	while (send(s, junk, sizeof(junk), MSG_NOSIGNAL) > 0)
+		;
+	close(lst);
+	*ret_listener = acc; /* never reads */
+	return s;
+}
+
+struct ticks {
+	unsigned int n;
+};
+
+static void on_tick(evutil_socket_t fd, short what, void *arg)
+{
+	((struct ticks *)arg)->n++;
+}
+
+static bool ticked(void *arg)
+{
+	return ((struct ticks *)arg)->n >= 5;
+}
+
+static void test_blocking_close(struct reaper *r)
+{
+	struct timeval tv = {.tv_usec = 20 * 1000};
+	struct ticks t = {0};
+	struct event *tick = event_new(base, -1, EV_PERSIST, on_tick, &t);
+	int peer, s = lingering_socket(2, &peer);
+	uint64_t t0 = now_ms(), took;
+
+	reaper_put(r, s, UID);
+	took = now_ms() - t0;
+	CHECK(took < 100, "handing over a lingering socket took %llu ms",
+	      (unsigned long long)took);
+	/* The loop runs on while the reaper waits in that close. */
+	event_add(tick, &tv);
+	CHECK(loop_until(ticked, &t, 1000), "the loop ran: %u ticks", t.n);
+	CHECK(reaper_pending(r, UID) == 1, "still closing (linger 2 s)");
+	CHECK(loop_until(none_pending, r, 10000), "closed once it gave up");
+	event_free(tick);
+	close(peer);
+}
+
+/* Our end of a SEQPACKET pair with queued datagrams: one with a pipe's
+ * write end, an empty one, one with the other pipe's.  Closing it hands
+ * both to the reaper; the peer can queue nothing afterwards. */
+static void test_close_connection(struct reaper *r)
+{
+	int sv[2], a[2], b[2];
+	char byte = 'x';
+
+	CHECK(socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) == 0,
+	      "socketpair");
+	CHECK(pipe2(a, O_CLOEXEC) == 0 && pipe2(b, O_CLOEXEC) == 0, "pipes");
+	for (int i = 0; i < 3; i++) {
+		union {
+			char buf[CMSG_SPACE(sizeof(int))];
+			struct cmsghdr align;
+		} control = {0};
+		struct iovec iov = {&byte, i == 1 ? 0 : 1};
+		struct msghdr msg = {.msg_iov = &iov, .msg_iovlen = 1};
+		struct cmsghdr *cmsg;
+		int fd = i == 0 ? a[1] : b[1];
+
+		if (i != 1) {
+			msg.msg_control = control.buf;
+			msg.msg_controllen = sizeof(control.buf);
+			cmsg = CMSG_FIRSTHDR(&msg);
+			cmsg->cmsg_level = SOL_SOCKET;
+			cmsg->cmsg_type = SCM_RIGHTS;
+			cmsg->cmsg_len = CMSG_LEN(sizeof(int));
+			memcpy(CMSG_DATA(cmsg), &fd, sizeof(int));
+		}
+		CHECK(sendmsg(sv[1], &msg, 0) >= 0, "send %d: %s", i,
+		      strerror(errno));
+	}
+	close(a[1]);
+	close(b[1]);
+	reaper_close_connection(r, sv[0], UID);
+	CHECK(reaper_pending(r, UID) == 2,
+	      "both queued descriptors handed "
+	      "over, past the empty datagram: %u",
+	      reaper_pending(r, UID));
+	CHECK(send(sv[1], &byte, 1, MSG_NOSIGNAL) < 0 && errno == EPIPE,
+	      "nothing can be queued after");
+	CHECK(loop_until(at_eof, &a[0], 5000) &&
+		      loop_until(at_eof, &b[0], 5000),
+	      "the reaper closed both");
+	CHECK(loop_until(none_pending, r, 5000), "and said so");
+	close(sv[1]);
+	close(a[0]);
+	close(b[0]);
+}
+
+int main(void)
+{
+	struct reaper *r;
+
+	base = event_base_new();
+	r = base ? reaper_new(base) : NULL;
+	CHECK(r != NULL, "reaper_new: %s", strerror(errno));
+	if (!r)
+		return 1;
+	test_put(r);
+	test_blocking_close(r);
+	test_close_connection(r);
+	reaper_free(r);
+	event_base_free(base);
+	printf("%s\n", failures ? "FAIL" : "ok");
+	return failures ? 1 : 0;
+}
