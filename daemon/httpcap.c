@@ -27,6 +27,7 @@
  * evhttp's error callback frees the connection there and then.
  */
 #include <errno.h>
+#include <limits.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -54,6 +55,7 @@ enum owner_kind {
 	OWNER_UID,   /* a connection from this host: its socket's uid */
 	OWNER_INET,  /* from elsewhere: the IPv4 address */
 	OWNER_INET6, /* the IPv6 /64, what one host is given */
+	OWNER_NONE,  /* from this host, but its client closed its socket */
 };
 
 struct owner {
@@ -140,6 +142,7 @@ static void identify(struct httpcap *hc, struct conn *c)
 	socklen_t plen = sizeof(peer), slen = sizeof(self);
 	int fd = bufferevent_getfd(c->bev);
 	uid_t uid;
+	int r;
 
 	if (fd < 0)
 		return; /* evhttp has not given it its socket yet */
@@ -147,14 +150,18 @@ static void identify(struct httpcap *hc, struct conn *c)
 	if (getpeername(fd, (struct sockaddr *)&peer, &plen) < 0 ||
 	    getsockname(fd, (struct sockaddr *)&self, &slen) < 0)
 		return;
-	if (hc->diag >= 0 &&
-	    sockdiag_tcp_owner(hc->diag, (struct sockaddr *)&peer,
-			       (struct sockaddr *)&self, &uid) == 0) {
+	r = hc->diag >= 0
+		    ? sockdiag_tcp_owner(hc->diag, (struct sockaddr *)&peer,
+					 (struct sockaddr *)&self, &uid)
+		    : -ENOENT;
+	if (r == 0) {
 		c->owner.kind = OWNER_UID;
 		memcpy(c->owner.id, &uid, sizeof(uid));
-		return;
+	} else if (r == -ESRCH) {
+		c->owner.kind = OWNER_NONE;
+	} else {
+		owner_from_addr(&peer, &c->owner);
 	}
-	owner_from_addr(&peer, &c->owner);
 }
 
 static bool same_owner(const struct owner *a, const struct owner *b)
@@ -174,6 +181,16 @@ static unsigned int count_open(const struct httpcap *hc, const struct owner *o)
 	return k;
 }
 
+/* How many @c's peer has open.  A connection whose client has closed its
+ * socket is nobody's, and nobody waits for its reply: such connections
+ * go first, before any peer's. */
+static unsigned int weight(const struct httpcap *hc, const struct conn *c)
+{
+	if (c->owner.kind == OWNER_NONE)
+		return UINT_MAX;
+	return count_open(hc, &c->owner);
+}
+
 /* The oldest connection of the peer that has the most. */
 static unsigned int pick_victim(const struct httpcap *hc)
 {
@@ -185,7 +202,7 @@ static unsigned int pick_victim(const struct httpcap *hc)
 
 		if (c->closing)
 			continue;
-		k = count_open(hc, &c->owner);
+		k = weight(hc, c);
 		if (best == hc->n || k > best_k ||
 		    (k == best_k && c->since < hc->conns[best].since)) {
 			best = i;

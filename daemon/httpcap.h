@@ -7,7 +7,9 @@
  * max_connections open; a new one past that closes the oldest connection
  * of the peer holding the most (a peer is the uid at the other end for a
  * connection made from this host, else the remote address, its /64 for
- * IPv6), so one user's connections cannot keep another's out.  Each
+ * IPv6), so one user's connections cannot keep another's out.  A
+ * connection from this host whose client has closed its socket is
+ * nobody's, and is closed before any peer's.  Each
  * connection reads at most max_input bytes ahead of evhttp's parser, must
  * deliver its whole request within request_ms of being accepted, and is
  * closed after its reply.

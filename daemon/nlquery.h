@@ -56,6 +56,8 @@
 #ifndef RDMAD_NLQUERY_H
 #define RDMAD_NLQUERY_H
 
+#include <errno.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -94,6 +96,21 @@ int nlquery_check_socket(int sock, uint64_t *ret_netns_cookie);
  */
 int nlquery_devices(int sock, struct sysfs_device **ret, size_t *ret_n,
 		    size_t max_devices);
+
+/*
+ * Does @r, what nlquery_devices() returned, say that @sock did not carry
+ * the kernel's answer to our own request back?  Every outcome but the
+ * answer (0, -E2BIG) and a shortage of rdmad's own (-ENOMEM, -EINVAL):
+ * junk past the bound, a reply taken or cut short, a dump the other
+ * holder left running, a socket that cannot be asked.  Whoever lent the
+ * socket can cause each of these again at will, so such a socket is not
+ * worth asking again.  Inline so that link-time fakes of this module
+ * apply the same rule.
+ */
+static inline bool nlquery_socket_spoiled(int r)
+{
+	return r < 0 && r != -E2BIG && r != -ENOMEM && r != -EINVAL;
+}
 
 /* ---- decoding one reply message (exposed for the unit test and the
  * fuzzer).  @buf holds one message (nlmsghdr and payload) of at least

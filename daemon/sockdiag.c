@@ -79,14 +79,24 @@ static int send_lookup(int nl, const struct sockaddr *local,
 	return 0;
 }
 
-/* A connection's socket that still has its owner: one that is closing
- * (TIME_WAIT reports uid 0) is not taken for whoever had it. */
+/* A connection's socket has an owner only while a process holds it: its
+ * inode.  One its client has closed (TIME_WAIT, or orphaned in FIN_WAIT1
+ * and FIN_WAIT2 until the peer closes too) has none, and the kernel
+ * reports uid 0 for it: taken for root's, a connect/close flood would be
+ * root's connections (issue 25).  A listening socket also matches a
+ * lookup by the other end's address, and is no connection. */
 static int owner_of(const struct inet_diag_msg *m, uid_t *ret_uid)
 {
 	switch (m->idiag_state) {
 	case TCP_ESTABLISHED:
 	case TCP_FIN_WAIT1:
 	case TCP_FIN_WAIT2:
+	case TCP_CLOSE_WAIT:
+	case TCP_LAST_ACK:
+	case TCP_CLOSING:
+	case TCP_TIME_WAIT:
+		if (!m->idiag_inode)
+			return -ESRCH;
 		*ret_uid = m->idiag_uid;
 		return 0;
 	default:

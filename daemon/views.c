@@ -139,32 +139,38 @@ struct nstable *views_nstables(struct views *vs)
 }
 
 /* The table of the namespace of @claim's socket, made and asked on first
- * use, or found again where it was left stranded. */
+ * use, or found again where it was left stranded.  Every new view lends
+ * its first client's socket; nstable.c says which the table keeps and
+ * which it asks, so that a co-tenant who fills its own with junk cannot
+ * freeze the table for the others. */
 static struct nstable *nstable_get(struct views *vs, const struct peer *peer,
 				   const struct view_claim *claim)
 {
 	struct nstable *t;
+	bool had_socket;
 
 	for (t = vs->nstables; t; t = t->next)
 		if (t->cookie == claim->netns_cookie)
 			break;
-	if (t && !t->refs) {
-		/* Stranded or unsettled: its namespace has a client again. */
-		nstable_take_socket(t, claim->nl_fd);
-		nstable_rescan(t);
-		if (t->stranded) {
-			t->stranded = false;
-			nstable_tell(vs, t);
-		}
-	} else if (!t) {
+	if (!t) {
 		t = nstable_new(claim->netns_cookie,
 				peer->known ? peer->ns.net : 0, peer->pod_uid,
-				claim->nl_fd, vs->ns_fn, vs->userdata);
+				claim->nl_fd, peer->uid, vs->ns_fn,
+				vs->userdata);
 		if (!t)
 			return NULL;
 		t->next = vs->nstables;
 		vs->nstables = t;
+	}
+	had_socket = t->nsocks > 0;
+	nstable_add_socket(t, claim->nl_fd, peer->uid);
+	/* Stranded or unsettled: its namespace has a client again.  Or
+	 * nothing was left to ask through (each gave junk): ask now. */
+	if (!t->refs || !had_socket)
 		nstable_rescan(t);
+	if (t->stranded) {
+		t->stranded = false;
+		nstable_tell(vs, t);
 	}
 	t->refs++;
 	return t;

@@ -26,10 +26,12 @@ import os
 import queue
 import re
 import signal
+import socket
 import subprocess
 import sys
 import threading
 import time
+import urllib.request
 import uuid
 
 import rdmatb
@@ -981,6 +983,176 @@ class TestDescriptors(AttackTest):
                              "N9: %d descriptors for %d clients of one uid, "
                              "a view each (%.1f a client)"
                              % (grew, n, grew / n))
+
+
+
+# F3: connect, close at once (a FIN: the closed socket lingers in
+# FIN_WAIT2 with no owner), again and again, @2 at a time.  "flooding"
+# once the first hundred are closed.
+CONNECT_CLOSE = r'''
+import selectors, socket, sys
+port, n = int(sys.argv[1]), int(sys.argv[2])
+sel = selectors.DefaultSelector()
+def open_one():
+    s = socket.socket()
+    s.setblocking(False)
+    s.connect_ex(("127.0.0.1", port))
+    sel.register(s, selectors.EVENT_WRITE)
+for _ in range(n):
+    open_one()
+closed = 0
+while True:
+    for key, _ in sel.select():
+        sel.unregister(key.fileobj)
+        key.fileobj.close()
+        open_one()
+        closed += 1
+        if closed == 100:
+            print("flooding", flush=True)
+'''
+
+
+class TestMetricsOwners(AttackTest):
+    """Issue 25 F3: the metrics endpoint keeps at most 16 connections and
+    closes the oldest of the peer with the most to make room; a peer on
+    this host is the uid that owns its socket (sock_diag).  A socket its
+    client has closed has no owner (no inode: the kernel says uid 0), so
+    a connect/close flood must not count as root's and get root's scraper
+    closed."""
+
+    SECONDS = 8.0
+    PARALLEL = 64
+
+    def scrape(self, port):
+        """One scrape of root's: served or not."""
+        try:
+            with urllib.request.build_opener(
+                    urllib.request.ProxyHandler({})).open(
+                    "http://127.0.0.1:%d/metrics" % port, timeout=2) as r:
+                return "rdmad_generation" in r.read().decode()
+        except OSError:
+            return False
+
+    def test_f3_connect_close_flood(self):
+        """F3: uid 65534 connects and closes as fast as it can; root's
+        scraper, scraping meanwhile, is served every time."""
+        self.need_userns()
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]
+        conf = os.path.join(self.work, "rdmad.conf")
+        with open(conf, "w") as f:
+            f.write("[metrics]\nlisten = 127.0.0.1:%d\n" % port)
+        self.tb.plug("mlx5_0")
+        self.start_daemon(config=conf)
+        self.assertTrue(self.scrape(port), "no scrape before the attack")
+        a = self.attack('exec python3 -c "$@"',
+                        [CONNECT_CLOSE, port, self.PARALLEL])
+        _, line = a.expect("flooding", timeout=30)
+        self.assertIsNotNone(line, "the flood did not start: %s"
+                             % a.lines("err")[-5:])
+        served = tried = 0
+        t0 = time.monotonic()
+        while time.monotonic() - t0 < self.SECONDS:
+            tried += 1
+            served += self.scrape(port)
+        self.root_status("F3", "during the flood")
+        figure("F3", "scrapes served to root's scraper during a "
+               "connect/close flood of %d at a time" % self.PARALLEL,
+               "%d/%d" % (served, tried))
+        self.expect(served == tried, "F3: %d of root's %d scrapes lost to "
+                    "uid %d's closed connections" % (tried - served, tried,
+                                                     NOBODY_UID))
+        self.verdict()
+
+
+
+# F5: lend rdmad a NETLINK_RDMA socket of this network namespace in Hello
+# (PROTOCOL.md 8b; version 1, seq 1, hello{client_name "rdmactl",
+# scope{netns_socket true}}), keep a copy and keep it full of the
+# kernel's replies to requests of our own: "lent PID" once lent.
+LEND_JUNK = r'''
+import os, socket, struct, sys, time
+path = sys.argv[1]
+nl = socket.socket(socket.AF_NETLINK, socket.SOCK_RAW, 20)
+nl.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 1 << 20)
+# RDMA_NLDEV_CMD_GET (RDMA_NL_NLDEV 5 << 10 | 1) of a device that is not
+# there: an error reply queued for each.
+req = struct.pack("=IHHII", 24, 5 << 10 | 1, 1, 1, 0) + \
+    struct.pack("=HHI", 8, 1, 999999)
+def fill():
+    for _ in range(600):
+        try:
+            nl.send(req, socket.MSG_DONTWAIT)
+        except OSError:
+            return
+fill()
+s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+s.connect(path)
+hello = bytes.fromhex("08011001520d0a0772646d6163746c1a022001")
+socket.send_fds(s, [hello], [nl.fileno()])
+msg, fds, _, _ = socket.recv_fds(s, 65536, 4)
+for fd in fds:
+    os.close(fd)
+print("lent %d" % os.getpid(), flush=True)
+while True:
+    fill()
+    time.sleep(0.05)
+'''
+
+
+class TestNetnsSocket(AttackTest):
+    """Issue 25 F5, exclusive mode: a network namespace's table is asked
+    through a socket its clients lent.  uid 65534 lends the first one and
+    keeps it full of junk; a client of another uid in that namespace must
+    still see what the kernel says is there.  Needs RDMA netlink and an
+    RDMA device in the kernel (the kernel suite's rxe); the kernel's
+    shared mode shows it in every namespace."""
+
+    OTHER_UID = 65533
+
+    def kernel_devices(self):
+        r = host_sh("ls /sys/class/infiniband 2>/dev/null || true")
+        return sorted(r.stdout.split())
+
+    def test_f5_junk_socket_lent_first(self):
+        """F5: the co-tenant's view lists the kernel's devices although
+        the first socket lent gives junk."""
+        self.need_userns()
+        if rdmatb.VERBS_SEE_FAKES:
+            self.skipTest("no RDMA netlink here (ib_core not loaded)")
+        kernel = self.kernel_devices()
+        if not kernel:
+            self.skipTest("no RDMA device in this kernel (rxe): an empty "
+                          "table looks the same frozen or not")
+        self.tb.plug("mlx5_0")
+        self.start_daemon(env=dict(os.environ, RDMAD_NETNS_MODE="exclusive"))
+        a = self.attack('exec python3 -c "$@"', [LEND_JUNK, self.sock],
+                        ns="-Urmn")
+        _, line = a.expect("lent ", timeout=30)
+        self.assertIsNotNone(line, "the socket was not lent: %s"
+                             % a.lines("err")[-5:])
+        netns = "/proc/%s/ns/net" % line.split()[1]
+        time.sleep(2.5)  # a rescan of rdmad's every 2 s
+        other = ["env", "-u", "LD_PRELOAD", "nsenter", "--net=" + netns,
+                 "setpriv", "--reuid=%d" % self.OTHER_UID,
+                 "--regid=%d" % self.OTHER_UID, "--clear-groups"]
+        listed = None
+        deadline = time.monotonic() + 5
+        while time.monotonic() < deadline and listed != kernel:
+            _, r = timed_rdmactl(self.sock, "status", "--json",
+                                 prefix=other)
+            if r is not None and r.returncode == 0:
+                listed = sorted(d["name"] for d in
+                                json.loads(r.stdout)["devices"])
+            time.sleep(0.5)
+        self.root_status("F5", "with the junk socket lent")
+        figure("F5", "uid %d's devices in the namespace, uid %d's junk "
+               "socket lent first" % (self.OTHER_UID, NOBODY_UID),
+               "%s (the kernel has %s)" % (listed, kernel))
+        self.expect(listed == kernel, "F5: uid %d sees %s; the kernel "
+                    "has %s" % (self.OTHER_UID, listed, kernel))
+        self.verdict()
 
 
 if __name__ == "__main__":

@@ -907,6 +907,35 @@ static void test_check_socket(void)
 	CHECK(nlquery_check_socket(SOCK + 1, &cookie) == -ENOTSOCK);
 }
 
+/* Which outcomes mean the socket did not carry the kernel's answer back
+ * (nstable.c closes such a socket and asks through another). */
+static void test_spoiled(void)
+{
+	static const struct {
+		int r;
+		bool spoiled;
+	} rows[] = {
+		{0, false},
+		{5, false},
+		{-E2BIG, false},
+		{-ENOMEM, false},
+		{-EINVAL, false},
+		{-EAGAIN, true},
+		{-EBUSY, true},
+		{-EMSGSIZE, true},
+		{-EBADMSG, true},
+		{-EPROTOTYPE, true},
+		{-ENOTSOCK, true},
+		{-EBADF, true},
+		{-ECONNREFUSED, true},
+		{-EIO, true},
+	};
+
+	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++)
+		CHECK(nlquery_socket_spoiled(rows[i].r) == rows[i].spoiled,
+		      "%d", rows[i].r);
+}
+
 int main(void)
 {
 	test_parse_dev();
@@ -916,6 +945,7 @@ int main(void)
 	test_honest();
 	test_hostile();
 	test_kernel_answers();
+	test_spoiled();
 	reset(NULL, 0);
 	if (failures)
 		fprintf(stderr, "%u failures\n", failures);

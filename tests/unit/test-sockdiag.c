@@ -2,12 +2,14 @@
 /*
  * daemon/sockdiag.c on real loopback connections: the owner of a client's
  * socket, seen from the accepted end, over IPv4, IPv6 and IPv4 on an IPv6
- * listener; another uid's (as root); and no owner for what is not a live
- * connection here (a port nobody has, a listening socket, TIME_WAIT).
+ * listener; another uid's (as root); no connection where there is none
+ * (a port nobody has, a listening socket); and no owner for a socket its
+ * client has closed (issue 25: the kernel says uid 0 for it).
  */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <netinet/in.h>
+#include <stdbool.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
@@ -211,15 +213,54 @@ static void test_no_owner(int nl)
 	 * match, and must not be taken for a connection's. */
 	CHECK(owner(nl, &c.self, &nowhere, &uid) == -ENOENT);
 	CHECK(owner(nl, &c.peer, &un, &uid) == -EAFNOSUPPORT);
-	/* The client closes first: its end waits in TIME_WAIT, whose uid
-	 * the kernel reports as 0. */
-	close(c.client);
-	c.client = -1;
-	usleep(10000);
-	close(c.server);
-	usleep(10000);
-	CHECK(owner(nl, &c.peer, &c.self, &uid) == -ENOENT);
-	close(c.listener);
+	close_conn(&c);
+}
+
+/* The client's end as it closes: owned while a process holds it, whatever
+ * its state; nobody's once closed, though the kernel says uid 0. */
+static void test_closing(int nl)
+{
+	static const struct {
+		const char *what;
+		bool server_first; /* the accepted end shuts first */
+		int client;	   /* 0: holds it; 1: shuts; 2: closes */
+		bool server_after; /* the accepted end shuts after */
+		int want;
+	} cases[] = {
+		{"held, the server shut (CLOSE_WAIT)", true, 0, false, 0},
+		{"shut for writing, held (FIN_WAIT2)", false, 1, false, 0},
+		{"closed (FIN_WAIT2, orphaned)", false, 2, false, -ESRCH},
+		{"closed, the server shut (TIME_WAIT)", false, 2, true, -ESRCH},
+	};
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct conn c;
+		pid_t child;
+		uid_t uid = (uid_t)-1;
+		int r;
+
+		if (make_conn(&c, AF_INET, "127.0.0.1", AF_INET, "127.0.0.1",
+			      -1, &child, NULL) < 0) {
+			CHECK(0, "loopback: %s", strerror(errno));
+			return;
+		}
+		if (cases[i].server_first)
+			shutdown(c.server, SHUT_WR);
+		if (cases[i].client == 1)
+			shutdown(c.client, SHUT_WR);
+		if (cases[i].client == 2) {
+			close(c.client);
+			c.client = -1;
+		}
+		usleep(10000);
+		if (cases[i].server_after)
+			shutdown(c.server, SHUT_WR);
+		usleep(10000);
+		r = owner(nl, &c.peer, &c.self, &uid);
+		CHECK(r == cases[i].want && (r < 0 || uid == geteuid()),
+		      "%s: %d uid %d", cases[i].what, r, (int)uid);
+		close_conn(&c);
+	}
 }
 
 int main(void)
@@ -234,6 +275,7 @@ int main(void)
 	test_own_connections(nl);
 	test_other_uid(nl);
 	test_no_owner(nl);
+	test_closing(nl);
 	close(nl);
 	return failures ? 1 : 0;
 }
