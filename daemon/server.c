@@ -86,6 +86,7 @@ struct client {
 	int fd;
 	struct peer peer;  /* pid, uid, gid, namespaces (peer.h) */
 	struct view *view; /* what it sees, decided at Hello (views.h) */
+	uint64_t serial;   /* this connection, unique while rdmad runs */
 	int passed_fd;	   /* came with the request being handled, or -1 */
 	bool read_once;	   /* its first datagram was read */
 	bool verified;	   /* its view is known or said, not assumed */
@@ -121,6 +122,7 @@ struct server {
 	unsigned int nclients;
 	struct views *views;   /* one generation page each */
 	struct reaper *reaper; /* closes what clients pass (reaper.h) */
+	uint64_t serials;      /* connections accepted */
 	uint8_t rxbuf[WIRE_MAX_REQUEST];
 };
 
@@ -391,7 +393,7 @@ static int send_snapshot(struct client *c, uint64_t seq)
 static void claim_of(const struct client *c, const Rdmad__Scope *scope,
 		     struct view_claim *ret)
 {
-	*ret = (struct view_claim){.nl_fd = -1};
+	*ret = (struct view_claim){.nl_fd = -1, .conn = c->serial};
 	if (!scope)
 		return;
 	ret->reported = true;
@@ -880,6 +882,7 @@ static struct client *client_new(struct server *srv, int fd,
 	c->srv = srv;
 	c->fd = fd;
 	c->passed_fd = -1;
+	c->serial = ++srv->serials;
 	c->peer = *peer;
 	client_check_admin(c);
 	c->ev_read = event_new(srv->base, fd, EV_READ | EV_PERSIST,

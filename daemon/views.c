@@ -273,7 +273,8 @@ static bool key_equal(const struct view_key *a, const struct view_key *b)
 	return a->known == b->known && a->reported == b->reported &&
 	       a->by_nodes == b->by_nodes && a->uid == b->uid &&
 	       a->ns.net == b->ns.net && a->ns.mnt == b->ns.mnt &&
-	       a->ns.pid == b->ns.pid && a->netns_cookie == b->netns_cookie;
+	       a->ns.pid == b->ns.pid && a->netns_cookie == b->netns_cookie &&
+	       a->conn == b->conn;
 }
 
 /* Exclusive mode: the cookie of the other network namespace whose
@@ -324,8 +325,11 @@ static struct view_key key_of(const struct views *vs, const struct peer *peer,
 	k.reported = claim->reported;
 	k.uid = peer->uid;
 	k.ns = peer->ns;
-	if (!peer->known)
+	if (!peer->known) {
+		/* Claimed, not known: shared with nobody (views.h). */
 		k.ns.mnt = claim->mntns;
+		k.conn = claim->conn;
+	}
 	k.by_nodes = claim->reported && !claim->devtmpfs &&
 		     !(peer->known && in_mnt(vs, peer->ns.mnt));
 	k.netns_cookie = other_netns(vs, claim);

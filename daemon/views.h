@@ -16,6 +16,13 @@
  * What a view is built from: what the kernel says, and what its clients
  * say about themselves (struct view_claim), never files a client
  * controls.  rdmad opens, stats and lists nothing of a client's.
+ *  - Sharing: clients share a view only where the kernel says where
+ *    they are (peer.known: rdmad may read their namespaces).  Where it
+ *    cannot (an unprivileged rdmad, another user's client), a claim
+ *    proves nothing, so each connection gets a view of its own: what a
+ *    client reports (its nodes, a device it cannot open) changes only
+ *    its own connection's view, never that of another container of its
+ *    uid that claims the same mount namespace.
  *  - Membership (mount rule): a view that sees every node (rdmad's own
  *    mount namespace, a client whose /dev/infiniband is the kernel's
  *    devtmpfs, or one that said nothing: "unverified") has every device
@@ -60,6 +67,7 @@ struct view_claim {
 	size_t nnodes;
 	int nl_fd;	       /* a checked NETLINK_RDMA socket, or -1 */
 	uint64_t netns_cookie; /* the namespace of nl_fd */
+	uint64_t conn;	       /* its connection, unique while it lasts */
 };
 
 struct view_key {
@@ -70,6 +78,7 @@ struct view_key {
 	uid_t uid;
 	struct peer_ns ns;     /* unknown: mnt is the one it claims */
 	uint64_t netns_cookie; /* another namespace's table, or 0 */
+	uint64_t conn; /* unknown: the one connection it is for, see above */
 };
 
 struct view_unusable {

@@ -12,6 +12,12 @@ under an unprivileged daemon, a bounded cost in memory and descriptors.
 Rule under test: rdmad never opens, stats or lists a path that a client
 controls, and nothing a client can slow down runs on the event loop.
 
+Issue 25 (F1-F5, at the end of the file): descriptors a client passes
+(closed by rdmad's reaper, never its loop), mount namespaces a sibling
+container of the same uid claims, closed metrics connections, one
+container's share of its uid's connections, and a junk socket lent for a
+network namespace.  docs/security.md is the threat model these prove.
+
 Every case prints what it measured as "figure N<k>: ..." lines on stderr
 (and, where $RDMAD_ATTACK_FIGURES names a file, appends them there as JSON
 lines): the before and after figures of the issue's closing note.
@@ -1152,6 +1158,342 @@ class TestNetnsSocket(AttackTest):
                "%s (the kernel has %s)" % (listed, kernel))
         self.expect(listed == kernel, "F5: uid %d sees %s; the kernel "
                     "has %s" % (self.OTHER_UID, listed, kernel))
+        self.verdict()
+
+
+
+# Issue 25.  Frames of PROTOCOL.md by hand (a client of another language):
+# protobuf's wire format for the few fields these attacks send.
+PROTO = r'''
+def varint(n):
+    out = b""
+    while True:
+        b, n = n & 0x7f, n >> 7
+        out += bytes([b | (0x80 if n else 0)])
+        if not n:
+            return out
+def field(num, body):
+    return varint(num << 3 | 2) + varint(len(body)) + body
+def number(num, v):
+    return varint(num << 3) + varint(v)
+def frame(seq, num, body):
+    return number(1, 1) + number(2, seq) + field(num, body)
+def scope(mntns, nodes):
+    return number(1, mntns) + field(3, b"".join(varint(n) for n in nodes))
+def hello(sc=None):
+    return frame(1, 10, field(1, b"attack") + (field(3, sc) if sc else b""))
+def get_status(seq, sc):
+    return frame(seq, 12, field(1, sc))
+def unusable(seq, name, incarnation):
+    # error: sint32 EPERM (1), zigzag 2
+    return frame(seq, 16, field(1, name.encode()) + number(2, incarnation)
+                 + number(3, 2))
+'''
+
+# An attack in Python: the code, then its arguments.
+PYTHON = 'exec python3 -c "$@"'
+
+# F1: a loopback TCP socket with SO_LINGER {1, @2 s}, unsent data and a
+# peer that never reads: its last close() waits @2 seconds.  @3 says how
+# it reaches rdmad: "hello" with Hello; "after" with a request after
+# Hello; "queued" queued behind Hello before rdmad read either; "dropped"
+# queued behind three malformed datagrams, which make rdmad hang up
+# without reading it.  Prints "sent" (or "refused: WHY" when the kernel
+# refused the descriptor), then holds on.
+LINGER = PROTO + r'''
+import os, socket, struct, sys, time
+path, linger, mode = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+srv = socket.socket()
+srv.bind(("127.0.0.1", 0))
+srv.listen(1)
+slow = socket.socket()
+slow.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+slow.connect(srv.getsockname())
+held, _ = srv.accept()
+held.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER,
+                struct.pack("ii", 1, linger))
+held.setblocking(False)
+try:
+    while True:
+        held.send(b"x" * 65536)
+except BlockingIOError:
+    pass
+s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+s.connect(path)
+try:
+    if mode == "hello":
+        socket.send_fds(s, [hello()], [held.fileno()])
+    elif mode == "after":
+        s.send(hello())
+        s.recv(65536)
+        socket.send_fds(s, [get_status(2, scope(0, []))], [held.fileno()])
+    elif mode == "queued":
+        s.send(hello())
+        socket.send_fds(s, [get_status(2, scope(0, []))], [held.fileno()])
+    elif mode == "dropped":
+        for _ in range(3):
+            s.send(b"\xff" * 8)
+        socket.send_fds(s, [hello()], [held.fileno()])
+    print("sent", flush=True)
+except OSError as e:
+    print("refused: %s" % e, flush=True)
+held.close()
+time.sleep(3600)
+'''
+
+# F1: fuse-stall's FUSE file system on @3 (its first FLUSH of "flush" is
+# never answered), and that file passed to rdmad with Hello, kept open.
+FLUSH_ATTACK = r'''
+S=$1 T=$2 FUSE=$3 PASS=$4
+mount -t tmpfs -o mode=755 attack "$T"
+mkdir "$T/mnt"
+mkfifo "$T/ctl"
+"$FUSE" "$T/mnt" < "$T/ctl" &
+fuse=$!
+exec 3> "$T/ctl"
+while ! grep -q " - fuse fuse-stall " /proc/self/mountinfo; do
+    if ! kill -0 $fuse 2>/dev/null; then
+        echo "SKIP: FUSE cannot be mounted in a user namespace here"
+        exit 77
+    fi
+    sleep 0.05
+done
+exec python3 -c "$PASS" "$S" "$T/mnt/flush"
+'''
+
+PASS_FILE = PROTO + r'''
+import os, socket, sys, time
+path, victim = sys.argv[1], sys.argv[2]
+fd = os.open(victim, os.O_RDONLY)
+s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+s.connect(path)
+socket.send_fds(s, [hello()], [fd])
+print("sent", flush=True)
+time.sleep(3600)
+'''
+
+# F2: the victim, a pod of uid 65534 with one node: a monitor that stays
+# subscribed, its mount namespace ("mntns N"), then on each line of stdin
+# its `rdmactl status --json` on one line ("status {...}").
+VICTIM = r'''
+S=$1 CTL=$2
+"$CTL" --socket "$S" --timeout 600 monitor --json &
+echo "mntns $(stat -L -c %i /proc/self/ns/mnt)"
+while read -r line; do
+    echo "status $("$CTL" --socket "$S" --timeout 60 status --json | tr -d '\n')"
+done
+'''
+
+# F2: a sibling container of the same uid claims @2 (the victim's mount
+# namespace) with the node @3, says @4 (incarnation @5) is unusable, then
+# reports no node at all.  Prints "done".
+SIBLING = PROTO + r'''
+import os, socket, sys
+path, mntns, node, name, inc = (sys.argv[1], int(sys.argv[2]),
+                                int(sys.argv[3]), sys.argv[4],
+                                int(sys.argv[5]))
+s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+s.connect(path)
+s.send(hello(scope(mntns, [node])))
+_, fds, _, _ = socket.recv_fds(s, 65536, 4)
+for fd in fds:
+    os.close(fd)
+s.send(unusable(2, name, inc))
+s.recv(65536)
+s.send(get_status(3, scope(mntns, [])))
+s.recv(65536)
+print("done", flush=True)
+import time
+time.sleep(3600)
+'''
+
+# F4: @2 connections, each with Hello; prints "held K" (how many rdmad
+# kept), then holds them.
+HOLD_MANY = PROTO + r'''
+import os, socket, sys, time
+path, n = sys.argv[1], int(sys.argv[2])
+held = []
+for _ in range(n):
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    s.settimeout(10)
+    try:
+        s.connect(path)
+        s.send(hello())
+        msg, fds, _, _ = socket.recv_fds(s, 65536, 4)
+    except OSError:
+        msg, fds = b"", []
+    for fd in fds:
+        os.close(fd)
+    if msg:
+        held.append(s)
+    else:
+        s.close()
+print("held %d" % len(held), flush=True)
+time.sleep(3600)
+'''
+
+
+class TestPassedDescriptors(AttackTest):
+    """F1 of issue 25: nothing a client passes is closed on rdmad's loop."""
+
+    LINGER_S = 6
+
+    def test_f1_lingering_sockets(self):
+        """A TCP socket whose last close waits LINGER_S seconds, passed
+        with Hello, after it, queued behind it, and queued on a connection
+        rdmad drops unread: root's status answers within LIMIT after
+        each."""
+        self.tb.plug("mlx5_0")
+        self.start_daemon()
+        for mode in ("hello", "after", "queued", "dropped"):
+            a = self.attack(PYTHON, [LINGER, self.sock, self.LINGER_S, mode],
+                            ns="")
+            _, line = a.expect(("sent", "refused"))
+            self.assertIsNotNone(line, "F1 %s: the attack did not start: "
+                                 "%s" % (mode, a.lines("err")[-5:]))
+            figure("F1", "the lingering socket passed (%s)" % mode, line)
+            time.sleep(0.3)  # rdmad takes it, and lets go of it
+            self.root_status("F1", "after a lingering socket (%s)" % mode)
+            st = self.stats()
+            self.expect(st.state != "D", "F1 %s: rdmad in state D (%s)"
+                        % (mode, st.wchan))
+            a.kill()
+        self.verdict()
+
+    def test_f1_fuse_flush(self):
+        """A FUSE file whose server never answers its FLUSH, passed with
+        Hello: rdmad is not the process that waits in its close, root's
+        status answers within LIMIT, and rdmad still exits on SIGTERM
+        while the close waits."""
+        self.need_userns()
+        self.tb.plug("mlx5_0")
+        self.start_daemon()
+        a = self.attack(FLUSH_ATTACK, [self.sock, self.mountpoint(),
+                                       FUSE_STALL, PASS_FILE])
+        conn = {}
+
+        def release():
+            if "n" in conn:
+                host_sh('f=/sys/fs/fuse/connections/$1/abort; '
+                        '[ ! -e "$f" ] || echo 1 > "$f"', conn["n"],
+                        check=False)
+            a.kill()
+        self.releases.append(release)
+        _, line = a.expect(("sent", "SKIP:"))
+        if line != "sent":
+            why = a.skip_reason()
+            if why:
+                self.skipTest(why)
+            self.fail("the attack did not start: %s" % a.lines("err")[-5:])
+        mounted = [l for l in a.lines() if l.startswith("mounted ")]
+        if mounted:
+            conn["n"] = mounted[0].split()[1]
+        _, stalled = a.expect("stalled flush pid", timeout=10)
+        figure("F1", "the held FLUSH", stalled or "none within 10 s")
+        self.expect(stalled is not None, "F1: nobody closed the passed "
+                    "FUSE file within 10 s")
+        if stalled:
+            self.expect(int(stalled.split()[-1]) != self.d.proc.pid,
+                        "F1: rdmad itself waits in the FLUSH of a file a "
+                        "client passed")
+        self.root_status("F1", "while a passed FUSE file's FLUSH is held")
+        st = self.stats()
+        figure("F1", "rdmad state while the FLUSH is held",
+               "%s (wchan %s)" % (st.state, st.wchan))
+        self.expect(st.state != "D", "F1: rdmad in state D (%s)" % st.wchan)
+        t0 = time.monotonic()
+        self.d.proc.send_signal(signal.SIGTERM)
+        try:
+            rc = self.d.proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            rc = None
+        figure("F1", "rdmad's exit on SIGTERM while the FLUSH is held",
+               time.monotonic() - t0, "s", "exit %s" % rc)
+        self.expect(rc == 0, "F1: rdmad did not exit on SIGTERM within "
+                    "10 s while a passed file's FLUSH was held (%s)" % rc)
+        self.verdict()
+
+
+class TestSameUidContainers(AttackTest):
+    """F2 of issue 25: under the shipped unit's unprivileged rdmad, one
+    container of a uid cannot change another's view by claiming its mount
+    namespace."""
+
+    start_unprivileged = TestUnprivilegedDaemon.start_unprivileged
+
+    def test_f2_claimed_mount_namespace(self):
+        self.tb.plug("mlx5_0")
+        b = self.tb.plug("mlx5_1")
+        self.start_unprivileged()
+        victim = self.attack(
+            pod_script([(b.uverbs, devnum(b))]),
+            NOBODY + ["sh", "-euc", VICTIM, "victim", self.sock,
+                      rdmatb.RDMACTL],
+            ns="--mount --propagation unchanged",
+            prefix=["env", "-u", "LD_PRELOAD"])
+        _, line = victim.expect("mntns")
+        self.assertIsNotNone(line, victim.lines("err")[-5:])
+        mntns = int(line.split()[1])
+        inc = find(status(self.sock), "mlx5_1")["incarnation"]
+        ma, mi = devnum(b)
+        time.sleep(0.5)  # the monitor is subscribed
+        a = self.attack(PYTHON, [SIBLING, self.sock, mntns, ma << 32 | mi,
+                                 "mlx5_1", inc], ns="-Urm")
+        _, done = a.expect("done")
+        self.assertIsNotNone(done, a.lines("err")[-5:])
+        victim.proc.stdin.write("status\n")
+        victim.proc.stdin.flush()
+        _, line = victim.expect("status ")
+        self.assertIsNotNone(line, victim.lines("err")[-5:])
+        st = json.loads(line[len("status "):])
+        dev = find(st, "mlx5_1")
+        figure("F2", "the victim's mlx5_1 after its sibling's claims",
+               json.dumps(dev and {k: dev.get(k) for k in
+                                   ("state", "unusable")}))
+        self.assertIsNotNone(dev, "F2: mlx5_1 left the victim's view: %s"
+                             % st)
+        self.assertFalse(dev.get("unusable"), "F2: a sibling container "
+                         "flagged the victim's mlx5_1 unusable")
+        events = [l for l in victim.lines() if l.startswith("{") and
+                  "mlx5_1" in l]
+        figure("F2", "events the victim's monitor heard of mlx5_1",
+               len(events))
+        self.assertEqual(events, [], "F2: the victim heard its sibling's "
+                         "claims")
+
+
+class TestContainersOfOneUid(AttackTest):
+    """F4 of issue 25: one container of a uid holding every connection it
+    can get leaves room for the uid's other containers."""
+
+    PER_UID = 40
+    PER_NAMESPACE = 10
+
+    def test_f4_one_pod_holds_its_uid(self):
+        self.need_userns()
+        self.tb.plug("mlx5_0")
+        conf = os.path.join(self.work, "f4.conf")
+        with open(conf, "w") as f:
+            f.write("[socket]\nmax_clients_per_uid = %d\n"
+                    "max_clients_per_namespace = %d\n"
+                    % (self.PER_UID, self.PER_NAMESPACE))
+        self.start_daemon(config=conf)
+        a = self.attack(PYTHON, [HOLD_MANY, self.sock, self.PER_UID],
+                        ns="-Urm")
+        _, line = a.expect("held")
+        self.assertIsNotNone(line, a.lines("err")[-5:])
+        figure("F4", "connections one container holds of %d tried"
+               % self.PER_UID, line.split()[1])
+        elapsed, r = timed_rdmactl(
+            self.sock, "status", "--json",
+            prefix=AS_NOBODY + ["unshare", "-Urm"])
+        figure("F4", "a sibling container's `rdmactl status`", elapsed, "s",
+               "exit %s" % (r.returncode if r else "none"))
+        self.assertIsNotNone(r, "F4: the sibling had no answer")
+        self.assertEqual(r.returncode, 0, "F4: one container locked its "
+                         "uid's other containers out: %s" % r.stderr)
+        self.assertLessEqual(int(line.split()[1]), self.PER_NAMESPACE)
+        self.root_status("F4", "while one container holds its share")
         self.verdict()
 
 

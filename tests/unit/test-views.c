@@ -98,9 +98,12 @@ static void test_by_nodes(void)
 				   .mntns = 777,
 				   .nodes = nodes,
 				   .nnodes = 1,
-				   .nl_fd = -1};
+				   .nl_fd = -1,
+				   .conn = 1};
+	struct view_claim sibling = claim;
 	struct peer p = user_peer(1000, false), q = user_peer(1001, false);
-	struct view *v, *v2, *w;
+	struct peer k = user_peer(1000, true);
+	struct view *v, *v2, *w, *k1, *k2;
 	int err = 0;
 
 	v = views_join(vs, &p, false, &claim, &err);
@@ -111,8 +114,28 @@ static void test_by_nodes(void)
 	CHECK(!view_has(v, dev_named(t, "mlx5_0")) &&
 		      view_has(v, dev_named(t, "mlx5_1")),
 	      "only mlx5_1's node was reported");
-	v2 = views_join(vs, &p, false, &claim, &err);
-	CHECK(v2 == v && v->nclients == 2, "same uid, same claim: one view");
+	/* Issue 25 F2: another container of the uid claims the same mount
+	 * namespace; nothing proves either claim. */
+	sibling.conn = 2;
+	v2 = views_join(vs, &p, false, &sibling, &err);
+	CHECK(v2 && v2 != v, "same uid, same claim, another connection: a "
+			     "view of its own");
+	CHECK(v2 && view_set_nodes(v2, NULL, 0) == 1, "it reports no node");
+	if (v2)
+		view_refresh(v2, on_change, NULL);
+	CHECK(view_has(v, dev_named(t, "mlx5_1")),
+	      "the first connection's view did not change");
+	/* Where the kernel says where both are, they share. */
+	claim.conn = 3;
+	k1 = views_join(vs, &k, false, &claim, &err);
+	claim.conn = 4;
+	k2 = views_join(vs, &k, false, &claim, &err);
+	CHECK(k1 && k1 == k2 && k1->nclients == 2,
+	      "same uid, same known namespaces: one view");
+	views_leave(vs, k2);
+	views_leave(vs, k1);
+	entered = left = 0;
+	claim.conn = 1;
 	w = views_join(vs, &q, false, &claim, &err);
 	CHECK(w && w != v, "another uid saying the same: a view of its own");
 	CHECK(view_set_nodes(w, other, 2) == 1, "new nodes");

@@ -11,21 +11,27 @@
  * that process then sleeps in the kernel (state D, not killable) until
  * the request is answered or the connection aborted.
  *
- * The root directory is empty: GETATTR of it answers, a LOOKUP of any
- * other name answers ENOENT, the directory lists nothing.  Anything else
- * answers ENOSYS.  After the mount it prints "mounted CONN" (CONN: the
- * connection's number, its directory in /sys/fs/fuse/connections, which
- * is the mount's minor device number) and "stalled N pid PID" each time
- * it holds back a LOOKUP of "infiniband" (PID: the caller's, as the
- * kernel tells FUSE).  It exits when stdin reaches EOF (or on
- * SIGTERM/SIGKILL): closing /dev/fuse aborts the connection, which
- * releases every process waiting in it.
+ * It also holds one regular file, "flush", for F1 of issue 25: the
+ * first FLUSH of it (a close() of a descriptor of it, by whoever closes
+ * first) is never answered, and prints "stalled flush pid PID"; later
+ * ones are answered.  A process that closes a descriptor someone passed
+ * it sleeps there (state D once a signal came) until the connection goes.
+ *
+ * The root directory lists nothing: GETATTR of it answers, a LOOKUP of
+ * any other name answers ENOENT.  Anything else answers ENOSYS.  After the
+ * mount it prints "mounted CONN" (CONN: the connection's number, its directory
+ * in /sys/fs/fuse/connections, which is the mount's minor device number) and
+ * "stalled N pid PID" each time it holds back a LOOKUP of "infiniband" (PID:
+ * the caller's, as the kernel tells FUSE).  It exits when stdin reaches EOF (or
+ * on SIGTERM/SIGKILL): closing /dev/fuse aborts the connection, which releases
+ * every process waiting in it.
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/fuse.h>
 #include <poll.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -37,6 +43,8 @@
 #include <unistd.h>
 
 #define STALL_NAME "infiniband"
+#define FLUSH_NAME "flush"
+#define FLUSH_INO 2
 
 /* A request is at most max_write plus headers; the kernel wants room
  * for at least FUSE_MIN_READ_BUFFER (8 KiB). */
@@ -72,6 +80,38 @@ static void root_attr(struct fuse_attr *a)
 	a->blksize = 4096;
 }
 
+static void flush_attr(struct fuse_attr *a)
+{
+	memset(a, 0, sizeof(*a));
+	a->ino = FLUSH_INO;
+	a->mode = S_IFREG | 0666;
+	a->nlink = 1;
+	a->blksize = 4096;
+}
+
+static int lookup_flush(int fd, const struct fuse_in_header *in)
+{
+	struct fuse_entry_out out = {
+		.nodeid = FLUSH_INO, .entry_valid = 3600, .attr_valid = 3600};
+
+	flush_attr(&out.attr);
+	return reply(fd, in->unique, 0, &out, sizeof(out));
+}
+
+/* The first FLUSH of "flush" is held; the rest answered. */
+static int flush(int fd, const struct fuse_in_header *in)
+{
+	static bool held;
+
+	if (in->nodeid == FLUSH_INO && !held) {
+		held = true;
+		printf("stalled flush pid %u\n", in->pid);
+		fflush(stdout);
+		return 0;
+	}
+	return reply(fd, in->unique, 0, NULL, 0);
+}
+
 static int handle(int fd, const struct fuse_in_header *in, const char *arg,
 		  unsigned int *stalled)
 {
@@ -97,9 +137,12 @@ static int handle(int fd, const struct fuse_in_header *in, const char *arg,
 	case FUSE_GETATTR: {
 		struct fuse_attr_out out = {0};
 
-		if (in->nodeid != FUSE_ROOT_ID)
+		if (in->nodeid == FLUSH_INO)
+			flush_attr(&out.attr);
+		else if (in->nodeid == FUSE_ROOT_ID)
+			root_attr(&out.attr);
+		else
 			return reply(fd, in->unique, -ENOENT, NULL, 0);
-		root_attr(&out.attr);
 		return reply(fd, in->unique, 0, &out, sizeof(out));
 	}
 	case FUSE_LOOKUP:
@@ -109,7 +152,10 @@ static int handle(int fd, const struct fuse_in_header *in, const char *arg,
 			fflush(stdout);
 			return 0;
 		}
+		if (strcmp(arg, FLUSH_NAME) == 0)
+			return lookup_flush(fd, in);
 		return reply(fd, in->unique, -ENOENT, NULL, 0);
+	case FUSE_OPEN:
 	case FUSE_OPENDIR: {
 		struct fuse_open_out out = {.fh = 1};
 
@@ -118,9 +164,10 @@ static int handle(int fd, const struct fuse_in_header *in, const char *arg,
 	case FUSE_READDIR:
 	case FUSE_READDIRPLUS:
 		return reply(fd, in->unique, 0, NULL, 0); /* end of directory */
+	case FUSE_FLUSH:
+		return flush(fd, in);
 	case FUSE_RELEASEDIR:
 	case FUSE_RELEASE:
-	case FUSE_FLUSH:
 	case FUSE_ACCESS:
 		return reply(fd, in->unique, 0, NULL, 0);
 	case FUSE_STATFS: {
