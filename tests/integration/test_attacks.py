@@ -1073,38 +1073,9 @@ class TestMetricsOwners(AttackTest):
 
 
 
-# F5: lend rdmad a NETLINK_RDMA socket of this network namespace in Hello
-# (PROTOCOL.md 8b; version 1, seq 1, hello{client_name "rdmactl",
-# scope{netns_socket true}}), keep a copy and keep it full of the
-# kernel's replies to requests of our own: "lent PID" once lent.
-LEND_JUNK = r'''
-import os, socket, struct, sys, time
-path = sys.argv[1]
-nl = socket.socket(socket.AF_NETLINK, socket.SOCK_RAW, 20)
-nl.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 1 << 20)
-# RDMA_NLDEV_CMD_GET (RDMA_NL_NLDEV 5 << 10 | 1) of a device that is not
-# there: an error reply queued for each.
-req = struct.pack("=IHHII", 24, 5 << 10 | 1, 1, 1, 0) + \
-    struct.pack("=HHI", 8, 1, 999999)
-def fill():
-    for _ in range(600):
-        try:
-            nl.send(req, socket.MSG_DONTWAIT)
-        except OSError:
-            return
-fill()
-s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-s.connect(path)
-hello = bytes.fromhex("08011001520d0a0772646d6163746c1a022001")
-socket.send_fds(s, [hello], [nl.fileno()])
-msg, fds, _, _ = socket.recv_fds(s, 65536, 4)
-for fd in fds:
-    os.close(fd)
-print("lent %d" % os.getpid(), flush=True)
-while True:
-    fill()
-    time.sleep(0.05)
-'''
+# F5: lend rdmad a NETLINK_RDMA socket kept full of junk (attack/).
+LEND_JUNK = os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                         "attack", "lend-junk.py")
 
 
 class TestNetnsSocket(AttackTest):
@@ -1133,7 +1104,7 @@ class TestNetnsSocket(AttackTest):
                           "table looks the same frozen or not")
         self.tb.plug("mlx5_0")
         self.start_daemon(env=dict(os.environ, RDMAD_NETNS_MODE="exclusive"))
-        a = self.attack('exec python3 -c "$@"', [LEND_JUNK, self.sock],
+        a = self.attack('exec python3 "$@"', [LEND_JUNK, self.sock],
                         ns="-Urmn")
         _, line = a.expect("lent ", timeout=30)
         self.assertIsNotNone(line, "the socket was not lent: %s"
@@ -1159,7 +1130,6 @@ class TestNetnsSocket(AttackTest):
         self.expect(listed == kernel, "F5: uid %d sees %s; the kernel "
                     "has %s" % (self.OTHER_UID, listed, kernel))
         self.verdict()
-
 
 
 # Issue 25.  Frames of PROTOCOL.md by hand (a client of another language):
