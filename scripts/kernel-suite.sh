@@ -19,11 +19,14 @@ rc=$?
 python3 - build/meson-logs/testlog.json <<'PY'
 import json, re, sys
 passed = failed = skipped = 0
+reruns = []
 for line in open(sys.argv[1]):
     t = json.loads(line)
     if ":kernel / " not in t.get("name", ""):  # meson's "PROJECT:SUITE / NAME"
         continue
     out = t.get("stdout", "") or ""
+    if re.search(r"^kernel-suite: rerun: ", out, re.M):
+        reruns.append(t["name"].split(" / ")[-1])
     m = re.findall(r"^kernel-suite: .*: (\d+) passed, (\d+) failed, "
                    r"(\d+) skipped$", out, re.M)
     if t.get("result") == "SKIP":
@@ -35,6 +38,9 @@ for line in open(sys.argv[1]):
     else:
         p, f, s = (int(x) for x in m[-1])
         passed, failed, skipped = passed + p, failed + f, skipped + s
+if reruns:
+    print("real-kernel suite: run again after a guest kernel fault outside "
+          "rdmad: %s" % ", ".join(reruns))
 print("real-kernel suite: %d passed, %d failed, %d skipped"
       % (passed, failed, skipped))
 PY

@@ -5,6 +5,13 @@
 # Debian's KERNEL (6.1 or 6.12), with or without systemd-udevd, on the
 # programs of BUILDDIR.  Skips (77), saying why, only where qemu cannot
 # run here; a guest that fails to boot is a failure.
+#
+# Under emulation (TCG) a guest's kernel now and then faults on its own
+# (seen: int3 in __kmalloc_noprof from 9p, in conmon; a panic in
+# sched_clock_cpu): the VM stops without the suite's exit status (125).
+# Such a guest is run once more, and the line "kernel-suite: rerun: ..."
+# says so (scripts/kernel-suite.sh puts it in its summary), unless the
+# fault names rdmad (Comm: rdmad): that one is ours and stays a failure.
 set -u
 src=$(cd "$(dirname "$0")/../.." && pwd -P)
 build=$(cd "$3" && pwd -P)
@@ -30,7 +37,30 @@ esac
 # The issue's bound: a delete with rdmad running within 50 ms of one with
 # rdmad stopped (medians of 5; under emulation they differ by under 10 ms).
 slack=${RDMAD_KERNEL_SLACK_MS:-50}
-RDMAD_VM_KERNEL=$1 RDMAD_VM_UDEVD=$udevd RDMAD_VM_SHARE=$share \
-	RDMAD_VM_TIMEOUT=${RDMAD_KERNEL_TIMEOUT:-1700} \
-	exec "$src/scripts/rdma-kernel-vm.sh" \
-	"RDMAD_KERNEL_SLACK_MS=$slack RDMAD_KERNEL_STORM=${RDMAD_KERNEL_STORM:-50} python3 -u tests/kernel/test_kernel.py '$build' 2>&1"
+log=$(mktemp)
+trap 'rm -f "$log"' EXIT
+
+guest() {
+	RDMAD_VM_KERNEL=$1 RDMAD_VM_UDEVD=$udevd RDMAD_VM_SHARE=$share \
+		RDMAD_VM_TIMEOUT=${RDMAD_KERNEL_TIMEOUT:-1700} \
+		"$src/scripts/rdma-kernel-vm.sh" \
+		"RDMAD_KERNEL_SLACK_MS=$slack RDMAD_KERNEL_STORM=${RDMAD_KERNEL_STORM:-50} python3 -u tests/kernel/test_kernel.py '$build' 2>&1" \
+		>"$log" 2>&1
+	rc=$?
+	cat "$log"
+	return $rc
+}
+
+# The guest's kernel faulted (the VM stopped without an exit status) and
+# not in rdmad: the first line that says how, else nothing.
+guest_fault() {
+	grep -q 'Comm: rdmad' "$log" && return 1
+	grep -m1 -E 'Kernel panic|Oops|BUG:|general protection fault|invalid opcode|int3|the VM stopped without an exit status' "$log"
+}
+
+guest "$1" && exit 0
+rc=$?
+[ "$rc" -eq 125 ] || exit "$rc"
+why=$(guest_fault) || exit "$rc"
+echo "kernel-suite: rerun: the guest's kernel faulted outside rdmad: $why"
+guest "$1"
