@@ -12,6 +12,34 @@
  * Every event bumps the generation by one before the listener hears it,
  * so a listener can publish the generation it is told about.  Listeners
  * must not modify the table from inside the callback.
+ *
+ * A device's life is one state, entered only through enter(), which emits
+ * the event that says so.  The rules (PROTOCOL.md 8a draws the same):
+ *
+ *   from                  what rdmad learns                 to       event
+ *   -                     a registration, usable            READY    ADDED,
+ *   -                     ...not usable (no ACTIVE port,    UNREADY   RETURNED
+ *                         no uverbs node, netdev down)
+ *   AWAY                  its identity registers in time    READY,   RETURNED
+ *                                                           UNREADY
+ *   READY, UNREADY        a look, a netdev up or down,      READY,   READY,
+ *                         its name changed                  UNREADY  UNREADY,
+ *                                                                    CHANGED,
+ *                                                                    RENAMED
+ *   READY, UNREADY        its uverbs node went: the kernel  REMOVING REMOVING
+ *                         is unregistering it (devices.h)
+ *   REMOVING              its uverbs node is back           READY,   READY,
+ *                         (ib_uverbs loaded again)          UNREADY  CHANGED
+ *   READY, UNREADY,       gone, with a grace period         AWAY     REMOVED
+ *   REMOVING
+ *   READY, UNREADY,       gone (or its grace is over),      REMOVED  REMOVED
+ *   REMOVING, AWAY        still held
+ *   any                   gone, nobody holds it             GONE     REMOVED
+ *   REMOVED               its last hold or reference goes   GONE     RELEASED
+ *
+ * GONE lasts for its event: the device is freed when the listener
+ * returns.  Other events (CHANGED for a hold, EXPECTING and SETTLED of a
+ * PF's VFs) leave the state as it is.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -26,11 +54,19 @@
 
 #define INITIAL_BUCKETS 64
 
+/* The states of the table at the top. */
+enum device_life {
+	LIFE_READY,
+	LIFE_UNREADY,
+	LIFE_REMOVING,
+	LIFE_AWAY,
+	LIFE_REMOVED,
+	LIFE_GONE,
+};
+
 struct device {
 	struct sysfs_device info;
-	enum device_state state;
-	bool ready;
-	bool removing; /* present, being unregistered (devices.h) */
+	enum device_life life;
 	uint64_t incarnation;
 	uint64_t away_deadline; /* AWAY: realtime ms */
 	unsigned int changed;	/* RETURNED: life_field bits */
@@ -44,7 +80,6 @@ struct device {
 	unsigned int refs; /* internal references */
 	unsigned int seen; /* scan epoch that found this id */
 	unsigned int applied;
-	bool going; /* being dropped: freed after this event */
 	struct holder *holders;
 	size_t nholders;
 	struct device *id_next;	  /* chain in by_id (present or away) */
@@ -76,10 +111,16 @@ struct devices {
 static int assign_aliases(struct devices *t, const struct device *quiet);
 static int settle(struct devices *t, int events);
 
+/* Registered now: READY, UNREADY or REMOVING. */
+static bool present(const struct device *d)
+{
+	return d->life <= LIFE_REMOVING;
+}
+
 /* Present or away: a device its identity may still come back to. */
 static bool live(const struct device *d)
 {
-	return d->state != DEVICE_STATE_REMOVED;
+	return d->life <= LIFE_AWAY;
 }
 
 static struct device **id_slot(const struct devices *t, const char *id)
@@ -140,8 +181,7 @@ static struct device *find_present_name(const struct devices *t,
 					const char *name)
 {
 	for (struct device *d = *name_slot(t, name); d; d = d->name_next)
-		if (d->state == DEVICE_STATE_PRESENT &&
-		    !strcmp(d->info.name, name))
+		if (present(d) && !strcmp(d->info.name, name))
 			return d;
 	return NULL;
 }
@@ -239,6 +279,16 @@ static void emit(struct devices *t, enum devices_event event, struct device *d,
 		t->fn(t->userdata, event, d, old_name);
 }
 
+/* The one way into a state: @d enters @life, and @event says so. */
+static void enter(struct devices *t, struct device *d, enum device_life life,
+		  enum devices_event event, const char *old_name)
+{
+	d->life = life;
+	if (life != LIFE_AWAY)
+		d->away_deadline = 0;
+	emit(t, event, d, old_name);
+}
+
 /* Take @info's contents; its ports now belong to @d. */
 static void take_info(struct device *d, struct sysfs_device *info)
 {
@@ -276,18 +326,14 @@ static void drop_device(struct devices *t, struct device *d,
 {
 	unlink_device(t, d);
 	/* What goes is no longer present: clients see it as removed. */
-	d->state = DEVICE_STATE_REMOVED;
-	d->ready = false;
-	d->removing = false;
-	d->going = true;
-	emit(t, event, d, NULL);
+	enter(t, d, LIFE_GONE, event, NULL);
 	free_device(d);
 }
 
 /* A removed device nobody references any more goes, with RELEASED. */
 static bool maybe_release(struct devices *t, struct device *d)
 {
-	if (d->state != DEVICE_STATE_REMOVED || d->nholders || d->refs)
+	if (d->life != LIFE_REMOVED || d->nholders || d->refs)
 		return false;
 	drop_device(t, d, DEVICES_EVENT_RELEASED);
 	return true;
@@ -301,11 +347,7 @@ static bool remove_device(struct devices *t, struct device *d)
 		return true;
 	}
 	id_remove(t, d);
-	d->state = DEVICE_STATE_REMOVED;
-	d->ready = false;
-	d->removing = false;
-	d->away_deadline = 0;
-	emit(t, DEVICES_EVENT_REMOVED, d, NULL);
+	enter(t, d, LIFE_REMOVED, DEVICES_EVENT_REMOVED, NULL);
 	return false;
 }
 
@@ -334,13 +376,10 @@ static bool device_gone(struct devices *t, struct device *d)
 {
 	uint64_t grace = grace_of(t, d);
 
-	if (!grace || d->state != DEVICE_STATE_PRESENT)
+	if (!grace || !present(d))
 		return remove_device(t, d);
-	d->state = DEVICE_STATE_AWAY;
-	d->ready = false;
-	d->removing = false;
 	d->away_deadline = t->now_ms() + grace;
-	emit(t, DEVICES_EVENT_REMOVED, d, NULL);
+	enter(t, d, LIFE_AWAY, DEVICES_EVENT_REMOVED, NULL);
 	return false;
 }
 
@@ -364,16 +403,17 @@ static bool port_ready(const struct sysfs_port *p)
 	       !(p->netdev[0] && p->netdev_up == 0);
 }
 
-/* Usable: its uverbs node exists and a port is ACTIVE, with a GID 0 that
- * is not all zeros and a net device that is not known to be down. */
-static bool compute_ready(const struct sysfs_device *info)
+/* READY when usable: its uverbs node exists and a port is ACTIVE, with a
+ * GID 0 that is not all zeros and a net device not known to be down;
+ * else UNREADY. */
+static enum device_life registered_life(const struct sysfs_device *info)
 {
 	if (!info->uverbs[0])
-		return false;
+		return LIFE_UNREADY;
 	for (unsigned int i = 0; i < info->nports; i++)
 		if (port_ready(&info->ports[i]))
-			return true;
-	return false;
+			return LIFE_READY;
+	return LIFE_UNREADY;
 }
 
 /* The incarnation @info starts, and whether its identity is known (so
@@ -414,16 +454,14 @@ static int add_device(struct devices *t, struct sysfs_device *info)
 	returned = next_life(t, info, &d->incarnation, &d->changed);
 	lives_note(t->lives, info, d->incarnation);
 	take_info(d, info);
-	d->state = DEVICE_STATE_PRESENT;
-	d->ready = compute_ready(&d->info);
 	d->serial = t->next_serial++;
 	d->seen = d->applied = t->epoch;
 	id_insert(t, d);
 	name_insert(t, d);
 	order_insert(t, d);
 	assign_aliases(t, d);
-	emit(t, returned ? DEVICES_EVENT_RETURNED : DEVICES_EVENT_ADDED, d,
-	     NULL);
+	enter(t, d, registered_life(&d->info),
+	      returned ? DEVICES_EVENT_RETURNED : DEVICES_EVENT_ADDED, NULL);
 	return 1;
 }
 
@@ -438,13 +476,10 @@ static int revive_device(struct devices *t, struct device *d,
 	name_remove(t, d);
 	order_remove(t, d);
 	take_info(d, info);
-	d->state = DEVICE_STATE_PRESENT;
-	d->ready = compute_ready(&d->info);
-	d->away_deadline = 0;
 	name_insert(t, d);
 	order_insert(t, d);
 	assign_aliases(t, d);
-	emit(t, DEVICES_EVENT_RETURNED, d, NULL);
+	enter(t, d, registered_life(&d->info), DEVICES_EVENT_RETURNED, NULL);
 	return 1;
 }
 
@@ -459,23 +494,27 @@ static void rename_device(struct devices *t, struct device *d,
 	take_info(d, info);
 	name_insert(t, d);
 	order_insert(t, d);
-	emit(t, DEVICES_EVENT_RENAMED, d, old);
+	enter(t, d, registered_life(&d->info), DEVICES_EVENT_RENAMED, old);
 }
 
 /* The kernel is unregistering present device @d (devices.h). */
 static int mark_removing(struct devices *t, struct device *d)
 {
-	d->removing = true;
-	d->ready = false;
-	emit(t, DEVICES_EVENT_REMOVING, d, NULL);
+	enter(t, d, LIFE_REMOVING, DEVICES_EVENT_REMOVING, NULL);
 	return 1;
 }
 
-static enum devices_event ready_event(bool was, bool is)
+/* What a present device's new look makes of it: READY or UNREADY, and
+ * the event that says so (CHANGED where usability is as it was). */
+static void enter_registered(struct devices *t, struct device *d)
 {
-	if (was == is)
-		return DEVICES_EVENT_CHANGED;
-	return is ? DEVICES_EVENT_READY : DEVICES_EVENT_UNREADY;
+	enum device_life life = registered_life(&d->info);
+	enum devices_event event = DEVICES_EVENT_CHANGED;
+
+	if ((life == LIFE_READY) != (d->life == LIFE_READY))
+		event = life == LIFE_READY ? DEVICES_EVENT_READY
+					   : DEVICES_EVENT_UNREADY;
+	enter(t, d, life, event, NULL);
 }
 
 /* A new scan of a present device: RENAMED, CHANGED or nothing.  A rename
@@ -484,30 +523,29 @@ static enum devices_event ready_event(bool was, bool is)
 static int update_device(struct devices *t, struct device *d,
 			 struct sysfs_device *info)
 {
-	bool was_ready = d->ready, was_removing = d->removing;
+	bool removing = d->life == LIFE_REMOVING;
 
 	d->applied = t->epoch;
 	d->changed = 0;
-	if (!info->uverbs[0] && (d->removing || d->info.uverbs[0])) {
+	if (!info->uverbs[0] && (removing || d->info.uverbs[0])) {
 		/* Torn down bit by bit: the last complete look stays. */
 		drop_info(info);
-		return d->removing ? 0 : mark_removing(t, d);
+		return removing ? 0 : mark_removing(t, d);
 	}
-	d->removing = false; /* its uverbs is back: ib_uverbs reloaded */
+	/* From here on its uverbs is there (back, if REMOVING: ib_uverbs
+	 * loaded again). */
 	if (strcmp(d->info.name, info->name)) {
 		lives_note(t->lives, info, d->incarnation);
-		d->ready = compute_ready(info);
 		rename_device(t, d, info);
 		return 1;
 	}
-	if (!was_removing && sysfs_device_equal(&d->info, info)) {
+	if (!removing && sysfs_device_equal(&d->info, info)) {
 		drop_info(info);
 		return 0;
 	}
 	lives_note(t->lives, info, d->incarnation);
 	take_info(d, info);
-	d->ready = compute_ready(&d->info);
-	emit(t, ready_event(was_ready, d->ready), d, NULL);
+	enter_registered(t, d);
 	return 1;
 }
 
@@ -539,7 +577,7 @@ static int apply_entry(struct devices *t, struct sysfs_device *info)
 		drop_info(info); /* the same id twice in one scan */
 		return 0;
 	}
-	if (d->state == DEVICE_STATE_AWAY)
+	if (d->life == LIFE_AWAY)
 		return revive_device(t, d, info);
 	if (d->info.reg_key && info->reg_key &&
 	    !sysfs_same_registration(d->info.reg_key, d->info.uverbs,
@@ -556,7 +594,7 @@ static int remove_unseen(struct devices *t)
 	for (size_t i = 0; i < t->n;) {
 		struct device *d = t->order[i];
 
-		if (d->state == DEVICE_STATE_PRESENT && d->seen != t->epoch) {
+		if (present(d) && d->seen != t->epoch) {
 			events++;
 			if (device_gone(t, d))
 				continue;
@@ -634,7 +672,7 @@ int devices_uverbs_gone(struct devices *table, const char *uverbs)
 	for (size_t i = 0; i < table->n; i++) {
 		struct device *d = table->order[i];
 
-		if (d->state == DEVICE_STATE_PRESENT && !d->removing &&
+		if (present(d) && d->life != LIFE_REMOVING &&
 		    !strcmp(d->info.uverbs, uverbs))
 			return settle(table, mark_removing(table, d));
 	}
@@ -665,13 +703,11 @@ int devices_set_netdev_state(struct devices *table, const char *ifname, bool up)
 		return r;
 	for (size_t i = 0; i < table->n; i++) {
 		struct device *d = table->order[i];
-		bool was_ready = d->ready;
 
 		/* A device being unregistered keeps its last look. */
-		if (d->state == DEVICE_STATE_PRESENT && !d->removing &&
+		if (present(d) && d->life != LIFE_REMOVING &&
 		    set_ports_up(d, ifname, up)) {
-			d->ready = compute_ready(&d->info);
-			emit(table, ready_event(was_ready, d->ready), d, NULL);
+			enter_registered(table, d);
 			events++;
 		}
 	}
@@ -740,7 +776,7 @@ int devices_release(struct devices *table, const char *name, const void *owner)
 			continue;
 		known = true;
 		if (holder_index(d, owner) >= 0 &&
-		    (!found || d->state == DEVICE_STATE_REMOVED))
+		    (!found || d->life == LIFE_REMOVED))
 			found = d;
 	}
 	if (!found)
@@ -761,8 +797,7 @@ void devices_release_owner(struct devices *table, const void *owner)
 			continue;
 		}
 		/* unhold() may free d and close the gap at i. */
-		if (d->state == DEVICE_STATE_PRESENT || d->nholders > 1 ||
-		    d->refs)
+		if (present(d) || d->nholders > 1 || d->refs)
 			i++;
 		unhold(table, d, h);
 	}
@@ -900,7 +935,7 @@ int devices_expire(struct devices *table, uint64_t *ret_next)
 	for (size_t i = 0; i < table->n;) {
 		struct device *d = table->order[i];
 
-		if (d->state == DEVICE_STATE_AWAY && d->away_deadline <= now) {
+		if (d->life == LIFE_AWAY && d->away_deadline <= now) {
 			events++;
 			if (remove_device(table, d))
 				continue;
@@ -1031,7 +1066,7 @@ static unsigned int ready_vfs(const struct devices *t, const struct device *pf)
 	for (size_t i = 0; i < t->n; i++) {
 		const struct device *d = t->order[i];
 
-		n += d->state == DEVICE_STATE_PRESENT && d->ready &&
+		n += d->life == LIFE_READY &&
 		     !strcmp(d->info.sriov_pf, pf->info.pci_address);
 	}
 	return n;
@@ -1071,7 +1106,7 @@ static int check_sriov(struct devices *t)
 	int events = 0;
 
 	for (size_t i = 0; i < t->n; i++)
-		if (t->order[i]->state == DEVICE_STATE_PRESENT)
+		if (present(t->order[i]))
 			events += check_pf(t, t->order[i], now);
 	return events;
 }
@@ -1138,7 +1173,7 @@ const struct device *devices_find(const struct devices *table, const char *name)
 	for (struct device *d = *name_slot(table, name); d; d = d->name_next) {
 		if (strcmp(d->info.name, name))
 			continue;
-		if (d->state == DEVICE_STATE_PRESENT)
+		if (present(d))
 			return d;
 		removed = d;
 	}
@@ -1157,12 +1192,12 @@ uint64_t device_incarnation(const struct device *dev)
 
 bool device_ready(const struct device *dev)
 {
-	return dev->ready;
+	return dev->life == LIFE_READY;
 }
 
 bool device_removing(const struct device *dev)
 {
-	return dev->removing;
+	return dev->life == LIFE_REMOVING;
 }
 
 uint64_t device_away_deadline(const struct device *dev)
@@ -1203,12 +1238,23 @@ void device_sriov(const struct device *dev, unsigned int *ret_expected,
 
 enum device_state device_state(const struct device *dev)
 {
-	return dev->state;
+	switch (dev->life) {
+	case LIFE_READY:
+	case LIFE_UNREADY:
+	case LIFE_REMOVING:
+		return DEVICE_STATE_PRESENT;
+	case LIFE_AWAY:
+		return DEVICE_STATE_AWAY;
+	case LIFE_REMOVED:
+	case LIFE_GONE:
+		return DEVICE_STATE_REMOVED;
+	}
+	return DEVICE_STATE_REMOVED;
 }
 
 bool device_going(const struct device *dev)
 {
-	return dev->going;
+	return dev->life == LIFE_GONE;
 }
 
 uint64_t device_generation(const struct device *dev)

@@ -7,6 +7,7 @@
  * that every event is exactly one generation after the one before.
  */
 #include <errno.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,6 +26,8 @@ enum op {
 	OP_NETDEV,	  /* arg: ifname, arg2: "up", "down" or "gone" */
 	OP_PORT_UP,	  /* arg: name, want_r: its port's netdev_up */
 	OP_UVERBS_GONE,	  /* arg: uverbs name */
+	OP_GRACE,	  /* arg: grace period ms (devices_set_grace) */
+	OP_EXPIRE,	  /* arg: ms the clock moves on, then expire */
 };
 
 struct step {
@@ -33,8 +36,9 @@ struct step {
 	const char *arg2;
 	int want_r;
 	const char *want_events; /* "ADDED a, RENAMED c<a" */
-	/* "name:P|R|G:holders ...", G for present and removing; NULL:
-	 * unchecked */
+	/* "name:P|R|G|A:holders ...", G for present and removing, A for
+	 * away (and U for present but not ready, in the lives scenario);
+	 * NULL: unchecked */
 	const char *want_list;
 };
 
@@ -43,7 +47,14 @@ static struct {
 	char events[1024];
 	uint64_t last_generation;
 	struct device *ref;
+	uint64_t now_ms;  /* the table's clock (OP_GRACE) */
+	bool ready_shown; /* listings tell U from P */
 } ctx;
+
+static uint64_t fake_now(void)
+{
+	return ctx.now_ms;
+}
 
 static const char *const event_names[] = {
 	[DEVICES_EVENT_ADDED] = "ADDED",
@@ -196,15 +207,26 @@ static int run_step(const struct step *s)
 		return do_port_up(s->arg);
 	case OP_UVERBS_GONE:
 		return devices_uverbs_gone(ctx.table, s->arg);
+	case OP_GRACE:
+		devices_set_grace(ctx.table, atoi(s->arg), atoi(s->arg),
+				  fake_now);
+		return 0;
+	case OP_EXPIRE:
+		ctx.now_ms += atoi(s->arg);
+		return devices_expire(ctx.table, NULL);
 	}
 	return -99;
 }
 
 static char state_char(const struct device *d)
 {
+	if (device_state(d) == DEVICE_STATE_AWAY)
+		return 'A';
 	if (device_state(d) != DEVICE_STATE_PRESENT)
 		return 'R';
-	return device_removing(d) ? 'G' : 'P';
+	if (device_removing(d))
+		return 'G';
+	return ctx.ready_shown && !device_ready(d) ? 'U' : 'P';
 }
 
 static void listing(char *buf, size_t size)
@@ -224,6 +246,7 @@ static void run_scenario(const char *name, const struct step *steps, size_t n)
 	char list[1024];
 
 	memset(&ctx, 0, sizeof(ctx));
+	ctx.ready_shown = !strcmp(name, "lives");
 	ctx.table = devices_new(100);
 	ctx.last_generation = 100;
 	devices_set_listener(ctx.table, listener, NULL);
@@ -373,6 +396,43 @@ static const struct step removing[] = {
 	{OP_ONE, "b", "b|pci:2|||uverbs0", 1, "READY b", "b:P:0"},
 };
 
+/* Every row of the table at the top of daemon/devices.c, in its order
+ * (P is READY, U UNREADY, G REMOVING, A AWAY, R REMOVED; a device that
+ * is not listed any more went through GONE). */
+static const struct step lives[] = {
+	/* - -> READY, ADDED; - -> UNREADY, ADDED (no uverbs node) */
+	{OP_SCAN, "a|pci:1|||uverbs0 b|pci:2", NULL, 2, "ADDED a, ADDED b",
+	 "a:P:0 b:U:0"},
+	/* READY -> UNREADY, UNREADY (its port went DOWN) */
+	{OP_ONE, "a", "a|pci:1|DOWN||uverbs0", 1, "UNREADY a", "a:U:0 b:U:0"},
+	/* UNREADY -> READY, READY */
+	{OP_ONE, "a", "a|pci:1|||uverbs0", 1, "READY a", "a:P:0 b:U:0"},
+	/* READY -> READY, CHANGED; and RENAMED */
+	{OP_ONE, "a", "a|pci:1||eth0|uverbs0", 1, "CHANGED a", NULL},
+	{OP_ONE, "c", "c|pci:1||eth0|uverbs0", 1, "RENAMED c<a", "b:U:0 c:P:0"},
+	/* READY -> REMOVING, REMOVING; REMOVING -> READY, READY */
+	{OP_UVERBS_GONE, "uverbs0", NULL, 1, "REMOVING c", "b:U:0 c:G:0"},
+	{OP_ONE, "c", "c|pci:1||eth0|uverbs0", 1, "READY c", "b:U:0 c:P:0"},
+	/* READY -> AWAY, REMOVED (a grace period); AWAY -> READY,
+	 * RETURNED */
+	{OP_GRACE, "1000", NULL, 0, "", NULL},
+	{OP_HOLD, "c", "o1", 0, "CHANGED c", NULL},
+	{OP_ONE, "c", NULL, 1, "REMOVED c", "b:U:0 c:A:1"},
+	{OP_ONE, "c", "c|pci:1||eth0|uverbs3", 1, "RETURNED c", "b:U:0 c:P:1"},
+	/* AWAY -> REMOVED, REMOVED (its grace over, held) */
+	{OP_ONE, "c", NULL, 1, "REMOVED c", "b:U:0 c:A:1"},
+	{OP_EXPIRE, "1000", NULL, 1, "REMOVED c", "b:U:0 c:R:1"},
+	/* REMOVED -> GONE, RELEASED (its last hold) */
+	{OP_RELEASE, "c", "o1", 0, "RELEASED c", "b:U:0"},
+	/* UNREADY -> REMOVED, REMOVED (gone, held, no grace); UNREADY ->
+	 * GONE, REMOVED (gone, not held) */
+	{OP_GRACE, "0", NULL, 0, "", NULL},
+	{OP_SCAN, "b|pci:2 d|pci:4", NULL, 1, "ADDED d", "b:U:0 d:U:0"},
+	{OP_HOLD, "b", "o1", 0, "CHANGED b", NULL},
+	{OP_SCAN, "", NULL, 2, "REMOVED b, REMOVED d", "b:R:1"},
+	{OP_RELEASE_OWNER, NULL, "o1", 0, "RELEASED b", ""},
+};
+
 #define SCENARIO(s) run_scenario(#s, s, sizeof(s) / sizeof(s[0]))
 
 /* Many devices: hash growth, iteration order, lookups, removal. */
@@ -442,6 +502,7 @@ int main(void)
 	SCENARIO(one_device);
 	SCENARIO(netdevs);
 	SCENARIO(removing);
+	SCENARIO(lives);
 	test_scale();
 	test_generation_ceiling();
 	if (failures)
