@@ -121,7 +121,7 @@ int grace_rule_parse(const char *value, struct grace_rule *ret, char *why,
 	return alias_rule_parse("grace", end, &ret->match, why, why_size);
 }
 
-static bool any_netdev(const struct sysfs_device *dev, const char *netdev)
+static bool any_netdev(const struct device_record *dev, const char *netdev)
 {
 	for (unsigned int i = 0; i < dev->nports; i++)
 		if (!strcmp(dev->ports[i].netdev, netdev))
@@ -129,7 +129,7 @@ static bool any_netdev(const struct sysfs_device *dev, const char *netdev)
 	return false;
 }
 
-static bool any_link_layer(const struct sysfs_device *dev, const char *ll)
+static bool any_link_layer(const struct device_record *dev, const char *ll)
 {
 	for (unsigned int i = 0; i < dev->nports; i++)
 		if (!strcasecmp(dev->ports[i].link_layer, ll))
@@ -138,7 +138,7 @@ static bool any_link_layer(const struct sysfs_device *dev, const char *ll)
 }
 
 bool alias_rule_matches(const struct alias_rule *r,
-			const struct sysfs_device *dev)
+			const struct device_record *dev)
 {
 	return (!r->pci[0] || !strcmp(r->pci, dev->pci_address)) &&
 	       (!r->id[0] || !strcmp(r->id, dev->id)) &&

@@ -13,7 +13,7 @@
  *   pci:ADDR        the PCI function          id:IDENTITY  the identity
  *   guid:GUID       the node GUID             netdev:NAME  a port's netdev
  *   driver:NAME     the parent's driver       link_layer:InfiniBand|Ethernet
- *   vf / pf         a VF (sysfs_device.vf) / not one
+ *   vf / pf         a VF (device_record.vf) / not one
  * A name with "%d" numbers every matching device, 0, 1, ..., in identity
  * order (PCI order for PCI devices); without it the name goes to the first
  * matching device in that order.  Pure code: config.c parses, devices.c
@@ -34,7 +34,7 @@
 struct alias_rule {
 	char name[ALIAS_NAME_MAX]; /* may hold one %d */
 	char pci[32];
-	char id[sizeof(((struct sysfs_device *)0)->id)];
+	char id[sizeof(((struct device_record *)0)->id)];
 	char guid[20];
 	char netdev[16];
 	char driver[32];
@@ -56,7 +56,7 @@ int grace_rule_parse(const char *value, struct grace_rule *ret, char *why,
 int alias_rule_parse(const char *name, const char *value,
 		     struct alias_rule *ret, char *why, size_t why_size);
 bool alias_rule_matches(const struct alias_rule *rule,
-			const struct sysfs_device *dev);
+			const struct device_record *dev);
 /* The alias of the @index-th match (numbered rules), into @buf. */
 void alias_rule_name(const struct alias_rule *rule, unsigned int index,
 		     char buf[ALIAS_NAME_MAX]);

@@ -36,8 +36,8 @@
 
 struct async_dev {
 	struct async_source *src;
-	char id[sizeof(((struct sysfs_device *)0)->id)];
-	char name[SYSFS_NAME_MAX];
+	char id[sizeof(((struct device_record *)0)->id)];
+	char name[RECORD_NAME_MAX];
 	struct ibv_context *ctx;
 	struct event *ev;
 	struct async_dev *next;
@@ -166,7 +166,7 @@ static struct async_dev *find_dev(struct async_source *src, const char *id)
 
 static void add_device(struct async_source *src, const struct device *dev)
 {
-	const struct sysfs_device *info = device_info(dev);
+	const struct device_record *info = device_info(dev);
 	struct async_dev *d;
 	int r;
 

@@ -47,6 +47,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "clock.h"
 #include "devices.h"
 #include "hash.h"
 #include "lives.h"
@@ -65,7 +66,7 @@ enum device_life {
 };
 
 struct device {
-	struct sysfs_device info;
+	struct device_record info;
 	enum device_life life;
 	uint64_t incarnation;
 	uint64_t away_deadline; /* AWAY: realtime ms */
@@ -290,7 +291,7 @@ static void enter(struct devices *t, struct device *d, enum device_life life,
 }
 
 /* Take @info's contents; its ports now belong to @d. */
-static void take_info(struct device *d, struct sysfs_device *info)
+static void take_info(struct device *d, struct device_record *info)
 {
 	free(d->info.ports);
 	d->info = *info;
@@ -298,7 +299,7 @@ static void take_info(struct device *d, struct sysfs_device *info)
 	info->nports = 0;
 }
 
-static void drop_info(struct sysfs_device *info)
+static void drop_info(struct device_record *info)
 {
 	free(info->ports);
 	info->ports = NULL;
@@ -351,14 +352,6 @@ static bool remove_device(struct devices *t, struct device *d)
 	return false;
 }
 
-static uint64_t realtime_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
-
 static uint64_t grace_of(const struct devices *t, const struct device *d)
 {
 	for (size_t i = 0; i < t->ngrace_rules; i++)
@@ -384,12 +377,12 @@ static bool device_gone(struct devices *t, struct device *d)
 }
 
 /* A scan does not know link state: fill it in from rtnetlink's. */
-static void fill_netdev_up(const struct devices *t, struct sysfs_device *info)
+static void fill_netdev_up(const struct devices *t, struct device_record *info)
 {
 	bool up;
 
 	for (unsigned int i = 0; i < info->nports; i++) {
-		struct sysfs_port *p = &info->ports[i];
+		struct port_record *p = &info->ports[i];
 
 		p->netdev_up = -1;
 		if (p->netdev[0] && netdevs_get(t->netdevs, p->netdev, &up))
@@ -397,7 +390,7 @@ static void fill_netdev_up(const struct devices *t, struct sysfs_device *info)
 	}
 }
 
-static bool port_ready(const struct sysfs_port *p)
+static bool port_ready(const struct port_record *p)
 {
 	return !strcmp(p->state, "ACTIVE") && p->gid0_zero != 1 &&
 	       !(p->netdev[0] && p->netdev_up == 0);
@@ -406,7 +399,7 @@ static bool port_ready(const struct sysfs_port *p)
 /* READY when usable: its uverbs node exists and a port is ACTIVE, with a
  * GID 0 that is not all zeros and a net device not known to be down;
  * else UNREADY. */
-static enum device_life registered_life(const struct sysfs_device *info)
+static enum device_life registered_life(const struct device_record *info)
 {
 	if (!info->uverbs[0])
 		return LIFE_UNREADY;
@@ -418,7 +411,7 @@ static enum device_life registered_life(const struct sysfs_device *info)
 
 /* The incarnation @info starts, and whether its identity is known (so
  * the event is RETURNED, with what changed since its last life). */
-static bool next_life(struct devices *t, const struct sysfs_device *info,
+static bool next_life(struct devices *t, const struct device_record *info,
 		      uint64_t *ret_incarnation, unsigned int *ret_changed)
 {
 	const struct life *life = lives_find(t->lives, info->id);
@@ -431,8 +424,8 @@ static bool next_life(struct devices *t, const struct sysfs_device *info,
 	/* The daemon restarted: the same registration, the same life.  A
 	 * life this daemon saw end never continues. */
 	if (!life->noted &&
-	    sysfs_same_registration(life->reg_key, life->uverbs, info->reg_key,
-				    info->uverbs)) {
+	    record_same_registration(life->reg_key, life->uverbs, info->reg_key,
+				     info->uverbs)) {
 		*ret_incarnation = life->incarnation;
 		return false;
 	}
@@ -441,7 +434,7 @@ static bool next_life(struct devices *t, const struct sysfs_device *info,
 	return true;
 }
 
-static int add_device(struct devices *t, struct sysfs_device *info)
+static int add_device(struct devices *t, struct device_record *info)
 {
 	struct device *d;
 	bool returned;
@@ -468,7 +461,7 @@ static int add_device(struct devices *t, struct sysfs_device *info)
 /* An AWAY device's identity registered again in time: the same entry
  * (holds, aliases) in its next life. */
 static int revive_device(struct devices *t, struct device *d,
-			 struct sysfs_device *info)
+			 struct device_record *info)
 {
 	next_life(t, info, &d->incarnation, &d->changed);
 	lives_note(t->lives, info, d->incarnation);
@@ -484,9 +477,9 @@ static int revive_device(struct devices *t, struct device *d,
 }
 
 static void rename_device(struct devices *t, struct device *d,
-			  struct sysfs_device *info)
+			  struct device_record *info)
 {
-	char old[SYSFS_NAME_MAX];
+	char old[RECORD_NAME_MAX];
 
 	strcpy(old, d->info.name);
 	name_remove(t, d);
@@ -521,7 +514,7 @@ static void enter_registered(struct devices *t, struct device *d)
  * that also changed other fields is one RENAMED event: it carries the
  * whole new device, so a separate CHANGED would say nothing new. */
 static int update_device(struct devices *t, struct device *d,
-			 struct sysfs_device *info)
+			 struct device_record *info)
 {
 	bool removing = d->life == LIFE_REMOVING;
 
@@ -539,7 +532,7 @@ static int update_device(struct devices *t, struct device *d,
 		rename_device(t, d, info);
 		return 1;
 	}
-	if (!removing && sysfs_device_equal(&d->info, info)) {
+	if (!removing && record_equal(&d->info, info)) {
 		drop_info(info);
 		return 0;
 	}
@@ -552,7 +545,7 @@ static int update_device(struct devices *t, struct device *d,
 /* A registration ended under a present device (unplugged and plugged
  * again between two looks): its life ends here, the new one returns. */
 static int replace_device(struct devices *t, struct device *d,
-			  struct sysfs_device *info)
+			  struct device_record *info)
 {
 	int r;
 
@@ -561,7 +554,7 @@ static int replace_device(struct devices *t, struct device *d,
 	return r < 0 ? r : 1 + r;
 }
 
-static int apply_entry(struct devices *t, struct sysfs_device *info)
+static int apply_entry(struct devices *t, struct device_record *info)
 {
 	struct device *d;
 
@@ -580,8 +573,8 @@ static int apply_entry(struct devices *t, struct sysfs_device *info)
 	if (d->life == LIFE_AWAY)
 		return revive_device(t, d, info);
 	if (d->info.reg_key && info->reg_key &&
-	    !sysfs_same_registration(d->info.reg_key, d->info.uverbs,
-				     info->reg_key, info->uverbs))
+	    !record_same_registration(d->info.reg_key, d->info.uverbs,
+				      info->reg_key, info->uverbs))
 		return replace_device(t, d, info);
 	return update_device(t, d, info);
 }
@@ -609,7 +602,7 @@ static int remove_unseen(struct devices *t)
  * before a new device takes it; then adds, renames and changes in the
  * scan's order.
  */
-int devices_apply_scan(struct devices *table, struct sysfs_device *scan,
+int devices_apply_scan(struct devices *table, struct device_record *scan,
 		       size_t n)
 {
 	int events, r = 0;
@@ -641,7 +634,7 @@ int devices_apply_scan(struct devices *table, struct sysfs_device *scan,
  * own rescan adds it back.
  */
 int devices_apply_one(struct devices *table, const char *name,
-		      struct sysfs_device *info)
+		      struct device_record *info)
 {
 	struct device *old;
 	int events = 0, r;
@@ -684,7 +677,7 @@ static bool set_ports_up(struct device *d, const char *ifname, bool up)
 	bool changed = false;
 
 	for (unsigned int i = 0; i < d->info.nports; i++) {
-		struct sysfs_port *p = &d->info.ports[i];
+		struct port_record *p = &d->info.ports[i];
 
 		if (!strcmp(p->netdev, ifname) && p->netdev_up != up) {
 			p->netdev_up = up;
@@ -831,7 +824,7 @@ struct devices *devices_new(uint64_t generation)
 	t->order = calloc(t->cap, sizeof(*t->order));
 	t->netdevs = netdevs_new();
 	t->lives = lives_new();
-	t->now_ms = realtime_ms;
+	t->now_ms = clock_realtime_ms;
 	t->sriov_settle_ms = 120000;
 	if (!t->by_id || !t->by_name || !t->order || !t->netdevs || !t->lives) {
 		devices_free(t);
@@ -893,7 +886,7 @@ void devices_set_grace(struct devices *table, uint64_t vf_ms, uint64_t other_ms,
 {
 	table->grace_vf_ms = vf_ms;
 	table->grace_other_ms = other_ms;
-	table->now_ms = now_ms ? now_ms : realtime_ms;
+	table->now_ms = now_ms ? now_ms : clock_realtime_ms;
 }
 
 /* A malloc'd copy of @n items of @size in *@ret (NULL for none).  -ENOMEM. */
@@ -1180,7 +1173,7 @@ const struct device *devices_find(const struct devices *table, const char *name)
 	return removed;
 }
 
-const struct sysfs_device *device_info(const struct device *dev)
+const struct device_record *device_info(const struct device *dev)
 {
 	return &dev->info;
 }

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The device table: refcounted device objects keyed by a stable identity
- * (sysfs_device.id), not by name.  Event sources feed it scans; it decides
+ * (device_record.id), not by name.  Event sources feed it scans; it decides
  * what changed, bumps the generation and tells one listener.  It owns no
  * file descriptors and does no I/O, so it is tested on its own.
  *
@@ -11,7 +11,7 @@
  * last reference goes it is dropped with a RELEASED event.
  *
  * Lives (PROTOCOL.md, "A device's lives").  The id is the identity; each
- * registration of it by the kernel (sysfs_device.reg_key) is a new
+ * registration of it by the kernel (device_record.reg_key) is a new
  * incarnation.  An identity seen before (listed, or remembered in the
  * table's struct lives) that registers anew is RETURNED, not ADDED, and a
  * present device whose registration changed under it ends its life first
@@ -32,7 +32,7 @@
  * REMOVING (present, not ready) at once, and what scans see of it while it
  * is torn down changes nothing until it is gone (REMOVED) or its uverbs
  * comes back (ib_uverbs reloaded: READY again under the same uverbs number;
- * under another, sysfs_same_registration() makes it a new life).
+ * under another, record_same_registration() makes it a new life).
  */
 #ifndef RDMAD_DEVICES_H
 #define RDMAD_DEVICES_H
@@ -103,7 +103,7 @@ struct devices *devices_new(uint64_t generation);
 void devices_free(struct devices *table);
 /* The identity memory (lives.h), to load and save. */
 struct lives *devices_lives(struct devices *table);
-/* Grace periods, in ms: for VFs (sysfs_device.vf) and for the rest;
+/* Grace periods, in ms: for VFs (device_record.vf) and for the rest;
  * 0 (the default) removes at once.  @now_ms: CLOCK_REALTIME in ms, NULL
  * for the real clock (tests pass their own). */
 void devices_set_grace(struct devices *table, uint64_t vf_ms, uint64_t other_ms,
@@ -129,11 +129,11 @@ void devices_set_listener(struct devices *table, devices_listener_fn fn,
 /* Apply a full scan (ownership of each entry's ports moves to the table;
  * the array itself stays the caller's).  Adds, changes, renames and
  * removes as needed.  Returns the number of events, or -errno. */
-int devices_apply_scan(struct devices *table, struct sysfs_device *scan,
+int devices_apply_scan(struct devices *table, struct device_record *scan,
 		       size_t n);
 /* Apply one device's rescan: @info NULL means @name is gone. */
 int devices_apply_one(struct devices *table, const char *name,
-		      struct sysfs_device *info);
+		      struct device_record *info);
 /* The kernel removed uverbs char device @uverbs ("uverbs0"): the present
  * device that had it is REMOVING.  Returns the number of events (0: no
  * such device, or already removing). */
@@ -165,13 +165,13 @@ size_t devices_count(const struct devices *table);
 const struct device *devices_first(const struct devices *table);
 const struct device *devices_next(const struct devices *table,
 				  const struct device *dev);
-/* The present or away device of @identity (sysfs_device.id), or NULL. */
+/* The present or away device of @identity (device_record.id), or NULL. */
 const struct device *devices_find_identity(const struct devices *table,
 					   const char *identity);
 const struct device *devices_find(const struct devices *table,
 				  const char *name);
 
-const struct sysfs_device *device_info(const struct device *dev);
+const struct device_record *device_info(const struct device *dev);
 enum device_state device_state(const struct device *dev);
 uint64_t device_generation(const struct device *dev);
 uint64_t device_incarnation(const struct device *dev);

@@ -25,11 +25,11 @@ static size_t block_size(size_t nports, size_t nholders)
 	return sizeof(Rdmad__Device) +
 	       nports * (sizeof(Rdmad__Port *) + sizeof(Rdmad__Port)) +
 	       nholders * (sizeof(Rdmad__Holder *) + sizeof(Rdmad__Holder)) +
-	       (LIFE_FIELDS + ALIAS_MAX_PER_DEVICE + SYSFS_MAX_MAD_NODES) *
+	       (LIFE_FIELDS + ALIAS_MAX_PER_DEVICE + RECORD_MAX_MAD_NODES) *
 		       sizeof(char *);
 }
 
-static void fill_port(Rdmad__Port *msg, const struct sysfs_port *port)
+static void fill_port(Rdmad__Port *msg, const struct port_record *port)
 {
 	rdmad__port__init(msg);
 	msg->port = port->port;
@@ -99,7 +99,7 @@ static void fill_aliases(Rdmad__Device *msg, const struct device *dev,
 static void fill_mad_nodes(Rdmad__Device *msg, const struct device *dev,
 			   char **names)
 {
-	const struct sysfs_device *info = device_info(dev);
+	const struct device_record *info = device_info(dev);
 
 	msg->mad_nodes = names;
 	msg->n_mad_nodes = info->nmad_nodes;
@@ -110,7 +110,7 @@ static void fill_mad_nodes(Rdmad__Device *msg, const struct device *dev,
 static void fill_device(Rdmad__Device *msg, const struct device *dev,
 			const char *old_name)
 {
-	const struct sysfs_device *info = device_info(dev);
+	const struct device_record *info = device_info(dev);
 
 	msg->name = (char *)info->name;
 	msg->uverbs = (char *)info->uverbs;
@@ -173,7 +173,7 @@ static void fill_holders(Rdmad__Device *msg, Rdmad__Holder *holders,
 int export_device(const struct device *dev, const char *old_name,
 		  const struct export_viewer *viewer, Rdmad__Device **ret_msg)
 {
-	const struct sysfs_device *info = device_info(dev);
+	const struct device_record *info = device_info(dev);
 	size_t nports = info->nports;
 	size_t nholders = visible_holders(dev, viewer);
 	Rdmad__Device *msg = malloc(block_size(nports, nholders));

@@ -43,6 +43,7 @@
 #include <event2/http.h>
 #include <event2/listener.h>
 
+#include "clock.h"
 #include "httpcap.h"
 #include "log.h"
 #include "sockdiag.h"
@@ -83,14 +84,6 @@ struct httpcap {
 	int diag; /* sock_diag socket, or -1 */
 	bool paused, told;
 };
-
-static uint64_t now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 static bool finished(struct bufferevent *bev)
 {
@@ -305,7 +298,7 @@ static void schedule(struct httpcap *hc, uint64_t now)
 static void on_tick(evutil_socket_t fd, short what, void *arg)
 {
 	struct httpcap *hc = arg;
-	uint64_t now = now_ms();
+	uint64_t now = clock_monotonic_ms();
 
 	reap(hc);
 	settle(hc);
@@ -342,7 +335,8 @@ static struct bufferevent *on_connection(struct event_base *base, void *arg)
 		return NULL;
 	bufferevent_setwatermark(bev, EV_READ, 0, hc->lim.max_input);
 	bufferevent_incref(bev);
-	hc->conns[hc->n++] = (struct conn){.bev = bev, .since = now_ms()};
+	hc->conns[hc->n++] =
+		(struct conn){.bev = bev, .since = clock_monotonic_ms()};
 	if (hc->n == hc->size || ++hc->accepted == hc->lim.max_connections)
 		pause_accepting(hc);
 	/* Look its peer up once evhttp has given it its socket. */

@@ -105,7 +105,7 @@ static struct life *make_room(struct lives *lives)
 	return &lives->all[oldest];
 }
 
-static const char *first_netdev(const struct sysfs_device *dev)
+static const char *first_netdev(const struct device_record *dev)
 {
 	for (unsigned int i = 0; i < dev->nports; i++)
 		if (dev->ports[i].netdev[0])
@@ -113,7 +113,7 @@ static const char *first_netdev(const struct sysfs_device *dev)
 	return "";
 }
 
-static void fill(struct life *life, const struct sysfs_device *dev,
+static void fill(struct life *life, const struct device_record *dev,
 		 uint64_t incarnation)
 {
 	snprintf(life->identity, sizeof(life->identity), "%s", dev->id);
@@ -130,7 +130,7 @@ static void fill(struct life *life, const struct sysfs_device *dev,
 	snprintf(life->uverbs, sizeof(life->uverbs), "%s", dev->uverbs);
 }
 
-int lives_note(struct lives *lives, const struct sysfs_device *dev,
+int lives_note(struct lives *lives, const struct device_record *dev,
 	       uint64_t incarnation)
 {
 	uint16_t *s = slot_of(lives, dev->id);
@@ -147,7 +147,8 @@ int lives_note(struct lives *lives, const struct sysfs_device *dev,
 	return 0;
 }
 
-unsigned int lives_diff(const struct life *life, const struct sysfs_device *dev)
+unsigned int lives_diff(const struct life *life,
+			const struct device_record *dev)
 {
 	unsigned int mask = 0;
 

@@ -21,13 +21,13 @@
 
 /* What a life looked like, to say what changed when it comes back. */
 struct life {
-	char identity[sizeof(((struct sysfs_device *)0)->id)];
+	char identity[sizeof(((struct device_record *)0)->id)];
 	uint64_t incarnation;
 	uint64_t reg_key;
 	char uverbs[16];
 	uint64_t last_seen; /* lives_note() order, for forgetting */
 	bool noted;	    /* seen by this daemon, not only read back */
-	char name[SYSFS_NAME_MAX];
+	char name[RECORD_NAME_MAX];
 	char node_guid[20];
 	char sys_image_guid[20];
 	char fw_ver[64];
@@ -55,11 +55,11 @@ size_t lives_count(const struct lives *lives);
 
 const struct life *lives_find(const struct lives *lives, const char *identity);
 /* Remember @dev as incarnation @incarnation of its identity.  -ENOMEM. */
-int lives_note(struct lives *lives, const struct sysfs_device *dev,
+int lives_note(struct lives *lives, const struct device_record *dev,
 	       uint64_t incarnation);
 /* The life_field bits in which @dev differs from @life. */
 unsigned int lives_diff(const struct life *life,
-			const struct sysfs_device *dev);
+			const struct device_record *dev);
 
 /* One line a life, oldest first; malloc'd text, NULL on ENOMEM. */
 char *lives_format(const struct lives *lives);

@@ -389,7 +389,7 @@ static void on_table_event(void *userdata, enum devices_event event,
 			   const struct device *dev, const char *old_name)
 {
 	struct rdmad *d = userdata;
-	const struct sysfs_device *info = device_info(dev);
+	const struct device_record *info = device_info(dev);
 
 	log_debug("devices: %s %s (uverbs '%s', %u MAD nodes)",
 		  devices_event_name(event), info->name, info->uverbs,
@@ -466,14 +466,14 @@ static unsigned int clients_within_fd_limit(unsigned int want)
 
 /* The kernel's RDMA namespace mode; $RDMAD_NETNS_MODE (shared or
  * exclusive) stands in for a kernel that cannot say (rdmad(8)). */
-static enum netlink_netns_mode netns_mode(const struct rdmad *d)
+static enum views_netns_mode netns_mode(const struct rdmad *d)
 {
 	const char *env = getenv("RDMAD_NETNS_MODE");
 
 	if (env && !strcmp(env, "exclusive"))
-		return NETLINK_NETNS_EXCLUSIVE;
+		return VIEWS_NETNS_EXCLUSIVE;
 	if (env && !strcmp(env, "shared"))
-		return NETLINK_NETNS_SHARED;
+		return VIEWS_NETNS_SHARED;
 	return netlink_netns_mode(d->netlink);
 }
 

@@ -102,7 +102,7 @@ static void ports_active(const struct metrics_state *st, struct expo *e)
 
 	for (const struct device *d = devices_first(t); d;
 	     d = devices_next(t, d)) {
-		const struct sysfs_device *info = device_info(d);
+		const struct device_record *info = device_info(d);
 
 		for (unsigned int i = 0; i < info->nports; i++)
 			n += strcmp(info->ports[i].state, "ACTIVE") == 0;
@@ -125,7 +125,7 @@ static void device_info_samples(const struct metrics_state *st, struct expo *e)
 
 	for (const struct device *d = devices_first(t); d;
 	     d = devices_next(t, d)) {
-		const struct sysfs_device *i = device_info(d);
+		const struct device_record *i = device_info(d);
 
 		expo_u64(e,
 			 LABELS("device", i->name, "uverbs", i->uverbs,
@@ -185,14 +185,14 @@ static uint64_t port_state_number(const char *state)
 /* Calls @fn for every port of every device, with its port number. */
 static void each_port(const struct metrics_state *st, struct expo *e,
 		      void (*fn)(struct expo *e, const char *device,
-				 const char *port, const struct sysfs_port *p))
+				 const char *port, const struct port_record *p))
 {
 	const struct devices *t = st->src.table;
 	char port[16];
 
 	for (const struct device *d = devices_first(t); d;
 	     d = devices_next(t, d)) {
-		const struct sysfs_device *info = device_info(d);
+		const struct device_record *info = device_info(d);
 
 		for (unsigned int i = 0; i < info->nports; i++) {
 			snprintf(port, sizeof(port), "%" PRIu32,
@@ -203,7 +203,7 @@ static void each_port(const struct metrics_state *st, struct expo *e,
 }
 
 static void port_info_one(struct expo *e, const char *device, const char *port,
-			  const struct sysfs_port *p)
+			  const struct port_record *p)
 {
 	expo_u64(e,
 		 LABELS("device", device, "port", port, "link_layer",
@@ -212,7 +212,7 @@ static void port_info_one(struct expo *e, const char *device, const char *port,
 }
 
 static void port_state_one(struct expo *e, const char *device, const char *port,
-			   const struct sysfs_port *p)
+			   const struct port_record *p)
 {
 	expo_u64(e, LABELS("device", device, "port", port),
 		 port_state_number(p->state));

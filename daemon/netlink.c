@@ -84,7 +84,7 @@ struct netlink_source {
 	bool has_rdma;
 	bool has_monitor;
 	bool copy_on_fork;
-	enum netlink_netns_mode netns_mode;
+	enum views_netns_mode netns_mode;
 	bool overrun_logged;
 	bool links_in_mngr; /* the manager frees the cache */
 };
@@ -367,10 +367,10 @@ static void rdma_open(struct netlink_source *src)
 	log_info("netlink: kernel %s pinned pages at fork",
 		 sys.copy_on_fork ? "copies" : "does not copy");
 	if (sys.has_netns_mode)
-		src->netns_mode = sys.netns_exclusive ? NETLINK_NETNS_EXCLUSIVE
-						      : NETLINK_NETNS_SHARED;
+		src->netns_mode = sys.netns_exclusive ? VIEWS_NETNS_EXCLUSIVE
+						      : VIEWS_NETNS_SHARED;
 	log_info("netlink: RDMA namespace mode %s",
-		 netlink_netns_mode_name(src->netns_mode));
+		 views_netns_mode_name(src->netns_mode));
 	if (!sys.has_monitor) {
 		log_info("netlink: kernel has no RDMA monitor group (< 6.12); "
 			 "relying on udev");
@@ -569,7 +569,7 @@ bool netlink_copy_on_fork(const struct netlink_source *src)
 	return src->copy_on_fork;
 }
 
-enum netlink_netns_mode netlink_netns_mode(const struct netlink_source *src)
+enum views_netns_mode netlink_netns_mode(const struct netlink_source *src)
 {
-	return src ? src->netns_mode : NETLINK_NETNS_UNKNOWN;
+	return src ? src->netns_mode : VIEWS_NETNS_UNKNOWN;
 }

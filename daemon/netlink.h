@@ -11,6 +11,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "views.h"
+
 struct event_base;
 struct devices;
 struct scan;
@@ -28,21 +30,8 @@ bool netlink_has_rdma(const struct netlink_source *src);
 bool netlink_has_monitor(const struct netlink_source *src);
 bool netlink_copy_on_fork(const struct netlink_source *src);
 /* The kernel's RDMA namespace mode (`rdma system set netns`), as detected
- * at start; UNKNOWN without RDMA netlink. */
-enum netlink_netns_mode {
-	NETLINK_NETNS_UNKNOWN,
-	NETLINK_NETNS_SHARED,
-	NETLINK_NETNS_EXCLUSIVE,
-};
-enum netlink_netns_mode netlink_netns_mode(const struct netlink_source *src);
-
-/* "shared", "exclusive", "unknown": as PROTOCOL.md and rdmactl say it. */
-static inline const char *netlink_netns_mode_name(enum netlink_netns_mode mode)
-{
-	return mode == NETLINK_NETNS_SHARED	 ? "shared"
-	       : mode == NETLINK_NETNS_EXCLUSIVE ? "exclusive"
-						 : "unknown";
-}
+ * at start; UNKNOWN without RDMA netlink.  The mode is the views' (views.h). */
+enum views_netns_mode netlink_netns_mode(const struct netlink_source *src);
 
 /* Decoding of the kernel's RDMA netlink messages (exposed for the unit test
  * and the fuzzer).  @buf holds one message as read from the socket. */

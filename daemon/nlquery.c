@@ -409,7 +409,7 @@ static void dev_clear(struct nlquery_dev *ret)
 int nlquery_parse_dev(const void *buf, size_t len, struct nlquery_dev *ret)
 {
 	struct nlattr *tb[RDMA_NLDEV_ATTR_MAX];
-	struct sysfs_device *d = &ret->dev;
+	struct device_record *d = &ret->dev;
 	int r;
 
 	dev_clear(ret);
@@ -443,7 +443,7 @@ int nlquery_parse_dev(const void *buf, size_t len, struct nlquery_dev *ret)
 }
 
 int nlquery_parse_port(const void *buf, size_t len, uint32_t *ret_dev_index,
-		       struct sysfs_port *ret)
+		       struct port_record *ret)
 {
 	struct nlattr *tb[RDMA_NLDEV_ATTR_MAX];
 	int r;
@@ -582,8 +582,8 @@ struct port_list {
 static int on_port(const struct nlmsghdr *nlh, void *arg)
 {
 	struct port_list *p = arg;
-	struct sysfs_device *d = &p->d->dev;
-	struct sysfs_port port;
+	struct device_record *d = &p->d->dev;
+	struct port_record port;
 	uint32_t index;
 
 	if (nlquery_parse_port(nlh, nlh->nlmsg_len, &index, &port) < 0 ||
@@ -687,14 +687,14 @@ static const char *link_layer(const char *protocol, const char *netdev)
 
 static int compare_ports(const void *a, const void *b)
 {
-	const struct sysfs_port *pa = a, *pb = b;
+	const struct port_record *pa = a, *pb = b;
 
 	return (pa->port > pb->port) - (pa->port < pb->port);
 }
 
 static void finish_ports(struct nlquery_dev *d)
 {
-	struct sysfs_device *dev = &d->dev;
+	struct device_record *dev = &d->dev;
 
 	for (unsigned int i = 0; i < dev->nports; i++)
 		strcpy(dev->ports[i].link_layer,
@@ -731,7 +731,7 @@ static int ask_each(struct query *q, struct dev_list *l)
 
 static int compare_guids(const void *a, const void *b)
 {
-	const struct sysfs_device *da = a, *db = b;
+	const struct device_record *da = a, *db = b;
 	int c = strcmp(da->node_guid, db->node_guid);
 
 	return c ? c : strcmp(da->name, db->name);
@@ -739,12 +739,12 @@ static int compare_guids(const void *a, const void *b)
 
 static int compare_names(const void *a, const void *b)
 {
-	const struct sysfs_device *da = a, *db = b;
+	const struct device_record *da = a, *db = b;
 
 	return strcmp(da->name, db->name);
 }
 
-static void name_id(struct sysfs_device *d)
+static void name_id(struct device_record *d)
 {
 	snprintf(d->id, sizeof(d->id), "guid:%s/name:%s", d->node_guid,
 		 d->name);
@@ -752,7 +752,7 @@ static void name_id(struct sysfs_device *d)
 
 /* Devices that share a GUID (rxe on a bond and on its slave) are told
  * apart by name. */
-static void unique_ids(struct sysfs_device *devs, size_t n)
+static void unique_ids(struct device_record *devs, size_t n)
 {
 	if (n < 2)
 		return;
@@ -766,11 +766,11 @@ static void unique_ids(struct sysfs_device *devs, size_t n)
 	}
 }
 
-/* The answer as sysfs_device entries, sorted by name like a sysfs scan. */
-static int hand_over(struct dev_list *l, struct sysfs_device **ret,
+/* The answer as device records, sorted by name like a sysfs scan. */
+static int hand_over(struct dev_list *l, struct device_record **ret,
 		     size_t *ret_n)
 {
-	struct sysfs_device *out = NULL;
+	struct device_record *out = NULL;
 	size_t n = l->n;
 
 	if (n) {
@@ -798,7 +798,7 @@ static size_t budget(size_t max_devices)
 	       (max_devices < cap ? max_devices : cap) * READS_PER_DEVICE;
 }
 
-int nlquery_devices(int sock, struct sysfs_device **ret, size_t *ret_n,
+int nlquery_devices(int sock, struct device_record **ret, size_t *ret_n,
 		    size_t max_devices)
 {
 	struct query q = {.sock = sock};

@@ -44,11 +44,11 @@
  *     so the same device has another id here than in a sysfs scan:
  *     compare ids only between answers of this module.
  *   - reg_key: the kernel's device index plus one (0 stays "unknown" for
- *     sysfs_same_registration()).  Indices are allocated cyclically
+ *     record_same_registration()).  Indices are allocated cyclically
  *     (xa_alloc_cyclic() in assign_name()), so a re-registered device
  *     gets a new one; a move between namespaces keeps it.  An index
  *     comes back only after 2^31 registrations or a reload of ib_core.
- *   - phys_state "PortConfigurationTraining" does not fit sysfs_port's
+ *   - phys_state "PortConfigurationTraining" does not fit port_record's
  *     field and stays empty, as sysfs.c leaves it.
  *   - mad_nodes: none (not asked; RDMA_NLDEV_CMD_GET_CHARDEV of type
  *     "umad" would name them port by port).
@@ -80,7 +80,7 @@ int nlquery_check_socket(int sock, uint64_t *ret_netns_cookie);
  * The RDMA devices that the kernel shows in @sock's network namespace,
  * sorted by name, each with its ports and uverbs device (see above for
  * what each field holds).  @sock is not owned and never blocked on.
- * Returns 0 and a malloc'd array (free with sysfs_devices_free(); NULL
+ * Returns 0 and a malloc'd array (free with records_free(); NULL
  * when there are none), or:
  *   -E2BIG      more than @max_devices devices (none returned; the caller
  *               can log and cap);
@@ -94,7 +94,7 @@ int nlquery_check_socket(int sock, uint64_t *ret_netns_cookie);
  * A device that goes away between the dump and the questions about it is
  * left out; one whose uverbs device cannot be asked keeps an empty one.
  */
-int nlquery_devices(int sock, struct sysfs_device **ret, size_t *ret_n,
+int nlquery_devices(int sock, struct device_record **ret, size_t *ret_n,
 		    size_t max_devices);
 
 /*
@@ -126,7 +126,7 @@ struct nlquery_dev {
 	char protocol[8];   /* "ib", "roce", "iw", "opa", "usnic"; or "" */
 	/* name, node_guid, sys_image_guid, node_type, fw_ver, id and
 	 * reg_key; no ports, no uverbs yet. */
-	struct sysfs_device dev;
+	struct device_record dev;
 };
 int nlquery_parse_dev(const void *buf, size_t len, struct nlquery_dev *ret);
 
@@ -134,7 +134,7 @@ int nlquery_parse_dev(const void *buf, size_t len, struct nlquery_dev *ret);
  * *@ret_dev_index (port, state, phys_state, lid, netdev; no link_layer:
  * that comes from the device). */
 int nlquery_parse_port(const void *buf, size_t len, uint32_t *ret_dev_index,
-		       struct sysfs_port *ret);
+		       struct port_record *ret);
 
 /* An RDMA_NLDEV_CMD_GET_CHARDEV reply. */
 struct nlquery_chardev {

@@ -145,7 +145,7 @@ void nstable_free(struct nstable *t)
 
 /* The kernel's answer through the first socket that gives one; those
  * that give junk instead are closed. */
-static int ask(struct nstable *t, struct sysfs_device **ret, size_t *ret_n)
+static int ask(struct nstable *t, struct device_record **ret, size_t *ret_n)
 {
 	int r;
 
@@ -166,7 +166,7 @@ static int ask(struct nstable *t, struct sysfs_device **ret, size_t *ret_n)
 
 int nstable_rescan(struct nstable *t)
 {
-	struct sysfs_device *devs = NULL;
+	struct device_record *devs = NULL;
 	size_t n = 0;
 	int r;
 
@@ -181,7 +181,7 @@ int nstable_rescan(struct nstable *t)
 	if (r < 0 && !(r == -E2BIG && devs))
 		return r;
 	r = devices_apply_scan(t->table, devs, n);
-	sysfs_devices_free(devs, n);
+	records_free(devs, n);
 	return r;
 }
 
@@ -195,7 +195,7 @@ const struct device *nstable_find_identity(const struct nstable *t,
 
 void nstable_drop(struct nstable *t, const struct device *dev)
 {
-	char name[SYSFS_NAME_MAX];
+	char name[RECORD_NAME_MAX];
 
 	snprintf(name, sizeof(name), "%s", device_info(dev)->name);
 	devices_apply_one(t->table, name, NULL);

@@ -47,6 +47,7 @@
 
 #include <event2/event.h>
 
+#include "clock.h"
 #include "coalesce.h"
 #include "devices.h"
 #include "log.h"
@@ -100,19 +101,11 @@ struct scan {
 	bool starved_logged;	/* rate limit for starvation warnings */
 	int reserve[SCAN_RESERVE_FDS]; /* -1 where not held */
 	struct scan_hold {
-		uint64_t reg_key;  /* sysfs_device.reg_key; 0: free */
+		uint64_t reg_key;  /* device_record.reg_key; 0: free */
 		uint64_t since_ms; /* when a look first held it back */
 	} holds[SCAN_HOLDS];
 	struct scan_stats stats;
 };
-
-static uint64_t now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
 
 static void arm(struct event *timer, uint64_t ms)
 {
@@ -134,7 +127,7 @@ static void arm(struct event *timer, uint64_t ms)
  */
 static uint64_t request_delay_ms(struct scan *scan)
 {
-	uint64_t now = now_ms();
+	uint64_t now = clock_monotonic_ms();
 
 	if (now >= scan->window_end_ms)
 		return 0;
@@ -194,24 +187,16 @@ static void fed(struct scan *scan)
 	scan->starved_logged = false;
 }
 
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
 static void count_pass(struct scan *scan, enum scan_kind kind, uint64_t start)
 {
-	uint64_t ns = now_ns() - start;
+	uint64_t ns = clock_monotonic_ns() - start;
 
 	scan->stats.passes[kind]++;
 	scan->stats.total_ns[kind] += ns;
 	scan->stats.last_ns[kind] = ns;
 }
 
-static bool in_scan(const struct sysfs_device *devs, size_t n, const char *id)
+static bool in_scan(const struct device_record *devs, size_t n, const char *id)
 {
 	for (size_t i = 0; i < n; i++)
 		if (!strcmp(devs[i].id, id))
@@ -225,11 +210,11 @@ static bool in_scan(const struct sysfs_device *devs, size_t n, const char *id)
  * uverbs, so that the table changes nothing (devices.h "Removing") instead
  * of ending it early.  Returns how many were kept; -ENOMEM.
  */
-static int keep_removing(struct scan *scan, struct sysfs_device **devs,
+static int keep_removing(struct scan *scan, struct device_record **devs,
 			 size_t *n)
 {
 	const struct device *d;
-	struct sysfs_device probe, *grown;
+	struct device_record probe, *grown;
 	int kept = 0, r;
 
 	for (d = devices_first(scan->table); d;
@@ -240,12 +225,11 @@ static int keep_removing(struct scan *scan, struct sysfs_device **devs,
 			continue;
 		r = sysfs_scan_device(scan->sysroot, device_info(d)->name,
 				      &probe);
-		sysfs_device_clear(&probe);
+		record_clear(&probe);
 		if (r != -EBADMSG)
 			continue;
 		grown = realloc(*devs, (*n + 1) * sizeof(**devs));
-		if (!grown ||
-		    sysfs_device_copy(&grown[*n], device_info(d)) < 0) {
+		if (!grown || record_copy(&grown[*n], device_info(d)) < 0) {
 			if (grown)
 				*devs = grown;
 			return -ENOMEM;
@@ -268,13 +252,13 @@ static int keep_removing(struct scan *scan, struct sysfs_device **devs,
  * whether it did.
  */
 static bool look_again(struct scan *scan, const char *name, enum scan_try try);
-static bool wait_for_nodes(struct scan *scan, const struct sysfs_device *info,
+static bool wait_for_nodes(struct scan *scan, const struct device_record *info,
 			   enum scan_try try);
 
 /* A full pass takes no new registration still waiting for its MAD nodes
  * (wait_for_nodes() with its uverbs there): it gets its own look, as
  * read_one() gives it, so that it is announced with them. */
-static void hold_back_new(struct scan *scan, struct sysfs_device *devs,
+static void hold_back_new(struct scan *scan, struct device_record *devs,
 			  size_t *n)
 {
 	for (size_t i = 0; i < *n;) {
@@ -283,7 +267,7 @@ static void hold_back_new(struct scan *scan, struct sysfs_device *devs,
 			i++;
 			continue;
 		}
-		sysfs_device_clear(&devs[i]);
+		record_clear(&devs[i]);
 		devs[i] = devs[--*n];
 	}
 }
@@ -292,23 +276,23 @@ static void hold_back_new(struct scan *scan, struct sysfs_device *devs,
  * registration: not a new one plugged while the last is still listed,
  * nor one coming back while a held or away life of the name waits. */
 static const struct device *same_life(const struct scan *scan,
-				      const struct sysfs_device *info)
+				      const struct device_record *info)
 {
 	const struct device *dev = devices_find(scan->table, info->name);
 
 	if (!dev || device_state(dev) != DEVICE_STATE_PRESENT ||
-	    !sysfs_same_registration(device_info(dev)->reg_key,
-				     device_info(dev)->uverbs, info->reg_key,
-				     info->uverbs))
+	    !record_same_registration(device_info(dev)->reg_key,
+				      device_info(dev)->uverbs, info->reg_key,
+				      info->uverbs))
 		return NULL;
 	return dev;
 }
 
-static void keep_mad_nodes(struct scan *scan, struct sysfs_device *info,
+static void keep_mad_nodes(struct scan *scan, struct device_record *info,
 			   enum scan_try try)
 {
 	const struct device *dev = same_life(scan, info);
-	const struct sysfs_device *known;
+	const struct device_record *known;
 
 	if (!dev)
 		return;
@@ -325,7 +309,7 @@ static void keep_mad_nodes(struct scan *scan, struct sysfs_device *info,
 
 static int read_all(struct scan *scan)
 {
-	struct sysfs_device *devs = NULL;
+	struct device_record *devs = NULL;
 	size_t n = 0, skipped = 0;
 	int r, kept;
 
@@ -349,7 +333,7 @@ static int read_all(struct scan *scan)
 	hold_back_new(scan, devs, &n);
 	kept = keep_removing(scan, &devs, &n);
 	if (kept < 0) {
-		sysfs_devices_free(devs, n);
+		records_free(devs, n);
 		starved(scan, NULL, kept);
 		return kept;
 	}
@@ -369,7 +353,7 @@ static int read_all(struct scan *scan)
 
 static int scan_all(struct scan *scan)
 {
-	uint64_t start = now_ns();
+	uint64_t start = clock_monotonic_ns();
 	int r = read_all(scan);
 
 	count_pass(scan, SCAN_KIND_FULL, start);
@@ -381,7 +365,8 @@ static int scan_all(struct scan *scan)
  * before or after its uverbs as the clients' order has it.  A new device
  * that lacks some of them while ib_umad is loaded waits for them, so that
  * it is announced with them and not followed by a CHANGED for them. */
-static bool awaits_mad(const struct scan *scan, const struct sysfs_device *info)
+static bool awaits_mad(const struct scan *scan,
+		       const struct device_record *info)
 {
 	return info->nmad_nodes <
 		       sysfs_mad_nodes_expected(info, scan->roce_issm) &&
@@ -399,7 +384,7 @@ static bool awaits_mad(const struct scan *scan, const struct sysfs_device *info)
  * still listed) that has its uverbs but not yet the MAD nodes ib_umad
  * gives it (awaits_mad()).
  */
-static bool in_transition(struct scan *scan, const struct sysfs_device *info)
+static bool in_transition(struct scan *scan, const struct device_record *info)
 {
 	const struct device *dev = devices_find(scan->table, info->name);
 
@@ -443,7 +428,7 @@ static void unusable(struct scan *scan, const char *name, int r)
  * (noted), UINT64_MAX where no more can wait. */
 static uint64_t held_ms(struct scan *scan, uint64_t reg)
 {
-	uint64_t now = now_ms();
+	uint64_t now = clock_monotonic_ms();
 	struct scan_hold *free = NULL;
 
 	for (unsigned int i = 0; i < SCAN_HOLDS; i++) {
@@ -474,7 +459,7 @@ static void release(struct scan *scan, uint64_t reg)
  * change backported, or without it, is taken as it behaves.  That one
  * makes none is trusted only from a device held its whole wait
  * (@waited). */
-static void learn_roce_issm(struct scan *scan, const struct sysfs_device *info,
+static void learn_roce_issm(struct scan *scan, const struct device_record *info,
 			    bool waited)
 {
 	int seen = sysfs_roce_issm_seen(info);
@@ -489,7 +474,7 @@ static void learn_roce_issm(struct scan *scan, const struct sysfs_device *info,
 
 /* How long a new registration (in_transition()) waits for its nodes:
  * its uverbs while ib_uverbs may still give it one, else its MAD nodes. */
-static uint64_t hold_limit_ms(const struct sysfs_device *info)
+static uint64_t hold_limit_ms(const struct device_record *info)
 {
 	return info->uverbs[0] ? SCAN_RETRY_MS : SCAN_RETRY_MS + SCAN_LATE_MS;
 }
@@ -502,7 +487,7 @@ static uint64_t hold_limit_ms(const struct sysfs_device *info)
  * look that was: the first look at a device plugged again may be the
  * retry its removal asked for.  Then it is taken as it is.
  */
-static bool wait_for_nodes(struct scan *scan, const struct sysfs_device *info,
+static bool wait_for_nodes(struct scan *scan, const struct device_record *info,
 			   enum scan_try try)
 {
 	uint64_t limit = hold_limit_ms(info), held = 0;
@@ -552,7 +537,7 @@ static void follow_rename(struct scan *scan, const char *name,
 			  enum scan_try try)
 {
 	const struct device *dev = devices_find(scan->table, name);
-	char now[SYSFS_NAME_MAX];
+	char now[RECORD_NAME_MAX];
 
 	if (!dev || device_state(dev) != DEVICE_STATE_PRESENT ||
 	    !device_info(dev)->uverbs[0] ||
@@ -567,7 +552,7 @@ static void follow_rename(struct scan *scan, const char *name,
 static void read_one(struct scan *scan, const char *name, enum scan_try try,
 		     bool follow)
 {
-	struct sysfs_device info;
+	struct device_record info;
 	int r;
 
 	memset(&info, 0, sizeof(info));
@@ -591,7 +576,7 @@ static void read_one(struct scan *scan, const char *name, enum scan_try try,
 		unusable(scan, name, r);
 		return;
 	} else if (wait_for_nodes(scan, &info, try)) {
-		sysfs_device_clear(&info);
+		record_clear(&info);
 		return;
 	} else {
 		keep_mad_nodes(scan, &info, try);
@@ -605,7 +590,7 @@ static void read_one(struct scan *scan, const char *name, enum scan_try try,
 /* Rescan one device; @try says which look at it this is. */
 static void scan_one(struct scan *scan, const char *name, enum scan_try try)
 {
-	uint64_t start = now_ns();
+	uint64_t start = clock_monotonic_ns();
 
 	read_one(scan, name, try, true);
 	count_pass(scan, SCAN_KIND_DEVICE, start);
@@ -633,13 +618,14 @@ static void drain(struct scan *scan, struct coalesce *set, enum scan_try try)
 static void on_timer(evutil_socket_t fd, short what, void *arg)
 {
 	struct scan *scan = arg;
-	bool early = scan->early_used && now_ms() < scan->window_end_ms;
+	bool early =
+		scan->early_used && clock_monotonic_ms() < scan->window_end_ms;
 
 	scan->parked = false;
 	drain(scan, scan->pending, SCAN_TRY_FIRST);
 	/* An early pass leaves the window it came in as it was. */
 	if (!early) {
-		scan->window_end_ms = now_ms() + scan->debounce_ms;
+		scan->window_end_ms = clock_monotonic_ms() + scan->debounce_ms;
 		scan->early_used = false;
 	}
 }
@@ -756,7 +742,7 @@ void scan_request(struct scan *scan, const char *ibdev)
 unsigned int scan_request_netdev(struct scan *scan, const char *ifname)
 {
 	const struct device *dev;
-	const struct sysfs_device *info;
+	const struct device_record *info;
 	unsigned int n = 0, i;
 
 	for (dev = devices_first(scan->table); dev;
@@ -776,7 +762,7 @@ unsigned int scan_request_netdev(struct scan *scan, const char *ifname)
 /* Rescan the device whose char device @node is (@has), or everything
  * when no known device has it. */
 static void request_owner(struct scan *scan, const char *node,
-			  bool (*has)(const struct sysfs_device *,
+			  bool (*has)(const struct device_record *,
 				      const char *))
 {
 	const struct device *dev;
@@ -791,12 +777,12 @@ static void request_owner(struct scan *scan, const char *node,
 	scan_request(scan, NULL);
 }
 
-static bool has_uverbs(const struct sysfs_device *info, const char *uverbs)
+static bool has_uverbs(const struct device_record *info, const char *uverbs)
 {
 	return !strcmp(info->uverbs, uverbs);
 }
 
-static bool has_mad_node(const struct sysfs_device *info, const char *mad)
+static bool has_mad_node(const struct device_record *info, const char *mad)
 {
 	for (unsigned int i = 0; i < info->nmad_nodes; i++)
 		if (!strcmp(info->mad_nodes[i], mad))
@@ -830,7 +816,7 @@ static const char *name_of_uverbs(const struct scan *scan, const char *uverbs)
 void scan_uverbs_gone(struct scan *scan, const char *uverbs)
 {
 	const char *name = name_of_uverbs(scan, uverbs);
-	char now[SYSFS_NAME_MAX];
+	char now[RECORD_NAME_MAX];
 
 	if (!name) {
 		scan_request(scan, NULL);

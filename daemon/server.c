@@ -114,7 +114,7 @@ struct server {
 	struct event *ev_accept;
 	struct event *ev_backoff;
 	struct event *ev_settle; /* views_settle() after a table's last view */
-	struct event *ev_nsscan; /* other namespaces' sysfs, now and then */
+	struct event *ev_nsscan; /* other namespaces' tables, now and then */
 	bool logged_emfile;
 	bool logged_refusal[SERVER_REFUSED_COUNT];
 	uint64_t refusals[SERVER_REFUSED_COUNT];
@@ -295,8 +295,8 @@ static void fill_view(const struct client *c, Rdmad__View *msg)
 	msg->mntns = c->peer.ns.mnt;
 	msg->pidns = c->peer.ns.pid;
 	msg->pod_uid = (char *)c->peer.pod_uid;
-	msg->netns_mode = (char *)netlink_netns_mode_name(
-		views_netns_mode(c->srv->views));
+	msg->netns_mode =
+		(char *)views_netns_mode_name(views_netns_mode(c->srv->views));
 	msg->all = c->view->key.all;
 	msg->verified = c->verified;
 	msg->host = c->view->host;
@@ -935,10 +935,10 @@ static void on_settle(evutil_socket_t fd, short what, void *arg)
 
 /*
  * Another network namespace's uevents go to that namespace only, and
- * rdmad cannot open its devices for their async events: read the sysfs
- * of those with clients again every 2 s (a few small
- * directories), so that a port that goes down in a pod reaches its
- * clients without their asking.
+ * rdmad cannot open its devices for their async events: ask the kernel
+ * about those with clients again every 2 s, through their RDMA netlink
+ * socket (nstable_rescan(), one dump), so that a port that goes down in a
+ * pod reaches its clients without their asking.
  */
 static const struct timeval nsscan_period = {.tv_sec = 2};
 
@@ -1257,7 +1257,7 @@ static int server_listen(struct server *srv)
 	srv->ev_nsscan = event_new(srv->base, -1, EV_PERSIST, on_nsscan, srv);
 	if (!srv->ev_accept || !srv->ev_backoff || !srv->ev_settle ||
 	    !srv->ev_nsscan ||
-	    (srv->opts.netns_mode == NETLINK_NETNS_EXCLUSIVE &&
+	    (srv->opts.netns_mode == VIEWS_NETNS_EXCLUSIVE &&
 	     event_add(srv->ev_nsscan, &nsscan_period) < 0) ||
 	    event_add(srv->ev_accept, NULL) < 0)
 		return -ENOMEM;

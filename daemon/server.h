@@ -14,7 +14,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "netlink.h"
+#include "views.h"
 
 struct event_base;
 struct devices;
@@ -38,7 +38,7 @@ struct server_options {
 	unsigned int max_holds_per_uid; /* but root and the admin group */
 	unsigned int max_queue;		/* frames queued per client, e.g. 256 */
 	int listen_fd;			/* from sd_listen_fds, or -1 to bind */
-	enum netlink_netns_mode netns_mode; /* the kernel's RDMA netns mode */
+	enum views_netns_mode netns_mode; /* the kernel's RDMA netns mode */
 	/* A generation is about to be published that no table event
 	 * announced (a view's own change): persist it. */
 	void (*note_generation)(void *userdata, uint64_t generation);

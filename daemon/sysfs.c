@@ -3,14 +3,14 @@
  * sysfs scanner.  Reads /sys/class/infiniband/<dev> (guids, node type,
  * firmware, ports), /sys/class/infiniband_verbs/uverbsN (the char
  * device behind each ib device) and /sys/class/infiniband_mad/umadN and
- * issmN (ib_umad's char devices of its ports) into struct sysfs_device.
+ * issmN (ib_umad's char devices of its ports) into struct device_record.
  *
  * Everything here is outside input: files vanish mid-scan, hold garbage or
  * are half written while a device is being created.  Every file is read
  * with one bounded read() (opened O_NONBLOCK, so a FIFO cannot stall us);
  * values must be printable ASCII and fit their field.  At most
  * SYSFS_MAX_DEVICES devices a scan and SYSFS_MAX_PORTS ports a device,
- * and the mad devices of its lowest SYSFS_MAD_PORTS ports; a mad device
+ * and the mad devices of its lowest RECORD_MAD_PORTS ports; a mad device
  * whose name, ibdev or port is unusable is left out alone.  A
  * device read half created or half torn down (node_guid or node_type
  * unusable, no port, rxe's "(null)" parent) is left out (-EBADMSG,
@@ -18,7 +18,7 @@
  * identity is ever built from a partial read; any other unusable value
  * becomes empty (numbers -1 or 0).
  *
- * Identity (sysfs_device.id).  Names are reused and renamed, so the id is
+ * Identity (device_record.id).  Names are reused and renamed, so the id is
  * built from what survives a rename:
  *   - a device with a parent (its "device" link): "<bus>:<parent name>",
  *     e.g. "pci:0000:03:00.0".  The bus is the basename of the parent's
@@ -57,7 +57,7 @@
 #define ZERO_GUID "0000:0000:0000:0000"
 
 struct uverbs_map_entry {
-	char ibdev[SYSFS_NAME_MAX];
+	char ibdev[RECORD_NAME_MAX];
 	char uverbs[16];
 	dev_t dev;
 };
@@ -69,8 +69,8 @@ struct uverbs_map {
 
 /* One of ib_umad's char devices: umadN or issmN of @port of @ibdev. */
 struct mad_entry {
-	char ibdev[SYSFS_NAME_MAX];
-	char name[SYSFS_MAD_NAME_MAX];
+	char ibdev[RECORD_NAME_MAX];
+	char name[RECORD_MAD_NAME_MAX];
 	uint32_t port;
 };
 
@@ -260,7 +260,7 @@ static int read_gid0_zero(int portsfd, uint32_t number)
 	return strspn(gid, "0:") == strlen(gid);
 }
 
-static void read_port(int portsfd, uint32_t number, struct sysfs_port *port)
+static void read_port(int portsfd, uint32_t number, struct port_record *port)
 {
 	char lid[ATTR_READ_MAX];
 	unsigned long v;
@@ -306,7 +306,7 @@ static void sort_array(void *base, size_t n, size_t size,
 
 static int compare_ports(const void *a, const void *b)
 {
-	const struct sysfs_port *pa = a, *pb = b;
+	const struct port_record *pa = a, *pb = b;
 
 	return (pa->port > pb->port) - (pa->port < pb->port);
 }
@@ -367,10 +367,10 @@ static size_t list_ports(int fd, uint32_t *numbers)
  * and removes before the device goes (ib_setup_port_attrs(),
  * ib_free_port_attrs()): none is a device half created or half torn down.
  */
-static int read_ports(int devfd, struct sysfs_device *dev)
+static int read_ports(int devfd, struct device_record *dev)
 {
 	uint32_t numbers[SYSFS_MAX_PORTS];
-	struct sysfs_port *port;
+	struct port_record *port;
 	size_t n;
 	int fd;
 
@@ -400,7 +400,7 @@ static int read_ports(int devfd, struct sysfs_device *dev)
 }
 
 /* node_guid and node_type: without them the device is not usable yet. */
-static int read_essentials(int devfd, struct sysfs_device *dev)
+static int read_essentials(int devfd, struct device_record *dev)
 {
 	char raw[ATTR_READ_MAX];
 	int r;
@@ -420,7 +420,7 @@ static int read_essentials(int devfd, struct sysfs_device *dev)
 	return 0;
 }
 
-static void read_optionals(int devfd, struct sysfs_device *dev)
+static void read_optionals(int devfd, struct device_record *dev)
 {
 	if (read_attr(devfd, "sys_image_guid", dev->sys_image_guid,
 		      sizeof(dev->sys_image_guid)) < 0 ||
@@ -456,7 +456,7 @@ static size_t count_siblings(int devfd)
 	return st.st_nlink - 2;
 }
 
-static void read_parent_attrs(int devfd, struct sysfs_device *dev)
+static void read_parent_attrs(int devfd, struct device_record *dev)
 {
 	char raw[ATTR_READ_MAX];
 	unsigned long node;
@@ -477,7 +477,7 @@ static void read_parent_attrs(int devfd, struct sysfs_device *dev)
 }
 
 static void build_parent_id(int devfd, const char *parent,
-			    struct sysfs_device *dev)
+			    struct device_record *dev)
 {
 	char bus[32];
 	size_t len;
@@ -507,7 +507,7 @@ static void build_parent_id(int devfd, const char *parent,
  * free_netdevs() before device_del()): that read is half torn down, and
  * an identity built from it would be a ghost's.
  */
-static int build_virtual_id(int devfd, struct sysfs_device *dev)
+static int build_virtual_id(int devfd, struct device_record *dev)
 {
 	char netdev[IFNAMSIZ + 1];
 	int r;
@@ -531,10 +531,10 @@ static int build_virtual_id(int devfd, struct sysfs_device *dev)
 /* The parent device (the "device" link): id, PCI address, driver, NUMA
  * node.  *ret_has_parent is false for a virtual device, which has none.
  * -EBADMSG: an identity cannot be built from what sysfs says now. */
-static int read_parent(int devfd, struct sysfs_device *dev,
+static int read_parent(int devfd, struct device_record *dev,
 		       bool *ret_has_parent)
 {
-	char parent[SYSFS_NAME_MAX * 2];
+	char parent[RECORD_NAME_MAX * 2];
 
 	dev->numa_node = -1;
 	dev->sriov_numvfs = -1;
@@ -566,7 +566,7 @@ static dev_t read_devnum(int dirfd, const char *uverbs)
 static int find_uverbs_in(int fd, const char *name, char *ret, size_t size,
 			  dev_t *ret_dev)
 {
-	char ibdev[SYSFS_NAME_MAX], path[300];
+	char ibdev[RECORD_NAME_MAX], path[300];
 	struct dirent *de;
 	DIR *dir;
 	int r = -ENOENT;
@@ -614,7 +614,7 @@ static int open_class(const char *sysroot, const char *class)
  * heard must not look whole again in between.
  */
 static void find_uverbs(const char *sysroot, int devfd, bool has_parent,
-			struct sysfs_device *dev)
+			struct device_record *dev)
 {
 	int fd;
 
@@ -689,7 +689,7 @@ static int load_uverbs_map(const char *sysroot, struct uverbs_map *map)
 }
 
 static void lookup_uverbs(const struct uverbs_map *map,
-			  struct sysfs_device *dev)
+			  struct device_record *dev)
 {
 	struct uverbs_map_entry key, *e;
 
@@ -711,7 +711,7 @@ static bool mad_name(const char *name)
 	unsigned long n;
 
 	return (!strncmp(name, "umad", 4) || !strncmp(name, "issm", 4)) &&
-	       valid_name(name, SYSFS_MAD_NAME_MAX) &&
+	       valid_name(name, RECORD_MAD_NAME_MAX) &&
 	       parse_uint(name + 4, 10, INT_MAX, &n) == 0 &&
 	       !(name[4] == '0' && name[5]);
 }
@@ -820,7 +820,7 @@ static int load_mad_class(const char *sysroot, struct mad_map *map)
 }
 
 /* @dev's entries of @map, the lowest ports first, as many as fit. */
-static void lookup_mad(const struct mad_map *map, struct sysfs_device *dev)
+static void lookup_mad(const struct mad_map *map, struct device_record *dev)
 {
 	const struct mad_entry *e, *end;
 	struct mad_entry key;
@@ -835,7 +835,7 @@ static void lookup_mad(const struct mad_map *map, struct sysfs_device *dev)
 	while (e > map->entries && !strcmp(e[-1].ibdev, dev->name))
 		e--;
 	for (; e < end && !strcmp(e->ibdev, dev->name) &&
-	       dev->nmad_nodes < SYSFS_MAX_MAD_NODES;
+	       dev->nmad_nodes < RECORD_MAX_MAD_NODES;
 	     e++)
 		strcpy(dev->mad_nodes[dev->nmad_nodes++], e->name);
 }
@@ -847,7 +847,7 @@ static void lookup_mad(const struct mad_map *map, struct sysfs_device *dev)
  * want of memory or descriptors is noted (note_starvation()).
  */
 static void find_mad_nodes(const char *sysroot, int devfd, bool has_parent,
-			   struct sysfs_device *dev)
+			   struct device_record *dev)
 {
 	struct mad_map map = {0};
 	int classfd, fd;
@@ -878,7 +878,7 @@ struct scan_ctx {
 
 /* Read what follows the essentials; returns 0, -EBADMSG or -ENOMEM. */
 static int read_rest(const struct scan_ctx *ctx, int devfd,
-		     struct sysfs_device *dev)
+		     struct device_record *dev)
 {
 	bool has_parent;
 	int r;
@@ -919,7 +919,7 @@ static uint64_t registration(int devfd)
 }
 
 static int scan_one(const struct scan_ctx *ctx, const char *name,
-		    struct sysfs_device *ret)
+		    struct device_record *ret)
 {
 	int devfd, r;
 
@@ -946,12 +946,12 @@ static int scan_one(const struct scan_ctx *ctx, const char *name,
 		r = -ENOENT;
 	close(devfd);
 	if (r < 0)
-		sysfs_device_clear(ret);
+		record_clear(ret);
 	return r;
 }
 
 int sysfs_scan_device(const char *sysroot, const char *name,
-		      struct sysfs_device *ret)
+		      struct device_record *ret)
 {
 	struct scan_ctx ctx = {.sysroot = sysroot};
 	int r;
@@ -965,12 +965,12 @@ int sysfs_scan_device(const char *sysroot, const char *name,
 	r = scan_one(&ctx, name, ret);
 	close(ctx.classfd);
 	if (starved && r == 0)
-		sysfs_device_clear(ret);
+		record_clear(ret);
 	return starved ? starved : r;
 }
 
 int sysfs_ibdev_of_uverbs(const char *sysroot, const char *uverbs,
-			  char ret_name[SYSFS_NAME_MAX])
+			  char ret_name[RECORD_NAME_MAX])
 {
 	char path[64];
 	int classfd, r;
@@ -982,7 +982,7 @@ int sysfs_ibdev_of_uverbs(const char *sysroot, const char *uverbs,
 	if (classfd < 0)
 		return classfd;
 	snprintf(path, sizeof(path), "%s/ibdev", uverbs);
-	r = read_attr(classfd, path, ret_name, SYSFS_NAME_MAX);
+	r = read_attr(classfd, path, ret_name, RECORD_NAME_MAX);
 	close(classfd);
 	if (sysfs_is_starvation(r)) {
 		ret_name[0] = '\0';
@@ -997,16 +997,16 @@ int sysfs_ibdev_of_uverbs(const char *sysroot, const char *uverbs,
 
 static int compare_devices(const void *a, const void *b)
 {
-	const struct sysfs_device *da = a, *db = b;
+	const struct device_record *da = a, *db = b;
 
 	return strcmp(da->name, db->name);
 }
 
 static int scan_class(const struct scan_ctx *ctx,
-		      struct sysfs_device **ret_devices, size_t *ret_n,
+		      struct device_record **ret_devices, size_t *ret_n,
 		      size_t *ret_skipped)
 {
-	struct sysfs_device *devs = NULL, *grown;
+	struct device_record *devs = NULL, *grown;
 	size_t n = 0, cap = 0, skipped = 0;
 	struct dirent *de;
 	DIR *dir;
@@ -1046,7 +1046,7 @@ static int scan_class(const struct scan_ctx *ctx,
 	if (r == 0)
 		r = starved;
 	if (r < 0) {
-		sysfs_devices_free(devs, n);
+		records_free(devs, n);
 		return r;
 	}
 	sort_array(devs, n, sizeof(*devs), compare_devices);
@@ -1074,7 +1074,7 @@ bool sysfs_has_uverbs(const char *sysroot, const char *uverbs)
 
 	if (fd < 0)
 		return false;
-	there = valid_name(uverbs, SYSFS_NAME_MAX) &&
+	there = valid_name(uverbs, RECORD_NAME_MAX) &&
 		faccessat(fd, uverbs, F_OK, AT_SYMLINK_NOFOLLOW) == 0;
 	close(fd);
 	return there;
@@ -1082,7 +1082,7 @@ bool sysfs_has_uverbs(const char *sysroot, const char *uverbs)
 
 /* The ports ib_umad serves (rdma_cap_ib_mad()): a channel adapter's
  * InfiniBand (*@ib) and RoCE (*@roce) ones; none for other nodes. */
-static void mad_ports(const struct sysfs_device *dev, unsigned int *ib,
+static void mad_ports(const struct device_record *dev, unsigned int *ib,
 		      unsigned int *roce)
 {
 	*ib = *roce = 0;
@@ -1094,17 +1094,17 @@ static void mad_ports(const struct sysfs_device *dev, unsigned int *ib,
 	}
 }
 
-unsigned int sysfs_mad_nodes_expected(const struct sysfs_device *dev,
+unsigned int sysfs_mad_nodes_expected(const struct device_record *dev,
 				      bool roce_issm)
 {
 	unsigned int ib, roce, n;
 
 	mad_ports(dev, &ib, &roce);
 	n = 2 * ib + (roce_issm ? 2 : 1) * roce;
-	return n < SYSFS_MAX_MAD_NODES ? n : SYSFS_MAX_MAD_NODES;
+	return n < RECORD_MAX_MAD_NODES ? n : RECORD_MAX_MAD_NODES;
 }
 
-int sysfs_roce_issm_seen(const struct sysfs_device *dev)
+int sysfs_roce_issm_seen(const struct device_record *dev)
 {
 	unsigned int ib, roce, umad = 0, issm = 0;
 
@@ -1121,7 +1121,7 @@ int sysfs_roce_issm_seen(const struct sysfs_device *dev)
 }
 
 /* A missing class directory is a machine without RDMA: no devices. */
-int sysfs_scan_all(const char *sysroot, struct sysfs_device **ret_devices,
+int sysfs_scan_all(const char *sysroot, struct device_record **ret_devices,
 		   size_t *ret_n, size_t *ret_skipped)
 {
 	struct uverbs_map map = {0};
@@ -1149,81 +1149,4 @@ int sysfs_scan_all(const char *sysroot, struct sysfs_device **ret_devices,
 	free(map.entries);
 	free(mad.entries);
 	return r;
-}
-
-void sysfs_device_clear(struct sysfs_device *dev)
-{
-	free(dev->ports);
-	memset(dev, 0, sizeof(*dev));
-	dev->numa_node = -1;
-}
-
-void sysfs_devices_free(struct sysfs_device *devices, size_t n)
-{
-	for (size_t i = 0; i < n; i++)
-		free(devices[i].ports);
-	free(devices);
-}
-
-int sysfs_device_copy(struct sysfs_device *dst, const struct sysfs_device *src)
-{
-	struct sysfs_port *ports = NULL;
-
-	if (src->nports) {
-		ports = malloc(src->nports * sizeof(*ports));
-		if (!ports)
-			return -ENOMEM;
-		memcpy(ports, src->ports, src->nports * sizeof(*ports));
-	}
-	*dst = *src;
-	dst->ports = ports;
-	return 0;
-}
-
-bool sysfs_same_registration(uint64_t reg_a, const char *uverbs_a,
-			     uint64_t reg_b, const char *uverbs_b)
-{
-	return reg_a && reg_a == reg_b &&
-	       (!uverbs_a[0] || !uverbs_b[0] || !strcmp(uverbs_a, uverbs_b));
-}
-
-static bool ports_equal(const struct sysfs_port *a, const struct sysfs_port *b)
-{
-	return a->port == b->port && a->lid == b->lid &&
-	       a->netdev_up == b->netdev_up && a->gid0_zero == b->gid0_zero &&
-	       !strcmp(a->state, b->state) &&
-	       !strcmp(a->phys_state, b->phys_state) &&
-	       !strcmp(a->link_layer, b->link_layer) &&
-	       !strcmp(a->rate, b->rate) && !strcmp(a->netdev, b->netdev);
-}
-
-static bool mad_nodes_equal(const struct sysfs_device *a,
-			    const struct sysfs_device *b)
-{
-	if (a->nmad_nodes != b->nmad_nodes)
-		return false;
-	for (unsigned int i = 0; i < a->nmad_nodes; i++)
-		if (strcmp(a->mad_nodes[i], b->mad_nodes[i]))
-			return false;
-	return true;
-}
-
-int sysfs_device_equal(const struct sysfs_device *a,
-		       const struct sysfs_device *b)
-{
-	if (strcmp(a->name, b->name) || strcmp(a->uverbs, b->uverbs) ||
-	    strcmp(a->id, b->id) || strcmp(a->node_guid, b->node_guid) ||
-	    strcmp(a->sys_image_guid, b->sys_image_guid) ||
-	    strcmp(a->node_type, b->node_type) ||
-	    strcmp(a->fw_ver, b->fw_ver) ||
-	    strcmp(a->pci_address, b->pci_address) ||
-	    strcmp(a->driver, b->driver) || a->numa_node != b->numa_node ||
-	    strcmp(a->sriov_pf, b->sriov_pf) || a->vf != b->vf ||
-	    a->sriov_numvfs != b->sriov_numvfs || a->nports != b->nports ||
-	    !mad_nodes_equal(a, b))
-		return 0;
-	for (unsigned int i = 0; i < a->nports; i++)
-		if (!ports_equal(&a->ports[i], &b->ports[i]))
-			return 0;
-	return 1;
 }

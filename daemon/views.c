@@ -25,7 +25,7 @@
 
 struct views {
 	struct devices *table;
-	enum netlink_netns_mode mode;
+	enum views_netns_mode mode;
 	nstable_listener_fn ns_fn;
 	void *userdata;
 	struct nstable *nstables;
@@ -62,7 +62,7 @@ static uint64_t own_netns_cookie(void)
 	return cookie;
 }
 
-struct views *views_new(struct devices *table, enum netlink_netns_mode mode,
+struct views *views_new(struct devices *table, enum views_netns_mode mode,
 			nstable_listener_fn ns_fn, void *userdata)
 {
 	struct views *vs = calloc(1, sizeof(*vs));
@@ -123,7 +123,7 @@ void views_free(struct views *vs)
 	free(vs);
 }
 
-enum netlink_netns_mode views_netns_mode(const struct views *vs)
+enum views_netns_mode views_netns_mode(const struct views *vs)
 {
 	return vs->mode;
 }
@@ -282,7 +282,7 @@ static bool key_equal(const struct view_key *a, const struct view_key *b)
 static uint64_t other_netns(const struct views *vs,
 			    const struct view_claim *claim)
 {
-	if (vs->mode != NETLINK_NETNS_EXCLUSIVE || claim->nl_fd < 0 ||
+	if (vs->mode != VIEWS_NETNS_EXCLUSIVE || claim->nl_fd < 0 ||
 	    !claim->netns_cookie || claim->netns_cookie == vs->cookie)
 		return 0;
 	return claim->netns_cookie;
@@ -359,8 +359,7 @@ static int fill_members(struct view *v)
 static bool blind(const struct views *vs, const struct view_key *key)
 {
 	return !key->all && key->known && !key->netns_cookie &&
-	       vs->mode == NETLINK_NETNS_EXCLUSIVE &&
-	       key->ns.net != vs->host.net;
+	       vs->mode == VIEWS_NETNS_EXCLUSIVE && key->ns.net != vs->host.net;
 }
 
 static struct view *view_new(struct views *vs, const struct view_key *key,
@@ -519,7 +518,7 @@ int view_set_nodes(struct view *v, const uint64_t *nodes, size_t n)
 /* Is @dev's uverbs node among those @v's clients reported? */
 static bool node_visible(struct view *v, const struct device *dev)
 {
-	const struct sysfs_device *info = device_info(dev);
+	const struct device_record *info = device_info(dev);
 	uint64_t want;
 
 	if (v->blind || !info->uverbs[0] || !info->uverbs_dev || !v->nnodes)

@@ -47,9 +47,25 @@
 
 #include "devices.h"
 #include "genshare.h"
-#include "netlink.h"
 #include "nstable.h"
 #include "peer.h"
+
+/* The kernel's RDMA namespace mode (`rdma system set netns`): in
+ * EXCLUSIVE mode a device lives in one network namespace, and a client of
+ * another one sees that namespace's devices (nstable.h). */
+enum views_netns_mode {
+	VIEWS_NETNS_UNKNOWN,
+	VIEWS_NETNS_SHARED,
+	VIEWS_NETNS_EXCLUSIVE,
+};
+
+/* "shared", "exclusive", "unknown": as PROTOCOL.md and rdmactl say it. */
+static inline const char *views_netns_mode_name(enum views_netns_mode mode)
+{
+	return mode == VIEWS_NETNS_SHARED      ? "shared"
+	       : mode == VIEWS_NETNS_EXCLUSIVE ? "exclusive"
+					       : "unknown";
+}
 
 /* Encodings of one event a view may need: "lifecycle" x "removing". */
 #define VIEW_ENCODINGS 4
@@ -120,7 +136,7 @@ enum view_change {
 
 /* @mode: the kernel's RDMA namespace mode; @ns_fn hears the events of
  * other namespaces' tables (nstable.h).  NULL and errno on failure. */
-struct views *views_new(struct devices *table, enum netlink_netns_mode mode,
+struct views *views_new(struct devices *table, enum views_netns_mode mode,
 			nstable_listener_fn ns_fn, void *userdata);
 /* Other network namespaces' tables, while they have views, and those
  * left stranded (nstable.h). */
@@ -132,7 +148,7 @@ void views_settle(struct views *vs);
  * nowhere any more. */
 void views_returned(struct views *vs, const char *identity);
 void views_free(struct views *vs);
-enum netlink_netns_mode views_netns_mode(const struct views *vs);
+enum views_netns_mode views_netns_mode(const struct views *vs);
 
 /* The view for @peer, who said @claim (admin: root or the admin group;
  * root in another place than the host's sees what a user there sees);

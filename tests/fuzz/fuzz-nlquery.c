@@ -55,7 +55,7 @@ static void check_dev(const struct nlquery_dev *d)
 		abort();
 }
 
-static void check_port(const struct sysfs_port *p)
+static void check_port(const struct port_record *p)
 {
 	static const char *const states[] = {
 		"NOP",	  "DOWN",	  "INIT",    "ARMED",
@@ -85,7 +85,7 @@ static void decode(const struct nlmsghdr *nlh)
 {
 	struct nlquery_dev dev;
 	struct nlquery_chardev c;
-	struct sysfs_port port;
+	struct port_record port;
 	uint32_t index;
 
 	if (nlquery_parse_dev(nlh, nlh->nlmsg_len, &dev) == 0)

@@ -61,7 +61,7 @@ static void teardown(void)
 
 static void setup(void)
 {
-	struct sysfs_device scan[NDEVS];
+	struct device_record scan[NDEVS];
 	struct server_options opts = {
 		.socket_mode = 0600,
 		.socket_group = (gid_t)-1,

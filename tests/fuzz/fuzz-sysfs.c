@@ -97,7 +97,7 @@ static void check_string(const char *s, size_t size)
 
 #define CHECK_FIELD(x) check_string((x), sizeof(x))
 
-static void check_device(const struct sysfs_device *d)
+static void check_device(const struct device_record *d)
 {
 	CHECK_FIELD(d->name);
 	CHECK_FIELD(d->uverbs);
@@ -146,8 +146,8 @@ static void write_files(struct fixture *fx, const struct split *s,
 static void scan(struct fixture *fx, const char *name)
 {
 	struct devices *table = devices_new(0);
-	struct sysfs_device *all, one;
-	char ibdev[SYSFS_NAME_MAX];
+	struct device_record *all, one;
+	char ibdev[RECORD_NAME_MAX];
 	size_t n, skipped;
 
 	if (sysfs_scan_all(fixture_root(fx), &all, &n, &skipped) == 0) {
@@ -155,13 +155,13 @@ static void scan(struct fixture *fx, const char *name)
 			check_device(&all[i]);
 		if (table)
 			devices_apply_scan(table, all, n);
-		sysfs_devices_free(all, n);
+		records_free(all, n);
 	}
 	if (sysfs_scan_device(fixture_root(fx), name, &one) == 0) {
 		check_device(&one);
 		if (table)
 			devices_apply_one(table, name, &one);
-		sysfs_device_clear(&one);
+		record_clear(&one);
 	}
 	if (sysfs_ibdev_of_uverbs(fixture_root(fx), "uverbs0", ibdev) == 0)
 		check_string(ibdev, sizeof(ibdev));

@@ -13,7 +13,7 @@
 #include "fake-nlquery.h"
 #include "nlquery.h"
 
-static struct sysfs_device fake_devs[FAKE_NLQUERY_MAX];
+static struct device_record fake_devs[FAKE_NLQUERY_MAX];
 static size_t fake_n;
 static struct {
 	ino_t ino;
@@ -63,7 +63,7 @@ static int failure_of(int sock)
 	return 0;
 }
 
-void fake_nlquery_set(const struct sysfs_device *devs, size_t n)
+void fake_nlquery_set(const struct device_record *devs, size_t n)
 {
 	fake_n = n < FAKE_NLQUERY_MAX ? n : FAKE_NLQUERY_MAX;
 	if (fake_n)
@@ -77,10 +77,10 @@ int nlquery_check_socket(int sock, uint64_t *ret_netns_cookie)
 	return -EPROTOTYPE;
 }
 
-int nlquery_devices(int sock, struct sysfs_device **ret, size_t *ret_n,
+int nlquery_devices(int sock, struct device_record **ret, size_t *ret_n,
 		    size_t max_devices)
 {
-	struct sysfs_device *devs;
+	struct device_record *devs;
 	int err = failure_of(sock);
 
 	calls++;
@@ -96,8 +96,8 @@ int nlquery_devices(int sock, struct sysfs_device **ret, size_t *ret_n,
 	if (!devs)
 		return -ENOMEM;
 	for (size_t i = 0; i < fake_n; i++)
-		if (sysfs_device_copy(&devs[i], &fake_devs[i]) < 0) {
-			sysfs_devices_free(devs, i);
+		if (record_copy(&devs[i], &fake_devs[i]) < 0) {
+			records_free(devs, i);
 			return -ENOMEM;
 		}
 	*ret = devs;

@@ -10,7 +10,7 @@
 #define FAKE_NLQUERY_MAX 8
 
 /* What the next nlquery_devices() answers (copied). */
-void fake_nlquery_set(const struct sysfs_device *devs, size_t n);
+void fake_nlquery_set(const struct device_record *devs, size_t n);
 /* nlquery_devices() on @sock, or any dup of it, fails with @err from now
  * on (0: answers again), as a socket whose other holder fills it with
  * junk (-EBUSY) or takes our replies (-EAGAIN). */

@@ -81,7 +81,7 @@ static void plug(UMockdevTestbed *tb, unsigned int i)
 
 static void table_add(struct devices *table, unsigned int i)
 {
-	struct sysfs_device info;
+	struct device_record info;
 
 	memset(&info, 0, sizeof(info));
 	snprintf(info.name, sizeof(info.name), "mlx5_%u", i);
@@ -175,7 +175,7 @@ int main(void)
 	/* Changes are no reason to fetch the list or to retry opening. */
 	nlists = 0;
 	for (i = 0; i < 100; i++) {
-		struct sysfs_device info;
+		struct device_record info;
 
 		memset(&info, 0, sizeof(info));
 		snprintf(info.name, sizeof(info.name), "mlx5_2");

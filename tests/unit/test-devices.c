@@ -88,7 +88,7 @@ static void listener(void *userdata, enum devices_event event,
 }
 
 /* "name|id|state|netdev|uverbs": one device with one port. */
-static void parse_spec(const char *spec, struct sysfs_device *d)
+static void parse_spec(const char *spec, struct device_record *d)
 {
 	char buf[256], *fields[5] = {NULL}, *p = buf;
 
@@ -123,7 +123,7 @@ static void parse_spec(const char *spec, struct sysfs_device *d)
 
 static int do_scan(const char *specs)
 {
-	struct sysfs_device scan[16];
+	struct device_record scan[16];
 	char buf[512], *save, *tok;
 	size_t n = 0;
 	int r;
@@ -140,7 +140,7 @@ static int do_scan(const char *specs)
 
 static int do_one(const char *name, const char *spec)
 {
-	struct sysfs_device d;
+	struct device_record d;
 	int r;
 
 	if (!spec)
@@ -439,7 +439,7 @@ static const struct step lives[] = {
 static void test_scale(void)
 {
 	enum { N = 600 };
-	struct sysfs_device *scan = calloc(N, sizeof(*scan));
+	struct device_record *scan = calloc(N, sizeof(*scan));
 	struct devices *t = devices_new(0);
 	const struct device *d, *prev = NULL;
 	size_t count = 0;
@@ -480,7 +480,7 @@ static void test_scale(void)
 /* At 2^64 - 1 the generation stays; it never wraps to 0. */
 static void test_generation_ceiling(void)
 {
-	struct sysfs_device scan[2] = {0};
+	struct device_record scan[2] = {0};
 	struct devices *t = devices_new(UINT64_MAX - 1);
 
 	for (int i = 0; i < 2; i++) {

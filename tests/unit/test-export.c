@@ -15,7 +15,7 @@
 #include "wire.h"
 #include "check.h"
 
-static void make_device(struct sysfs_device *d, const char *name,
+static void make_device(struct device_record *d, const char *name,
 			const char *id, unsigned int nports)
 {
 	memset(d, 0, sizeof(*d));
@@ -35,7 +35,7 @@ static void make_device(struct sysfs_device *d, const char *name,
 	d->nports = nports;
 	d->ports = calloc(nports, sizeof(*d->ports));
 	for (unsigned int i = 0; i < nports; i++) {
-		struct sysfs_port *p = &d->ports[i];
+		struct port_record *p = &d->ports[i];
 
 		p->port = i + 1;
 		snprintf(p->state, sizeof(p->state), "ACTIVE");
@@ -45,9 +45,9 @@ static void make_device(struct sysfs_device *d, const char *name,
 		snprintf(p->netdev, sizeof(p->netdev), "eth%u", i);
 		p->lid = 7 + i;
 		p->netdev_up = -1;
-		snprintf(d->mad_nodes[d->nmad_nodes++], SYSFS_MAD_NAME_MAX,
+		snprintf(d->mad_nodes[d->nmad_nodes++], RECORD_MAD_NAME_MAX,
 			 "umad%u", i);
-		snprintf(d->mad_nodes[d->nmad_nodes++], SYSFS_MAD_NAME_MAX,
+		snprintf(d->mad_nodes[d->nmad_nodes++], RECORD_MAD_NAME_MAX,
 			 "issm%u", i);
 	}
 }
@@ -133,7 +133,7 @@ static void test_table(void)
 	struct holder h1 = {
 		.owner = &h1, .pid = 100, .uid = 1000, .comm = "mpirun"};
 	struct holder h2 = {.owner = &h2, .pid = 200, .uid = 0, .comm = "spdk"};
-	struct sysfs_device scan[2];
+	struct device_record scan[2];
 	struct seen seen = {0};
 	struct devices *t = devices_new(41);
 	Rdmad__Device **msgs;
@@ -264,7 +264,7 @@ static void test_many_holders(void)
 {
 	enum { HOLDERS = 5000 };
 	static struct holder h[HOLDERS];
-	struct sysfs_device scan;
+	struct device_record scan;
 	struct seen seen = {0};
 	struct devices *t = devices_new(1);
 	Rdmad__Device **msgs;
@@ -329,7 +329,7 @@ static void test_viewers(void)
 	const struct export_viewer u1000 = {.uid = 1000, .lifecycle = true},
 				   u3000 = {.uid = 3000, .lifecycle = true},
 				   pod1000 = {.uid = 1000, .pidns = 77};
-	struct sysfs_device scan;
+	struct device_record scan;
 	struct devices *t = devices_new(1);
 	const struct device *dev;
 	Rdmad__Device *msg;

@@ -35,10 +35,10 @@ static void listener(void *userdata, enum devices_event event,
 }
 
 /* One device, one port; @reg its registration. */
-static struct sysfs_device dev(const char *name, const char *pci, uint64_t reg,
-			       const char *state)
+static struct device_record dev(const char *name, const char *pci, uint64_t reg,
+				const char *state)
 {
-	struct sysfs_device d;
+	struct device_record d;
 
 	memset(&d, 0, sizeof(d));
 	snprintf(d.name, sizeof(d.name), "%s", name);
@@ -61,7 +61,7 @@ static struct sysfs_device dev(const char *name, const char *pci, uint64_t reg,
 	return d;
 }
 
-static int scan(struct devices *t, struct sysfs_device *devs, size_t n)
+static int scan(struct devices *t, struct device_record *devs, size_t n)
 {
 	events[0] = '\0';
 	return devices_apply_scan(t, devs, n);
@@ -82,7 +82,7 @@ static struct devices *table(void)
 static void test_returned(void)
 {
 	struct devices *t = table();
-	struct sysfs_device d[1];
+	struct device_record d[1];
 	struct holder h = {.owner = &h, .pid = 7, .uid = 0};
 
 	d[0] = dev("mlx5_0", "0000:03:00.0", 11, "ACTIVE");
@@ -122,7 +122,7 @@ static void test_returned(void)
 static void test_seen_gone_is_a_new_life(void)
 {
 	struct devices *t = table();
-	struct sysfs_device d[1];
+	struct device_record d[1];
 
 	d[0] = dev("mlx5_0", "0000:03:00.0", 71, "ACTIVE");
 	scan(t, d, 1);
@@ -138,7 +138,7 @@ static void test_seen_gone_is_a_new_life(void)
 static void test_restart(void)
 {
 	struct devices *t = table(), *t2;
-	struct sysfs_device d[1];
+	struct device_record d[1];
 	size_t bad = 9;
 	char *text;
 
@@ -176,7 +176,7 @@ static void test_restart(void)
 static void test_lives_bounded(void)
 {
 	struct lives *lives = lives_new();
-	struct sysfs_device d;
+	struct device_record d;
 
 	for (int i = 0; i < LIVES_MAX + 100; i++) {
 		d = dev("x", "0000:00:00.0", i, "ACTIVE");
@@ -194,7 +194,7 @@ static void test_lives_bounded(void)
 static void test_away(void)
 {
 	struct devices *t = table();
-	struct sysfs_device d[2];
+	struct device_record d[2];
 	struct holder h = {.owner = &h, .pid = 7, .uid = 0};
 	uint64_t next;
 
@@ -238,7 +238,7 @@ static void test_away(void)
 static void test_grace_rules(void)
 {
 	struct devices *t = table();
-	struct sysfs_device d[2];
+	struct device_record d[2];
 	struct grace_rule rules[2];
 	char why[128];
 
@@ -273,7 +273,7 @@ static void test_grace_rules(void)
 static void test_guid_set_later(void)
 {
 	struct devices *t = table();
-	struct sysfs_device d[1];
+	struct device_record d[1];
 
 	d[0] = dev("mlx5_1", "0000:03:00.1", 91, "ACTIVE");
 	strcpy(d[0].node_guid, "0000:0000:0000:0000");
@@ -288,7 +288,7 @@ static void test_guid_set_later(void)
 static void test_ready(void)
 {
 	struct devices *t = table();
-	struct sysfs_device d[1];
+	struct device_record d[1];
 
 	d[0] = dev("mlx5_0", "0000:03:00.0", 41, "INIT");
 	scan(t, d, 1);
@@ -315,7 +315,7 @@ static void test_ready(void)
 static void test_aliases(void)
 {
 	struct devices *t = table();
-	struct sysfs_device d[3];
+	struct device_record d[3];
 	struct alias_rule rules[2];
 	char why[128];
 
@@ -362,7 +362,7 @@ static void test_aliases(void)
 static void test_sriov(void)
 {
 	struct devices *t = table();
-	struct sysfs_device d[3];
+	struct device_record d[3];
 	unsigned int expected, ready;
 	uint64_t next;
 

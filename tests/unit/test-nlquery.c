@@ -279,7 +279,7 @@ static void test_parse_dev(void)
 }
 
 static int parse_port_msg(struct nl_msg *msg, uint32_t *index,
-			  struct sysfs_port *ret)
+			  struct port_record *ret)
 {
 	struct nlmsghdr *nlh = nlmsg_hdr(msg);
 	int r = nlquery_parse_port(nlh, nlh->nlmsg_len, index, ret);
@@ -303,11 +303,11 @@ static void test_parse_port(void)
 		{5, 6, "ACTIVE_DEFER", "LinkErrorRecovery"},
 		{6, 7, "UNKNOWN", "Phy Test"},
 		{200, 8, "UNKNOWN", "<unknown>"},
-		/* too long for sysfs_port.phys_state: empty, as sysfs.c */
+		/* too long for port_record.phys_state: empty, as sysfs.c */
 		{4, 4, "ACTIVE", ""},
 	};
 	struct fake_port p = {1, 4, 5, "dummy0", 0};
-	struct sysfs_port port;
+	struct port_record port;
 	struct nl_msg *msg;
 	uint32_t index;
 
@@ -707,7 +707,7 @@ static const struct fake_dev two[] = {
 	},
 };
 
-static int ask(size_t max, struct sysfs_device **devs, size_t *n)
+static int ask(size_t max, struct device_record **devs, size_t *n)
 {
 	int r = nlquery_devices(SOCK, devs, n, max);
 
@@ -716,7 +716,7 @@ static int ask(size_t max, struct sysfs_device **devs, size_t *n)
 	return r;
 }
 
-static void check_two(const struct sysfs_device *d, size_t n)
+static void check_two(const struct device_record *d, size_t n)
 {
 	CHECK(n == 2);
 	if (n != 2)
@@ -739,7 +739,7 @@ static void check_two(const struct sysfs_device *d, size_t n)
 
 static void test_honest(void)
 {
-	struct sysfs_device *devs;
+	struct device_record *devs;
 	size_t n;
 
 	for (size_t per = 0; per <= 2; per++) {
@@ -754,14 +754,14 @@ static void test_honest(void)
 			for (unsigned int j = 0; j <= i; j++)
 				CHECK(k.seqs[i] != (j < i ? k.seqs[j] : 0),
 				      "seq %u: %u", i, k.seqs[i]);
-		sysfs_devices_free(devs, n);
+		records_free(devs, n);
 	}
 	reset(NULL, 0);
 	CHECK(ask(16, &devs, &n) == 0 && n == 0 && !devs);
 	/* Exactly the cap is fine; one more is not. */
 	reset(two, 2);
 	CHECK(ask(2, &devs, &n) == 0 && n == 2);
-	sysfs_devices_free(devs, n);
+	records_free(devs, n);
 	reset(two, 2);
 	CHECK(ask(1, &devs, &n) == -E2BIG && n == 0 && !devs);
 	reset(two, 2);
@@ -770,7 +770,7 @@ static void test_honest(void)
 
 static void test_hostile(void)
 {
-	struct sysfs_device *devs;
+	struct device_record *devs;
 	size_t n;
 	int r;
 
@@ -788,7 +788,7 @@ static void test_hostile(void)
 	nlmsg_free(msg);
 	CHECK(ask(16, &devs, &n) == 0);
 	check_two(devs, n);
-	sysfs_devices_free(devs, n);
+	records_free(devs, n);
 
 	/* Forgeries carrying the very seq of each request, from another
 	 * port or for another port. */
@@ -796,7 +796,7 @@ static void test_hostile(void)
 	k.forge = true;
 	CHECK(ask(16, &devs, &n) == 0);
 	check_two(devs, n);
-	sysfs_devices_free(devs, n);
+	records_free(devs, n);
 
 	/* Replies taken by the other holder: EAGAIN, not an empty list. */
 	reset(two, 2);
@@ -827,7 +827,7 @@ static void test_hostile(void)
 static void test_kernel_answers(void)
 {
 	struct fake_dev devs3[3] = {two[0], two[1], two[1]};
-	struct sysfs_device *devs;
+	struct device_record *devs;
 	size_t n;
 	int r;
 
@@ -843,13 +843,13 @@ static void test_kernel_answers(void)
 	reset(devs3, 2);
 	CHECK(ask(16, &devs, &n) == 0 && n == 1 &&
 	      !strcmp(devs[0].name, "rxe0"));
-	sysfs_devices_free(devs, n);
+	records_free(devs, n);
 	/* No port at all: half registered, left out too. */
 	devs3[0].port_err = 0;
 	devs3[0].nports = 0;
 	reset(devs3, 2);
 	CHECK(ask(16, &devs, &n) == 0 && n == 1);
-	sysfs_devices_free(devs, n);
+	records_free(devs, n);
 	/* Another error of the port dump is the socket's: the call fails. */
 	devs3[0].nports = 2;
 	devs3[0].port_err = -EBUSY;
@@ -863,7 +863,7 @@ static void test_kernel_answers(void)
 	reset(devs3, 2);
 	CHECK(ask(16, &devs, &n) == 0 && n == 2 && !devs[1].uverbs[0] &&
 	      devs[1].uverbs_dev == 0);
-	sysfs_devices_free(devs, n);
+	records_free(devs, n);
 
 	/* Two devices with one GUID (rxe on a bond and on its slave) and a
 	 * third with another: names tell the first two apart. */
@@ -881,7 +881,7 @@ static void test_kernel_answers(void)
 		CHECK(!strcmp(devs[2].id, "guid:c868:d2ff:fe55:6781/name:rxe1"),
 		      "%s", devs[2].id);
 	}
-	sysfs_devices_free(devs, n);
+	records_free(devs, n);
 
 	/* The same device twice in a dump (devices came and went between
 	 * its batches): once. */
@@ -889,7 +889,7 @@ static void test_kernel_answers(void)
 	reset(devs3, 3);
 	k.per_dgram = 1;
 	CHECK(ask(16, &devs, &n) == 0 && n == 2);
-	sysfs_devices_free(devs, n);
+	records_free(devs, n);
 }
 
 static void test_check_socket(void)

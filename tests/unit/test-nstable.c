@@ -21,9 +21,9 @@
 #define NOBODY 65534
 #define END ((uid_t)-2)
 
-static struct sysfs_device one_dev(void)
+static struct device_record one_dev(void)
 {
-	struct sysfs_device d = {.numa_node = -1, .sriov_numvfs = -1};
+	struct device_record d = {.numa_node = -1, .sriov_numvfs = -1};
 
 	snprintf(d.name, sizeof(d.name), "mlx5_9");
 	snprintf(d.id, sizeof(d.id), "guid:mlx5_9");
@@ -112,7 +112,7 @@ static void check_kept(size_t row, const struct nstable *t)
 
 static void run_row(size_t row)
 {
-	struct sysfs_device dev = one_dev();
+	struct device_record dev = one_dev();
 	int sv[6][2], nsv = 0, r;
 	unsigned int before;
 	struct nstable *t = NULL;
@@ -172,9 +172,8 @@ static struct peer peer_of(uid_t uid)
 static void test_co_tenant(void)
 {
 	struct devices *host = devices_new(1);
-	struct views *vs =
-		views_new(host, NETLINK_NETNS_EXCLUSIVE, on_ns, NULL);
-	struct sysfs_device dev = one_dev();
+	struct views *vs = views_new(host, VIEWS_NETNS_EXCLUSIVE, on_ns, NULL);
+	struct device_record dev = one_dev();
 	struct peer nobody = peer_of(NOBODY), user = peer_of(1000);
 	struct view_claim junk = {.nl_fd = -1}, good;
 	struct view *a, *b;

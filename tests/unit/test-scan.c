@@ -29,21 +29,21 @@
 static char root[64];
 static unsigned int nscan_all, nscan_device;
 static int starve; /* -errno the wrapped scans fail with, or 0 */
-static char last_scanned[SYSFS_NAME_MAX];
+static char last_scanned[RECORD_NAME_MAX];
 static struct event_base *base;
 static struct devices *table;
 static struct scan *scan;
 
-int __real_sysfs_scan_all(const char *sysroot, struct sysfs_device **ret,
+int __real_sysfs_scan_all(const char *sysroot, struct device_record **ret,
 			  size_t *ret_n, size_t *ret_skipped);
-int __wrap_sysfs_scan_all(const char *sysroot, struct sysfs_device **ret,
+int __wrap_sysfs_scan_all(const char *sysroot, struct device_record **ret,
 			  size_t *ret_n, size_t *ret_skipped);
 int __real_sysfs_scan_device(const char *sysroot, const char *name,
-			     struct sysfs_device *ret);
+			     struct device_record *ret);
 int __wrap_sysfs_scan_device(const char *sysroot, const char *name,
-			     struct sysfs_device *ret);
+			     struct device_record *ret);
 
-int __wrap_sysfs_scan_all(const char *sysroot, struct sysfs_device **ret,
+int __wrap_sysfs_scan_all(const char *sysroot, struct device_record **ret,
 			  size_t *ret_n, size_t *ret_skipped)
 {
 	nscan_all++;
@@ -53,7 +53,7 @@ int __wrap_sysfs_scan_all(const char *sysroot, struct sysfs_device **ret,
 }
 
 int __wrap_sysfs_scan_device(const char *sysroot, const char *name,
-			     struct sysfs_device *ret)
+			     struct device_record *ret)
 {
 	nscan_device++;
 	snprintf(last_scanned, sizeof(last_scanned), "%s", name);

@@ -69,7 +69,7 @@ static uint64_t now_ms(void)
 
 /* ---- the table ---- */
 
-static void make_device(struct sysfs_device *d, unsigned int i)
+static void make_device(struct device_record *d, unsigned int i)
 {
 	memset(d, 0, sizeof(*d));
 	snprintf(d->name, sizeof(d->name), "dev_%03u", i);
@@ -96,7 +96,7 @@ static void make_device(struct sysfs_device *d, unsigned int i)
 
 static void fill_table(void)
 {
-	struct sysfs_device *scan = calloc(NDEVS, sizeof(*scan));
+	struct device_record *scan = calloc(NDEVS, sizeof(*scan));
 
 	for (unsigned int i = 0; i < NDEVS; i++)
 		make_device(&scan[i], i);

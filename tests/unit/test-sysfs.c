@@ -23,11 +23,11 @@
 /* The string fields of a scan and of its first port, by name. */
 #define DEV_STR(f)                                                             \
 	{                                                                      \
-#f, false, offsetof(struct sysfs_device, f)                    \
+#f, false, offsetof(struct device_record, f)                   \
 	}
 #define PORT_STR(f)                                                            \
 	{                                                                      \
-#f, true, offsetof(struct sysfs_port, f)                       \
+#f, true, offsetof(struct port_record, f)                      \
 	}
 static const struct {
 	const char *key;
@@ -42,7 +42,7 @@ static const struct {
 	DEV_STR(node_type),
 	DEV_STR(fw_ver),
 	DEV_STR(driver),
-	{"pci", false, offsetof(struct sysfs_device, pci_address)},
+	{"pci", false, offsetof(struct device_record, pci_address)},
 	PORT_STR(state),
 	PORT_STR(phys_state),
 	PORT_STR(link_layer),
@@ -51,11 +51,11 @@ static const struct {
 };
 
 /* Numeric fields as text; false if @key is none of them. */
-static bool number_field(const struct sysfs_device *d, const char *key,
+static bool number_field(const struct device_record *d, const char *key,
 			 char *buf, size_t size)
 {
-	const struct sysfs_port *p = d->nports ? &d->ports[0] : NULL;
-	const struct sysfs_port *p2 = d->nports > 1 ? &d->ports[1] : NULL;
+	const struct port_record *p = d->nports ? &d->ports[0] : NULL;
+	const struct port_record *p2 = d->nports > 1 ? &d->ports[1] : NULL;
 	long v;
 
 	if (!strcmp(key, "numa"))
@@ -77,7 +77,7 @@ static bool number_field(const struct sysfs_device *d, const char *key,
 }
 
 /* One field of a scan as text, so tables can name what they expect. */
-static void field(const struct sysfs_device *d, const char *key, char *buf,
+static void field(const struct device_record *d, const char *key, char *buf,
 		  size_t size)
 {
 	const char *base;
@@ -104,7 +104,7 @@ struct expect {
 	const char *value;
 };
 
-static void check_fields(const char *what, const struct sysfs_device *d,
+static void check_fields(const char *what, const struct device_record *d,
 			 const struct expect *want)
 {
 	char got[256];
@@ -250,7 +250,7 @@ static const struct {
 static void test_good_devices(void)
 {
 	struct fixture *fx = fixture_new();
-	struct sysfs_device *all, one;
+	struct device_record *all, one;
 	size_t n, skipped;
 	int r;
 
@@ -271,13 +271,13 @@ static void test_good_devices(void)
 		for (size_t j = 0; j < n; j++) {
 			if (strcmp(all[j].name, name))
 				continue;
-			CHECK(sysfs_device_equal(&all[j], &one),
+			CHECK(record_equal(&all[j], &one),
 			      "%s: full and single scans differ", name);
 			check_fields(name, &all[j], devices[i].want);
 		}
-		sysfs_device_clear(&one);
+		record_clear(&one);
 	}
-	sysfs_devices_free(all, n);
+	records_free(all, n);
 	fixture_free(fx);
 }
 
@@ -482,7 +482,7 @@ static void test_garbage(void)
 		struct fixture_device d1 =
 			fixture_mlx5("mlx5_1", 1, "0000:03:00.1", 1);
 		struct fixture *fx = fixture_new();
-		struct sysfs_device *all, one;
+		struct device_record *all, one;
 		size_t n, skipped;
 		char got[256];
 		int r;
@@ -502,7 +502,7 @@ static void test_garbage(void)
 			      "%s: %s is \"%s\", want \"%s\"", garbage[i].what,
 			      garbage[i].key, got, garbage[i].value);
 		}
-		sysfs_device_clear(&one);
+		record_clear(&one);
 		r = sysfs_scan_all(fixture_root(fx), &all, &n, &skipped);
 		CHECK(r == 0 && n == (garbage[i].want_r ? 1u : 2u) &&
 			      skipped == (garbage[i].want_r ? 1u : 0u),
@@ -510,7 +510,7 @@ static void test_garbage(void)
 		      n, skipped);
 		CHECK(n > 0 && !strcmp(all[n - 1].name, "mlx5_1"),
 		      "%s: the healthy device is missing", garbage[i].what);
-		sysfs_devices_free(all, n);
+		records_free(all, n);
 		fixture_free(fx);
 	}
 }
@@ -522,7 +522,7 @@ static void test_odd_names(void)
 	struct fixture_device d = fixture_mlx5("my dev", 0, "0000:03:00.0", 1);
 	struct fixture_device l;
 	struct fixture *fx = fixture_new();
-	struct sysfs_device *all, one;
+	struct device_record *all, one;
 	size_t n, skipped;
 	int r;
 
@@ -537,7 +537,7 @@ static void test_odd_names(void)
 	/* A space is not in a name (proto/name.h): all four are skipped. */
 	CHECK(r == 0 && n == 0 && skipped == 4,
 	      "odd names: r=%d n=%zu skipped=%zu", r, n, skipped);
-	sysfs_devices_free(all, n);
+	records_free(all, n);
 	r = sysfs_scan_device(fixture_root(fx), longname, &one);
 	CHECK(r == -EBADMSG, "name longer than 63: %d", r);
 	r = sysfs_scan_device(fixture_root(fx), "gone", &one);
@@ -551,7 +551,7 @@ static void test_odd_names(void)
 static void test_no_class_dir(void)
 {
 	struct fixture *fx = fixture_new();
-	struct sysfs_device *all, one;
+	struct device_record *all, one;
 	size_t n = 9, skipped = 9;
 	int r;
 
@@ -570,7 +570,7 @@ static void test_shared_parent(void)
 	struct fixture_device a = fixture_mlx5("mlx4_0", 0, "0000:04:00.0", 1);
 	struct fixture_device b = fixture_mlx5("mlx4_1", 1, "0000:04:00.0", 1);
 	struct fixture *fx = fixture_new();
-	struct sysfs_device *all, one;
+	struct device_record *all, one;
 	size_t n;
 	int r;
 
@@ -588,8 +588,8 @@ static void test_shared_parent(void)
 	      "single scan id %s differs from %s", one.id,
 	      n == 2 ? all[1].id : "");
 	CHECK(!strcmp(one.uverbs, "uverbs1"), "uverbs %s", one.uverbs);
-	sysfs_device_clear(&one);
-	sysfs_devices_free(all, n);
+	record_clear(&one);
+	records_free(all, n);
 	fixture_free(fx);
 }
 
@@ -599,7 +599,7 @@ static void test_sriov_links(void)
 	struct fixture_device pf = fixture_mlx5("mlx5_0", 0, "0000:03:00.0", 1);
 	struct fixture_device vf = fixture_mlx5("mlx5_1", 1, "0000:03:00.2", 1);
 	struct fixture *fx = fixture_new();
-	struct sysfs_device *all;
+	struct device_record *all;
 	size_t n;
 	int r;
 
@@ -618,7 +618,7 @@ static void test_sriov_links(void)
 	CHECK(n == 2 && all[1].vf && !strcmp(all[1].sriov_pf, "0000:03:00.0") &&
 		      all[1].sriov_numvfs == -1,
 	      "the VF: pf '%s'", n > 1 ? all[1].sriov_pf : "");
-	sysfs_devices_free(all, n);
+	records_free(all, n);
 	fixture_free(fx);
 }
 
@@ -628,7 +628,7 @@ static void test_sriov_links(void)
 static void test_soft_roce_same_guid(void)
 {
 	struct fixture *fx = fixture_new();
-	struct sysfs_device *all;
+	struct device_record *all;
 	size_t n;
 	int r;
 
@@ -657,7 +657,7 @@ static void test_soft_roce_same_guid(void)
 		      !strcmp(all[1].id,
 			      "guid:6060:a8ff:fe69:0025/netdev:bond0"),
 	      "ids %s, %s", n ? all[0].id : "", n > 1 ? all[1].id : "");
-	sysfs_devices_free(all, n);
+	records_free(all, n);
 	fixture_free(fx);
 }
 
@@ -668,7 +668,7 @@ static void test_identity_survives_rename(void)
 	struct fixture_device a = fixture_mlx5("mlx5_0", 0, "0000:03:00.0", 1);
 	struct fixture_device b = fixture_mlx5("ib_new", 7, "0000:03:00.0", 1);
 	struct fixture *fx = fixture_new();
-	struct sysfs_device before, after;
+	struct device_record before, after;
 
 	fixture_add_device(fx, &a);
 	CHECK(sysfs_scan_device(fixture_root(fx), "mlx5_0", &before) == 0,
@@ -682,15 +682,15 @@ static void test_identity_survives_rename(void)
 	CHECK(!strcmp(before.id, after.id), "id %s became %s", before.id,
 	      after.id);
 	CHECK(!strcmp(after.uverbs, "uverbs7"), "uverbs %s", after.uverbs);
-	sysfs_device_clear(&before);
-	sysfs_device_clear(&after);
+	record_clear(&before);
+	record_clear(&after);
 	fixture_free(fx);
 }
 
 /* A device's mad nodes, space separated. */
-static const char *mad_list(const struct sysfs_device *d)
+static const char *mad_list(const struct device_record *d)
 {
-	static char buf[SYSFS_MAX_MAD_NODES * SYSFS_MAD_NAME_MAX];
+	static char buf[RECORD_MAX_MAD_NODES * RECORD_MAD_NAME_MAX];
 
 	buf[0] = '\0';
 	for (unsigned int i = 0; i < d->nmad_nodes; i++)
@@ -703,7 +703,7 @@ static const char *mad_list(const struct sysfs_device *d)
 static void check_mad(struct fixture *fx, const char *what,
 		      const char *const want[][2], size_t nwant)
 {
-	struct sysfs_device *all, one;
+	struct device_record *all, one;
 	size_t n;
 	int r;
 
@@ -716,18 +716,18 @@ static void check_mad(struct fixture *fx, const char *what,
 		      all[i].name, mad_list(&all[i]), want[i][0], want[i][1]);
 		r = sysfs_scan_device(fixture_root(fx), want[i][0], &one);
 		CHECK(r == 0 && !strcmp(mad_list(&one), want[i][1]) &&
-			      sysfs_device_equal(&one, &all[i]),
+			      record_equal(&one, &all[i]),
 		      "%s: %s alone: r=%d \"%s\"", what, want[i][0], r,
 		      mad_list(&one));
-		sysfs_device_clear(&one);
+		record_clear(&one);
 	}
-	sysfs_devices_free(all, n);
+	records_free(all, n);
 }
 
 /* umad11 sits beside mlx5_0 but names mlx5_1. */
 static void check_not_beside(struct fixture *fx)
 {
-	struct sysfs_device *all, one;
+	struct device_record *all, one;
 	size_t n;
 	int r;
 
@@ -737,11 +737,11 @@ static void check_not_beside(struct fixture *fx)
 	      "other's: full scan: mlx5_0 \"%s\"", n ? mad_list(&all[0]) : "");
 	CHECK(n == 3 && !strcmp(mad_list(&all[1]), "umad2 issm2 umad11"),
 	      "other's: full scan: mlx5_1 \"%s\"", n ? mad_list(&all[1]) : "");
-	sysfs_devices_free(all, n);
+	records_free(all, n);
 	r = sysfs_scan_device(fixture_root(fx), "mlx5_0", &one);
 	CHECK(r == 0 && !strcmp(mad_list(&one), "umad0 issm0 umad1 issm1"),
 	      "other's: mlx5_0 alone: \"%s\"", mad_list(&one));
-	sysfs_device_clear(&one);
+	record_clear(&one);
 }
 
 /* ib_umad's umadN and issmN: in port order, umad first, from the parent
@@ -838,7 +838,7 @@ static void test_uverbs_lookup(void)
 		{"../uverbs3", -EINVAL, ""},
 		{"", -EINVAL, ""},
 	};
-	char name[SYSFS_NAME_MAX];
+	char name[RECORD_NAME_MAX];
 
 	fixture_add_device(fx, &a);
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
@@ -860,31 +860,31 @@ static void test_copy_equal(void)
 {
 	struct fixture_device a = fixture_mlx5("mlx5_0", 0, "0000:03:00.0", 2);
 	struct fixture *fx = fixture_new();
-	struct sysfs_device one, copy;
+	struct device_record one, copy;
 
 	fixture_add_device(fx, &a);
 	CHECK(sysfs_scan_device(fixture_root(fx), "mlx5_0", &one) == 0, "scan");
-	CHECK(sysfs_device_copy(&copy, &one) == 0, "copy");
+	CHECK(record_copy(&copy, &one) == 0, "copy");
 	CHECK(copy.ports != one.ports, "copy shares ports");
-	CHECK(sysfs_device_equal(&one, &copy), "copy differs");
+	CHECK(record_equal(&one, &copy), "copy differs");
 	strcpy(copy.ports[1].state, "DOWN");
-	CHECK(!sysfs_device_equal(&one, &copy), "port state ignored");
+	CHECK(!record_equal(&one, &copy), "port state ignored");
 	strcpy(copy.ports[1].state, one.ports[1].state);
 	copy.ports[1].netdev_up = 1;
-	CHECK(!sysfs_device_equal(&one, &copy), "netdev_up ignored");
+	CHECK(!record_equal(&one, &copy), "netdev_up ignored");
 	copy.ports[1].netdev_up = one.ports[1].netdev_up;
 	strcpy(copy.fw_ver, "1.0");
-	CHECK(!sysfs_device_equal(&one, &copy), "fw_ver ignored");
+	CHECK(!record_equal(&one, &copy), "fw_ver ignored");
 	strcpy(copy.fw_ver, one.fw_ver);
 	/* ib_umad loaded later, then its numbers changed. */
 	strcpy(copy.mad_nodes[copy.nmad_nodes++], "umad0");
-	CHECK(!sysfs_device_equal(&one, &copy), "mad nodes ignored");
+	CHECK(!record_equal(&one, &copy), "mad nodes ignored");
 	strcpy(one.mad_nodes[one.nmad_nodes++], "umad1");
-	CHECK(!sysfs_device_equal(&one, &copy), "mad node names ignored");
+	CHECK(!record_equal(&one, &copy), "mad node names ignored");
 	strcpy(one.mad_nodes[0], "umad0");
-	CHECK(sysfs_device_equal(&one, &copy), "same mad nodes differ");
-	sysfs_device_clear(&copy);
-	sysfs_device_clear(&one);
+	CHECK(record_equal(&one, &copy), "same mad nodes differ");
+	record_clear(&copy);
+	record_clear(&one);
 	CHECK(one.ports == NULL && one.nports == 0 && one.numa_node == -1,
 	      "clear");
 	fixture_free(fx);
@@ -895,10 +895,10 @@ static void test_copy_equal(void)
  * RNIC. */
 static void test_mad_nodes_expected(void)
 {
-	struct sysfs_port ib = {.port = 1, .link_layer = "InfiniBand"};
-	struct sysfs_port eth = {.port = 2, .link_layer = "Ethernet"};
-	struct sysfs_port ports[] = {ib, eth};
-	struct sysfs_device d = {
+	struct port_record ib = {.port = 1, .link_layer = "InfiniBand"};
+	struct port_record eth = {.port = 2, .link_layer = "Ethernet"};
+	struct port_record ports[] = {ib, eth};
+	struct device_record d = {
 		.node_type = "CA", .nports = 2, .ports = ports};
 
 	CHECK(sysfs_mad_nodes_expected(&d, false) == 3, "IB + RoCE, 6.11+");
@@ -913,14 +913,14 @@ static void test_mad_nodes_expected(void)
 /* What a device's MAD nodes say of RoCE issmN (sysfs_roce_issm_seen()). */
 static void test_roce_issm_seen(void)
 {
-	struct sysfs_port ib = {.port = 1, .link_layer = "InfiniBand"};
-	struct sysfs_port eth = {.port = 2, .link_layer = "Ethernet"};
-	struct sysfs_port ports[] = {ib, eth};
-	struct sysfs_device d = {.node_type = "CA",
-				 .nports = 2,
-				 .ports = ports,
-				 .nmad_nodes = 3,
-				 .mad_nodes = {"umad0", "issm0", "umad1"}};
+	struct port_record ib = {.port = 1, .link_layer = "InfiniBand"};
+	struct port_record eth = {.port = 2, .link_layer = "Ethernet"};
+	struct port_record ports[] = {ib, eth};
+	struct device_record d = {.node_type = "CA",
+				  .nports = 2,
+				  .ports = ports,
+				  .nmad_nodes = 3,
+				  .mad_nodes = {"umad0", "issm0", "umad1"}};
 
 	CHECK(sysfs_roce_issm_seen(&d) == 0, "IB + RoCE, issm for IB only");
 	strcpy(d.mad_nodes[3], "issm1");
@@ -945,7 +945,7 @@ static void test_roce_issm_seen(void)
 static void test_device_cap(void)
 {
 	struct fixture *fx = fixture_new();
-	struct sysfs_device *all;
+	struct device_record *all;
 	size_t n, skipped;
 	char rel[128], target[128];
 	int r;
@@ -968,7 +968,7 @@ static void test_device_cap(void)
 	r = sysfs_scan_all(fixture_root(fx), &all, &n, &skipped);
 	CHECK(r == 0 && n == 8192 && skipped == 8,
 	      "8200 devices: r=%d n=%zu skipped=%zu", r, n, skipped);
-	sysfs_devices_free(all, n);
+	records_free(all, n);
 	fixture_free(fx);
 }
 
@@ -1086,7 +1086,7 @@ static void race_full_scan(size_t i)
 	struct fixture_device d0 = fixture_mlx5("mlx5_0", 0, "0000:03:00.0", 1);
 	struct fixture_device d1 = fixture_mlx5("mlx5_1", 1, "0000:03:00.1", 1);
 	struct fixture *fx = fixture_new();
-	struct sysfs_device *all;
+	struct device_record *all;
 	size_t n, skipped, want_n = races[i].want_r < 0 ? 1 : 2;
 	char got[256];
 	int r;
@@ -1107,7 +1107,7 @@ static void race_full_scan(size_t i)
 		CHECK(!strcmp(got, races[i].value), "%s: full scan %s \"%s\"",
 		      races[i].what, races[i].key, got);
 	}
-	sysfs_devices_free(all, n);
+	records_free(all, n);
 	fixture_free(fx);
 }
 
@@ -1117,7 +1117,7 @@ static void test_races(void)
 		struct fixture_device d =
 			fixture_mlx5("mlx5_0", 0, "0000:03:00.0", 1);
 		struct fixture *fx = fixture_new();
-		struct sysfs_device one;
+		struct device_record one;
 		char got[256];
 		int r;
 
@@ -1136,7 +1136,7 @@ static void test_races(void)
 			CHECK(!strcmp(got, races[i].value), "%s: %s \"%s\"",
 			      races[i].what, races[i].key, got);
 		}
-		sysfs_device_clear(&one);
+		record_clear(&one);
 		fixture_free(fx);
 		race_full_scan(i);
 	}
@@ -1148,7 +1148,7 @@ static void test_port_cap(void)
 {
 	struct fixture_device d = fixture_mlx5("mlx5_0", 0, "0000:03:00.0", 4);
 	struct fixture *fx = fixture_new();
-	struct sysfs_device one;
+	struct device_record one;
 	char rel[96];
 	int r;
 
@@ -1164,7 +1164,7 @@ static void test_port_cap(void)
 	      "300 ports: r=%d n=%u first %u last %u", r, one.nports,
 	      one.nports ? one.ports[0].port : 0,
 	      one.nports ? one.ports[one.nports - 1].port : 0);
-	sysfs_device_clear(&one);
+	record_clear(&one);
 	fixture_free(fx);
 }
 
@@ -1197,7 +1197,7 @@ static void give_back(size_t n)
 static void test_starvation(void)
 {
 	struct fixture *fx = fixture_new();
-	struct sysfs_device *all, one;
+	struct device_record *all, one;
 	size_t n, skipped, taken;
 	int r, seen_emfile = 0;
 
@@ -1213,7 +1213,7 @@ static void test_starvation(void)
 		      n, skipped);
 		seen_emfile += r == -EMFILE;
 		if (r == 0)
-			sysfs_devices_free(all, n);
+			records_free(all, n);
 		taken = take_all_but(spare);
 		r = sysfs_scan_device(fixture_root(fx), devices[0].dev.name,
 				      &one);
@@ -1221,7 +1221,7 @@ static void test_starvation(void)
 		CHECK(r == 0 || r == -EMFILE, "%d spare: one device: %d", spare,
 		      r);
 		if (r == 0)
-			sysfs_device_clear(&one);
+			record_clear(&one);
 	}
 	CHECK(seen_emfile > 0, "no scan ran out of descriptors");
 	CHECK(sysfs_is_starvation(-EMFILE) && sysfs_is_starvation(-ENFILE) &&

@@ -20,9 +20,9 @@
 #include "scope.h"
 #include "views.h"
 
-static struct sysfs_device make_dev(const char *name, unsigned int minor)
+static struct device_record make_dev(const char *name, unsigned int minor)
 {
-	struct sysfs_device d = {.numa_node = -1, .sriov_numvfs = -1};
+	struct device_record d = {.numa_node = -1, .sriov_numvfs = -1};
 
 	snprintf(d.name, sizeof(d.name), "%s", name);
 	snprintf(d.uverbs, sizeof(d.uverbs), "uverbs%u", minor - 192);
@@ -36,8 +36,8 @@ static struct sysfs_device make_dev(const char *name, unsigned int minor)
 static struct devices *host_table(void)
 {
 	struct devices *t = devices_new(1);
-	struct sysfs_device devs[] = {make_dev("mlx5_0", 192),
-				      make_dev("mlx5_1", 193)};
+	struct device_record devs[] = {make_dev("mlx5_0", 192),
+				       make_dev("mlx5_1", 193)};
 
 	CHECK(devices_apply_scan(t, devs, 2) == 2, "two devices");
 	return t;
@@ -90,7 +90,7 @@ static const struct device *dev_named(struct devices *t, const char *name)
 static void test_by_nodes(void)
 {
 	struct devices *t = host_table();
-	struct views *vs = views_new(t, NETLINK_NETNS_SHARED, on_ns, NULL);
+	struct views *vs = views_new(t, VIEWS_NETNS_SHARED, on_ns, NULL);
 	uint64_t nodes[] = {scope_devnum(makedev(231, 193))};
 	uint64_t other[] = {scope_devnum(makedev(231, 192)),
 			    scope_devnum(makedev(231, 250))};
@@ -163,7 +163,7 @@ out:
 static void test_every_node(void)
 {
 	struct devices *t = host_table();
-	struct views *vs = views_new(t, NETLINK_NETNS_SHARED, on_ns, NULL);
+	struct views *vs = views_new(t, VIEWS_NETNS_SHARED, on_ns, NULL);
 	struct view_claim devtmpfs = {
 		.reported = true, .mntns = 5, .devtmpfs = true, .nl_fd = -1};
 	struct view_claim silent = {.nl_fd = -1};
@@ -208,8 +208,8 @@ static void test_every_node(void)
 static void test_exclusive(void)
 {
 	struct devices *t = host_table();
-	struct views *vs = views_new(t, NETLINK_NETNS_EXCLUSIVE, on_ns, NULL);
-	struct sysfs_device in_ns = make_dev("mlx5_9", 200);
+	struct views *vs = views_new(t, VIEWS_NETNS_EXCLUSIVE, on_ns, NULL);
+	struct device_record in_ns = make_dev("mlx5_9", 200);
 	struct peer p = user_peer(1000, false), known = user_peer(1000, true);
 	struct view_claim claim = {.nl_fd = -1};
 	struct view *v, *blind;
