@@ -129,7 +129,7 @@ static double run_floor_reads(struct bench *b)
 
 static void rescan_into(struct bench *b, struct devices *table, int want_events)
 {
-	struct sysfs_device *devs;
+	struct device_record *devs;
 	size_t n, skipped;
 	int r;
 
@@ -166,7 +166,7 @@ static double run_full_empty(struct bench *b)
 static double run_one_device(struct bench *b)
 {
 	char rel[128], name[32];
-	struct sysfs_device dev;
+	struct device_record dev;
 	double t0, t;
 	int r;
 

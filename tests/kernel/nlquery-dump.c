@@ -42,7 +42,7 @@ static void json_str(const char *key, const char *s, bool comma)
 	printf("\"%s", comma ? ", " : "");
 }
 
-static void print_port(const struct sysfs_port *p, bool comma)
+static void print_port(const struct port_record *p, bool comma)
 {
 	printf("{\"port\": %u, ", p->port);
 	json_str("state", p->state, true);
@@ -52,7 +52,7 @@ static void print_port(const struct sysfs_port *p, bool comma)
 	printf("\"lid\": %u}%s", p->lid, comma ? ", " : "");
 }
 
-static void print_device(const struct sysfs_device *d)
+static void print_device(const struct device_record *d)
 {
 	putchar('{');
 	json_str("name", d->name, true);
@@ -120,7 +120,7 @@ static int add_junk(int sock)
 
 int main(int argc, char **argv)
 {
-	struct sysfs_device *devs;
+	struct device_record *devs;
 	size_t n, max = 64;
 	uint64_t cookie;
 	bool junk = false;
@@ -160,7 +160,7 @@ int main(int argc, char **argv)
 	}
 	for (size_t i = 0; i < n; i++)
 		print_device(&devs[i]);
-	sysfs_devices_free(devs, n);
+	records_free(devs, n);
 	close(sock);
 	return 0;
 }
