@@ -230,6 +230,13 @@ static void on_notice(struct netlink_source *src,
 {
 	switch (n->event) {
 	case NETLINK_RDMA_REGISTER:
+		/* Sent after the device's own add uevent (arrival.h). */
+		if (n->ibdev[0]) {
+			scan_kernel_added(src->scan, n->ibdev);
+			break;
+		}
+		scan_request(src->scan, NULL);
+		break;
 	case NETLINK_RDMA_UNREGISTER:
 	case NETLINK_RDMA_NETDEV_ATTACH:
 	case NETLINK_RDMA_NETDEV_DETACH:

@@ -8,23 +8,19 @@
  * storm of thousands of uevents thus costs a pass a window, while a lone
  * uevent costs no waiting.
  *
- * The kernel adds a device's uverbs char device a moment after the ib
- * device.  A pass that finds a new device without it parks the device
- * (see below); the uevent of its uverbs then gets one early pass, inside
- * the window, so a hot-plug is announced as soon as it is complete, and
- * still only once.
+ * Arrival.  A look that finds a registration the table does not list
+ * asks arrival.c what to do: until the kernel has said the device is
+ * complete (its own add, which comes after every client's nodes), the
+ * registration is held back, and the look that word brings announces it
+ * (arrival.h).  Its one bounded wait is a timer here (arrival_timer).
  *
  * A device caught half-created or half-removed (sysfs_scan_device() says
- * -EBADMSG, or its uverbs char device is missing, see in_transition()), or
- * whose removal was announced while sysfs may still show it, is looked at
- * again 200 ms later, and once more 2 s after that (enum scan_try): the
- * daemon's "look again later".  Garbage is then given up on with one
- * warning (none for a device being removed: its torn-down reads are
- * expected), a new device still without uverbs is taken as it is.  A new
- * registration's wait is counted from the first look that held it back
- * (wait_for_nodes()), not by which look it is: a look an earlier life of
- * the name asked for may be its first.  No identity is ever built from a
- * half read.  Garbage is logged once per episode, not once per event.
+ * -EBADMSG), or whose removal was announced while sysfs may still show
+ * it, is looked at again 200 ms later, and once more 2 s after that (enum
+ * scan_try): the daemon's "look again later".  Garbage is then given up
+ * on with one warning (none for a device being removed: its torn-down
+ * reads are expected).  No identity is ever built from a half read.
+ * Garbage is logged once per episode, not once per event.
  *
  * The kernel deleting a uverbs node (scan_uverbs_gone()) is acted on at
  * once, before any pass: see devices.h, "Removing".
@@ -47,6 +43,7 @@
 
 #include <event2/event.h>
 
+#include "arrival.h"
 #include "clock.h"
 #include "coalesce.h"
 #include "devices.h"
@@ -54,8 +51,8 @@
 #include "scan.h"
 #include "sysfs.h"
 
-/* How long a half-created device gets to finish before its second look,
- * and a new device still without its uverbs before its last. */
+/* How long a half-created (or half-removed) device gets before its
+ * second look, and before its last. */
 #define SCAN_RETRY_MS 200
 #define SCAN_LATE_MS 2000
 /* How long a scan that ran out of descriptors or memory waits to retry. */
@@ -63,16 +60,6 @@
 /* Descriptors held for the sysfs read: it needs at most about five at
  * once (class, device, ports and uverbs directories, one attribute). */
 #define SCAN_RESERVE_FDS 8
-
-/* How many registrations can wait for their nodes at once
- * (wait_for_nodes()); more are taken as they are. */
-#define SCAN_HOLDS 64
-/* A hold's looks come by timers armed on the loop's cached clock, a
- * little before the hold was stamped: this much early is on time. */
-#define SCAN_HOLD_SLACK_MS 50
-/* No hold lasts this long (the longest is SCAN_RETRY_MS + SCAN_LATE_MS,
- * its looks at most SCAN_LATE_MS apart): an older entry is free. */
-#define SCAN_HOLD_STALE_MS (2 * (SCAN_RETRY_MS + SCAN_LATE_MS))
 
 /* The looks a device gets when what sysfs shows is incomplete. */
 enum scan_try {
@@ -91,19 +78,14 @@ struct scan {
 	struct coalesce *retry[SCAN_TRY_LATE];
 	struct event *timer;
 	struct event *retry_timer[SCAN_TRY_LATE];
-	uint64_t window_end_ms; /* requests before this wait for it */
-	bool parked;		/* a pass parked a device for its uverbs */
-	bool roce_issm;		/* this kernel makes issmN for RoCE ports:
-				 * kernel_makes_roce_issm(), then seen */
-	bool early_used;	/* this window had its early pass */
-	bool lost_request;	/* a request failed (ENOMEM): scan all */
-	bool garbage_logged;	/* rate limit for garbage warnings */
-	bool starved_logged;	/* rate limit for starvation warnings */
+	uint64_t window_end_ms;	       /* requests before this wait for it */
+	struct arrival *arrival;       /* registrations on their way in */
+	struct event *arrival_timer;   /* the earliest one's wait */
+	bool started;		       /* the first full pass is done */
+	bool lost_request;	       /* a request failed (ENOMEM): scan all */
+	bool garbage_logged;	       /* rate limit for garbage warnings */
+	bool starved_logged;	       /* rate limit for starvation warnings */
 	int reserve[SCAN_RESERVE_FDS]; /* -1 where not held */
-	struct scan_hold {
-		uint64_t reg_key;  /* device_record.reg_key; 0: free */
-		uint64_t since_ms; /* when a look first held it back */
-	} holds[SCAN_HOLDS];
 	struct scan_stats stats;
 };
 
@@ -119,23 +101,13 @@ static void arm(struct event *timer, uint64_t ms)
 		evtimer_add(timer, &tv);
 }
 
-/*
- * How long a new request waits: nothing after a quiet spell, else until
- * the current window closes.  A device parked for its uverbs gets one
- * early pass a window, so that a device stuck without uverbs cannot make
- * a storm cost more than two passes a window.
- */
-static uint64_t request_delay_ms(struct scan *scan)
+/* How long a new request waits: nothing after a quiet spell, else until
+ * the current window closes. */
+static uint64_t request_delay_ms(const struct scan *scan)
 {
 	uint64_t now = clock_monotonic_ms();
 
-	if (now >= scan->window_end_ms)
-		return 0;
-	if (scan->parked && !scan->early_used) {
-		scan->early_used = true;
-		return 0;
-	}
-	return scan->window_end_ms - now;
+	return now >= scan->window_end_ms ? 0 : scan->window_end_ms - now;
 }
 
 static void log_garbage(struct scan *scan, const char *what)
@@ -252,18 +224,14 @@ static int keep_removing(struct scan *scan, struct device_record **devs,
  * whether it did.
  */
 static bool look_again(struct scan *scan, const char *name, enum scan_try try);
-static bool wait_for_nodes(struct scan *scan, const struct device_record *info,
-			   enum scan_try try);
+static bool held_back(struct scan *scan, const struct device_record *info);
 
-/* A full pass takes no new registration still waiting for its MAD nodes
- * (wait_for_nodes() with its uverbs there): it gets its own look, as
- * read_one() gives it, so that it is announced with them. */
+/* A full pass leaves out the registrations arrival holds back. */
 static void hold_back_new(struct scan *scan, struct device_record *devs,
 			  size_t *n)
 {
 	for (size_t i = 0; i < *n;) {
-		if (!devs[i].uverbs[0] ||
-		    !wait_for_nodes(scan, &devs[i], SCAN_TRY_FIRST)) {
+		if (!held_back(scan, &devs[i])) {
 			i++;
 			continue;
 		}
@@ -344,6 +312,7 @@ static int read_all(struct scan *scan)
 	for (size_t i = 0; i < n; i++)
 		keep_mad_nodes(scan, &devs[i], SCAN_TRY_FIRST);
 	r = devices_apply_scan(scan->table, devs, n);
+	scan->started = true;
 	if (r < 0)
 		log_warnx("scan: applying a full rescan: %s", strerror(-r));
 	/* The entries' ports now belong to the table; free the array only. */
@@ -358,47 +327,6 @@ static int scan_all(struct scan *scan)
 
 	count_pass(scan, SCAN_KIND_FULL, start);
 	return r;
-}
-
-/* ib_umad gives each port of a channel adapter its MAD nodes (umadN, then
- * issmN: sysfs_mad_nodes_expected()) a moment after the device registers,
- * before or after its uverbs as the clients' order has it.  A new device
- * that lacks some of them while ib_umad is loaded waits for them, so that
- * it is announced with them and not followed by a CHANGED for them. */
-static bool awaits_mad(const struct scan *scan,
-		       const struct device_record *info)
-{
-	return info->nmad_nodes <
-		       sysfs_mad_nodes_expected(info, scan->roce_issm) &&
-	       sysfs_has_class(scan->sysroot, "infiniband_mad");
-}
-
-/*
- * The kernel registers an ib device first and its uverbs char device a
- * moment later, and on unregistration removes uverbs first; its remove
- * uevents may also come before sysfs is gone.  A device without uverbs
- * that had one (or is new) is thus probably coming or going: look again
- * in a moment, so that clients get one complete "added" or "removed"
- * instead of a "changed" in between (or none at all).  So is a new
- * registration (a new device, or one plugged again while its last life is
- * still listed) that has its uverbs but not yet the MAD nodes ib_umad
- * gives it (awaits_mad()).
- */
-static bool in_transition(struct scan *scan, const struct device_record *info)
-{
-	const struct device *dev = devices_find(scan->table, info->name);
-
-	if (info->uverbs[0])
-		return awaits_mad(scan, info) && !same_life(scan, info);
-	return !dev || device_state(dev) != DEVICE_STATE_PRESENT ||
-	       device_info(dev)->uverbs[0];
-}
-
-/* Is ib_uverbs loaded (its class directory there)?  Then every device
- * that can have a uverbs node gets one, a moment after it registers. */
-static bool uverbs_loaded(const struct scan *scan)
-{
-	return sysfs_has_class(scan->sysroot, "infiniband_verbs");
 }
 
 /* The next look at @name after this one (@try), if any is left. */
@@ -424,104 +352,79 @@ static void unusable(struct scan *scan, const char *name, int r)
 	log_debug("scan: %s: %s", name, strerror(-r));
 }
 
-/* How long looks have held registration @reg back: 0 at the first
- * (noted), UINT64_MAX where no more can wait. */
-static uint64_t held_ms(struct scan *scan, uint64_t reg)
+/* The table lists @info's registration as a present device (under any
+ * name: a rename is the same life). */
+static bool known_life(const struct scan *scan,
+		       const struct device_record *info)
 {
+	const struct device *dev = devices_find_identity(scan->table, info->id);
+
+	return dev && device_state(dev) == DEVICE_STATE_PRESENT &&
+	       record_same_registration(device_info(dev)->reg_key,
+					device_info(dev)->uverbs, info->reg_key,
+					info->uverbs);
+}
+
+static void arm_arrival(struct scan *scan)
+{
+	uint64_t next = arrival_next_deadline(scan->arrival);
 	uint64_t now = clock_monotonic_ms();
-	struct scan_hold *free = NULL;
 
-	for (unsigned int i = 0; i < SCAN_HOLDS; i++) {
-		struct scan_hold *h = &scan->holds[i];
-		bool stale =
-			!h->reg_key || now - h->since_ms >= SCAN_HOLD_STALE_MS;
+	evtimer_del(scan->arrival_timer);
+	if (next)
+		arm(scan->arrival_timer, next > now ? next - now : 0);
+}
 
-		if (h->reg_key == reg && !stale)
-			return now - h->since_ms;
-		if (stale && !free)
-			free = h;
+/* Is @info, a look at a registration, held back (arrival.h)?  What was
+ * there before the first full pass is taken as the kernel has it. */
+static bool held_back(struct scan *scan, const struct device_record *info)
+{
+	enum arrival_signal signal = ARRIVAL_LOOK_NEW;
+	enum arrival_action action;
+
+	if (!scan->started || known_life(scan, info))
+		signal = ARRIVAL_LOOK_KNOWN;
+	action = arrival_observe(scan->arrival, info->name, signal,
+				 clock_monotonic_ms());
+	arm_arrival(scan);
+	if (action == ARRIVAL_HOLD)
+		log_debug("scan: %s (uverbs '%s', %u MAD nodes): held until "
+			  "the kernel says it is complete",
+			  info->name, info->uverbs, info->nmad_nodes);
+	return action == ARRIVAL_HOLD;
+}
+
+/* Arrival's answer to the kernel's word, or to a wait's end: a look. */
+static void arrival_says(struct scan *scan, const char *name,
+			 enum arrival_signal signal)
+{
+	if (arrival_observe(scan->arrival, name, signal,
+			    clock_monotonic_ms()) == ARRIVAL_LOOK)
+		scan_request(scan, name);
+	arm_arrival(scan);
+}
+
+static void on_arrival_timer(evutil_socket_t fd, short what, void *arg)
+{
+	struct scan *scan = arg;
+	char name[RECORD_NAME_MAX];
+
+	while (arrival_overdue(scan->arrival, clock_monotonic_ms(), name)) {
+		if (arrival_state(scan->arrival, name) == ARRIVAL_REGISTERING)
+			log_warnx("scan: no word from the kernel that %s is "
+				  "complete within %d ms: announcing it as it "
+				  "is",
+				  name, ARRIVAL_WAIT_MS);
+		arrival_says(scan, name, ARRIVAL_WAIT_OVER);
 	}
-	if (!free || !reg)
-		return UINT64_MAX;
-	*free = (struct scan_hold){.reg_key = reg, .since_ms = now};
-	return 0;
+	/* libevent's clock may run a little ahead of ours: what is not due
+	 * yet by ours gets the timer again. */
+	arm_arrival(scan);
 }
 
-static void release(struct scan *scan, uint64_t reg)
+void scan_kernel_added(struct scan *scan, const char *ibdev)
 {
-	for (unsigned int i = 0; i < SCAN_HOLDS; i++)
-		if (scan->holds[i].reg_key == reg)
-			scan->holds[i].reg_key = 0;
-}
-
-/* What a read of a device shows of the kernel's issmN for RoCE ports
- * corrects the first guess (kernel_makes_roce_issm()): a kernel with the
- * change backported, or without it, is taken as it behaves.  That one
- * makes none is trusted only from a device held its whole wait
- * (@waited). */
-static void learn_roce_issm(struct scan *scan, const struct device_record *info,
-			    bool waited)
-{
-	int seen = sysfs_roce_issm_seen(info);
-
-	if (seen < 0 || (!seen && !waited) || scan->roce_issm == (seen > 0))
-		return;
-	scan->roce_issm = seen > 0;
-	log_info("scan: %s shows this kernel makes %s issm node for RoCE "
-		 "ports",
-		 info->name, seen ? "an" : "no");
-}
-
-/* How long a new registration (in_transition()) waits for its nodes:
- * its uverbs while ib_uverbs may still give it one, else its MAD nodes. */
-static uint64_t hold_limit_ms(const struct device_record *info)
-{
-	return info->uverbs[0] ? SCAN_RETRY_MS : SCAN_RETRY_MS + SCAN_LATE_MS;
-}
-
-/*
- * Whether a look at @info holds it back for another.  A device that lost
- * its uverbs (the same life), or without one where ib_uverbs is not
- * loaded, gets one more look.  A new registration waits for its nodes
- * (hold_limit_ms()), counted from the first look that held it, whichever
- * look that was: the first look at a device plugged again may be the
- * retry its removal asked for.  Then it is taken as it is.
- */
-static bool wait_for_nodes(struct scan *scan, const struct device_record *info,
-			   enum scan_try try)
-{
-	uint64_t limit = hold_limit_ms(info), held = 0;
-	enum scan_try next = SCAN_TRY_FIRST;
-
-	learn_roce_issm(scan, info, false);
-	if (!in_transition(scan, info)) {
-		release(scan, info->reg_key);
-		return false;
-	}
-	if (!info->uverbs[0] &&
-	    (same_life(scan, info) || !uverbs_loaded(scan))) {
-		if (try != SCAN_TRY_FIRST)
-			return false;
-	} else {
-		held = held_ms(scan, info->reg_key);
-		if (held >= limit - SCAN_HOLD_SLACK_MS) {
-			release(scan, info->reg_key);
-			if (info->uverbs[0] && held != UINT64_MAX)
-				learn_roce_issm(scan, info, true);
-			return false;
-		}
-		/* Looked at in SCAN_RETRY_MS after a first look, else when
-		 * due. */
-		if (try != SCAN_TRY_FIRST && limit - held > SCAN_RETRY_MS)
-			next = SCAN_TRY_RETRY;
-	}
-	look_again(scan, info->name, next);
-	if (try == SCAN_TRY_FIRST)
-		scan->parked = true;
-	log_debug("scan: %s (look %d): uverbs '%s', %u MAD nodes: held %llu ms",
-		  info->name, (int)try, info->uverbs, info->nmad_nodes,
-		  (unsigned long long)held);
-	return true;
+	arrival_says(scan, ibdev, ARRIVAL_KERNEL_ADDED);
 }
 
 static void read_one(struct scan *scan, const char *name, enum scan_try try,
@@ -567,6 +470,7 @@ static void read_one(struct scan *scan, const char *name, enum scan_try try,
 	if (r == -ENOENT) {
 		if (follow)
 			follow_rename(scan, name, try);
+		arrival_observe(scan->arrival, name, ARRIVAL_LOOK_GONE, 0);
 		r = devices_apply_one(scan->table, name, NULL);
 	} else if (r == -EBADMSG) {
 		if (!look_again(scan, name, try))
@@ -575,7 +479,7 @@ static void read_one(struct scan *scan, const char *name, enum scan_try try,
 	} else if (r < 0) {
 		unusable(scan, name, r);
 		return;
-	} else if (wait_for_nodes(scan, &info, try)) {
+	} else if (held_back(scan, &info)) {
 		record_clear(&info);
 		return;
 	} else {
@@ -618,16 +522,9 @@ static void drain(struct scan *scan, struct coalesce *set, enum scan_try try)
 static void on_timer(evutil_socket_t fd, short what, void *arg)
 {
 	struct scan *scan = arg;
-	bool early =
-		scan->early_used && clock_monotonic_ms() < scan->window_end_ms;
 
-	scan->parked = false;
 	drain(scan, scan->pending, SCAN_TRY_FIRST);
-	/* An early pass leaves the window it came in as it was. */
-	if (!early) {
-		scan->window_end_ms = clock_monotonic_ms() + scan->debounce_ms;
-		scan->early_used = false;
-	}
+	scan->window_end_ms = clock_monotonic_ms() + scan->debounce_ms;
 }
 
 static void on_retry_timer(evutil_socket_t fd, short what, void *arg)
@@ -644,22 +541,6 @@ static void on_late_timer(evutil_socket_t fd, short what, void *arg)
 	drain(scan, scan->retry[SCAN_TRY_RETRY], SCAN_TRY_LATE);
 }
 
-/* ib_umad made an issmN for every port until 2024, when it came to make
- * one only where rdma_cap_ib_smi() (InfiniBand): Debian's 6.1 has one on
- * rxe, its 6.12 none.  Taken to be 6.11 for a first guess, which the
- * first RoCE device with its MAD nodes corrects (learn_roce_issm()); till
- * then a wrong guess costs a RoCE device's announcement one look
- * (SCAN_RETRY_MS), or a CHANGED after its ADDED for an issmN. */
-static bool kernel_makes_roce_issm(void)
-{
-	struct utsname u;
-	unsigned int major, minor;
-
-	if (uname(&u) < 0 || sscanf(u.release, "%u.%u", &major, &minor) != 2)
-		return false;
-	return major < 6 || (major == 6 && minor < 11);
-}
-
 struct scan *scan_new(struct event_base *base, struct devices *table,
 		      const struct scan_options *opts)
 {
@@ -673,7 +554,8 @@ struct scan *scan_new(struct event_base *base, struct devices *table,
 	reserve_take(scan);
 	scan->table = table;
 	scan->debounce_ms = opts->debounce_ms;
-	scan->roce_issm = kernel_makes_roce_issm();
+	scan->arrival = arrival_new();
+	scan->arrival_timer = evtimer_new(base, on_arrival_timer, scan);
 	scan->sysroot = strdup(opts->sysroot ? opts->sysroot : "/sys");
 	scan->pending = coalesce_new(opts->storm_threshold);
 	scan->retry[SCAN_TRY_FIRST] = coalesce_new(opts->storm_threshold);
@@ -684,6 +566,7 @@ struct scan *scan_new(struct event_base *base, struct devices *table,
 	scan->retry_timer[SCAN_TRY_RETRY] =
 		evtimer_new(base, on_late_timer, scan);
 	if (!scan->sysroot || !scan->pending || !scan->timer ||
+	    !scan->arrival || !scan->arrival_timer ||
 	    !scan->retry[SCAN_TRY_FIRST] || !scan->retry[SCAN_TRY_RETRY] ||
 	    !scan->retry_timer[SCAN_TRY_FIRST] ||
 	    !scan->retry_timer[SCAN_TRY_RETRY]) {
@@ -706,6 +589,9 @@ void scan_free(struct scan *scan)
 	}
 	if (scan->timer)
 		event_free(scan->timer);
+	if (scan->arrival_timer)
+		event_free(scan->arrival_timer);
+	arrival_free(scan->arrival);
 	coalesce_free(scan->pending);
 	free(scan->sysroot);
 	free(scan);

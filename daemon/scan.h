@@ -30,6 +30,11 @@ void scan_free(struct scan *scan);
 int scan_full_now(struct scan *scan);
 /* Ask for a rescan of ib device @ibdev (NULL: everything), coalesced. */
 void scan_request(struct scan *scan, const char *ibdev);
+/* The kernel announced ib device @ibdev (its own add uevent, or RDMA
+ * netlink's REGISTER): every node its loaded clients make is there; a
+ * registration held back is announced by the look this asks for
+ * (arrival.h). */
+void scan_kernel_added(struct scan *scan, const char *ibdev);
 /* A removal of ib device @ibdev was announced: rescan it now and once more
  * a moment later, since the kernel announces a removal before sysfs
  * forgets the device (the first pass may still find it). */

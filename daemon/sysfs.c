@@ -1080,46 +1080,6 @@ bool sysfs_has_uverbs(const char *sysroot, const char *uverbs)
 	return there;
 }
 
-/* The ports ib_umad serves (rdma_cap_ib_mad()): a channel adapter's
- * InfiniBand (*@ib) and RoCE (*@roce) ones; none for other nodes. */
-static void mad_ports(const struct device_record *dev, unsigned int *ib,
-		      unsigned int *roce)
-{
-	*ib = *roce = 0;
-	if (strcmp(dev->node_type, "CA") != 0)
-		return;
-	for (unsigned int i = 0; i < dev->nports; i++) {
-		*ib += !strcmp(dev->ports[i].link_layer, "InfiniBand");
-		*roce += !strcmp(dev->ports[i].link_layer, "Ethernet");
-	}
-}
-
-unsigned int sysfs_mad_nodes_expected(const struct device_record *dev,
-				      bool roce_issm)
-{
-	unsigned int ib, roce, n;
-
-	mad_ports(dev, &ib, &roce);
-	n = 2 * ib + (roce_issm ? 2 : 1) * roce;
-	return n < RECORD_MAX_MAD_NODES ? n : RECORD_MAX_MAD_NODES;
-}
-
-int sysfs_roce_issm_seen(const struct device_record *dev)
-{
-	unsigned int ib, roce, umad = 0, issm = 0;
-
-	mad_ports(dev, &ib, &roce);
-	for (unsigned int i = 0; i < dev->nmad_nodes; i++) {
-		umad += !strncmp(dev->mad_nodes[i], "umad", 4);
-		issm += !strncmp(dev->mad_nodes[i], "issm", 4);
-	}
-	if (!roce)
-		return -1;
-	if (issm > ib)
-		return 1;
-	return umad == ib + roce && issm == ib ? 0 : -1;
-}
-
 /* A missing class directory is a machine without RDMA: no devices. */
 int sysfs_scan_all(const char *sysroot, struct device_record **ret_devices,
 		   size_t *ret_n, size_t *ret_skipped)

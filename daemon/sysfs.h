@@ -48,19 +48,4 @@ bool sysfs_has_uverbs(const char *sysroot, const char *uverbs);
 int sysfs_ibdev_of_uverbs(const char *sysroot, const char *uverbs,
 			  char ret_name[RECORD_NAME_MAX]);
 
-/* How many MAD nodes ib_umad gives @dev once it is loaded: a umadN for
- * each port of a channel adapter (node type CA: InfiniBand and RoCE;
- * rdma_cap_ib_mad()), and an issmN beside it for InfiniBand ports, and for
- * RoCE ports too where @roce_issm (Linux before 6.11 makes one for every
- * port; later ones only where rdma_cap_ib_smi()).  0 for other nodes. */
-unsigned int sysfs_mad_nodes_expected(const struct device_record *dev,
-				      bool roce_issm);
-
-/* What @dev's MAD nodes say of the kernel's issmN for RoCE ports: 1 it
- * makes them (more issmN than InfiniBand ports), 0 it does not (a umadN
- * for every port and an issmN for the InfiniBand ones only: trust it
- * only once the device had time to get them), -1 they cannot tell (no
- * RoCE port, or other nodes missing). */
-int sysfs_roce_issm_seen(const struct device_record *dev);
-
 #endif

@@ -102,6 +102,11 @@ static bool is_action(const char *action, const char *const *list)
 static int decode_ibdev(const struct udev_uevent *ev, struct udev_target *ret)
 {
 	ret->kind = UDEV_TARGET_IBDEV;
+	/* Its own add, or a rename (ib_device_rename() renames registered
+	 * devices only: udevd's rules rename at the add, before udevd's
+	 * copy of it goes out). */
+	ret->kernel_added = strcmp(ev->action, "add") == 0 ||
+			    strcmp(ev->action, "move") == 0;
 	if (copy_name(ret->name, ev->sysname) < 0)
 		return -EINVAL;
 	if (strcmp(ev->action, "move") == 0 &&
@@ -198,6 +203,8 @@ static void request(struct udev_source *src, struct udev_device *dev,
 	case UDEV_TARGET_IBDEV:
 		if (removed)
 			scan_request_removed(src->scan, t->name);
+		else if (t->kernel_added)
+			scan_kernel_added(src->scan, t->name);
 		else
 			scan_request(src->scan, t->name);
 		if (t->old_name[0])

@@ -41,6 +41,10 @@ struct udev_target {
 	enum udev_target_kind kind;
 	char name[64];
 	char old_name[64]; /* empty unless renamed */
+	/* The ib device's own add (the kernel sends it once every client's
+	 * nodes are made, arrival.h), or its rename: the device under that
+	 * name is registered and complete. */
+	bool kernel_added;
 };
 /* 0 and *ret filled; -ENOMSG for events to ignore; -EINVAL for garbage. */
 int udev_decode(const struct udev_uevent *ev, struct udev_target *ret);

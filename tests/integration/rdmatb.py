@@ -223,13 +223,17 @@ class Testbed:
         dev.uverbs_removed = False
         self.next_uverbs += 1
         self._add_pci(dev, k)
-        self._add_ib(dev, k, dev.port_state)
-        # ib_umad before ib_uverbs, as where it was loaded first (rdma-core
-        # loads it so): the kernel adds clients' devices in that order
-        # and removes them in the reverse one.
+        # The kernel's order of uevents (ib_register_device()): each
+        # client's nodes with their own add, ib_umad's before ib_uverbs'
+        # where it was loaded first (rdma-core loads it so; they are
+        # removed in the reverse order), and the ib device's own add
+        # last, once every node is made (daemon/arrival.h).  umockdev
+        # cannot make a device without its uevent, so here the ib
+        # device's sysfs comes with its add, not before the nodes.
         if dev.mad:
             self._add_mads(dev)
         self._add_uverbs(dev)
+        self._add_ib(dev, k, dev.port_state)
         self.devices[dev.name] = dev
 
     def plug_back(self, dev):

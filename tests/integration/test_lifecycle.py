@@ -244,6 +244,51 @@ class TestSriov(LifecycleTest):
         self.assertFalse([e for e in mon.drain()
                           if e.get("event") == "settled"], "settled once")
 
+    VFS = 256
+
+    def test_burst_of_vfs(self):
+        """Issue 26: VFS VFs from one sriov_numvfs write, plugged as fast
+        as the testbed can (each with its nodes' uevents first and the ib
+        device's own add last, as the kernel sends them): every VF is
+        announced exactly once, with its uverbs node, nothing announced
+        is taken back, and the PF settles once with all of them ready."""
+        self.configure("[lifecycle]\nsriov_settle_ms = 600000\n")
+        self.tb.plug("mlx5_0", "mlx5-ib")
+        self.start()
+        mon = self.monitor()
+        self.tb.set_sriov_numvfs("mlx5_0", self.VFS)
+        self.next_event(mon, ("expecting",))
+        names = ["mlx5_%d" % (i + 1) for i in range(self.VFS)]
+        t0 = time.monotonic()
+        for name in names:
+            self.tb.plug(name, "mlx5-ib", vf_of="mlx5_0")
+        plugged = time.monotonic()
+        settled = self.next_event(mon, ("settled",))
+        print("figure burst: %d VFs plugged in %.1f s, settled %.1f s "
+              "after the last" % (self.VFS, plugged - t0,
+                                  time.monotonic() - plugged))
+        self.assertEqual((settled["sriov"]["expected"],
+                          settled["sriov"]["ready"]), (self.VFS, self.VFS))
+        mon.drain()
+        events = mon.seen
+        for name in names:
+            mine = [e for e in events
+                    if e.get("device", {}).get("name") == name]
+            kinds = [e.get("lifecycle", e.get("event")) for e in mine]
+            self.assertEqual(
+                [k for k in kinds if k in ("added", "returned")], ["added"],
+                "%s: %s" % (name, kinds))
+            added = [e for e in mine if e.get("lifecycle", e.get("event"))
+                     == "added"][0]
+            self.assertEqual(added["device"]["uverbs"],
+                             self.tb.devices[name].uverbs,
+                             "%s announced without its uverbs" % name)
+            self.assertNotIn("removed", kinds, name)
+        st = status(self.sock)
+        self.assertEqual(sum(1 for d in st["devices"]
+                             if d["state"] == "present" and d["ready"]),
+                         self.VFS + 1)
+
     def test_settles_at_the_timeout(self):
         self.configure("[lifecycle]\nsriov_settle_ms = 500\n")
         self.tb.plug("mlx5_0", "mlx5-ib")

@@ -16,6 +16,11 @@ void scan_request(struct scan *scan, const char *ibdev)
 		fake_calls_add("all");
 }
 
+void scan_kernel_added(struct scan *scan, const char *ibdev)
+{
+	fake_calls_add("added:%s", ibdev);
+}
+
 void scan_request_removed(struct scan *scan, const char *ibdev)
 {
 	fake_calls_add("removed:%s", ibdev);

@@ -17,6 +17,7 @@
 
 #include <event2/event.h>
 
+#include "arrival.h"
 #include "devices.h"
 #include "fake.h"
 #include "scan.h"
@@ -244,8 +245,8 @@ static void test_removal_announced_early(void)
 {
 	reset_counts();
 	put_dev("dev5", "0002:c903:0000:0005\n", "4: ACTIVE\n", "eth5\n");
-	scan_request(scan, "dev5");
-	run_for(400); /* no uverbs: added after the retry */
+	scan_kernel_added(scan, "dev5");
+	run_for(5 * DEBOUNCE_MS);
 	CHECK(fake_calls_count("added:dev5") == 1, "%s", fake_calls_dump());
 	reset_counts();
 	scan_request_removed(scan, "dev5");
@@ -282,21 +283,28 @@ static void test_half_created(void)
 	CHECK(fake_log_warnings == 1, "%u warnings", fake_log_warnings);
 	CHECK(fake_calls_total() == 0, "%s", fake_calls_dump());
 
-	/* Finished between the first try and the retry: added then. */
+	/* Finished between the first try and the retry: held by the retry
+	 * (the kernel has not said it is complete), added at its word. */
 	reset_counts();
 	put_dev("dev4", "garbage\n", "4: ACTIVE\n", "eth4\n");
 	scan_request(scan, "dev4");
 	run_for(5 * DEBOUNCE_MS);
 	put("class/infiniband/dev4/node_guid", "0002:c903:0000:0004\n");
 	run_for(300);
+	CHECK(fake_calls_total() == 0, "the retry: %s", fake_calls_dump());
+	scan_kernel_added(scan, "dev4");
+	run_for(5 * DEBOUNCE_MS);
 	CHECK(fake_calls_count("added:dev4") == 1, "%s", fake_calls_dump());
 }
 
-/* A new device whose uverbs char device comes a moment later is added
- * once, complete; one whose uverbs never comes is added after its last
- * look, 2 s later, where ib_uverbs is loaded (its class directory there:
- * from uverbs5 on here), after the retry where it is not. */
-static void test_uverbs_late(void)
+/*
+ * Arrival (daemon/arrival.h): a look before the kernel's word holds a new
+ * registration back, however many looks come; the word's look announces
+ * it once, with every node it has then.  Without the word, it is
+ * announced as it is ARRIVAL_WAIT_MS after the first look that held it,
+ * with a warning.
+ */
+static void test_arrival(void)
 {
 	reset_counts();
 	put_dev("dev5", "0002:c903:0000:0005\n", "4: ACTIVE\n", "eth5\n");
@@ -304,7 +312,12 @@ static void test_uverbs_late(void)
 	run_for(5 * DEBOUNCE_MS);
 	CHECK(fake_calls_total() == 0, "%s", fake_calls_dump());
 	put("class/infiniband_verbs/uverbs5/ibdev", "dev5\n");
-	run_for(300);
+	scan_request_uverbs(scan, "uverbs5");
+	run_for(5 * DEBOUNCE_MS);
+	CHECK(fake_calls_total() == 0, "its node's uevent: %s",
+	      fake_calls_dump());
+	scan_kernel_added(scan, "dev5");
+	run_for(5 * DEBOUNCE_MS);
 	/* dev5's identity may have lived in an earlier test: RETURNED. */
 	CHECK(fake_calls_count("added:dev5") +
 				      fake_calls_count("returned:dev5") ==
@@ -314,30 +327,35 @@ static void test_uverbs_late(void)
 	CHECK(strcmp(device_info(devices_find(table, "dev5"))->uverbs,
 		     "uverbs5") == 0,
 	      "uverbs '%s'", device_info(devices_find(table, "dev5"))->uverbs);
+	run_for(ARRIVAL_WAIT_MS + 100);
+	CHECK(fake_calls_total() == 1, "later: %s", fake_calls_dump());
 
 	reset_counts();
 	put_dev("dev6", "0002:c903:0000:0006\n", "4: ACTIVE\n", "eth6\n");
 	scan_request(scan, "dev6");
 	run_for(5 * DEBOUNCE_MS);
 	CHECK(fake_calls_total() == 0, "%s", fake_calls_dump());
-	run_for(300);
-	CHECK(fake_calls_total() == 0, "after the retry: %s",
+	run_for(ARRIVAL_WAIT_MS - 200);
+	CHECK(fake_calls_total() == 0, "within its wait: %s",
 	      fake_calls_dump());
-	run_for(2000);
+	run_for(300);
 	CHECK(fake_calls_count("added:dev6") == 1 && fake_calls_total() == 1,
 	      "%s", fake_calls_dump());
-	CHECK(fake_log_warnings == 0, "%u warnings", fake_log_warnings);
+	CHECK(fake_log_warnings == 1, "%u warnings", fake_log_warnings);
 
-	/* Unplug seen half done: uverbs gone, the ib device not yet.  No
-	 * "changed" in between, one "removed" once it is gone. */
+	/* Unplug seen half done: uverbs gone (REMOVING: the kernel
+	 * unregisters it), the ib device not yet; REMOVED at the removal's
+	 * own uevent. */
 	reset_counts();
 	remove_tree("class/infiniband_verbs/uverbs5");
 	scan_request(scan, "dev5");
 	run_for(5 * DEBOUNCE_MS);
-	CHECK(fake_calls_total() == 0, "%s", fake_calls_dump());
+	CHECK(fake_calls_count("removing:dev5") == 1 && fake_calls_total() == 1,
+	      "%s", fake_calls_dump());
 	remove_tree("class/infiniband/dev5");
+	scan_request_removed(scan, "dev5");
 	run_for(300);
-	CHECK(fake_calls_count("removed:dev5") == 1 && fake_calls_total() == 1,
+	CHECK(fake_calls_count("removed:dev5") == 1 && fake_calls_total() == 2,
 	      "%s", fake_calls_dump());
 }
 
@@ -346,8 +364,8 @@ static void test_uverbs_late(void)
  * before any pass; what passes then read of the half torn down device
  * (uverbs gone, no ports) changes nothing; REMOVED once it is gone.  A
  * removal read late, after a new device took the same uverbsN, ends
- * nothing.  A present device found without its uverbs by passes alone
- * (no uevent heard) is REMOVING too, after the retry.
+ * nothing.  A present device found without its uverbs by a look alone
+ * (no uevent heard) is REMOVING too.
  */
 static void test_uverbs_gone(void)
 {
@@ -355,7 +373,7 @@ static void test_uverbs_gone(void)
 
 	put_dev("dev8", "0002:c903:0000:0008\n", "4: ACTIVE\n", "eth8\n");
 	put("class/infiniband_verbs/uverbs8/ibdev", "dev8\n");
-	scan_request(scan, "dev8");
+	scan_kernel_added(scan, "dev8");
 	run_for(5 * DEBOUNCE_MS);
 	reset_counts();
 	scan_uverbs_gone(scan, "uverbs8");
@@ -388,7 +406,7 @@ static void test_uverbs_gone(void)
 	/* Its uverbs number already another device's: dev10 is going. */
 	put_dev("dev10", "0002:c903:0000:000a\n", "4: ACTIVE\n", "eth10\n");
 	put("class/infiniband_verbs/uverbs10/ibdev", "dev10\n");
-	scan_request(scan, "dev10");
+	scan_kernel_added(scan, "dev10");
 	run_for(5 * DEBOUNCE_MS);
 	reset_counts();
 	put("class/infiniband_verbs/uverbs10/ibdev", "dev11\n");
@@ -402,16 +420,14 @@ static void test_uverbs_gone(void)
 
 	put_dev("dev9", "0002:c903:0000:0009\n", "4: ACTIVE\n", "eth9\n");
 	put("class/infiniband_verbs/uverbs9/ibdev", "dev9\n");
-	scan_request(scan, "dev9");
+	scan_kernel_added(scan, "dev9");
 	run_for(5 * DEBOUNCE_MS);
 	reset_counts();
 	remove_tree("class/infiniband_verbs/uverbs9");
 	scan_request(scan, "dev9");
 	run_for(5 * DEBOUNCE_MS);
-	CHECK(fake_calls_total() == 0, "first look: %s", fake_calls_dump());
-	run_for(300);
 	CHECK(fake_calls_count("removing:dev9") == 1 && fake_calls_total() == 1,
-	      "after the retry: %s", fake_calls_dump());
+	      "the look: %s", fake_calls_dump());
 	remove_tree("class/infiniband/dev9");
 	scan_request_removed(scan, "dev9");
 	run_for(300);
@@ -434,10 +450,9 @@ static void test_netdev_and_uverbs(void)
 	CHECK(nscan_all == 1, "%u full passes", nscan_all);
 }
 
-/* An isolated request is served at once; a parked device's uverbs gets
- * one early pass inside the window; other requests in the window wait
- * for its end.  Windows of a second keep this independent of the
- * machine's speed. */
+/* An isolated request is served at once; requests inside the window,
+ * the kernel's word among them, wait for its end.  Windows of a second
+ * keep this independent of the machine's speed. */
 static void test_leading_edge(void)
 {
 	struct scan_options opts = {
@@ -448,6 +463,9 @@ static void test_leading_edge(void)
 	struct scan *slow = scan_new(base, table, &opts);
 	struct scan *fresh = scan_new(base, table, &opts);
 
+	/* As the daemon starts (main.c): what is there is taken as it is. */
+	scan_full_now(slow);
+	scan_full_now(fresh);
 	reset_counts();
 	put_dev("dev7", "0002:c903:0000:0007\n", "4: ACTIVE\n", "eth7\n");
 	scan_request(slow, "dev7");
@@ -456,18 +474,17 @@ static void test_leading_edge(void)
 	      "isolated request: %u passes, %s", nscan_device,
 	      fake_calls_dump());
 	put("class/infiniband_verbs/uverbs7/ibdev", "dev7\n");
-	scan_request(slow, "dev7");
-	run_for(5);
-	CHECK(fake_calls_count("added:dev7") == 1 && fake_calls_total() == 1,
-	      "uverbs came: %s", fake_calls_dump());
+	scan_kernel_added(slow, "dev7");
 	put("class/infiniband/dev0/ports/1/state", "1: DOWN\n");
 	scan_request(slow, "dev0");
 	run_for(5);
-	CHECK(fake_calls_count("changed:dev0") == 0, "inside the window: %s",
+	CHECK(fake_calls_total() == 0, "inside the window: %s",
 	      fake_calls_dump());
 	run_for(600);
 	run_for(600);
-	CHECK(fake_calls_count("changed:dev0") == 1 && fake_calls_total() == 2,
+	CHECK(fake_calls_count("added:dev7") == 1 &&
+		      fake_calls_count("changed:dev0") == 1 &&
+		      fake_calls_total() == 2,
 	      "at the window's end: %s", fake_calls_dump());
 
 	put("class/infiniband/dev0/ports/1/state", "4: ACTIVE\n");
@@ -541,13 +558,12 @@ static void test_starved(void)
 	CHECK(fake_calls_count("removed:dev1") == 1,
 	      "the retry after starvation: %s", fake_calls_dump());
 	put_dev("dev1", "0002:c903:0000:0001\n", "4: ACTIVE\n", "eth1\n");
-	scan_request(scan, "dev1");
+	scan_kernel_added(scan, "dev1");
 	run_for(5 * DEBOUNCE_MS);
 }
 
 /* @name with one port of @link_layer ("InfiniBand", "Ethernet"), its
- * uverbsN and umadN (an InfiniBand port gets an issmN too:
- * sysfs_mad_nodes_expected()). */
+ * uverbsN and umadN (an InfiniBand port gets an issmN too: put_issm()). */
 static void put_mad_dev(const char *name, unsigned int n,
 			const char *link_layer)
 {
@@ -588,17 +604,17 @@ static unsigned int mad_nodes_of(const char *name)
 
 /*
  * A device plugged again while the retry its removal asked for is still
- * pending (the real-kernel storm on 6.1 with udevd): that retry is the
- * first look at the new registration, and finds it without its issmN
- * yet.  It waits for it, SCAN_RETRY_MS from that look, and is announced
- * once with both MAD nodes, not followed by a CHANGED for the issmN.
+ * pending (the real-kernel storm on 6.1 with udevd): that retry, and the
+ * full pass its issmN's uevent asks for, are looks at the new
+ * registration before the kernel's word; it is announced once, by the
+ * word, with both MAD nodes, and no CHANGED follows.
  */
-static void test_replug_waits_for_mad(void)
+static void test_replug(void)
 {
 	run_for(2300); /* no look of earlier cases pending */
 	put_mad_dev("dev12", 12, "InfiniBand");
 	put_issm(12, "dev12");
-	scan_request(scan, "dev12");
+	scan_kernel_added(scan, "dev12");
 	run_for(5 * DEBOUNCE_MS);
 	CHECK(mad_nodes_of("dev12") == 2, "plugged: %u MAD nodes",
 	      mad_nodes_of("dev12"));
@@ -614,8 +630,6 @@ static void test_replug_waits_for_mad(void)
 		      fake_calls_count("removed:dev12") == 1 &&
 		      fake_calls_total() == 2,
 	      "unplugged: %s", fake_calls_dump());
-	/* The retry comes 200 ms after the removal: the new registration
-	 * waits from then. */
 	put_mad_dev("dev12", 12, "InfiniBand");
 	run_for(200);
 	CHECK(fake_calls_total() == 2, "the retry took it without issm12: %s",
@@ -623,14 +637,16 @@ static void test_replug_waits_for_mad(void)
 	put_issm(12, "dev12");
 	scan_request_mad(scan, "issm12");
 	run_for(5 * DEBOUNCE_MS);
-	/* (The full pass issm12 asks for also finds what earlier cases
-	 * left.) */
+	CHECK(fake_calls_total() == 2, "the full pass took it: %s",
+	      fake_calls_dump());
+	scan_kernel_added(scan, "dev12");
+	run_for(5 * DEBOUNCE_MS);
 	CHECK(fake_calls_count("returned:dev12") == 1 &&
 		      fake_calls_count("changed:dev12") == 0 &&
 		      mad_nodes_of("dev12") == 2,
 	      "plugged again: %s, %u MAD nodes", fake_calls_dump(),
 	      mad_nodes_of("dev12"));
-	run_for(2300);
+	run_for(ARRIVAL_WAIT_MS + 300);
 	CHECK(fake_calls_count("returned:dev12") == 1 &&
 		      fake_calls_count("changed:dev12") == 0,
 	      "later: %s", fake_calls_dump());
@@ -639,11 +655,10 @@ static void test_replug_waits_for_mad(void)
 
 /*
  * The last look at a name, asked for by an earlier half-created read, is
- * the first at a registration still without its uverbs: it waits for it
- * as a first look would (the real-kernel storm on 6.1 with udevd once
- * announced such a return without uverbs, then a CHANGED).
+ * the first at a registration still without its uverbs: it is held like
+ * any other, and announced with uverbs13 at the kernel's word.
  */
-static void test_late_look_waits_for_uverbs(void)
+static void test_late_look(void)
 {
 	run_for(2300); /* no look of earlier cases pending */
 	reset_counts();
@@ -656,9 +671,8 @@ static void test_late_look_waits_for_uverbs(void)
 	CHECK(nscan_device == 3 && fake_calls_total() == 0,
 	      "the last look took it without uverbs13: %s", fake_calls_dump());
 	put("class/infiniband_verbs/uverbs13/ibdev", "dev13\n");
-	scan_request_uverbs(scan, "uverbs13");
+	scan_kernel_added(scan, "dev13");
 	run_for(5 * DEBOUNCE_MS);
-	/* (A full pass: dev12 lost its MAD nodes with ib_umad's class.) */
 	CHECK(fake_calls_count("added:dev13") == 1 &&
 		      fake_calls_count("changed:dev13") == 0 &&
 		      !strcmp(device_info(devices_find(table, "dev13"))->uverbs,
@@ -674,7 +688,7 @@ static void test_rename_old_name_first(void)
 
 	put_dev("dev14", "0002:c903:0000:000e\n", "4: ACTIVE\n", "eth14\n");
 	put("class/infiniband_verbs/uverbs14/ibdev", "dev14\n");
-	scan_request(scan, "dev14");
+	scan_kernel_added(scan, "dev14");
 	run_for(5 * DEBOUNCE_MS);
 	reset_counts();
 	snprintf(from, sizeof(from), "%s/class/infiniband/dev14", root);
@@ -686,38 +700,6 @@ static void test_rename_old_name_first(void)
 	run_for(5 * DEBOUNCE_MS);
 	CHECK(fake_calls_count("renamed:dev15") == 1 && fake_calls_total() == 1,
 	      "%s", fake_calls_dump());
-}
-
-/*
- * Whether the kernel gives RoCE ports an issmN is learnt from the devices
- * (the first guess, by kernel version, may be wrong on a kernel with the
- * change backported): a RoCE device with one says yes, and the next one
- * without waits for it; one held its whole wait without says no, and the
- * next one without is announced at once.
- */
-static void test_roce_issm_learnt(void)
-{
-	run_for(2300); /* no look of earlier cases pending */
-	reset_counts();
-	put_mad_dev("dev16", 16, "Ethernet");
-	put_issm(16, "dev16");
-	scan_request(scan, "dev16");
-	run_for(5 * DEBOUNCE_MS);
-	CHECK(mad_nodes_of("dev16") == 2, "dev16: %s", fake_calls_dump());
-	put_mad_dev("dev17", 17, "Ethernet");
-	scan_request(scan, "dev17");
-	run_for(5 * DEBOUNCE_MS);
-	CHECK(!devices_find(table, "dev17"), "dev17 did not wait: %s",
-	      fake_calls_dump());
-	run_for(300);
-	CHECK(mad_nodes_of("dev17") == 1, "dev17 after its wait: %s",
-	      fake_calls_dump());
-	put_mad_dev("dev18", 18, "Ethernet");
-	scan_request(scan, "dev18");
-	run_for(5 * DEBOUNCE_MS);
-	CHECK(mad_nodes_of("dev18") == 1, "dev18 waited: %s",
-	      fake_calls_dump());
-	remove_tree("class/infiniband_mad");
 }
 
 static void test_no_class_dir(void)
@@ -742,16 +724,15 @@ int main(void)
 	test_removed_before_scan();
 	test_removal_announced_early();
 	test_half_created();
-	test_uverbs_late();
+	test_arrival();
 	test_uverbs_gone();
 	test_netdev_and_uverbs();
 	test_leading_edge();
 	test_fd_table_full();
 	test_starved();
-	test_replug_waits_for_mad();
-	test_late_look_waits_for_uverbs();
+	test_replug();
+	test_late_look();
 	test_rename_old_name_first();
-	test_roce_issm_learnt();
 	test_no_class_dir();
 
 	scan_free(scan);

@@ -890,56 +890,6 @@ static void test_copy_equal(void)
 	fixture_free(fx);
 }
 
-/* What ib_umad gives a device: umad and issm of an InfiniBand port,
- * umad (and issm before Linux 6.11) of a RoCE port, nothing for an iWARP
- * RNIC. */
-static void test_mad_nodes_expected(void)
-{
-	struct port_record ib = {.port = 1, .link_layer = "InfiniBand"};
-	struct port_record eth = {.port = 2, .link_layer = "Ethernet"};
-	struct port_record ports[] = {ib, eth};
-	struct device_record d = {
-		.node_type = "CA", .nports = 2, .ports = ports};
-
-	CHECK(sysfs_mad_nodes_expected(&d, false) == 3, "IB + RoCE, 6.11+");
-	CHECK(sysfs_mad_nodes_expected(&d, true) == 4, "IB + RoCE, older");
-	d.nports = 1;
-	CHECK(sysfs_mad_nodes_expected(&d, false) == 2, "IB");
-	strcpy(d.node_type, "RNIC");
-	d.ports = &ports[1];
-	CHECK(sysfs_mad_nodes_expected(&d, true) == 0, "iWARP");
-}
-
-/* What a device's MAD nodes say of RoCE issmN (sysfs_roce_issm_seen()). */
-static void test_roce_issm_seen(void)
-{
-	struct port_record ib = {.port = 1, .link_layer = "InfiniBand"};
-	struct port_record eth = {.port = 2, .link_layer = "Ethernet"};
-	struct port_record ports[] = {ib, eth};
-	struct device_record d = {.node_type = "CA",
-				  .nports = 2,
-				  .ports = ports,
-				  .nmad_nodes = 3,
-				  .mad_nodes = {"umad0", "issm0", "umad1"}};
-
-	CHECK(sysfs_roce_issm_seen(&d) == 0, "IB + RoCE, issm for IB only");
-	strcpy(d.mad_nodes[3], "issm1");
-	d.nmad_nodes = 4;
-	CHECK(sysfs_roce_issm_seen(&d) == 1, "IB + RoCE, issm for both");
-	d.nmad_nodes = 2;
-	CHECK(sysfs_roce_issm_seen(&d) == -1, "RoCE's umad missing");
-	d.ports = &ports[1];
-	d.nports = 1;
-	strcpy(d.mad_nodes[0], "umad1");
-	d.nmad_nodes = 1;
-	CHECK(sysfs_roce_issm_seen(&d) == 0, "RoCE, umad only");
-	d.ports = ports;
-	CHECK(sysfs_roce_issm_seen(&d) == -1, "IB: no RoCE port");
-	strcpy(d.node_type, "RNIC");
-	d.ports = &ports[1];
-	CHECK(sysfs_roce_issm_seen(&d) == -1, "iWARP");
-}
-
 /* More devices than a scan takes: the first 8192 listed, the rest
  * counted as skipped. */
 static void test_device_cap(void)
@@ -1244,8 +1194,6 @@ int main(void)
 	test_uverbs_lookup();
 	test_mad_nodes();
 	test_copy_equal();
-	test_mad_nodes_expected();
-	test_roce_issm_seen();
 	test_races();
 	test_device_cap();
 	test_starvation();

@@ -7,6 +7,7 @@
  * the fake scan module must name the right devices.
  */
 #include <errno.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,12 +29,14 @@ static void test_decode(void)
 		int ret;
 		enum udev_target_kind kind;
 		const char *name, *old_name;
+		bool kernel_added; /* the ib device's own add (arrival.h) */
 	} cases[] = {
 		{{"add", "infiniband", "mlx5_0"},
 		 0,
 		 UDEV_TARGET_IBDEV,
 		 "mlx5_0",
-		 ""},
+		 "",
+		 true},
 		{{"remove", "infiniband", "mlx5_0"},
 		 0,
 		 UDEV_TARGET_IBDEV,
@@ -44,7 +47,8 @@ static void test_decode(void)
 		 0,
 		 UDEV_TARGET_IBDEV,
 		 "rdma0",
-		 "mlx5_0"},
+		 "mlx5_0",
+		 true},
 		{{"move", "infiniband", "rdma0", NULL}, -EINVAL},
 		{{"move", "infiniband", "rdma0", "/x/"}, -EINVAL},
 		{{"add", "infiniband_verbs", "uverbs3", NULL, "mlx5_1"},
@@ -116,9 +120,10 @@ static void test_decode(void)
 			continue;
 		CHECK(t.kind == cases[i].kind &&
 			      strcmp(t.name, cases[i].name) == 0 &&
-			      strcmp(t.old_name, cases[i].old_name) == 0,
-		      "case %zu: kind %d name '%s' old '%s'", i, t.kind, t.name,
-		      t.old_name);
+			      strcmp(t.old_name, cases[i].old_name) == 0 &&
+			      t.kernel_added == cases[i].kernel_added,
+		      "case %zu: kind %d name '%s' old '%s' added %d", i,
+		      t.kind, t.name, t.old_name, t.kernel_added);
 	}
 }
 
@@ -205,7 +210,7 @@ static void test_monitor(void)
 	add_ibdev(tb, "mlx5_0");
 	run_for(100);
 	got = fake_calls_dump();
-	CHECK(strcmp(got, "dev:mlx5_0;") == 0, "add: %s", got);
+	CHECK(strcmp(got, "added:mlx5_0;") == 0, "add: %s", got);
 	got = uevent(tb, PCI "/infiniband/mlx5_0", "change");
 	CHECK(strcmp(got, "dev:mlx5_0;") == 0, "change: %s", got);
 
@@ -254,7 +259,7 @@ static void test_monitor(void)
 		tb, PCI "/infiniband/rdma0", "DEVPATH_OLD",
 		"/devices/pci0000:00/0000:00:03.0/infiniband/mlx5_0");
 	got = uevent(tb, PCI "/infiniband/rdma0", "move");
-	CHECK(strcmp(got, "dev:rdma0;dev:mlx5_0;") == 0, "move: %s", got);
+	CHECK(strcmp(got, "added:rdma0;dev:mlx5_0;") == 0, "move: %s", got);
 
 	/* A netdev of the same PCI function: no port uses it yet (the fake
 	 * table knows none), but its parent carries an ib device. */
