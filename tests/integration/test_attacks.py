@@ -459,6 +459,33 @@ class AttackTest(DaemonTest):
         self.attackers.append(a)
         return a
 
+    def fuse_attack(self, script, args, ready):
+        """An attack with fuse-stall's FUSE mount: started, with a release
+        that aborts its FUSE connection (fusectl, where mounted) and ends
+        it, either of which frees whoever waits in it; the case skips
+        where the attack says SKIP, and fails where it never says
+        @ready."""
+        a = self.attack(script, args)
+        conn = {}
+
+        def release():
+            if "n" in conn:
+                host_sh('f=/sys/fs/fuse/connections/$1/abort; '
+                        '[ ! -e "$f" ] || echo 1 > "$f"', conn["n"],
+                        check=False)
+            a.kill()
+        self.releases.append(release)
+        _, line = a.expect((ready, "SKIP:"))
+        if line != ready:
+            why = a.skip_reason()
+            if why:
+                self.skipTest(why)
+            self.fail("the attack did not start: %s" % a.lines("err")[-5:])
+        mounted = [l for l in a.lines() if l.startswith("mounted ")]
+        if mounted:
+            conn["n"] = mounted[0].split()[1]
+        return a, release
+
     def expect(self, ok, msg):
         """A soft assertion: every figure of a case is measured before
         the case fails (verdict())."""
@@ -538,29 +565,9 @@ class TestSharedMode(AttackTest):
         self.tb.plug("mlx5_1")
         self.start_daemon()
         before = self.stats()
-        a = self.attack(FUSE_ATTACK, [self.sock, rdmatb.RDMACTL,
-                                      self.mountpoint(), FUSE_STALL,
-                                      RAW_CLIENT])
-        conn = {}
-
-        def release():
-            # Abort the FUSE connection (fusectl, where mounted), then end
-            # its server: either releases whoever waits in it.
-            if "n" in conn:
-                host_sh('f=/sys/fs/fuse/connections/$1/abort; '
-                        '[ ! -e "$f" ] || echo 1 > "$f"', conn["n"],
-                        check=False)
-            a.kill()
-        self.releases.append(release)
-        _, line = a.expect(("ready", "SKIP:"))
-        if line != "ready":
-            why = a.skip_reason()
-            if why:
-                self.skipTest(why)
-            self.fail("the attack did not start: %s" % a.lines("err")[-5:])
-        mounted = [l for l in a.lines() if l.startswith("mounted ")]
-        if mounted:
-            conn["n"] = mounted[0].split()[1]
+        a, release = self.fuse_attack(
+            FUSE_ATTACK, [self.sock, rdmatb.RDMACTL, self.mountpoint(),
+                          FUSE_STALL, RAW_CLIENT], "ready")
         # Its connection is in rdmad's queue: give rdmad a moment to take
         # it, then ask as root.
         _, line = a.expect("connected", timeout=10)
@@ -1338,27 +1345,13 @@ class TestPassedDescriptors(AttackTest):
         self.need_userns()
         self.tb.plug("mlx5_0")
         self.start_daemon()
-        a = self.attack(FLUSH_ATTACK, [self.sock, self.mountpoint(),
-                                       FUSE_STALL, PASS_FILE])
-        conn = {}
-
-        def release():
-            if "n" in conn:
-                host_sh('f=/sys/fs/fuse/connections/$1/abort; '
-                        '[ ! -e "$f" ] || echo 1 > "$f"', conn["n"],
-                        check=False)
-            a.kill()
-        self.releases.append(release)
-        _, line = a.expect(("sent", "SKIP:"))
-        if line != "sent":
-            why = a.skip_reason()
-            if why:
-                self.skipTest(why)
-            self.fail("the attack did not start: %s" % a.lines("err")[-5:])
-        mounted = [l for l in a.lines() if l.startswith("mounted ")]
-        if mounted:
-            conn["n"] = mounted[0].split()[1]
-        _, stalled = a.expect("stalled flush pid", timeout=10)
+        a, _ = self.fuse_attack(FLUSH_ATTACK, [self.sock, self.mountpoint(),
+                                               FUSE_STALL, PASS_FILE], "sent")
+        # rdmad may have closed it before the attacker said "sent".
+        stalled = next((l for l in a.lines()
+                        if l.startswith("stalled flush pid")), None)
+        if not stalled:
+            _, stalled = a.expect("stalled flush pid", timeout=10)
         figure("F1", "the held FLUSH", stalled or "none within 10 s")
         self.expect(stalled is not None, "F1: nobody closed the passed "
                     "FUSE file within 10 s")

@@ -22,6 +22,7 @@
 
 #include "check.h"
 #include "reaper.h"
+#include "wire.h"
 
 #define UID 4242
 
@@ -152,28 +153,10 @@ static void test_close_connection(struct reaper *r)
 	CHECK(socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) == 0,
 	      "socketpair");
 	CHECK(pipe2(a, O_CLOEXEC) == 0 && pipe2(b, O_CLOEXEC) == 0, "pipes");
-	for (int i = 0; i < 3; i++) {
-		union {
-			char buf[CMSG_SPACE(sizeof(int))];
-			struct cmsghdr align;
-		} control = {0};
-		struct iovec iov = {&byte, i == 1 ? 0 : 1};
-		struct msghdr msg = {.msg_iov = &iov, .msg_iovlen = 1};
-		struct cmsghdr *cmsg;
-		int fd = i == 0 ? a[1] : b[1];
-
-		if (i != 1) {
-			msg.msg_control = control.buf;
-			msg.msg_controllen = sizeof(control.buf);
-			cmsg = CMSG_FIRSTHDR(&msg);
-			cmsg->cmsg_level = SOL_SOCKET;
-			cmsg->cmsg_type = SCM_RIGHTS;
-			cmsg->cmsg_len = CMSG_LEN(sizeof(int));
-			memcpy(CMSG_DATA(cmsg), &fd, sizeof(int));
-		}
-		CHECK(sendmsg(sv[1], &msg, 0) >= 0, "send %d: %s", i,
-		      strerror(errno));
-	}
+	CHECK(wire_send(sv[1], &byte, 1, a[1]) == 0 &&
+		      wire_send(sv[1], &byte, 0, -1) == 0 &&
+		      wire_send(sv[1], &byte, 1, b[1]) == 0,
+	      "send: %s", strerror(errno));
 	close(a[1]);
 	close(b[1]);
 	reaper_close_connection(r, sv[0], UID);
