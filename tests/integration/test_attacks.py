@@ -374,24 +374,33 @@ while True:
     print("round", flush=True)
 '''
 
+# fuse-stall (FUSE, which the attack sets) mounted on the directory
+# start_fuse is given, its stdin the fifo "$T/ctl" held open on fd 3; or
+# "SKIP: why" and exit 77 where FUSE cannot be mounted.
+START_FUSE = r'''
+start_fuse() {
+    mkfifo "$T/ctl"
+    "$FUSE" "$1" < "$T/ctl" &
+    fuse=$!
+    exec 3> "$T/ctl"
+    while ! grep -q " - fuse fuse-stall " /proc/self/mountinfo; do
+        if ! kill -0 $fuse 2>/dev/null; then
+            echo "SKIP: FUSE cannot be mounted in a user namespace here"
+            exit 77
+        fi
+        sleep 0.05
+    done
+}
+'''
+
 # N1: overlayfs on /dev whose lower layer is fuse-stall's FUSE mount.
-FUSE_ATTACK = r'''
+FUSE_ATTACK = START_FUSE + r'''
 S=$1 CTL=$2 T=$3 FUSE=$4 RAW=$5
 mount -t tmpfs -o mode=755 attack "$T"
 mkdir "$T/lower" "$T/upper" "$T/work"
-mkfifo "$T/ctl"
 touch "$T/null"
 mount --bind /dev/null "$T/null"
-"$FUSE" "$T/lower" < "$T/ctl" &
-fuse=$!
-exec 3> "$T/ctl"
-while ! grep -q " - fuse fuse-stall " /proc/self/mountinfo; do
-    if ! kill -0 $fuse 2>/dev/null; then
-        echo "SKIP: FUSE cannot be mounted in a user namespace here"
-        exit 77
-    fi
-    sleep 0.05
-done
+start_fuse "$T/lower"
 if ! mount -t overlay attack \
         -o "lowerdir=$T/lower,upperdir=$T/upper,workdir=$T/work" /dev; then
     echo "SKIP: overlayfs over FUSE cannot be mounted in a user namespace here"
@@ -1220,21 +1229,11 @@ time.sleep(3600)
 
 # F1: fuse-stall's FUSE file system on @3 (its first FLUSH of "flush" is
 # never answered), and that file passed to rdmad with Hello, kept open.
-FLUSH_ATTACK = r'''
+FLUSH_ATTACK = START_FUSE + r'''
 S=$1 T=$2 FUSE=$3 PASS=$4
 mount -t tmpfs -o mode=755 attack "$T"
 mkdir "$T/mnt"
-mkfifo "$T/ctl"
-"$FUSE" "$T/mnt" < "$T/ctl" &
-fuse=$!
-exec 3> "$T/ctl"
-while ! grep -q " - fuse fuse-stall " /proc/self/mountinfo; do
-    if ! kill -0 $fuse 2>/dev/null; then
-        echo "SKIP: FUSE cannot be mounted in a user namespace here"
-        exit 77
-    fi
-    sleep 0.05
-done
+start_fuse "$T/mnt"
 exec python3 -c "$PASS" "$S" "$T/mnt/flush"
 '''
 
