@@ -239,13 +239,14 @@ static void hold_back_new(struct scan *scan, struct device_record *devs,
 	}
 }
 
-/* The life the table lists under @info's name, where it is @info's
- * registration: not a new one plugged while the last is still listed,
- * nor one coming back while a held or away life of the name waits. */
+/* The present device the table lists as @info's registration, under any
+ * name (a rename is the same life): not a new registration plugged while
+ * the last is still listed, nor one coming back while a held or away life
+ * of it waits. */
 static const struct device *same_life(const struct scan *scan,
 				      const struct device_record *info)
 {
-	const struct device *dev = devices_find(scan->table, info->name);
+	const struct device *dev = devices_find_identity(scan->table, info->id);
 
 	if (!dev || device_state(dev) != DEVICE_STATE_PRESENT ||
 	    !record_same_registration(device_info(dev)->reg_key,
@@ -351,19 +352,6 @@ static void unusable(struct scan *scan, const char *name, int r)
 	log_debug("scan: %s: %s", name, strerror(-r));
 }
 
-/* The table lists @info's registration as a present device (under any
- * name: a rename is the same life). */
-static bool known_life(const struct scan *scan,
-		       const struct device_record *info)
-{
-	const struct device *dev = devices_find_identity(scan->table, info->id);
-
-	return dev && device_state(dev) == DEVICE_STATE_PRESENT &&
-	       record_same_registration(device_info(dev)->reg_key,
-					device_info(dev)->uverbs, info->reg_key,
-					info->uverbs);
-}
-
 static void arm_arrival(struct scan *scan)
 {
 	uint64_t next = arrival_next_deadline(scan->arrival);
@@ -381,7 +369,7 @@ static bool held_back(struct scan *scan, const struct device_record *info)
 	enum arrival_signal signal = ARRIVAL_LOOK_NEW;
 	enum arrival_action action;
 
-	if (!scan->started || known_life(scan, info))
+	if (!scan->started || same_life(scan, info))
 		signal = ARRIVAL_LOOK_KNOWN;
 	action = arrival_observe(scan->arrival, info->name, signal,
 				 clock_monotonic_ms());
