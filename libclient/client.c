@@ -24,6 +24,7 @@
 #include <string.h>
 
 #include "client-internal.h"
+#include "mrcache/mrcache.h"
 #include "rdmad-config.h"
 
 /* Every live client, so that a forked child can drop their connections. */
@@ -266,6 +267,17 @@ RDMAD_EXPORT int rdmad_client_get_timeout(struct rdmad_client *client)
 	return session_timeout_ms(&client->session);
 }
 
+/* A device that began to leave takes its registration caches' entries
+ * with it, before the callback hears of it (librdmad(3)). */
+static void drop_cached_mrs(const struct client_event *event)
+{
+	const struct rdmad_device *dev = event->device;
+
+	if (dev && (rdmad_device_is_removing(dev) ||
+		    rdmad_device_get_state(dev) != RDMAD_DEVICE_PRESENT))
+		mrcache_device_leaving(rdmad_device_get_name(dev));
+}
+
 /* Hand the queued events to the callback, without the lock held. */
 static int dispatch(struct rdmad_client *c)
 {
@@ -280,6 +292,7 @@ static int dispatch(struct rdmad_client *c)
 		userdata = c->userdata;
 		c->event_sriov = events[i].sriov;
 		pthread_mutex_unlock(&c->lock);
+		drop_cached_mrs(&events[i]);
 		if (cb)
 			cb(c, events[i].type, events[i].device,
 			   events[i].generation, userdata);

@@ -394,6 +394,74 @@ struct rdmad_fork_stats {
  * older smaller size) */
 int rdmad_fork_get_stats(struct rdmad_fork_stats *ret_stats, size_t size);
 
+/* ---- Memory registration cache (since 1.4) ------------------------------- */
+
+/*
+ * A cache of MRs for one protection domain: rdmad_mr_cache_get() returns
+ * an MR covering [addr, addr + length) with at least @access, registered
+ * once and handed out again without a syscall; rdmad_mr_cache_put() gives
+ * it back.  A memory monitor (userfaultfd) drops every entry whose pages
+ * the program unmaps, remaps or discards, before the program can use the
+ * new memory, so a get never returns an MR over pages the program no
+ * longer sees.  Where no monitor can be had, or for memory it cannot
+ * watch (anything but private anonymous memory), every get registers and
+ * every put deregisters, as plain verbs do.  Cached MRs are registered
+ * with rdmad_reg_mr(), so fork-safe with rdmad_fork_init().  An MR's rkey
+ * stays valid while its entry is cached, after its put: see librdmad(3),
+ * "Memory registration cache", and RDMAD_MR_CACHE_NO_REMOTE.
+ */
+struct rdmad_mr_cache;
+
+/* MRs with remote access (REMOTE_READ, REMOTE_WRITE, REMOTE_ATOMIC,
+ * MW_BIND) are not cached: each is deregistered at its put. */
+#define RDMAD_MR_CACHE_NO_REMOTE 0x1
+
+struct rdmad_mr_cache_attr {
+	/* 0: $RDMAD_MR_CACHE_MAX_ENTRIES, else 1024. */
+	size_t max_entries;
+	/* Bytes pinned by cached entries; 0: $RDMAD_MR_CACHE_MAX_BYTES
+	 * ("512M", "2G"), else 1 GiB. */
+	size_t max_bytes;
+	unsigned int flags;	  /* RDMAD_MR_CACHE_* */
+	unsigned int reserved[7]; /* zero */
+};
+
+/* NULL with errno: EINVAL (bad @pd, flags, reserved fields or
+ * environment), ENOMEM.  @attr may be NULL. */
+struct rdmad_mr_cache *
+rdmad_mr_cache_new(struct ibv_pd *pd, const struct rdmad_mr_cache_attr *attr);
+/* 0, or -EBUSY while MRs from it are not put back. */
+int rdmad_mr_cache_destroy(struct rdmad_mr_cache *cache);
+/* As ibv_reg_mr(): NULL with errno set on failure. */
+struct ibv_mr *rdmad_mr_cache_get(struct rdmad_mr_cache *cache, void *addr,
+				  size_t length, int access);
+/* 0, or -EINVAL for an MR this cache did not hand out (or put back). */
+int rdmad_mr_cache_put(struct rdmad_mr_cache *cache, struct ibv_mr *mr);
+/* Deregister every idle entry: how many, or -errno. */
+int rdmad_mr_cache_flush(struct rdmad_mr_cache *cache);
+/* 1 when a get may be served from the cache, 0 when every one passes
+ * through; rdmad_mr_cache_get_reason() says why ("userfaultfd" when
+ * caching). */
+int rdmad_mr_cache_is_caching(struct rdmad_mr_cache *cache);
+const char *rdmad_mr_cache_get_reason(const struct rdmad_mr_cache *cache);
+
+struct rdmad_mr_cache_stats {
+	uint64_t hits;		/* gets served by a cached entry */
+	uint64_t misses;	/* gets that registered a new entry */
+	uint64_t bypassed;	/* gets that passed through */
+	uint64_t invalidations; /* entries dropped by the monitor */
+	uint64_t evictions;	/* idle entries dropped for the bounds */
+	uint64_t entries;	/* cached now */
+	uint64_t in_use;	/* MRs handed out and not yet put back */
+	uint64_t bytes_cached;	/* pinned by cached entries */
+	uint64_t bytes_pinned;	/* pinned by every MR the cache holds */
+	uint64_t reserved[7];
+};
+/* Fill @ret_stats (of @size bytes, as rdmad_fork_get_stats()). */
+int rdmad_mr_cache_get_stats(struct rdmad_mr_cache *cache,
+			     struct rdmad_mr_cache_stats *ret_stats,
+			     size_t size);
+
 #ifdef __cplusplus
 }
 #endif

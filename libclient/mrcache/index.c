@@ -1,0 +1,139 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The entries of one cache, sorted by start in two parallel arrays: the
+ * starts alone, which a search reads, and the entries.  Entries never
+ * overlap (cache.c merges or bypasses), so those overlapping a range are
+ * consecutive and the one that may cover an address is the last starting
+ * at or below it.  A sorted array, not a tree: a hit is a binary search
+ * over 8-byte keys that stay in cache, and an insertion's memmove of
+ * 10,000 pointers costs less than the registration it follows.
+ * mrc_index_remove() moves memory and nothing else, so the monitor thread
+ * may call it (mrcache.h).
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "mrcache.h"
+
+void mrc_index_free(struct mrc_index *index)
+{
+	free(index->starts);
+	free(index->entries);
+	memset(index, 0, sizeof(*index));
+}
+
+int mrc_index_reserve(struct mrc_index *index, size_t n)
+{
+	size_t cap = index->cap ? index->cap : 16;
+	uintptr_t *starts;
+	struct mrc_entry **entries;
+
+	while (cap < index->count + n)
+		cap *= 2;
+	if (cap == index->cap)
+		return 0;
+	starts = realloc(index->starts, cap * sizeof(*starts));
+	if (!starts)
+		return -ENOMEM;
+	index->starts = starts;
+	entries = realloc(index->entries, cap * sizeof(*entries));
+	if (!entries)
+		return -ENOMEM;
+	index->entries = entries;
+	index->cap = cap;
+	return 0;
+}
+
+/* Number of entries starting at or below @addr. */
+static size_t upper_bound(const struct mrc_index *index, uintptr_t addr)
+{
+	size_t lo = 0, hi = index->count, mid;
+
+	while (lo < hi) {
+		mid = lo + (hi - lo) / 2;
+		if (index->starts[mid] <= addr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+static bool covers(const struct mrc_entry *e, uintptr_t start, uintptr_t end)
+{
+	return e->start <= start && end <= e->end;
+}
+
+struct mrc_entry *mrc_index_covering(struct mrc_index *index, uintptr_t start,
+				     uintptr_t end)
+{
+	size_t i;
+
+	if (index->hint < index->count &&
+	    covers(index->entries[index->hint], start, end))
+		return index->entries[index->hint];
+	i = upper_bound(index, start);
+	if (i == 0 || !covers(index->entries[i - 1], start, end))
+		return NULL;
+	index->hint = i - 1;
+	return index->entries[i - 1];
+}
+
+size_t mrc_index_overlapping(const struct mrc_index *index, uintptr_t start,
+			     uintptr_t end, size_t *first)
+{
+	size_t last = upper_bound(index, end - 1), i = last;
+
+	while (i > 0 && index->entries[i - 1]->end > start)
+		i--;
+	*first = i;
+	return last - i;
+}
+
+void mrc_index_insert(struct mrc_index *index, struct mrc_entry *entry)
+{
+	size_t i = upper_bound(index, entry->start);
+	size_t tail = index->count - i;
+
+	memmove(index->starts + i + 1, index->starts + i,
+		tail * sizeof(*index->starts));
+	memmove(index->entries + i + 1, index->entries + i,
+		tail * sizeof(*index->entries));
+	index->starts[i] = entry->start;
+	index->entries[i] = entry;
+	index->count++;
+	index->hint = i;
+}
+
+void mrc_index_remove(struct mrc_index *index, size_t first, size_t n)
+{
+	size_t tail = index->count - first - n;
+
+	memmove(index->starts + first, index->starts + first + n,
+		tail * sizeof(*index->starts));
+	memmove(index->entries + first, index->entries + first + n,
+		tail * sizeof(*index->entries));
+	index->count -= n;
+	index->hint = 0;
+}
+
+struct mrc_entry *mrc_index_starting(const struct mrc_index *index,
+				     uintptr_t start)
+{
+	size_t i = upper_bound(index, start);
+
+	if (i == 0 || index->starts[i - 1] != start)
+		return NULL;
+	return index->entries[i - 1];
+}
+
+long mrc_index_find(const struct mrc_index *index,
+		    const struct mrc_entry *entry)
+{
+	size_t i = upper_bound(index, entry->start);
+
+	if (i == 0 || index->entries[i - 1] != entry)
+		return -1;
+	return (long)(i - 1);
+}

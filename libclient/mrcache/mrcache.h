@@ -1,0 +1,126 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Internal interfaces of the registration cache (librdmad(3), "Memory
+ * registration cache"), shared by its modules: index.c (the cached
+ * entries of one cache, sorted by address), monitor.c (the process's
+ * userfaultfd, the thread that reads it, the list of caches), cache.c
+ * (the public rdmad_mr_cache_* calls, devices leaving, fork).
+ *
+ * Locks, outermost first: the list of caches (monitor.c), then one
+ * cache's lock.  The monitor thread never allocates, frees, registers or
+ * deregisters: anything it could make glibc trim would unmap memory and
+ * wait for the monitor itself.  What it invalidates goes on the cache's
+ * dead list, deregistered by the next application thread that calls in.
+ */
+#ifndef RDMAD_MRCACHE_H
+#define RDMAD_MRCACHE_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "rdmad.h"
+
+struct ibv_pd;
+struct ibv_mr;
+
+/* ---- index.c: non-overlapping entries sorted by start ------------------- */
+
+struct mrc_entry {
+	uintptr_t start; /* page aligned; the MR covers [start, end) */
+	uintptr_t end;
+	int access;
+	unsigned int refcnt;
+	bool cached; /* false: outside the index, deregistered at its put */
+	bool dead;   /* cached, but invalidated or replaced: out of the index */
+	bool orphan; /* the parent's, in a child after fork: never deregistered
+		      */
+	struct ibv_mr *mr;
+	/* Idle cached entries, least recently used first. */
+	struct mrc_entry *lru_prev;
+	struct mrc_entry *lru_next;
+	/* The cache's detached list (in use, out of the index) or dead list
+	 * (idle, to deregister). */
+	struct mrc_entry *next;
+};
+
+/* Starts in their own array, for the search; entries beside them. */
+struct mrc_index {
+	uintptr_t *starts;
+	struct mrc_entry **entries;
+	size_t count;
+	size_t cap;
+	size_t hint; /* position of the last hit */
+};
+
+void mrc_index_free(struct mrc_index *index);
+/* Room for @n more entries: 0 or -ENOMEM. */
+int mrc_index_reserve(struct mrc_index *index, size_t n);
+/* The entry that covers [start, end), or NULL. */
+struct mrc_entry *mrc_index_covering(struct mrc_index *index, uintptr_t start,
+				     uintptr_t end);
+/* The entries overlapping [start, end) are [*first, *first + return). */
+size_t mrc_index_overlapping(const struct mrc_index *index, uintptr_t start,
+			     uintptr_t end, size_t *first);
+/* Insert an entry that overlaps none (room reserved first). */
+void mrc_index_insert(struct mrc_index *index, struct mrc_entry *entry);
+/* Remove the @n entries at @first; allocates and frees nothing. */
+void mrc_index_remove(struct mrc_index *index, size_t first, size_t n);
+/* The entry starting at @start, or NULL. */
+struct mrc_entry *mrc_index_starting(const struct mrc_index *index,
+				     uintptr_t start);
+/* Position of @entry, or -1 when it is not in the index. */
+long mrc_index_find(const struct mrc_index *index,
+		    const struct mrc_entry *entry);
+
+/* ---- cache.c ------------------------------------------------------------ */
+
+/* How entries are registered: rdmad_reg_mr() and rdmad_dereg_mr(), or a
+ * test's fake. */
+struct mrc_ops {
+	struct ibv_mr *(*reg)(struct ibv_pd *pd, void *addr, size_t length,
+			      int access);
+	int (*dereg)(struct ibv_mr *mr);
+};
+
+struct rdmad_mr_cache *mrc_cache_new_ops(struct ibv_pd *pd,
+					 const struct rdmad_mr_cache_attr *attr,
+					 const struct mrc_ops *ops,
+					 const char *device);
+/* Tests and the real-kernel proof only: cache without a monitor, so that
+ * a case can be shown to corrupt.  Never reachable from the public API. */
+void mrc_cache_unmonitored(struct rdmad_mr_cache *cache);
+
+/* The monitor's: entries overlapping [start, end) leave the index. */
+void mrc_cache_invalidate(struct rdmad_mr_cache *cache, uintptr_t start,
+			  uintptr_t end);
+/* After fork, in the child: forget the parent's entries, never use them. */
+void mrc_cache_forked(struct rdmad_mr_cache *cache);
+void mrc_cache_lock(struct rdmad_mr_cache *cache);
+void mrc_cache_unlock(struct rdmad_mr_cache *cache);
+
+/* ---- monitor.c ---------------------------------------------------------- */
+
+/* Start the process's monitor once: 0, or -errno with @why telling the
+ * reason in words (kept for the process's life). */
+int mrc_monitor_start(const char **why);
+/* Watch [start, end) (page aligned): 0, or -errno when its pages cannot
+ * be watched (not private anonymous memory, or another userfaultfd
+ * has it); then the range must not be cached. */
+int mrc_monitor_watch(uintptr_t start, uintptr_t end);
+/* Wait until the monitor has applied every event it has read: an
+ * munmap() that returned is invalidated once this returns. */
+void mrc_monitor_quiesce(void);
+/* The caches the monitor and leaving devices walk: 0 or -ENOMEM. */
+int mrc_monitor_add(struct rdmad_mr_cache *cache);
+void mrc_monitor_remove(struct rdmad_mr_cache *cache);
+/* Call @fn on every cache, with the list locked. */
+void mrc_monitor_each(void (*fn)(struct rdmad_mr_cache *, const void *),
+		      const void *arg);
+
+/* The client library's hook (client.c): @device, a kernel name, began to
+ * leave; every entry of its caches goes, idle ones deregistered now. */
+void mrcache_device_leaving(const char *device);
+
+#endif
