@@ -19,6 +19,7 @@ import json
 import os
 import platform
 import queue
+import re
 import shutil
 import signal
 import statistics
@@ -956,6 +957,36 @@ class TestShim(KernelTest):
         self.assertEqual(rc, 0, lines)
         self.assertTrue(any("iters in" in l for l in lines), lines)
         self.assertRefreshAgrees()
+
+
+class TestMrCache(KernelTest):
+    CASES = ["munmap-mmap", "mmap-fixed", "mremap", "madv-dontneed", "brk",
+             "free-malloc-mmapped", "free-malloc-trimmed"]
+
+    def cases(self, *args):
+        r = run(prog("tests", "kernel", "mrcache-app"), "rxe0", *args,
+                check=False)
+        print(r.stdout, end="")
+        got = dict(re.findall(r"^case (\S+): (\w+)", r.stdout, re.M))
+        self.assertEqual(sorted(got), sorted(self.CASES), r.stdout)
+        return got, r
+
+    def test_cache_is_never_stale(self):
+        """librdmad's registration cache with real MRs on rxe0: after each
+        way a program changes a cached buffer's pages, an RDMA WRITE
+        through the MR the cache returns lands in the memory the program
+        reads; without the monitor, every case corrupts (the check can
+        fail); a forked child never gets its parent's MR."""
+        link_add("rxe0")
+        wait_until(lambda: "rxe0" in verbs_names(), "rxe0 in libibverbs")
+        got, r = self.cases()
+        self.assertIn("monitor: userfaultfd", r.stdout)
+        self.assertEqual(got, {c: "ok" for c in self.CASES}, r.stdout)
+        self.assertIn("fork: the child's get ", r.stdout)
+        self.assertNotIn("parent's MR\n", r.stdout)
+        self.assertEqual(r.returncode, 0, r.stdout)
+        got, r = self.cases("--unmonitored")
+        self.assertEqual(got, {c: "corrupt" for c in self.CASES}, r.stdout)
 
 
 def main():
