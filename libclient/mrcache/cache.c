@@ -6,7 +6,7 @@
  * memory, watched by the monitor (monitor.c).  Where it lives:
  *
  *   index, idle      in the index and on the LRU list   (refcnt 0)
- *   index, in use    in the index                       (refcnt > 0)
+ *   index, in use    in the index and on the LRU list   (refcnt > 0)
  *   detached         in use, out of the index: invalidated while in use
  *                    (dead), or never cached (a pass-through MR)
  *   dead list        idle and out of the index, to deregister
@@ -14,12 +14,12 @@
  * get: a hit is an entry in the index covering the range with at least
  * the access asked for.  A miss retires the idle entries it overlaps and
  * registers their union with the range (merged: one entry, not several
- * overlapping ones), evicting the least recently used idle entries to
- * stay within the bounds.  When an overlapping entry is in use, the range
- * is not watchable, the bounds cannot be met with idle entries, or the
- * cache cannot cache at all (no monitor, a forked child, a leaving
- * device, remote access refused by RDMAD_MR_CACHE_NO_REMOTE), the range
- * is registered as asked and deregistered at its put: a pass-through.
+ * overlapping ones), evicting idle entries, least recently used first (a
+ * second-chance list: see make_room()), to stay within the bounds.  When an
+ * overlapping entry is in use, the range is not watchable, the bounds cannot be
+ * met with idle entries, or the cache cannot cache at all (no monitor, a forked
+ * child, a leaving device, remote access refused by RDMAD_MR_CACHE_NO_REMOTE),
+ * the range is registered as asked and deregistered at its put: a pass-through.
  *
  * Deregistration happens on an application thread, outside the lock, at
  * the next call (reap()): the monitor only moves entries (mrcache.h).
@@ -68,7 +68,8 @@ struct rdmad_mr_cache {
 	bool watch;	/* ranges are watched before they are cached */
 	const char *why;
 	struct mrc_index index;
-	struct mrc_entry *lru_head; /* idle entries in the index, oldest */
+	struct mrc_owners owners; /* what may be put: in use, or idle cached */
+	struct mrc_entry *lru_head; /* the index's entries, least recent */
 	struct mrc_entry *lru_tail;
 	struct mrc_entry *detached;
 	struct mrc_entry *dead;
@@ -125,6 +126,7 @@ static void push(struct mrc_entry **list, struct mrc_entry *e)
 /* The dead list is read without the lock (reap()'s first look). */
 static void push_dead(struct rdmad_mr_cache *c, struct mrc_entry *e)
 {
+	mrc_owners_remove(&c->owners, e);
 	e->next = c->dead;
 	__atomic_store_n(&c->dead, e, __ATOMIC_RELEASE);
 }
@@ -146,12 +148,11 @@ static void retire(struct rdmad_mr_cache *c, struct mrc_entry *e)
 	e->dead = true;
 	c->stats.entries--;
 	c->stats.bytes_cached -= span(e);
-	if (e->refcnt) {
-		push(&c->detached, e);
-		return;
-	}
 	lru_unlink(c, e);
-	push_dead(c, e);
+	if (e->refcnt)
+		push(&c->detached, e);
+	else
+		push_dead(c, e);
 }
 
 static void retire_range(struct rdmad_mr_cache *c, size_t first, size_t n)
@@ -282,6 +283,13 @@ static struct mrc_entry *pass_through(struct rdmad_mr_cache *c, void *addr,
 	e->end = e->start + e->mr->length;
 	e->refcnt = 1;
 	pthread_mutex_lock(&c->lock);
+	if (mrc_owners_add(&c->owners, e)) {
+		pthread_mutex_unlock(&c->lock);
+		c->ops.dereg(e->mr);
+		free(e);
+		errno = ENOMEM;
+		return NULL;
+	}
 	push(&c->detached, e);
 	c->stats.bypassed++;
 	c->stats.in_use++;
@@ -290,19 +298,29 @@ static struct mrc_entry *pass_through(struct rdmad_mr_cache *c, void *addr,
 	return e;
 }
 
-/* Evict idle entries, oldest first, until @bytes more fit beside one
- * more entry: false when entries in use leave no room. */
+/* Evict idle entries until @bytes more fit beside one more entry: false
+ * when entries in use leave no room.  Second chance: an entry in use, or
+ * used since it last came to the head, goes to the tail instead, so a hit
+ * only marks its entry and touches no list. */
 static bool make_room(struct rdmad_mr_cache *c, size_t bytes)
 {
-	long i;
+	struct mrc_entry *e;
+	size_t turns = 0;
 
 	while (c->index.count + 1 > c->max_entries ||
 	       c->stats.bytes_cached + bytes > c->max_bytes) {
-		if (!c->lru_head)
+		e = c->lru_head;
+		if (!e || turns > 2 * c->index.count)
 			return false;
-		i = mrc_index_find(&c->index, c->lru_head);
+		if (e->refcnt || e->recent) {
+			e->recent = false;
+			lru_unlink(c, e);
+			lru_append(c, e);
+			turns++;
+			continue;
+		}
 		c->stats.evictions++;
-		retire_range(c, (size_t)i, 1);
+		retire_range(c, (size_t)mrc_index_find(&c->index, e), 1);
 	}
 	return true;
 }
@@ -341,12 +359,19 @@ static struct mrc_entry *miss(struct rdmad_mr_cache *c, uintptr_t start,
 		free(e);
 		return NULL;
 	}
+	if (mrc_owners_add(&c->owners, e)) {
+		c->ops.dereg(e->mr);
+		free(e);
+		errno = ENOMEM;
+		return NULL;
+	}
 	e->start = start;
 	e->end = end;
 	e->access = access;
 	e->cached = true;
 	e->refcnt = 1;
 	mrc_index_insert(&c->index, e);
+	lru_append(c, e);
 	c->stats.misses++;
 	c->stats.entries++;
 	c->stats.in_use++;
@@ -362,8 +387,8 @@ static struct mrc_entry *hit(struct rdmad_mr_cache *c, uintptr_t start,
 
 	if (!e || (e->access & access) != access)
 		return NULL;
-	if (e->refcnt++ == 0)
-		lru_unlink(c, e);
+	e->refcnt++;
+	e->recent = true;
 	c->stats.hits++;
 	c->stats.in_use++;
 	return e;
@@ -412,19 +437,6 @@ RDMAD_EXPORT struct ibv_mr *rdmad_mr_cache_get(struct rdmad_mr_cache *cache,
 
 /* ---- put ---------------------------------------------------------------- */
 
-static struct mrc_entry *owner(struct rdmad_mr_cache *c, struct ibv_mr *mr)
-{
-	struct mrc_entry *e =
-		mrc_index_starting(&c->index, (uintptr_t)mr->addr);
-
-	if (e && e->mr == mr)
-		return e;
-	for (e = c->detached; e; e = e->next)
-		if (e->mr == mr)
-			return e;
-	return NULL;
-}
-
 /* The entry's last user went: what happens to it. */
 static void idle(struct rdmad_mr_cache *c, struct mrc_entry *e)
 {
@@ -433,7 +445,7 @@ static void idle(struct rdmad_mr_cache *c, struct mrc_entry *e)
 		push_dead(c, e);
 		return;
 	}
-	lru_append(c, e);
+	/* A cached entry stays on the LRU list, in use or not. */
 }
 
 RDMAD_EXPORT int rdmad_mr_cache_put(struct rdmad_mr_cache *cache,
@@ -444,7 +456,7 @@ RDMAD_EXPORT int rdmad_mr_cache_put(struct rdmad_mr_cache *cache,
 	if (!cache || !mr)
 		return -EINVAL;
 	pthread_mutex_lock(&cache->lock);
-	e = owner(cache, mr);
+	e = mrc_owners_find(&cache->owners, mr);
 	if (!e || !e->refcnt) {
 		pthread_mutex_unlock(&cache->lock);
 		return -EINVAL;
@@ -580,16 +592,18 @@ rdmad_mr_cache_new(struct ibv_pd *pd, const struct rdmad_mr_cache_attr *attr)
 
 RDMAD_EXPORT int rdmad_mr_cache_flush(struct rdmad_mr_cache *cache)
 {
+	struct mrc_entry *e, *next;
 	long n = 0;
 
 	if (!cache)
 		return -EINVAL;
 	pthread_mutex_lock(&cache->lock);
-	while (cache->lru_head) {
-		retire_range(
-			cache,
-			(size_t)mrc_index_find(&cache->index, cache->lru_head),
-			1);
+	for (e = cache->lru_head; e; e = next) {
+		next = e->lru_next;
+		if (e->refcnt)
+			continue;
+		retire_range(cache, (size_t)mrc_index_find(&cache->index, e),
+			     1);
 		n++;
 	}
 	pthread_mutex_unlock(&cache->lock);
@@ -610,6 +624,7 @@ RDMAD_EXPORT int rdmad_mr_cache_destroy(struct rdmad_mr_cache *cache)
 	mrc_monitor_remove(cache);
 	rdmad_mr_cache_flush(cache);
 	mrc_index_free(&cache->index);
+	mrc_owners_free(&cache->owners);
 	pthread_mutex_destroy(&cache->lock);
 	free(cache);
 	return 0;

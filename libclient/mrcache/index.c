@@ -45,19 +45,22 @@ int mrc_index_reserve(struct mrc_index *index, size_t n)
 	return 0;
 }
 
-/* Number of entries starting at or below @addr. */
+/* Number of entries starting at or below @addr.  Without a branch on
+ * the comparison (the compiler makes it a conditional move): a hit's
+ * search among random entries would otherwise mispredict at every level. */
 static size_t upper_bound(const struct mrc_index *index, uintptr_t addr)
 {
-	size_t lo = 0, hi = index->count, mid;
+	const uintptr_t *base = index->starts;
+	size_t n = index->count, half;
 
-	while (lo < hi) {
-		mid = lo + (hi - lo) / 2;
-		if (index->starts[mid] <= addr)
-			lo = mid + 1;
-		else
-			hi = mid;
+	if (n == 0)
+		return 0;
+	while (n > 1) {
+		half = n / 2;
+		base = base[half] <= addr ? base + half : base;
+		n -= half;
 	}
-	return lo;
+	return (size_t)(base - index->starts) + (*base <= addr);
 }
 
 static bool covers(const struct mrc_entry *e, uintptr_t start, uintptr_t end)

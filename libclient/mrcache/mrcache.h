@@ -3,7 +3,8 @@
  * Internal interfaces of the registration cache (librdmad(3), "Memory
  * registration cache"), shared by its modules: index.c (the cached
  * entries of one cache, sorted by address), monitor.c (the process's
- * userfaultfd, the thread that reads it, the list of caches), cache.c
+ * userfaultfd, the thread that reads it, the list of caches), owners.c
+ * (from an MR handed out to its entry), cache.c
  * (the public rdmad_mr_cache_* calls, devices leaving, fork).
  *
  * Locks, outermost first: the list of caches (monitor.c), then one
@@ -34,10 +35,10 @@ struct mrc_entry {
 	unsigned int refcnt;
 	bool cached; /* false: outside the index, deregistered at its put */
 	bool dead;   /* cached, but invalidated or replaced: out of the index */
-	bool orphan; /* the parent's, in a child after fork: never deregistered
-		      */
+	bool orphan; /* a parent's, in a child: never deregistered */
+	bool recent; /* got since it last came to the LRU list's head */
 	struct ibv_mr *mr;
-	/* Idle cached entries, least recently used first. */
+	/* Cached entries, least recently used first (second chance). */
 	struct mrc_entry *lru_prev;
 	struct mrc_entry *lru_next;
 	/* The cache's detached list (in use, out of the index) or dead list
@@ -73,6 +74,23 @@ struct mrc_entry *mrc_index_starting(const struct mrc_index *index,
 /* Position of @entry, or -1 when it is not in the index. */
 long mrc_index_find(const struct mrc_index *index,
 		    const struct mrc_entry *entry);
+
+/* ---- owners.c: MR to entry, for the entries that may be put ------------- */
+
+struct mrc_owners {
+	struct mrc_entry **slots;
+	size_t cap; /* a power of two, or 0 */
+	size_t count;
+};
+
+/* 0 or -ENOMEM. */
+int mrc_owners_add(struct mrc_owners *owners, struct mrc_entry *entry);
+struct mrc_entry *mrc_owners_find(const struct mrc_owners *owners,
+				  const struct ibv_mr *mr);
+/* Allocates and frees nothing. */
+void mrc_owners_remove(struct mrc_owners *owners,
+		       const struct mrc_entry *entry);
+void mrc_owners_free(struct mrc_owners *owners);
 
 /* ---- cache.c ------------------------------------------------------------ */
 

@@ -1,0 +1,544 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The registration cache (librdmad(3), "Memory registration cache").
+ *
+ *   bench-mrcache native
+ *     No device needed: a hit among 10,000 cached entries (fake MRs),
+ *     beside its floor measured in the same run (a binary search over
+ *     10,000 sorted starts plus an uncontended mutex), and what the
+ *     monitor adds to munmap() of a cached range, of a range it watched
+ *     once, and of one it never saw.
+ *   bench-mrcache verbs DEVICE
+ *     Real MRs: per size, ibv_reg_mr() + ibv_dereg_mr(), ibv_reg_mr()
+ *     alone, a miss and a hit of the cache; invalidation of a cached
+ *     buffer (munmap, mmap MAP_FIXED, the next registration) beside the
+ *     same without a cache; munmap() of a cached range.
+ *   bench-mrcache fabric DEVICE
+ *     The same through libfabric's verbs provider (fi_mr_reg + fi_close,
+ *     its ofi_mr_cache under FI_MR_CACHE_MONITOR), where built with it.
+ *
+ * Every figure is the median of ROUNDS rounds, ns per operation, printed
+ * as "figure NAME SIZE NS" lines that bench/run-bench-mrcache.sh puts
+ * side by side; ratios are between figures of one run.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <infiniband/verbs.h>
+
+#include "bench-util.h"
+#include "mrcache/mrcache.h"
+
+#ifdef HAVE_LIBFABRIC
+#include <rdma/fabric.h>
+#include <rdma/fi_domain.h>
+#endif
+
+#define ROUNDS 5
+#define ENTRIES 10000
+#define ACCESS (IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE)
+
+static size_t ps;
+
+static void *anon(void *at, size_t len, int flags)
+{
+	void *p = mmap(at, len, PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS | flags, -1, 0);
+
+	if (p == MAP_FAILED) {
+		perror("bench-mrcache: mmap");
+		exit(1);
+	}
+	return p;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* Median over ROUNDS of @fn's ns per operation. */
+static double median(double (*fn)(void *), void *arg)
+{
+	double r[ROUNDS];
+	int i;
+
+	for (i = 0; i < ROUNDS; i++)
+		r[i] = fn(arg);
+	qsort(r, ROUNDS, sizeof(r[0]), cmp_double);
+	return r[ROUNDS / 2];
+}
+
+static void figure(const char *name, size_t size, double ns)
+{
+	printf("figure %s %zu %.1f\n", name, size, ns);
+}
+
+/* ---- native: a hit among 10,000 entries, and munmap ---------------------- */
+
+static struct {
+	char *region; /* ENTRIES slots of two pages; entries on the first */
+	struct rdmad_mr_cache *cache;
+	unsigned int *order; /* random slots */
+	uintptr_t *starts;   /* the floor's sorted array */
+	struct {
+		unsigned int refcnt;
+		char line[60];
+	} * counts; /* and its entries, a cache line each */
+	pthread_mutex_t lock;
+} nat = {.lock = PTHREAD_MUTEX_INITIALIZER};
+
+static struct ibv_mr *fake_reg(struct ibv_pd *pd, void *addr, size_t length,
+			       int access)
+{
+	struct ibv_mr *mr = calloc(1, sizeof(*mr));
+
+	(void)pd;
+	(void)access;
+	mr->addr = addr;
+	mr->length = length;
+	return mr;
+}
+
+static int fake_dereg(struct ibv_mr *mr)
+{
+	free(mr);
+	return 0;
+}
+
+static char *slot(unsigned int i)
+{
+	return nat.region + (size_t)i * 2 * ps;
+}
+
+static double hits(void *arg)
+{
+	uint64_t t0 = now_ns();
+	struct ibv_mr *mr;
+	unsigned int i;
+
+	(void)arg;
+	for (i = 0; i < ENTRIES; i++) {
+		mr = rdmad_mr_cache_get(nat.cache, slot(nat.order[i]) + 64, 256,
+					IBV_ACCESS_LOCAL_WRITE);
+		rdmad_mr_cache_put(nat.cache, mr);
+	}
+	return (double)(now_ns() - t0) / ENTRIES;
+}
+
+/* The floor of a hit: the search a hit does (index.c's, without a branch
+ * on the comparison), the lock it takes and a count on its entry. */
+static double floor_of_hit(void *arg)
+{
+	uint64_t t0 = now_ns();
+	const uintptr_t *base;
+	uintptr_t key;
+	size_t n, half;
+	unsigned int i;
+
+	(void)arg;
+	for (i = 0; i < ENTRIES; i++) {
+		key = (uintptr_t)slot(nat.order[i]) + 64;
+		pthread_mutex_lock(&nat.lock);
+		for (base = nat.starts, n = ENTRIES; n > 1; n -= half) {
+			half = n / 2;
+			base = base[half] <= key ? base + half : base;
+		}
+		nat.counts[base - nat.starts].refcnt++;
+		pthread_mutex_unlock(&nat.lock);
+	}
+	return (double)(now_ns() - t0) / ENTRIES;
+}
+
+/* munmap() of one page, timed alone, then mapped back. */
+struct unmaps {
+	char *base;
+	unsigned int n;
+	bool recache; /* cache each page before it is unmapped */
+	bool rewatch; /* watch each page, cache nothing */
+};
+
+static double unmap_pages(void *arg)
+{
+	struct unmaps *u = arg;
+	uint64_t spent = 0, t0;
+	struct ibv_mr *mr;
+	unsigned int i;
+
+	for (i = 0; i < u->n; i++) {
+		if (u->recache) {
+			mr = rdmad_mr_cache_get(nat.cache, u->base + i * 2 * ps,
+						ps, IBV_ACCESS_LOCAL_WRITE);
+			rdmad_mr_cache_put(nat.cache, mr);
+		}
+		if (u->rewatch)
+			mrc_monitor_watch(
+				(uintptr_t)(u->base + i * 2 * ps),
+				(uintptr_t)(u->base + i * 2 * ps + ps));
+		t0 = now_ns();
+		munmap(u->base + i * 2 * ps, ps);
+		spent += now_ns() - t0;
+		anon(u->base + i * 2 * ps, ps, MAP_FIXED_NOREPLACE);
+	}
+	return (double)spent / u->n;
+}
+
+static int native(void)
+{
+	static const struct mrc_ops ops = {fake_reg, fake_dereg};
+	struct rdmad_mr_cache_attr attr = {.max_entries = ENTRIES,
+					   .max_bytes = (size_t)1 << 40};
+	struct unmaps plain = {.n = 2000}, cached = {.n = 2000, .recache = 1},
+		      watched = {.n = 2000, .rewatch = 1};
+	double hit, floor, base;
+	unsigned int i, j, t;
+
+	nat.region = anon(NULL, (size_t)ENTRIES * 2 * ps, 0);
+	nat.cache = mrc_cache_new_ops(NULL, &attr, &ops, "bench0");
+	if (!rdmad_mr_cache_is_caching(nat.cache)) {
+		printf("bench-mrcache: no monitor: %s\n",
+		       rdmad_mr_cache_get_reason(nat.cache));
+		return 77;
+	}
+	nat.order = malloc(ENTRIES * sizeof(*nat.order));
+	nat.starts = malloc(ENTRIES * sizeof(*nat.starts));
+	nat.counts = calloc(ENTRIES, sizeof(*nat.counts));
+	for (i = 0; i < ENTRIES; i++) {
+		nat.order[i] = i;
+		nat.starts[i] = (uintptr_t)slot(i);
+	}
+	for (i = ENTRIES - 1; i > 0; i--) {
+		j = (unsigned int)rand() % (i + 1);
+		t = nat.order[i];
+		nat.order[i] = nat.order[j];
+		nat.order[j] = t;
+	}
+	hits(NULL); /* registers all 10,000 */
+	hit = median(hits, NULL);
+	floor = median(floor_of_hit, NULL);
+	figure("hit-10000", 256, hit);
+	figure("hit-floor", 256, floor);
+	printf("hit among %d entries: %.1f ns, floor %.1f ns (%.2fx)\n",
+	       ENTRIES, hit, floor, hit / floor);
+	plain.base = anon(NULL, 2 * plain.n * ps, 0);
+	cached.base = anon(NULL, 2 * cached.n * ps, 0);
+	/* Watched, not cached: what a range keeps after its entry went. */
+	watched.base = anon(NULL, 2 * watched.n * ps, 0);
+	base = median(unmap_pages, &plain);
+	figure("munmap-unwatched", ps, base);
+	figure("munmap-cached", ps, median(unmap_pages, &cached));
+	figure("munmap-watched", ps, median(unmap_pages, &watched));
+	return 0;
+}
+
+/* ---- verbs: real MRs -------------------------------------------------- */
+
+static struct {
+	struct ibv_pd *pd;
+	struct rdmad_mr_cache *cache;
+	char *buf;
+	size_t len;
+	unsigned int n;
+#ifdef HAVE_LIBFABRIC
+	struct fid_domain *domain;
+#endif
+} v;
+
+static struct ibv_pd *open_pd(const char *name)
+{
+	struct ibv_device **list;
+	struct ibv_context *ctx = NULL;
+	int i, n;
+
+	list = ibv_get_device_list(&n);
+	for (i = 0; list && i < n; i++)
+		if (!strcmp(ibv_get_device_name(list[i]), name))
+			ctx = ibv_open_device(list[i]);
+	if (list)
+		ibv_free_device_list(list);
+	return ctx ? ibv_alloc_pd(ctx) : NULL;
+}
+
+static double pair(void *arg)
+{
+	uint64_t t0 = now_ns();
+	unsigned int i;
+
+	(void)arg;
+	for (i = 0; i < v.n; i++)
+		ibv_dereg_mr(ibv_reg_mr(v.pd, v.buf, v.len, ACCESS));
+	return (double)(now_ns() - t0) / v.n;
+}
+
+static double reg_alone(void *arg)
+{
+	uint64_t spent = 0, t0;
+	struct ibv_mr *mr;
+	unsigned int i;
+
+	(void)arg;
+	for (i = 0; i < v.n; i++) {
+		t0 = now_ns();
+		mr = ibv_reg_mr(v.pd, v.buf, v.len, ACCESS);
+		spent += now_ns() - t0;
+		ibv_dereg_mr(mr);
+	}
+	return (double)spent / v.n;
+}
+
+static double cache_miss(void *arg)
+{
+	uint64_t spent = 0, t0;
+	struct ibv_mr *mr;
+	unsigned int i;
+
+	(void)arg;
+	for (i = 0; i < v.n; i++) {
+		t0 = now_ns();
+		mr = rdmad_mr_cache_get(v.cache, v.buf, v.len, ACCESS);
+		spent += now_ns() - t0;
+		rdmad_mr_cache_put(v.cache, mr);
+		rdmad_mr_cache_flush(v.cache);
+	}
+	return (double)spent / v.n;
+}
+
+static double cache_hit(void *arg)
+{
+	uint64_t t0;
+	unsigned int i, n = 100000;
+
+	(void)arg;
+	rdmad_mr_cache_put(v.cache,
+			   rdmad_mr_cache_get(v.cache, v.buf, v.len, ACCESS));
+	t0 = now_ns();
+	for (i = 0; i < n; i++)
+		rdmad_mr_cache_put(v.cache, rdmad_mr_cache_get(v.cache, v.buf,
+							       v.len, ACCESS));
+	return (double)(now_ns() - t0) / n;
+}
+
+/* munmap, mmap MAP_FIXED at the same address, the next registration. */
+static double remap_then(void *arg)
+{
+	bool cached = arg != NULL;
+	struct ibv_mr *mr;
+	uint64_t t0 = now_ns();
+	unsigned int i;
+
+	mr = cached ? rdmad_mr_cache_get(v.cache, v.buf, v.len, ACCESS)
+		    : ibv_reg_mr(v.pd, v.buf, v.len, ACCESS);
+	t0 = now_ns();
+	for (i = 0; i < v.n; i++) {
+		if (cached)
+			rdmad_mr_cache_put(v.cache, mr);
+		else
+			ibv_dereg_mr(mr);
+		munmap(v.buf, v.len);
+		anon(v.buf, v.len, MAP_FIXED_NOREPLACE);
+		memset(v.buf, 0, v.len);
+		mr = cached ? rdmad_mr_cache_get(v.cache, v.buf, v.len, ACCESS)
+			    : ibv_reg_mr(v.pd, v.buf, v.len, ACCESS);
+	}
+	t0 = now_ns() - t0;
+	if (cached)
+		rdmad_mr_cache_put(v.cache, mr);
+	else
+		ibv_dereg_mr(mr);
+	return (double)t0 / v.n;
+}
+
+static double unmap_cached(void *arg)
+{
+	uint64_t spent = 0, t0;
+	unsigned int i;
+
+	(void)arg;
+	for (i = 0; i < v.n; i++) {
+		rdmad_mr_cache_put(v.cache, rdmad_mr_cache_get(v.cache, v.buf,
+							       v.len, ACCESS));
+		t0 = now_ns();
+		munmap(v.buf, v.len);
+		spent += now_ns() - t0;
+		anon(v.buf, v.len, MAP_FIXED_NOREPLACE);
+		memset(v.buf, 0, v.len);
+	}
+	return (double)spent / v.n;
+}
+
+static const size_t sizes[] = {4096, 65536, 1 << 20, 16 << 20};
+
+static unsigned int rounds_for(size_t len)
+{
+	return len >= (16 << 20) ? 20 : len >= (1 << 20) ? 100 : 400;
+}
+
+static int verbs(const char *device)
+{
+	size_t k;
+
+	v.pd = open_pd(device);
+	if (!v.pd) {
+		printf("bench-mrcache: no %s: %s\n", device, strerror(errno));
+		return 77;
+	}
+	v.cache = rdmad_mr_cache_new(v.pd, NULL);
+	printf("monitor: %s\n", rdmad_mr_cache_get_reason(v.cache));
+	for (k = 0; k < sizeof(sizes) / sizeof(sizes[0]); k++) {
+		v.len = sizes[k];
+		v.n = rounds_for(v.len);
+		v.buf = anon(NULL, v.len, 0);
+		memset(v.buf, 0, v.len);
+		figure("verbs-pair", v.len, median(pair, NULL));
+		figure("verbs-reg", v.len, median(reg_alone, NULL));
+		figure("cache-miss", v.len, median(cache_miss, NULL));
+		figure("cache-hit", v.len, median(cache_hit, NULL));
+		if (v.len == 1 << 20) {
+			v.n = 50;
+			figure("remap-nocache", v.len,
+			       median(remap_then, NULL));
+			figure("remap-cache", v.len,
+			       median(remap_then, v.cache));
+			figure("munmap-cached", v.len,
+			       median(unmap_cached, NULL));
+		}
+		rdmad_mr_cache_flush(v.cache);
+		munmap(v.buf, v.len);
+	}
+	return 0;
+}
+
+/* ---- libfabric: fi_mr_reg on the verbs provider ------------------------- */
+
+#ifdef HAVE_LIBFABRIC
+static struct fid_mr *fi_reg(void)
+{
+	struct fid_mr *mr = NULL;
+
+	if (fi_mr_reg(v.domain, v.buf, v.len, FI_REMOTE_WRITE | FI_WRITE, 0, 0,
+		      0, &mr, NULL))
+		return NULL;
+	return mr;
+}
+
+static double fi_hit(void *arg)
+{
+	uint64_t t0;
+	unsigned int i, n = 100000;
+
+	(void)arg;
+	fi_close(&fi_reg()->fid);
+	t0 = now_ns();
+	for (i = 0; i < n; i++)
+		fi_close(&fi_reg()->fid);
+	return (double)(now_ns() - t0) / n;
+}
+
+static double fi_remap_then(void *arg)
+{
+	struct fid_mr *mr = fi_reg();
+	uint64_t t0;
+	unsigned int i;
+
+	(void)arg;
+	t0 = now_ns();
+	for (i = 0; i < v.n; i++) {
+		fi_close(&mr->fid);
+		munmap(v.buf, v.len);
+		anon(v.buf, v.len, MAP_FIXED_NOREPLACE);
+		memset(v.buf, 0, v.len);
+		mr = fi_reg();
+	}
+	t0 = now_ns() - t0;
+	fi_close(&mr->fid);
+	return (double)t0 / v.n;
+}
+
+static double fi_unmap_cached(void *arg)
+{
+	uint64_t spent = 0, t0;
+	unsigned int i;
+
+	(void)arg;
+	for (i = 0; i < v.n; i++) {
+		fi_close(&fi_reg()->fid);
+		t0 = now_ns();
+		munmap(v.buf, v.len);
+		spent += now_ns() - t0;
+		anon(v.buf, v.len, MAP_FIXED_NOREPLACE);
+		memset(v.buf, 0, v.len);
+	}
+	return (double)spent / v.n;
+}
+
+static int fabric(const char *device)
+{
+	struct fi_info *hints = fi_allocinfo(), *info;
+	struct fid_fabric *fab;
+	const char *monitor = getenv("FI_MR_CACHE_MONITOR");
+	size_t k;
+
+	hints->ep_attr->type = FI_EP_MSG;
+	hints->caps = FI_MSG | FI_RMA;
+	hints->domain_attr->mr_mode = FI_MR_LOCAL | FI_MR_VIRT_ADDR |
+				      FI_MR_ALLOCATED | FI_MR_PROV_KEY;
+	hints->fabric_attr->prov_name = strdup("verbs");
+	hints->domain_attr->name = strdup(device);
+	if (fi_getinfo(FI_VERSION(1, 17), NULL, NULL, 0, hints, &info) ||
+	    fi_fabric(info->fabric_attr, &fab, NULL) ||
+	    fi_domain(fab, info, &v.domain, NULL)) {
+		printf("bench-mrcache: no libfabric verbs domain on %s\n",
+		       device);
+		return 77;
+	}
+	printf("libfabric %s, FI_MR_CACHE_MONITOR=%s\n",
+	       fi_tostr(&info->fabric_attr->api_version, FI_TYPE_VERSION),
+	       monitor ? monitor : "(default)");
+	for (k = 0; k < sizeof(sizes) / sizeof(sizes[0]); k++) {
+		v.len = sizes[k];
+		v.buf = anon(NULL, v.len, 0);
+		memset(v.buf, 0, v.len);
+		figure("fabric-hit", v.len, median(fi_hit, NULL));
+		if (v.len == 1 << 20) {
+			v.n = 50;
+			figure("fabric-remap", v.len,
+			       median(fi_remap_then, NULL));
+			figure("fabric-munmap-cached", v.len,
+			       median(fi_unmap_cached, NULL));
+		}
+		munmap(v.buf, v.len);
+	}
+	return 0;
+}
+#else
+static int fabric(const char *device)
+{
+	(void)device;
+	printf("bench-mrcache: built without libfabric (Debian: "
+	       "libfabric-dev)\n");
+	return 77;
+}
+#endif
+
+int main(int argc, char **argv)
+{
+	ps = (size_t)sysconf(_SC_PAGESIZE);
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	if (argc == 2 && !strcmp(argv[1], "native"))
+		return native();
+	if (argc == 3 && !strcmp(argv[1], "verbs"))
+		return verbs(argv[2]);
+	if (argc == 3 && !strcmp(argv[1], "fabric"))
+		return fabric(argv[2]);
+	fprintf(stderr, "usage: %s native | verbs DEVICE | fabric DEVICE\n",
+		argv[0]);
+	return 2;
+}
