@@ -5,24 +5,32 @@
  * An entry is one MR over a page-aligned range of private anonymous
  * memory, watched by the monitor (monitor.c).  Where it lives:
  *
- *   index, idle      in the index and on the LRU list   (refcnt 0)
- *   index, in use    in the index and on the LRU list   (refcnt > 0)
+ *   index            in the index and on the LRU list, idle or in use
  *   detached         in use, out of the index: invalidated while in use
  *                    (dead), or never cached (a pass-through MR)
- *   dead list        idle and out of the index, to deregister
+ *   dead list        no user, out of the index: to deregister
+ *   pool             deregistered, for the next entry (entry.c)
  *
  * get: a hit is an entry in the index covering the range with at least
  * the access asked for.  A miss retires the idle entries it overlaps and
  * registers their union with the range (merged: one entry, not several
  * overlapping ones), evicting idle entries, least recently used first (a
- * second-chance list: see make_room()), to stay within the bounds.  When an
- * overlapping entry is in use, the range is not watchable, the bounds cannot be
- * met with idle entries, or the cache cannot cache at all (no monitor, a forked
- * child, a leaving device, remote access refused by RDMAD_MR_CACHE_NO_REMOTE),
- * the range is registered as asked and deregistered at its put: a pass-through.
+ * second-chance list: see make_room()), to stay within the bounds.  When
+ * an overlapping entry is in use, the range is not watchable, the bounds
+ * cannot be met with idle entries, or the cache cannot cache at all (no
+ * monitor, a forked child, a leaving device, remote access refused by
+ * RDMAD_MR_CACHE_NO_REMOTE), the range is registered as asked and
+ * deregistered at its put: a pass-through.
+ *
+ * The fast path: each thread remembers the entry of its last get (its
+ * hint, with the cache's generation then).  A get that the hint covers
+ * raises the entry's count and checks that the generation has not moved,
+ * that is that no entry left the index since; with the monitor idle,
+ * that is a hit taken without the lock.  A put of the hint's MR drops the
+ * count without the lock.  entry.c says why that is safe.
  *
  * Deregistration happens on an application thread, outside the lock, at
- * the next call (reap()): the monitor only moves entries (mrcache.h).
+ * the next call (mrc_reap()): the monitor only moves entries (mrcache.h).
  * A miss registers with the lock held, so the monitor cannot apply an
  * event in between and the entry it inserts is watched before it pins.
  */
@@ -54,27 +62,15 @@ static struct mrc_entry pass;
 	(IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |                    \
 	 IBV_ACCESS_REMOTE_ATOMIC | IBV_ACCESS_MW_BIND)
 
-struct rdmad_mr_cache {
-	pthread_mutex_t lock;
-	struct ibv_pd *pd;
-	struct mrc_ops ops;
-	char device[IBV_SYSFS_NAME_MAX];
-	size_t max_entries;
-	size_t max_bytes;
-	unsigned int flags;
-	bool monitored; /* a monitor runs: entries may be cached */
-	bool forked;	/* a child's copy: passes through */
-	bool leaving;	/* its device began to leave: passes through */
-	bool watch;	/* ranges are watched before they are cached */
-	const char *why;
-	struct mrc_index index;
-	struct mrc_owners owners; /* what may be put: in use, or idle cached */
-	struct mrc_entry *lru_head; /* the index's entries, least recent */
-	struct mrc_entry *lru_tail;
-	struct mrc_entry *detached;
-	struct mrc_entry *dead;
-	struct rdmad_mr_cache_stats stats;
-};
+/* A thread's last entry: valid while its cache's generation is @gen. */
+static __thread struct {
+	const struct rdmad_mr_cache *cache;
+	uint64_t id;
+	uint64_t gen;
+	struct mrc_entry *entry;
+} hint;
+
+static uint64_t next_id;
 
 static size_t page_size(void)
 {
@@ -90,100 +86,23 @@ static size_t span(const struct mrc_entry *e)
 	return e->end - e->start;
 }
 
-/* ---- lists ----------------------------------------------------------------
- */
-
-static void lru_append(struct rdmad_mr_cache *c, struct mrc_entry *e)
+static uint64_t gen_of(const struct rdmad_mr_cache *c)
 {
-	e->lru_next = NULL;
-	e->lru_prev = c->lru_tail;
-	if (c->lru_tail)
-		c->lru_tail->lru_next = e;
-	else
-		c->lru_head = e;
-	c->lru_tail = e;
+	return __atomic_load_n(&c->gen, __ATOMIC_SEQ_CST);
 }
 
-static void lru_unlink(struct rdmad_mr_cache *c, struct mrc_entry *e)
+/* With the lock held, @e in the index. */
+static void remember(struct rdmad_mr_cache *c, struct mrc_entry *e)
 {
-	if (e->lru_prev)
-		e->lru_prev->lru_next = e->lru_next;
-	else
-		c->lru_head = e->lru_next;
-	if (e->lru_next)
-		e->lru_next->lru_prev = e->lru_prev;
-	else
-		c->lru_tail = e->lru_prev;
-	e->lru_prev = e->lru_next = NULL;
+	hint.cache = c;
+	hint.id = c->id;
+	hint.gen = gen_of(c);
+	hint.entry = e;
 }
 
-static void push(struct mrc_entry **list, struct mrc_entry *e)
+static bool hinted(const struct rdmad_mr_cache *c)
 {
-	e->next = *list;
-	*list = e;
-}
-
-/* The dead list is read without the lock (reap()'s first look). */
-static void push_dead(struct rdmad_mr_cache *c, struct mrc_entry *e)
-{
-	mrc_owners_remove(&c->owners, e);
-	e->next = c->dead;
-	__atomic_store_n(&c->dead, e, __ATOMIC_RELEASE);
-}
-
-static bool unlink_from(struct mrc_entry **list, struct mrc_entry *e)
-{
-	for (; *list; list = &(*list)->next)
-		if (*list == e) {
-			*list = e->next;
-			return true;
-		}
-	return false;
-}
-
-/* An entry of the index leaves it (already removed from the arrays): to
- * the dead list when idle, else detached until its put. */
-static void retire(struct rdmad_mr_cache *c, struct mrc_entry *e)
-{
-	e->dead = true;
-	c->stats.entries--;
-	c->stats.bytes_cached -= span(e);
-	lru_unlink(c, e);
-	if (e->refcnt)
-		push(&c->detached, e);
-	else
-		push_dead(c, e);
-}
-
-static void retire_range(struct rdmad_mr_cache *c, size_t first, size_t n)
-{
-	size_t i;
-
-	for (i = first; i < first + n; i++)
-		retire(c, c->index.entries[i]);
-	mrc_index_remove(&c->index, first, n);
-}
-
-/* Deregister the dead list, on the caller's thread, without the lock. */
-static void reap(struct rdmad_mr_cache *c)
-{
-	struct mrc_entry *e, *next;
-
-	if (!__atomic_load_n(&c->dead, __ATOMIC_ACQUIRE))
-		return;
-	pthread_mutex_lock(&c->lock);
-	e = c->dead;
-	__atomic_store_n(&c->dead, NULL, __ATOMIC_RELEASE);
-	pthread_mutex_unlock(&c->lock);
-	for (; e; e = next) {
-		next = e->next;
-		if (!e->orphan)
-			c->ops.dereg(e->mr);
-		pthread_mutex_lock(&c->lock);
-		c->stats.bytes_pinned -= span(e);
-		pthread_mutex_unlock(&c->lock);
-		free(e);
-	}
+	return hint.cache == c && hint.id == c->id;
 }
 
 /* ---- the monitor's and the client library's calls ----------------------- */
@@ -206,13 +125,8 @@ void mrc_cache_invalidate(struct rdmad_mr_cache *c, uintptr_t start,
 	pthread_mutex_lock(&c->lock);
 	n = mrc_index_overlapping(&c->index, start, end, &first);
 	c->stats.invalidations += n;
-	retire_range(c, first, n);
+	mrc_retire_range(c, first, n);
 	pthread_mutex_unlock(&c->lock);
-}
-
-static void retire_all(struct rdmad_mr_cache *c)
-{
-	retire_range(c, 0, c->index.count);
 }
 
 static void leaving(struct rdmad_mr_cache *c, const void *device)
@@ -221,9 +135,9 @@ static void leaving(struct rdmad_mr_cache *c, const void *device)
 		return;
 	pthread_mutex_lock(&c->lock);
 	c->leaving = true;
-	retire_all(c);
+	mrc_retire_range(c, 0, c->index.count);
 	pthread_mutex_unlock(&c->lock);
-	reap(c);
+	mrc_reap(c);
 }
 
 void mrcache_device_leaving(const char *device)
@@ -240,7 +154,7 @@ void mrc_cache_forked(struct rdmad_mr_cache *c)
 	struct mrc_entry *e;
 
 	c->forked = true;
-	retire_all(c);
+	mrc_retire_range(c, 0, c->index.count);
 	for (e = c->dead; e; e = e->next)
 		e->orphan = true;
 	for (e = c->detached; e; e = e->next)
@@ -266,35 +180,61 @@ static bool cacheable(const struct rdmad_mr_cache *c, int access)
 		 (access & REMOTE_ACCESS));
 }
 
+static bool serves(const struct mrc_entry *e, uintptr_t start, uintptr_t end,
+		   int access)
+{
+	return e->start <= start && end <= e->end &&
+	       (e->access & access) == access;
+}
+
+/* The hint's entry, taken without the lock; NULL to take the lock. */
+static struct mrc_entry *fast_hit(struct rdmad_mr_cache *c, uintptr_t start,
+				  uintptr_t end, int access)
+{
+	struct mrc_entry *e = hint.entry;
+
+	if (!hinted(c) || gen_of(c) != hint.gen || mrc_monitor_busy())
+		return NULL;
+	__atomic_add_fetch(&e->refcnt, 1, __ATOMIC_SEQ_CST);
+	/* Unmoved: @e has stayed in the index, unchanged, since the hint. */
+	if (gen_of(c) != hint.gen || !serves(e, start, end, access)) {
+		mrc_entry_drop(c, e);
+		return NULL;
+	}
+	__atomic_store_n(&e->recent, true, __ATOMIC_RELAXED);
+	__atomic_add_fetch(&c->stats.hits, 1, __ATOMIC_RELAXED);
+	return e;
+}
+
 /* Registered as asked, handed out once, deregistered at its put. */
 static struct mrc_entry *pass_through(struct rdmad_mr_cache *c, void *addr,
 				      size_t length, int access)
 {
-	struct mrc_entry *e = calloc(1, sizeof(*e));
+	struct ibv_mr *mr = c->ops.reg(c->pd, addr, length, access);
+	struct mrc_entry *e = NULL;
 
-	if (!e)
+	if (!mr)
 		return NULL;
-	e->mr = c->ops.reg(c->pd, addr, length, access);
-	if (!e->mr) {
-		free(e);
-		return NULL;
-	}
-	e->start = (uintptr_t)e->mr->addr;
-	e->end = e->start + e->mr->length;
-	e->refcnt = 1;
 	pthread_mutex_lock(&c->lock);
-	if (mrc_owners_add(&c->owners, e)) {
-		pthread_mutex_unlock(&c->lock);
-		c->ops.dereg(e->mr);
-		free(e);
-		errno = ENOMEM;
-		return NULL;
+	e = mrc_entry_alloc(c);
+	if (e)
+		__atomic_store_n(&e->mr, mr, __ATOMIC_RELAXED);
+	if (e && mrc_owners_add(&c->owners, e) == 0) {
+		e->start = (uintptr_t)mr->addr;
+		e->end = e->start + mr->length;
+		mrc_entry_activate(e);
+		mrc_push(&c->detached, e);
+		c->stats.bypassed++;
+		c->stats.bytes_pinned += span(e);
+	} else if (e) {
+		mrc_entry_unalloc(c, e);
+		e = NULL;
 	}
-	push(&c->detached, e);
-	c->stats.bypassed++;
-	c->stats.in_use++;
-	c->stats.bytes_pinned += span(e);
 	pthread_mutex_unlock(&c->lock);
+	if (!e) {
+		c->ops.dereg(mr);
+		errno = ENOMEM;
+	}
 	return e;
 }
 
@@ -312,17 +252,66 @@ static bool make_room(struct rdmad_mr_cache *c, size_t bytes)
 		e = c->lru_head;
 		if (!e || turns > 2 * c->index.count)
 			return false;
-		if (e->refcnt || e->recent) {
-			e->recent = false;
-			lru_unlink(c, e);
-			lru_append(c, e);
+		if (__atomic_load_n(&e->refcnt, __ATOMIC_SEQ_CST) ||
+		    __atomic_exchange_n(&e->recent, false, __ATOMIC_RELAXED)) {
+			mrc_lru_unlink(c, e);
+			mrc_lru_append(c, e);
 			turns++;
 			continue;
 		}
 		c->stats.evictions++;
-		retire_range(c, (size_t)mrc_index_find(&c->index, e), 1);
+		mrc_retire_range(c, (size_t)mrc_index_find(&c->index, e), 1);
 	}
 	return true;
+}
+
+/* The union of [*start, *end) with the idle entries it overlaps, and
+ * their access; false when one of them is in use. */
+static bool merge(struct rdmad_mr_cache *c, uintptr_t *start, uintptr_t *end,
+		  int *access, size_t *first, size_t *n)
+{
+	struct mrc_entry *e;
+	size_t i;
+
+	*n = mrc_index_overlapping(&c->index, *start, *end, first);
+	for (i = *first; i < *first + *n; i++) {
+		e = c->index.entries[i];
+		if (__atomic_load_n(&e->refcnt, __ATOMIC_SEQ_CST))
+			return false;
+		*start = e->start < *start ? e->start : *start;
+		*end = e->end > *end ? e->end : *end;
+		*access |= e->access;
+	}
+	return true;
+}
+
+/* Register @e over its range and put it in the index: 0, or -errno with
+ * @e back in the pool. */
+static int enter(struct rdmad_mr_cache *c, struct mrc_entry *e)
+{
+	struct ibv_mr *mr =
+		c->ops.reg(c->pd, (void *)e->start, span(e), e->access);
+	int err = mr ? 0 : -errno;
+
+	/* Atomic: a put compares its MR with a hint's entry unlocked. */
+	__atomic_store_n(&e->mr, mr, __ATOMIC_RELAXED);
+	if (mr && mrc_owners_add(&c->owners, e)) {
+		c->ops.dereg(mr);
+		err = -ENOMEM;
+	}
+	if (err) {
+		mrc_entry_unalloc(c, e);
+		return err;
+	}
+	e->cached = true;
+	mrc_entry_activate(e);
+	mrc_index_insert(&c->index, e);
+	mrc_lru_append(c, e);
+	c->stats.misses++;
+	c->stats.entries++;
+	c->stats.bytes_cached += span(e);
+	c->stats.bytes_pinned += span(e);
+	return 0;
 }
 
 /* The entry for [start, end) merged with the idle entries it overlaps,
@@ -332,51 +321,29 @@ static struct mrc_entry *miss(struct rdmad_mr_cache *c, uintptr_t start,
 			      uintptr_t end, int access)
 {
 	struct mrc_entry *e;
-	size_t first, n, i;
+	size_t first, n;
+	int err;
 
-	n = mrc_index_overlapping(&c->index, start, end, &first);
-	for (i = first; i < first + n; i++) {
-		e = c->index.entries[i];
-		if (e->refcnt)
-			return PASS;
-		start = e->start < start ? e->start : start;
-		end = e->end > end ? e->end : end;
-		access |= e->access;
-	}
-	if (end - start > c->max_bytes || mrc_index_reserve(&c->index, 1))
+	if (!merge(c, &start, &end, &access, &first, &n) ||
+	    end - start > c->max_bytes || mrc_index_reserve(&c->index, 1))
 		return PASS;
-	e = calloc(1, sizeof(*e));
+	e = mrc_entry_alloc(c);
 	if (!e)
 		return NULL;
-	retire_range(c, first, n);
+	mrc_retire_range(c, first, n);
 	if (!make_room(c, end - start) ||
 	    (c->watch && mrc_monitor_watch(start, end) < 0)) {
-		free(e);
+		mrc_entry_unalloc(c, e);
 		return PASS;
-	}
-	e->mr = c->ops.reg(c->pd, (void *)start, end - start, access);
-	if (!e->mr) {
-		free(e);
-		return NULL;
-	}
-	if (mrc_owners_add(&c->owners, e)) {
-		c->ops.dereg(e->mr);
-		free(e);
-		errno = ENOMEM;
-		return NULL;
 	}
 	e->start = start;
 	e->end = end;
 	e->access = access;
-	e->cached = true;
-	e->refcnt = 1;
-	mrc_index_insert(&c->index, e);
-	lru_append(c, e);
-	c->stats.misses++;
-	c->stats.entries++;
-	c->stats.in_use++;
-	c->stats.bytes_cached += span(e);
-	c->stats.bytes_pinned += span(e);
+	err = enter(c, e);
+	if (err) {
+		errno = -err;
+		return NULL;
+	}
 	return e;
 }
 
@@ -387,21 +354,17 @@ static struct mrc_entry *hit(struct rdmad_mr_cache *c, uintptr_t start,
 
 	if (!e || (e->access & access) != access)
 		return NULL;
-	e->refcnt++;
-	e->recent = true;
-	c->stats.hits++;
-	c->stats.in_use++;
+	__atomic_add_fetch(&e->refcnt, 1, __ATOMIC_SEQ_CST);
+	__atomic_store_n(&e->recent, true, __ATOMIC_RELAXED);
+	__atomic_add_fetch(&c->stats.hits, 1, __ATOMIC_RELAXED);
 	return e;
 }
 
 /* The cached entry for the range; PASS to pass through; NULL with errno
  * set. */
-static struct mrc_entry *lookup(struct rdmad_mr_cache *c, void *addr,
-				size_t length, int access)
+static struct mrc_entry *lookup(struct rdmad_mr_cache *c, uintptr_t start,
+				uintptr_t end, int access)
 {
-	uintptr_t mask = page_size() - 1;
-	uintptr_t start = (uintptr_t)addr & ~mask;
-	uintptr_t end = ((uintptr_t)addr + length + mask) & ~mask;
 	struct mrc_entry *e = PASS;
 
 	if (c->monitored)
@@ -411,6 +374,8 @@ static struct mrc_entry *lookup(struct rdmad_mr_cache *c, void *addr,
 		e = hit(c, start, end, access);
 		if (!e)
 			e = miss(c, start, end, access);
+		if (e && e != PASS)
+			remember(c, e);
 	}
 	pthread_mutex_unlock(&c->lock);
 	return e;
@@ -420,53 +385,49 @@ RDMAD_EXPORT struct ibv_mr *rdmad_mr_cache_get(struct rdmad_mr_cache *cache,
 					       void *addr, size_t length,
 					       int access)
 {
+	uintptr_t mask = page_size() - 1;
+	uintptr_t start = (uintptr_t)addr & ~mask;
+	uintptr_t end = ((uintptr_t)addr + length + mask) & ~mask;
 	struct mrc_entry *e;
 
-	if (!cache || !addr || !length ||
-	    (uintptr_t)addr + length < (uintptr_t)addr) {
+	if (!cache || !addr || !length || end <= start) {
 		errno = EINVAL;
 		return NULL;
 	}
-	reap(cache);
-	e = lookup(cache, addr, length, access);
+	e = fast_hit(cache, start, end, access);
+	if (e)
+		return e->mr;
+	mrc_reap(cache);
+	e = lookup(cache, start, end, access);
 	if (e == PASS)
 		e = pass_through(cache, addr, length, access);
-	reap(cache);
+	mrc_reap(cache);
 	return e ? e->mr : NULL;
 }
 
 /* ---- put ---------------------------------------------------------------- */
 
-/* The entry's last user went: what happens to it. */
-static void idle(struct rdmad_mr_cache *c, struct mrc_entry *e)
-{
-	if (!e->cached || e->dead) {
-		unlink_from(&c->detached, e);
-		push_dead(c, e);
-		return;
-	}
-	/* A cached entry stays on the LRU list, in use or not. */
-}
-
 RDMAD_EXPORT int rdmad_mr_cache_put(struct rdmad_mr_cache *cache,
 				    struct ibv_mr *mr)
 {
 	struct mrc_entry *e;
+	int err;
 
 	if (!cache || !mr)
 		return -EINVAL;
-	pthread_mutex_lock(&cache->lock);
-	e = mrc_owners_find(&cache->owners, mr);
-	if (!e || !e->refcnt) {
+	if (hinted(cache) &&
+	    __atomic_load_n(&hint.entry->mr, __ATOMIC_RELAXED) == mr) {
+		e = hint.entry;
+	} else {
+		pthread_mutex_lock(&cache->lock);
+		e = mrc_owners_find(&cache->owners, mr);
 		pthread_mutex_unlock(&cache->lock);
-		return -EINVAL;
+		if (!e)
+			return -EINVAL;
 	}
-	cache->stats.in_use--;
-	if (--e->refcnt == 0)
-		idle(cache, e);
-	pthread_mutex_unlock(&cache->lock);
-	reap(cache);
-	return 0;
+	err = mrc_entry_drop(cache, e);
+	mrc_reap(cache);
+	return err;
 }
 
 /* ---- making, flushing, destroying -----------------------------------------
@@ -550,6 +511,7 @@ struct rdmad_mr_cache *mrc_cache_new_ops(struct ibv_pd *pd,
 	if (err)
 		goto fail;
 	pthread_mutex_init(&c->lock, NULL);
+	c->id = __atomic_add_fetch(&next_id, 1, __ATOMIC_RELAXED);
 	c->pd = pd;
 	c->ops = *ops;
 	strncpy(c->device, device ? device : "", sizeof(c->device) - 1);
@@ -600,29 +562,31 @@ RDMAD_EXPORT int rdmad_mr_cache_flush(struct rdmad_mr_cache *cache)
 	pthread_mutex_lock(&cache->lock);
 	for (e = cache->lru_head; e; e = next) {
 		next = e->lru_next;
-		if (e->refcnt)
+		if (__atomic_load_n(&e->refcnt, __ATOMIC_SEQ_CST))
 			continue;
-		retire_range(cache, (size_t)mrc_index_find(&cache->index, e),
-			     1);
+		mrc_retire_range(cache,
+				 (size_t)mrc_index_find(&cache->index, e), 1);
 		n++;
 	}
 	pthread_mutex_unlock(&cache->lock);
-	reap(cache);
+	mrc_reap(cache);
 	return n > INT_MAX ? INT_MAX : (int)n;
 }
 
 RDMAD_EXPORT int rdmad_mr_cache_destroy(struct rdmad_mr_cache *cache)
 {
+	uint64_t busy;
+
 	if (!cache)
 		return 0;
 	pthread_mutex_lock(&cache->lock);
-	if (cache->stats.in_use) {
-		pthread_mutex_unlock(&cache->lock);
-		return -EBUSY;
-	}
+	busy = mrc_in_use(cache);
 	pthread_mutex_unlock(&cache->lock);
+	if (busy)
+		return -EBUSY;
 	mrc_monitor_remove(cache);
 	rdmad_mr_cache_flush(cache);
+	mrc_pool_free(cache);
 	mrc_index_free(&cache->index);
 	mrc_owners_free(&cache->owners);
 	pthread_mutex_destroy(&cache->lock);
@@ -636,13 +600,18 @@ RDMAD_EXPORT int rdmad_mr_cache_get_stats(struct rdmad_mr_cache *cache,
 					  struct rdmad_mr_cache_stats *stats,
 					  size_t size)
 {
+	struct rdmad_mr_cache_stats now;
+
 	if (!cache || !stats)
 		return -EINVAL;
-	if (size > sizeof(*stats))
-		size = sizeof(*stats);
+	if (size > sizeof(now))
+		size = sizeof(now);
 	pthread_mutex_lock(&cache->lock);
-	memcpy(stats, &cache->stats, size);
+	now = cache->stats;
+	now.hits = __atomic_load_n(&cache->stats.hits, __ATOMIC_RELAXED);
+	now.in_use = mrc_in_use(cache);
 	pthread_mutex_unlock(&cache->lock);
+	memcpy(stats, &now, size);
 	return 0;
 }
 

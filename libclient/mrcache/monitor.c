@@ -287,6 +287,11 @@ int mrc_monitor_watch(uintptr_t start, uintptr_t end)
 	return 0;
 }
 
+bool mrc_monitor_busy(void)
+{
+	return atomic_load(&mon.busy) != 0;
+}
+
 void mrc_monitor_quiesce(void)
 {
 	unsigned long seen;

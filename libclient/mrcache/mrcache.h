@@ -4,7 +4,7 @@
  * registration cache"), shared by its modules: index.c (the cached
  * entries of one cache, sorted by address), monitor.c (the process's
  * userfaultfd, the thread that reads it, the list of caches), owners.c
- * (from an MR handed out to its entry), cache.c
+ * (from an MR handed out to its entry), entry.c (an entry's life), cache.c
  * (the public rdmad_mr_cache_* calls, devices leaving, fork).
  *
  * Locks, outermost first: the list of caches (monitor.c), then one
@@ -32,6 +32,8 @@ struct mrc_entry {
 	uintptr_t start; /* page aligned; the MR covers [start, end) */
 	uintptr_t end;
 	int access;
+	/* Users; atomic (a hit may take it without the lock).  MRC_CLAIMED
+	 * and above: on the dead list or free, owned by no one (entry.c). */
 	unsigned int refcnt;
 	bool cached; /* false: outside the index, deregistered at its put */
 	bool dead;   /* cached, but invalidated or replaced: out of the index */
@@ -41,8 +43,8 @@ struct mrc_entry {
 	/* Cached entries, least recently used first (second chance). */
 	struct mrc_entry *lru_prev;
 	struct mrc_entry *lru_next;
-	/* The cache's detached list (in use, out of the index) or dead list
-	 * (idle, to deregister). */
+	/* The cache's detached list (in use, out of the index), dead list
+	 * (idle, to deregister) or pool of free entries. */
 	struct mrc_entry *next;
 };
 
@@ -92,7 +94,9 @@ void mrc_owners_remove(struct mrc_owners *owners,
 		       const struct mrc_entry *entry);
 void mrc_owners_free(struct mrc_owners *owners);
 
-/* ---- cache.c ------------------------------------------------------------ */
+/* ---- entry.c: an entry's life, under the cache's lock ------------------- */
+
+#define MRC_CLAIMED (1u << 30)
 
 /* How entries are registered: rdmad_reg_mr() and rdmad_dereg_mr(), or a
  * test's fake. */
@@ -101,6 +105,55 @@ struct mrc_ops {
 			      int access);
 	int (*dereg)(struct ibv_mr *mr);
 };
+
+struct rdmad_mr_cache {
+	pthread_mutex_t lock;
+	uint64_t id;  /* unique in the process: a thread's hint names it */
+	uint64_t gen; /* atomic; +1 whenever an entry leaves the index */
+	struct ibv_pd *pd;
+	struct mrc_ops ops;
+	char device[64];
+	size_t max_entries;
+	size_t max_bytes;
+	unsigned int flags;
+	bool monitored; /* a monitor runs: entries may be cached */
+	bool forked;	/* a child's copy: passes through */
+	bool leaving;	/* its device began to leave: passes through */
+	bool watch;	/* ranges are watched before they are cached */
+	const char *why;
+	struct mrc_index index;
+	struct mrc_owners owners;   /* what may be put back */
+	struct mrc_entry *lru_head; /* the index's entries, least recent */
+	struct mrc_entry *lru_tail;
+	struct mrc_entry *detached;
+	struct mrc_entry *dead; /* read without the lock by mrc_reap() */
+	struct mrc_entry *pool;
+	struct rdmad_mr_cache_stats stats; /* hits: atomic */
+};
+
+/* A free entry, claimed (refcnt MRC_CLAIMED), or NULL. */
+struct mrc_entry *mrc_entry_alloc(struct rdmad_mr_cache *cache);
+/* Hand a filled entry to its first user (refcnt 1). */
+void mrc_entry_activate(struct mrc_entry *entry);
+/* Back to the pool, never activated. */
+void mrc_entry_unalloc(struct rdmad_mr_cache *cache, struct mrc_entry *entry);
+void mrc_lru_append(struct rdmad_mr_cache *cache, struct mrc_entry *entry);
+void mrc_lru_unlink(struct rdmad_mr_cache *cache, struct mrc_entry *entry);
+void mrc_push(struct mrc_entry **list, struct mrc_entry *entry);
+/* The @n entries of the index at @first leave it: idle ones to the dead
+ * list, ones in use detached until their last put. */
+void mrc_retire_range(struct rdmad_mr_cache *cache, size_t first, size_t n);
+/* Without the lock: a user lets go; the last user of an entry out of the
+ * index sends it to the dead list.  -EINVAL when it had no user. */
+int mrc_entry_drop(struct rdmad_mr_cache *cache, struct mrc_entry *entry);
+/* Without the lock: deregister the dead list and keep its entries. */
+void mrc_reap(struct rdmad_mr_cache *cache);
+/* Users of the cache's entries now (the lock held). */
+uint64_t mrc_in_use(const struct rdmad_mr_cache *cache);
+/* Free every entry of the pool (destroy). */
+void mrc_pool_free(struct rdmad_mr_cache *cache);
+
+/* ---- cache.c ------------------------------------------------------------ */
 
 struct rdmad_mr_cache *mrc_cache_new_ops(struct ibv_pd *pd,
 					 const struct rdmad_mr_cache_attr *attr,
@@ -130,6 +183,8 @@ int mrc_monitor_watch(uintptr_t start, uintptr_t end);
 /* Wait until the monitor has applied every event it has read: an
  * munmap() that returned is invalidated once this returns. */
 void mrc_monitor_quiesce(void);
+/* Whether it is applying events now (a hit without the lock then waits). */
+bool mrc_monitor_busy(void);
 /* The caches the monitor and leaving devices walk: 0 or -ENOMEM. */
 int mrc_monitor_add(struct rdmad_mr_cache *cache);
 void mrc_monitor_remove(struct rdmad_mr_cache *cache);

@@ -1,0 +1,63 @@
+#!/bin/sh
+# SPDX-License-Identifier: MIT
+# The registration cache side by side on rxe in a guest of
+# scripts/rdma-kernel-vm.sh: no cache (ibv_reg_mr + ibv_dereg_mr),
+# librdmad's cache, and libfabric's ofi_mr_cache through Debian's libfabric
+# (fi_mr_reg on the verbs provider) with FI_MR_CACHE_MONITOR=userfaultfd
+# and memhooks, all in one guest, then the same table's ratios.  Usage:
+#   bench/run-bench-mrcache.sh [BUILD_DIR] [KERNEL]   (build, 6.12)
+# bench-mrcache native runs here first (no device needed).  As root.
+set -eu
+src=$(cd "$(dirname "$0")/.." && pwd)
+build=$(cd "${1:-$src/build}" && pwd)
+kernel=${2:-6.12}
+bench=$build/bench/bench-mrcache
+out=$(mktemp)
+trap 'rm -f "$out"' EXIT
+
+echo "== here ($(uname -r), $(nproc) CPUs): bench-mrcache native"
+"$bench" native | tee "$out.native"
+echo "== guest: kernel $kernel, rxe0 on dummy0"
+RDMAD_VM_KERNEL=$kernel RDMAD_VM_UDEVD=0 RDMAD_VM_TIMEOUT=900 \
+	"$src/scripts/rdma-kernel-vm.sh" "
+{ ip link show dummy0 >/dev/null 2>&1 || ip link add dummy0 type dummy; } && ip link set dummy0 up &&
+rdma link add rxe0 type rxe netdev dummy0 &&
+sleep 1 &&
+echo '-- librdmad' && $bench verbs rxe0 &&
+echo '-- libfabric userfaultfd' &&
+FI_MR_CACHE_MONITOR=userfaultfd $bench fabric rxe0 | sed 's/^figure fabric-/figure uffd-/' &&
+echo '-- libfabric memhooks' &&
+FI_MR_CACHE_MONITOR=memhooks $bench fabric rxe0 | sed 's/^figure fabric-/figure memhooks-/'
+" | tee "$out"
+python3 - "$out" <<'PY'
+import re, sys
+f = {}
+for line in open(sys.argv[1]):
+    m = re.match(r"figure (\S+) (\d+) ([\d.]+)", line)
+    if m:
+        f[(m[1], int(m[2]))] = float(m[3])
+def g(name, size):
+    return f.get((name, size))
+print("\n%-8s %10s %10s %10s %10s %10s %8s %8s" % (
+    "size", "reg+dereg", "reg", "miss", "hit", "fi-uffd", "hit/fi", "miss/reg"))
+for size in sorted({s for (_, s) in f if _ == "verbs-pair"}):
+    pair, reg, miss, hit = (g(n, size) for n in (
+        "verbs-pair", "verbs-reg", "cache-miss", "cache-hit"))
+    fu = g("uffd-hit", size)
+    print("%-8s %9.0fn %9.0fn %9.0fn %9.0fn %9s %8s %7.2fx" % (
+        "%dK" % (size // 1024), pair, reg, miss, hit,
+        "%.0fn" % fu if fu else "-",
+        "%.2fx" % (hit / fu) if fu else "-", miss / reg))
+mib = 1 << 20
+rows = [("no cache", g("remap-nocache", mib), None),
+        ("librdmad", g("remap-cache", mib), g("munmap-cached", mib)),
+        ("libfabric userfaultfd", g("uffd-remap", mib),
+         g("uffd-munmap-cached", mib)),
+        ("libfabric memhooks", g("memhooks-remap", mib),
+         g("memhooks-munmap-cached", mib))]
+print("\n1 MiB: munmap, mmap MAP_FIXED, next registration; munmap alone")
+for name, remap, unmap in rows:
+    if remap:
+        print("  %-22s %9.0f ns  %s" % (name, remap,
+              "%9.0f ns" % unmap if unmap else ""))
+PY
