@@ -198,7 +198,7 @@ static struct mrc_entry *fast_hit(struct rdmad_mr_cache *c, uintptr_t start,
 	__atomic_add_fetch(&e->refcnt, 1, __ATOMIC_SEQ_CST);
 	/* Unmoved: @e has stayed in the index, unchanged, since the hint. */
 	if (gen_of(c) != hint.gen || !serves(e, start, end, access)) {
-		mrc_entry_drop(c, e);
+		mrc_entry_undo(c, e);
 		return NULL;
 	}
 	__atomic_store_n(&e->recent, true, __ATOMIC_RELAXED);

@@ -177,6 +177,12 @@ static void settle(struct rdmad_mr_cache *c, struct mrc_entry *e)
 	pthread_mutex_unlock(&c->lock);
 }
 
+void mrc_entry_undo(struct rdmad_mr_cache *c, struct mrc_entry *e)
+{
+	if (__atomic_sub_fetch(&e->refcnt, 1, __ATOMIC_SEQ_CST) == 0)
+		settle(c, e);
+}
+
 int mrc_entry_drop(struct rdmad_mr_cache *c, struct mrc_entry *e)
 {
 	unsigned int old = load(&e->refcnt);

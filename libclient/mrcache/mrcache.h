@@ -146,6 +146,9 @@ void mrc_retire_range(struct rdmad_mr_cache *cache, size_t first, size_t n);
 /* Without the lock: a user lets go; the last user of an entry out of the
  * index sends it to the dead list.  -EINVAL when it had no user. */
 int mrc_entry_drop(struct rdmad_mr_cache *cache, struct mrc_entry *entry);
+/* Without the lock: take back an increment a hit did not keep, whoever
+ * owns the entry now. */
+void mrc_entry_undo(struct rdmad_mr_cache *cache, struct mrc_entry *entry);
 /* Without the lock: deregister the dead list and keep its entries. */
 void mrc_reap(struct rdmad_mr_cache *cache);
 /* Users of the cache's entries now (the lock held). */
