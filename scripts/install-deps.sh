@@ -23,6 +23,9 @@ PKGS="build-essential meson ninja-build pkg-config clang clang-format llvm libcl
 # (tests/integration/test_metrics_formats.py), and bash-completion's
 # pkg-config file, which says where rdmactl's completion is installed.
 PKGS="$PKGS prometheus python3-prometheus-client bash-completion"
+# libfabric's registration cache, beside librdmad's in
+# bench/run-bench-mrcache.sh (the verbs provider, ofi_mr_cache).
+PKGS="$PKGS libfabric-dev"
 
 missing=""
 for p in $PKGS; do
