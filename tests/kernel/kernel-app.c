@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * kernel-app NAME [--close-on removing|removed]: an RDMA program as the
- * README asks it to behave.  It opens NAME through the real libibverbs (a
+ * kernel-app NAME [--close-on removing|removed] [--cache]: an RDMA program as
+ * the README asks it to behave.  It opens NAME through the real libibverbs (a
  * context and a protection domain: what any verbs program has open), holds
  * it through librdmad, and closes both the moment librdmad says REMOVING
  * for it (the default), or only at REMOVED, as a program that waits for
@@ -12,9 +12,15 @@
  * With a driver that cannot disassociate (rxe, siw), --close-on removed
  * never closes: the kernel waits for the context before it finishes the
  * removal, and rdmad says REMOVED only after that (see rdmad(8)).
+ * With --cache it also keeps a registration cache on its PD with two
+ * entries, one idle and one in use ("cached NAME"); at REMOVING it says
+ * what the cache still holds when its callback runs ("cache NAME entries
+ * N in-use N pinned BYTES caching N"), puts the one in use back and
+ * destroys the cache before it closes.
  */
 #include <stdbool.h>
 #include <stdlib.h>
+#include <sys/mman.h>
 
 #include <infiniband/verbs.h>
 
@@ -25,6 +31,9 @@ static struct {
 	bool on_removed; /* close at REMOVED, not REMOVING */
 	struct ibv_context *ctx;
 	struct ibv_pd *pd;
+	bool cache_mrs;
+	struct rdmad_mr_cache *cache;
+	struct ibv_mr *held;
 } app;
 
 static void say(const char *what)
@@ -33,10 +42,31 @@ static void say(const char *what)
 	fflush(stdout);
 }
 
+/* What the cache holds when the callback hears REMOVING: the library
+ * has dropped its entries before. */
+static void say_cache(void)
+{
+	struct rdmad_mr_cache_stats st;
+
+	rdmad_mr_cache_get_stats(app.cache, &st, sizeof(st));
+	printf("cache %s entries %llu in-use %llu pinned %llu caching %d\n",
+	       app.name, (unsigned long long)st.entries,
+	       (unsigned long long)st.in_use,
+	       (unsigned long long)st.bytes_pinned,
+	       rdmad_mr_cache_is_caching(app.cache));
+	fflush(stdout);
+}
+
 static void close_all(void)
 {
 	if (!app.ctx)
 		return;
+	if (app.cache) {
+		rdmad_mr_cache_put(app.cache, app.held);
+		if (rdmad_mr_cache_destroy(app.cache) < 0)
+			say("error rdmad_mr_cache_destroy");
+		app.cache = NULL;
+	}
 	ibv_dealloc_pd(app.pd);
 	ibv_close_device(app.ctx);
 	app.ctx = NULL;
@@ -51,6 +81,8 @@ static void on_event(struct rdmad_client *client, enum rdmad_event_type type,
 		return;
 	if (type == RDMAD_EVENT_REMOVING) {
 		say("removing");
+		if (app.cache)
+			say_cache();
 		if (!app.on_removed)
 			close_all();
 	} else if (type == RDMAD_EVENT_REMOVED) {
@@ -85,14 +117,37 @@ static int open_verbs(void)
 	return 0;
 }
 
+/* Two cached MRs: one put back (idle), one kept. */
+static int cache_two(void)
+{
+	size_t len = 64 * 1024;
+	char *buf = mmap(NULL, 2 * len, PROT_READ | PROT_WRITE,
+			 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	struct ibv_mr *mr;
+
+	app.cache = rdmad_mr_cache_new(app.pd, NULL);
+	if (buf == MAP_FAILED || !app.cache)
+		return fail("rdmad_mr_cache_new");
+	mr = rdmad_mr_cache_get(app.cache, buf, len, IBV_ACCESS_LOCAL_WRITE);
+	app.held = rdmad_mr_cache_get(app.cache, buf + len, len,
+				      IBV_ACCESS_LOCAL_WRITE);
+	if (!mr || !app.held)
+		return fail("rdmad_mr_cache_get");
+	rdmad_mr_cache_put(app.cache, mr);
+	say("cached");
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	struct rdmad_client *client;
 	int err;
 
+	app.cache_mrs = argc > 2 && !strcmp(argv[argc - 1], "--cache");
+	argc -= app.cache_mrs;
 	if (argc != 2 && !(argc == 4 && !strcmp(argv[2], "--close-on"))) {
 		fprintf(stderr, "usage: kernel-app NAME [--close-on "
-				"removing|removed]\n");
+				"removing|removed] [--cache]\n");
 		return 2;
 	}
 	app.name = argv[1];
@@ -118,6 +173,8 @@ int main(int argc, char **argv)
 		return fail("rdmad_client_hold");
 	}
 	say("open");
+	if (app.cache_mrs && cache_two())
+		return 1;
 	client_loop(client, 0);
 	close_all();
 	rdmad_client_unref(client);

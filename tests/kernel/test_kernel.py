@@ -288,9 +288,9 @@ class KernelTest(unittest.TestCase):
                    "ibv_refresh_device_list() to agree with libibverbs "
                    "(%s vs %s)" % (self.refresh(), verbs_names()))
 
-    def app(self, name, close_on="removing"):
+    def app(self, name, close_on="removing", *more):
         a = self.start(prog("tests", "kernel", "kernel-app"), name,
-                       "--close-on", close_on)
+                       "--close-on", close_on, *more)
         line = a.next()
         self.assertEqual(line, "open " + name, line)
         return a
@@ -368,6 +368,25 @@ class TestLives(KernelTest):
         a.stop()
         got = m.until("released", "rxe0")
         self.assertEqual(self.lives(self.status(), "rxe0"), [])
+
+    def test_registration_cache_lets_the_device_go(self):
+        """A registration cache on the device's PD (one idle MR, one in
+        use) holds nothing of it once the application hears REMOVING:
+        librdmad deregistered the idle entry before the callback, the one
+        in use goes at its put, and the delete finishes."""
+        self.start_daemon()
+        link_add("rxe0")
+        self.present("rxe0")
+        a = self.app("rxe0", "removing", "--cache")
+        self.assertEqual(a.next(), "cached rxe0")
+        t = timed_delete("rxe0")
+        self.assertEqual(a.next(), "removing rxe0")
+        line = a.next()
+        self.assertEqual(line, "cache rxe0 entries 0 in-use 1 pinned %d "
+                         "caching 0" % (64 * 1024), line)
+        self.assertEqual(a.next(), "closed rxe0")
+        self.assertEqual(a.expect("removed"), "removed rxe0")
+        print("delete with a cache on the device: %.0f ms" % (t * 1000))
 
     def test_waiting_for_removed_deadlocks(self):
         """Why the README says to act on REMOVING: a program that closes
