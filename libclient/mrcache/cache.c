@@ -62,13 +62,16 @@ static struct mrc_entry pass;
 	(IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |                    \
 	 IBV_ACCESS_REMOTE_ATOMIC | IBV_ACCESS_MW_BIND)
 
-/* A thread's last entry: valid while its cache's generation is @gen. */
-static __thread struct {
+/* A thread's last entry: valid while its cache's generation is @gen.
+ * Initial-exec: a hit reaches it without a call to __tls_get_addr (32
+ * bytes of the static TLS glibc keeps for libraries that are dlopen()ed). */
+struct hint {
 	const struct rdmad_mr_cache *cache;
 	uint64_t id;
 	uint64_t gen;
 	struct mrc_entry *entry;
-} hint;
+};
+static __thread struct hint hint __attribute__((tls_model("initial-exec")));
 
 static uint64_t next_id;
 
@@ -100,9 +103,9 @@ static void remember(struct rdmad_mr_cache *c, struct mrc_entry *e)
 	hint.entry = e;
 }
 
-static bool hinted(const struct rdmad_mr_cache *c)
+static bool hinted(const struct hint *h, const struct rdmad_mr_cache *c)
 {
-	return hint.cache == c && hint.id == c->id;
+	return h->cache == c && h->id == c->id;
 }
 
 /* ---- the monitor's and the client library's calls ----------------------- */
@@ -191,13 +194,14 @@ static bool serves(const struct mrc_entry *e, uintptr_t start, uintptr_t end,
 static struct mrc_entry *fast_hit(struct rdmad_mr_cache *c, uintptr_t start,
 				  uintptr_t end, int access)
 {
-	struct mrc_entry *e = hint.entry;
+	struct hint *h = &hint;
+	struct mrc_entry *e = h->entry;
 
-	if (!hinted(c) || gen_of(c) != hint.gen || mrc_monitor_busy())
+	if (!hinted(h, c) || gen_of(c) != h->gen || mrc_monitor_busy())
 		return NULL;
 	__atomic_add_fetch(&e->refcnt, 1, __ATOMIC_SEQ_CST);
 	/* Unmoved: @e has stayed in the index, unchanged, since the hint. */
-	if (gen_of(c) != hint.gen || !serves(e, start, end, access)) {
+	if (gen_of(c) != h->gen || !serves(e, start, end, access)) {
 		mrc_entry_undo(c, e);
 		return NULL;
 	}
@@ -410,14 +414,16 @@ RDMAD_EXPORT struct ibv_mr *rdmad_mr_cache_get(struct rdmad_mr_cache *cache,
 RDMAD_EXPORT int rdmad_mr_cache_put(struct rdmad_mr_cache *cache,
 				    struct ibv_mr *mr)
 {
+	struct hint *h = &hint;
 	struct mrc_entry *e;
 	int err;
 
 	if (!cache || !mr)
 		return -EINVAL;
-	if (hinted(cache) &&
-	    __atomic_load_n(&hint.entry->mr, __ATOMIC_RELAXED) == mr) {
-		e = hint.entry;
+
+	if (hinted(h, cache) &&
+	    __atomic_load_n(&h->entry->mr, __ATOMIC_RELAXED) == mr) {
+		e = h->entry;
 	} else {
 		pthread_mutex_lock(&cache->lock);
 		e = mrc_owners_find(&cache->owners, mr);
