@@ -278,93 +278,110 @@ static double pair(void *arg)
 	return (double)(now_ns() - t0) / v.n;
 }
 
+/* One way of registering the buffer and letting it go: plain verbs, the
+ * cache (put, or put and flush for a miss each time), libfabric. */
+struct registrar {
+	void *(*reg)(void);
+	void (*undo)(void *mr);
+};
+
+static void *verbs_reg(void)
+{
+	return ibv_reg_mr(v.pd, v.buf, v.len, ACCESS);
+}
+
+static void verbs_dereg(void *mr)
+{
+	ibv_dereg_mr(mr);
+}
+
+static void *cache_get(void)
+{
+	return rdmad_mr_cache_get(v.cache, v.buf, v.len, ACCESS);
+}
+
+static void cache_put(void *mr)
+{
+	rdmad_mr_cache_put(v.cache, mr);
+}
+
+static void cache_put_flush(void *mr)
+{
+	cache_put(mr);
+	rdmad_mr_cache_flush(v.cache);
+}
+
+static const struct registrar verbs_mr = {verbs_reg, verbs_dereg},
+			      cached_mr = {cache_get, cache_put},
+			      missed_mr = {cache_get, cache_put_flush};
+
+/* The buffer's memory replaced: unmapped and mapped again, zeroed. */
+static void replace_buffer(void)
+{
+	munmap(v.buf, v.len);
+	anon(v.buf, v.len, MAP_FIXED_NOREPLACE);
+	memset(v.buf, 0, v.len);
+}
+
+/* The registration alone, timed; what undoes it is not. */
 static double reg_alone(void *arg)
 {
+	const struct registrar *r = arg;
 	uint64_t spent = 0, t0;
-	struct ibv_mr *mr;
+	void *mr;
 	unsigned int i;
 
-	(void)arg;
 	for (i = 0; i < v.n; i++) {
 		t0 = now_ns();
-		mr = ibv_reg_mr(v.pd, v.buf, v.len, ACCESS);
+		mr = r->reg();
 		spent += now_ns() - t0;
-		ibv_dereg_mr(mr);
+		r->undo(mr);
 	}
 	return (double)spent / v.n;
 }
 
-static double cache_miss(void *arg)
+/* Register and let go, again and again (a hit, for a cache). */
+static double again(void *arg)
 {
-	uint64_t spent = 0, t0;
-	struct ibv_mr *mr;
-	unsigned int i;
-
-	(void)arg;
-	for (i = 0; i < v.n; i++) {
-		t0 = now_ns();
-		mr = rdmad_mr_cache_get(v.cache, v.buf, v.len, ACCESS);
-		spent += now_ns() - t0;
-		rdmad_mr_cache_put(v.cache, mr);
-		rdmad_mr_cache_flush(v.cache);
-	}
-	return (double)spent / v.n;
-}
-
-static double cache_hit(void *arg)
-{
-	uint64_t t0;
+	const struct registrar *r = arg;
 	unsigned int i, n = 100000;
+	uint64_t t0;
 
-	(void)arg;
-	rdmad_mr_cache_put(v.cache,
-			   rdmad_mr_cache_get(v.cache, v.buf, v.len, ACCESS));
+	r->undo(r->reg());
 	t0 = now_ns();
 	for (i = 0; i < n; i++)
-		rdmad_mr_cache_put(v.cache, rdmad_mr_cache_get(v.cache, v.buf,
-							       v.len, ACCESS));
+		r->undo(r->reg());
 	return (double)(now_ns() - t0) / n;
 }
 
-/* munmap, mmap MAP_FIXED at the same address, the next registration. */
+/* Let go, munmap, mmap at the same address, register again. */
 static double remap_then(void *arg)
 {
-	bool cached = arg != NULL;
-	struct ibv_mr *mr;
-	uint64_t t0 = now_ns();
+	const struct registrar *r = arg;
+	void *mr = r->reg();
 	unsigned int i;
+	uint64_t t0;
 
-	mr = cached ? rdmad_mr_cache_get(v.cache, v.buf, v.len, ACCESS)
-		    : ibv_reg_mr(v.pd, v.buf, v.len, ACCESS);
 	t0 = now_ns();
 	for (i = 0; i < v.n; i++) {
-		if (cached)
-			rdmad_mr_cache_put(v.cache, mr);
-		else
-			ibv_dereg_mr(mr);
-		munmap(v.buf, v.len);
-		anon(v.buf, v.len, MAP_FIXED_NOREPLACE);
-		memset(v.buf, 0, v.len);
-		mr = cached ? rdmad_mr_cache_get(v.cache, v.buf, v.len, ACCESS)
-			    : ibv_reg_mr(v.pd, v.buf, v.len, ACCESS);
+		r->undo(mr);
+		replace_buffer();
+		mr = r->reg();
 	}
 	t0 = now_ns() - t0;
-	if (cached)
-		rdmad_mr_cache_put(v.cache, mr);
-	else
-		ibv_dereg_mr(mr);
+	r->undo(mr);
 	return (double)t0 / v.n;
 }
 
-static double unmap_cached(void *arg)
+/* munmap() of a range registered and let go (cached), timed alone. */
+static double unmap_after(void *arg)
 {
+	const struct registrar *r = arg;
 	uint64_t spent = 0, t0;
 	unsigned int i;
 
-	(void)arg;
 	for (i = 0; i < v.n; i++) {
-		rdmad_mr_cache_put(v.cache, rdmad_mr_cache_get(v.cache, v.buf,
-							       v.len, ACCESS));
+		r->undo(r->reg());
 		t0 = now_ns();
 		munmap(v.buf, v.len);
 		spent += now_ns() - t0;
@@ -398,17 +415,19 @@ static int verbs(const char *device)
 		v.buf = anon(NULL, v.len, 0);
 		memset(v.buf, 0, v.len);
 		figure("verbs-pair", v.len, median(pair, NULL));
-		figure("verbs-reg", v.len, median(reg_alone, NULL));
-		figure("cache-miss", v.len, median(cache_miss, NULL));
-		figure("cache-hit", v.len, median(cache_hit, NULL));
+		figure("verbs-reg", v.len,
+		       median(reg_alone, (void *)&verbs_mr));
+		figure("cache-miss", v.len,
+		       median(reg_alone, (void *)&missed_mr));
+		figure("cache-hit", v.len, median(again, (void *)&cached_mr));
 		if (v.len == 1 << 20) {
 			v.n = 50;
 			figure("remap-nocache", v.len,
-			       median(remap_then, NULL));
+			       median(remap_then, (void *)&verbs_mr));
 			figure("remap-cache", v.len,
-			       median(remap_then, v.cache));
+			       median(remap_then, (void *)&cached_mr));
 			figure("munmap-cached", v.len,
-			       median(unmap_cached, NULL));
+			       median(unmap_after, (void *)&cached_mr));
 		}
 		rdmad_mr_cache_flush(v.cache);
 		munmap(v.buf, v.len);
@@ -419,7 +438,7 @@ static int verbs(const char *device)
 /* ---- libfabric: fi_mr_reg on the verbs provider ------------------------- */
 
 #ifdef HAVE_LIBFABRIC
-static struct fid_mr *fi_reg(void)
+static void *fi_reg(void)
 {
 	struct fid_mr *mr = NULL;
 
@@ -429,55 +448,12 @@ static struct fid_mr *fi_reg(void)
 	return mr;
 }
 
-static double fi_hit(void *arg)
+static void fi_unreg(void *mr)
 {
-	uint64_t t0;
-	unsigned int i, n = 100000;
-
-	(void)arg;
-	fi_close(&fi_reg()->fid);
-	t0 = now_ns();
-	for (i = 0; i < n; i++)
-		fi_close(&fi_reg()->fid);
-	return (double)(now_ns() - t0) / n;
+	fi_close(&((struct fid_mr *)mr)->fid);
 }
 
-static double fi_remap_then(void *arg)
-{
-	struct fid_mr *mr = fi_reg();
-	uint64_t t0;
-	unsigned int i;
-
-	(void)arg;
-	t0 = now_ns();
-	for (i = 0; i < v.n; i++) {
-		fi_close(&mr->fid);
-		munmap(v.buf, v.len);
-		anon(v.buf, v.len, MAP_FIXED_NOREPLACE);
-		memset(v.buf, 0, v.len);
-		mr = fi_reg();
-	}
-	t0 = now_ns() - t0;
-	fi_close(&mr->fid);
-	return (double)t0 / v.n;
-}
-
-static double fi_unmap_cached(void *arg)
-{
-	uint64_t spent = 0, t0;
-	unsigned int i;
-
-	(void)arg;
-	for (i = 0; i < v.n; i++) {
-		fi_close(&fi_reg()->fid);
-		t0 = now_ns();
-		munmap(v.buf, v.len);
-		spent += now_ns() - t0;
-		anon(v.buf, v.len, MAP_FIXED_NOREPLACE);
-		memset(v.buf, 0, v.len);
-	}
-	return (double)spent / v.n;
-}
+static const struct registrar fabric_mr = {fi_reg, fi_unreg};
 
 static int fabric(const char *device)
 {
@@ -506,13 +482,13 @@ static int fabric(const char *device)
 		v.len = sizes[k];
 		v.buf = anon(NULL, v.len, 0);
 		memset(v.buf, 0, v.len);
-		figure("fabric-hit", v.len, median(fi_hit, NULL));
+		figure("fabric-hit", v.len, median(again, (void *)&fabric_mr));
 		if (v.len == 1 << 20) {
 			v.n = 50;
 			figure("fabric-remap", v.len,
-			       median(fi_remap_then, NULL));
+			       median(remap_then, (void *)&fabric_mr));
 			figure("fabric-munmap-cached", v.len,
-			       median(fi_unmap_cached, NULL));
+			       median(unmap_after, (void *)&fabric_mr));
 		}
 		munmap(v.buf, v.len);
 	}

@@ -236,7 +236,8 @@ static void *make_mmapped_chunk(void)
 	return malloc(4 * LEN);
 }
 
-static void *free_malloc_mmapped(void *buf)
+/* free() and malloc() of the same size: the same address, or NULL. */
+static void *free_then_malloc(void *buf)
 {
 	void *again;
 
@@ -256,23 +257,14 @@ static void *make_heap_chunk(void)
 	return malloc(4 * LEN);
 }
 
-static void *free_malloc_trimmed(void *buf)
-{
-	void *again;
-
-	free(buf);
-	again = malloc(4 * LEN);
-	return again == buf ? again : NULL;
-}
-
 static const struct mrcase cases[] = {
 	{"munmap-mmap", make_mmap, munmap_then_mmap},
 	{"mmap-fixed", make_mmap, mmap_fixed},
 	{"mremap", make_mmap, mremap_away},
 	{"madv-dontneed", make_mmap, dontneed},
 	{"brk", make_brk, brk_shrink_grow},
-	{"free-malloc-mmapped", make_mmapped_chunk, free_malloc_mmapped},
-	{"free-malloc-trimmed", make_heap_chunk, free_malloc_trimmed},
+	{"free-malloc-mmapped", make_mmapped_chunk, free_then_malloc},
+	{"free-malloc-trimmed", make_heap_chunk, free_then_malloc},
 };
 
 /* Page-aligned LEN bytes inside @buf (malloc's chunks are not). */
