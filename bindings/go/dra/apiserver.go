@@ -18,6 +18,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -37,18 +38,18 @@ type APIServer struct {
 
 // InCluster is the API server of the cluster the pod runs in: the
 // address from $KUBERNETES_SERVICE_HOST and $KUBERNETES_SERVICE_PORT
-// unless @url is set, trusting the service account's ca.crt in @saDir
+// unless @server is set, trusting the service account's ca.crt in @saDir
 // ("" for ServiceAccountDir) and authenticating with its token.
-func InCluster(url, saDir string) (*APIServer, error) {
+func InCluster(server, saDir string) (*APIServer, error) {
 	if saDir == "" {
 		saDir = ServiceAccountDir
 	}
-	if url == "" {
+	if server == "" {
 		host, port := os.Getenv("KUBERNETES_SERVICE_HOST"), os.Getenv("KUBERNETES_SERVICE_PORT")
 		if host == "" || port == "" {
 			return nil, errors.New("not in a cluster: no KUBERNETES_SERVICE_HOST and KUBERNETES_SERVICE_PORT (or give --apiserver)")
 		}
-		url = "https://" + net.JoinHostPort(host, port)
+		server = "https://" + net.JoinHostPort(host, port)
 	}
 	pem, err := os.ReadFile(filepath.Join(saDir, "ca.crt"))
 	if err != nil {
@@ -58,7 +59,7 @@ func InCluster(url, saDir string) (*APIServer, error) {
 	if !pool.AppendCertsFromPEM(pem) {
 		return nil, fmt.Errorf("%s: no certificate", filepath.Join(saDir, "ca.crt"))
 	}
-	return &APIServer{URL: strings.TrimSuffix(url, "/"),
+	return &APIServer{URL: strings.TrimSuffix(server, "/"),
 		TokenFile: filepath.Join(saDir, "token"),
 		HTTP: &http.Client{Timeout: 10 * time.Second,
 			Transport: &http.Transport{
@@ -137,7 +138,7 @@ const slicesPath = "/apis/resource.k8s.io/v1/resourceslices"
 // GetSlice reads the ResourceSlice @name.
 func (a *APIServer) GetSlice(ctx context.Context, name string) (*ResourceSlice, error) {
 	s := &ResourceSlice{}
-	return s, a.do(ctx, http.MethodGet, slicesPath+"/"+name, nil, s)
+	return s, a.do(ctx, http.MethodGet, slicesPath+"/"+url.PathEscape(name), nil, s)
 }
 
 // CreateSlice creates @s; the answer has its resourceVersion.
@@ -149,12 +150,12 @@ func (a *APIServer) CreateSlice(ctx context.Context, s *ResourceSlice) (*Resourc
 // UpdateSlice replaces @s (its resourceVersion that of the one replaced).
 func (a *APIServer) UpdateSlice(ctx context.Context, s *ResourceSlice) (*ResourceSlice, error) {
 	out := &ResourceSlice{}
-	return out, a.do(ctx, http.MethodPut, slicesPath+"/"+s.Metadata.Name+"?fieldValidation=Strict", s, out)
+	return out, a.do(ctx, http.MethodPut, slicesPath+"/"+url.PathEscape(s.Metadata.Name)+"?fieldValidation=Strict", s, out)
 }
 
 // DeleteSlice deletes the ResourceSlice @name; one already gone is no error.
 func (a *APIServer) DeleteSlice(ctx context.Context, name string) error {
-	err := a.do(ctx, http.MethodDelete, slicesPath+"/"+name, nil, nil)
+	err := a.do(ctx, http.MethodDelete, slicesPath+"/"+url.PathEscape(name), nil, nil)
 	if IsStatus(err, http.StatusNotFound) {
 		return nil
 	}
@@ -165,5 +166,5 @@ func (a *APIServer) DeleteSlice(ctx context.Context, name string) error {
 func (a *APIServer) GetClaim(ctx context.Context, namespace, name string) (*ResourceClaim, error) {
 	c := &ResourceClaim{}
 	return c, a.do(ctx, http.MethodGet, "/apis/resource.k8s.io/v1/namespaces/"+
-		namespace+"/resourceclaims/"+name, nil, c)
+		url.PathEscape(namespace)+"/resourceclaims/"+url.PathEscape(name), nil, c)
 }

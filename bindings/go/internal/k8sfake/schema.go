@@ -121,7 +121,7 @@ func (s *Schema) check(v interface{}, sch map[string]interface{}, at string) err
 	case "integer":
 		f, ok := v.(float64)
 		if !ok || f != math.Trunc(f) {
-			return fmt.Errorf("%s: %v, not an integer", at, v)
+			return fmt.Errorf("%s: %#v, not an integer", at, v)
 		}
 	case "number":
 		if _, ok := v.(float64); !ok {
