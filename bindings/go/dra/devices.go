@@ -12,6 +12,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/rdmad/rdmad/bindings/go/deviceplugin"
 	"github.com/rdmad/rdmad/bindings/go/rdmad"
 	"github.com/rdmad/rdmad/bindings/go/rdmad/rdmadpb"
 )
@@ -49,6 +50,12 @@ func DeviceName(d *rdmadpb.Device) string {
 // ready stays, with ready false (a DeviceClass selects ready devices).
 func Listed(d *rdmadpb.Device) bool {
 	return rdmad.Present(d) && !d.GetRemoving()
+}
+
+// offered reports whether the driver offers d at all: @sel (the
+// --select of rdmad-dra, rdmad-device-plugin's matchers) takes it.
+func offered(d *rdmadpb.Device, sel deviceplugin.Selector) bool {
+	return sel.Matches(d)
 }
 
 // Attribute names (the driver's domain is implied: in CEL,
@@ -133,16 +140,16 @@ func pcieRoot(sysRoot, addr string) string {
 	return ""
 }
 
-// Pool is the devices of state @s that the pool lists, sorted by name; a
-// name met twice (two lives of one identity listed at once, which rdmad
-// does not do) is listed once.
-func Pool(s *rdmad.Snapshot, sysRoot string) []Device {
+// Pool is the devices of state @s that the pool lists and @sel takes,
+// sorted by name; a name met twice (two lives of one identity listed at
+// once, which rdmad does not do) is listed once.
+func Pool(s *rdmad.Snapshot, sel deviceplugin.Selector, sysRoot string) []Device {
 	var devs []Device
 	seen := map[string]bool{}
 	if s != nil {
 		for _, d := range s.Devices {
 			n := DeviceName(d)
-			if !Listed(d) || seen[n] {
+			if !Listed(d) || !offered(d, sel) || seen[n] {
 				continue
 			}
 			seen[n] = true
@@ -151,18 +158,4 @@ func Pool(s *rdmad.Snapshot, sysRoot string) []Device {
 	}
 	sort.Slice(devs, func(i, j int) bool { return devs[i].Name < devs[j].Name })
 	return devs
-}
-
-// Find is the device of @s whose pool name is @name and that the pool
-// lists, else nil.
-func Find(s *rdmad.Snapshot, name string) *rdmadpb.Device {
-	if s == nil {
-		return nil
-	}
-	for _, d := range s.Devices {
-		if Listed(d) && DeviceName(d) == name {
-			return d
-		}
-	}
-	return nil
 }

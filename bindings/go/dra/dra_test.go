@@ -26,6 +26,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/rdmad/rdmad/bindings/go/deviceplugin"
 	"github.com/rdmad/rdmad/bindings/go/dra"
 	"github.com/rdmad/rdmad/bindings/go/dra/drav1"
 	"github.com/rdmad/rdmad/bindings/go/dra/drav1beta1"
@@ -75,7 +76,7 @@ type env struct {
 	stopped chan error
 }
 
-func newEnv(t *testing.T) *env {
+func newEnv(t *testing.T, opts ...func(*dra.Options)) *env {
 	t.Helper()
 	schema, err := k8sfake.LoadSchema("")
 	if err != nil {
@@ -95,6 +96,9 @@ func newEnv(t *testing.T) *env {
 	e.o = dra.Options{NodeName: node, PluginDir: filepath.Join(dir, "plugins", driver),
 		RegistryDir: filepath.Join(dir, "plugins_registry"), API: api,
 		SysRoot: filepath.Join(dir, "sys"), Logf: t.Logf}
+	for _, f := range opts {
+		f(&e.o)
+	}
 	e.start()
 	return e
 }
@@ -563,5 +567,30 @@ func TestRegistrationSocketComesBack(t *testing.T) {
 	time.Sleep(1500 * time.Millisecond)
 	if k2 := e.register(); k2.info.Endpoint != k.info.Endpoint {
 		t.Fatalf("endpoint %s, was %s", k2.info.Endpoint, k.info.Endpoint)
+	}
+}
+
+// --select (rdmad-device-plugin's matchers) limits what the driver offers:
+// the pool, the health list, and what a claim may be prepared with.
+func TestSelectLimitsWhatIsOffered(t *testing.T) {
+	sel, err := deviceplugin.ParseSelector("link_layer:Ethernet")
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := newEnv(t, func(o *dra.Options) { o.Select = sel })
+	e.d.Set(snap(1, dev("mlx5_0", 0, "InfiniBand"), dev("mlx5_1", 1, "Ethernet")), true)
+	e.pool("Ethernet only", "pci-0000-01-00-0")
+	if list, _ := e.d.HealthList(); len(list) != 1 || list[0].Device != "pci-0000-01-00-0" {
+		t.Fatalf("health list %v", list)
+	}
+	k := e.register()
+	if err := e.api.PutClaim("ns", "ib", "uid-ib", []k8sfake.Result{{Request: "r", Driver: driver, Pool: node, Device: "pci-0000-00-00-0"}}); err != nil {
+		t.Fatal(err)
+	}
+	if r := k.prepare(t, "uid-ib", "ib"); !strings.Contains(r.Error, "not offered") {
+		t.Fatalf("a device not selected: %v", r)
+	}
+	if _, err := deviceplugin.ParseSelector("speed:100"); err == nil {
+		t.Fatal("a bad --select taken")
 	}
 }

@@ -21,6 +21,7 @@ import (
 	"sync"
 
 	"github.com/rdmad/rdmad/bindings/go/cdi"
+	"github.com/rdmad/rdmad/bindings/go/deviceplugin"
 	"github.com/rdmad/rdmad/bindings/go/dra/drav1"
 	"github.com/rdmad/rdmad/bindings/go/rdmad"
 )
@@ -40,6 +41,9 @@ type Options struct {
 	CDISpecDir  string     // where the CDI spec is written ("": not)
 	SocketMount string     // CDI: rdmad's socket directory for containers
 	SysRoot     string     // sysfs ("" /sys), for pcieRoot
+	// Select is which devices the driver offers (rdmad-device-plugin's
+	// matchers; nil: every device).
+	Select deviceplugin.Selector
 	// Logf reports what happens; nil: nothing.
 	Logf func(format string, args ...interface{})
 }
@@ -119,7 +123,7 @@ func (d *Driver) Set(s *rdmad.Snapshot, up bool) {
 	if !up {
 		return
 	}
-	pool := Pool(d.snap, d.o.SysRoot)
+	pool := Pool(d.snap, d.o.Select, d.o.SysRoot)
 	if !d.poolSet || !reflect.DeepEqual(pool, d.pool) {
 		d.pool, d.poolSet = pool, true
 		latestPool(d.publish, pool)

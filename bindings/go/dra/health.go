@@ -48,7 +48,7 @@ func (d *Driver) HealthList() ([]DeviceHealth, <-chan struct{}) {
 	if d.snap != nil {
 		for _, dev := range d.snap.Devices {
 			n := DeviceName(dev)
-			if !Listed(dev) || seen[n] {
+			if !Listed(dev) || !offered(dev, d.o.Select) || seen[n] {
 				continue
 			}
 			seen[n] = true

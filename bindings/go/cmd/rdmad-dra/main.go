@@ -8,7 +8,7 @@
 //	rdmad-dra [--socket PATH] [--node-name NODE] [--driver-name NAME]
 //	          [--plugin-dir DIR] [--registry-dir DIR] [--cdi-dir DIR]
 //	          [--socket-mount DIR] [--apiserver URL] [--serviceaccount DIR]
-//	          [--no-apiserver]
+//	          [--select EXPR] [--no-apiserver]
 //
 // It logs to stderr.  SIGINT and SIGTERM stop it (status 0), taking its
 // sockets away and leaving the slices and the checkpoint; bad arguments
@@ -26,6 +26,7 @@ import (
 	"syscall"
 
 	"github.com/rdmad/rdmad/bindings/go/cdi"
+	"github.com/rdmad/rdmad/bindings/go/deviceplugin"
 	"github.com/rdmad/rdmad/bindings/go/dra"
 	"github.com/rdmad/rdmad/bindings/go/rdmad"
 )
@@ -46,12 +47,18 @@ func run(args []string, stderr io.Writer) int {
 	mount := fs.String("socket-mount", "/run/rdmad", "rdmad's socket directory, bind-mounted into containers by the CDI spec (\"\": none)")
 	apiserver := fs.String("apiserver", "", "the API server's URL (default: from $KUBERNETES_SERVICE_HOST and _PORT)")
 	sa := fs.String("serviceaccount", dra.ServiceAccountDir, "the service account's token and ca.crt")
+	sel := fs.String("select", "", "which devices to offer: rdmad-device-plugin's matchers, e.g. \"link_layer:Ethernet vf\" (default: every device)")
 	noAPI := fs.Bool("no-apiserver", false, "publish no ResourceSlices and read no claims (testing the kubelet's side alone)")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
 	if fs.NArg() != 0 {
 		fmt.Fprintf(stderr, "rdmad-dra: unexpected argument %q\n", fs.Arg(0))
+		return 2
+	}
+	selector, err := deviceplugin.ParseSelector(*sel)
+	if err != nil {
+		fmt.Fprintf(stderr, "rdmad-dra: --%v\n", err)
 		return 2
 	}
 	if *pluginDir == "" {
@@ -63,7 +70,7 @@ func run(args []string, stderr io.Writer) int {
 	o := dra.Options{DriverName: *driver, NodeName: *node,
 		Socket: rdmad.SocketPath(*socket), PluginDir: *pluginDir,
 		RegistryDir: *registry, CDISpecDir: *cdiDir, SocketMount: *mount,
-		Logf: logf}
+		Select: selector, Logf: logf}
 	if !*noAPI {
 		api, err := dra.InCluster(*apiserver, *sa)
 		if err != nil {
