@@ -5,7 +5,7 @@
 // checked against the published schema of resource.k8s.io/v1) and the
 // kubelet's side of a DRA driver, speaking only through the code
 // generated from the published protos: its plugin watcher finds the
-// driver's registration socket in DIR/plugins_registry, asks GetInfo,
+// driver's registration socket in DIR/plugins_registry (inotify), asks GetInfo,
 // answers NotifyRegistrationStatus, dials the endpoint and follows the
 // health stream (v1alpha1, what kubelets call today).  What happens is
 // printed on stdout, one JSON object a line, "t" the CLOCK_MONOTONIC
@@ -38,10 +38,11 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
-	"syscall"
 	"time"
 
+	"github.com/fsnotify/fsnotify"
 	"golang.org/x/sys/unix"
 	"google.golang.org/grpc"
 
@@ -120,30 +121,25 @@ func dial(path string) (*grpc.ClientConn, error) {
 		}))
 }
 
-func inode(path string) uint64 {
-	var st syscall.Stat_t
-	if syscall.Stat(path, &st) != nil {
-		return 0
+// watch is the plugin watcher: as the kubelet's (pluginwatcher, on
+// inotify), each socket created in plugins_registry is registered, and
+// those there at start.
+func (f *fake) watch(w *fsnotify.Watcher) {
+	dir := filepath.Join(f.dir, "plugins_registry")
+	socks, _ := filepath.Glob(filepath.Join(dir, "*.sock"))
+	for _, s := range socks {
+		go f.registerLogged(s)
 	}
-	return st.Ino
+	for ev := range w.Events {
+		if ev.Op&fsnotify.Create != 0 && strings.HasSuffix(ev.Name, ".sock") {
+			go f.registerLogged(ev.Name)
+		}
+	}
 }
 
-// watch is the plugin watcher: each registration socket that appears
-// (a new inode) is registered, as the kubelet's plugin manager does.
-func (f *fake) watch() {
-	seen := map[string]uint64{}
-	for {
-		socks, _ := filepath.Glob(filepath.Join(f.dir, "plugins_registry", "*.sock"))
-		for _, s := range socks {
-			if ino := inode(s); ino != 0 && ino != seen[s] {
-				seen[s] = ino
-				if err := f.register(s); err != nil {
-					f.fail("register", err)
-					seen[s] = 0
-				}
-			}
-		}
-		time.Sleep(10 * time.Millisecond)
+func (f *fake) registerLogged(sock string) {
+	if err := f.register(sock); err != nil {
+		f.fail("register", err)
 	}
 }
 
@@ -286,8 +282,16 @@ func main() {
 		fmt.Fprintln(os.Stderr, "fake-dra:", err)
 		os.Exit(1)
 	}
+	w, err := fsnotify.NewWatcher()
+	if err == nil {
+		err = w.Add(reg)
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "fake-dra:", err)
+		os.Exit(1)
+	}
 	go f.slices()
-	go f.watch()
+	go f.watch(w)
 	f.print(map[string]interface{}{"event": "ready", "apiserver": f.api.URL,
 		"serviceaccount": sa, "registry": reg})
 	in := bufio.NewScanner(os.Stdin)
