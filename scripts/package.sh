@@ -105,6 +105,9 @@ check_layout() {
 		"./usr/lib/$arch/rdmad/librdmad-preload.so"
 	in_deb librdmad-dev ./usr/include/rdmad.h "./usr/lib/$arch/librdmad.so" \
 		"./usr/lib/$arch/pkgconfig/librdmad.pc"
+	in_deb rdmad-dra ./usr/sbin/rdmad-dra \
+		./lib/systemd/system/rdmad-dra.service \
+		./usr/share/man/man8/rdmad-dra.8.gz
 	[ ! -e "$root/usr/sbin/rdmactl" ] || fail "rdmactl is in /usr/sbin"
 	[ ! -e "$root/usr/lib/$arch/librdmad-preload.so" ] ||
 		fail "the preload shim is in the library directory"

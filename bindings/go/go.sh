@@ -7,7 +7,8 @@
 # BUILDDIR is where the meson build keeps the Go state of this module
 # (build/bindings/go).  It holds the code protoc generated (rdmad.pb.go from
 # proto/rdmad.proto; api.pb.go and api_grpc.pb.go from the kubelet's device
-# plugin API, deviceplugin/v1beta1/api.proto), the go tool's caches, and
+# plugin API, deviceplugin/v1beta1/api.proto; for rdmad-dra, P.pb.go and
+# P_grpc.pb.go from each dra/P/P.proto), the go tool's caches, and
 # gopath/src/github.com/rdmad/rdmad/bindings/go: the module's tree as the go
 # tool sees it, links to the sources here plus copies of the generated
 # files, so that nothing generated is written into the source tree.
@@ -59,7 +60,16 @@ done
 # panics on them.
 [ -f "$gocode/src/github.com/golang/protobuf/proto/registry.go" ] ||
 	skip "no github.com/golang/protobuf 1.5 in $gocode (Debian: golang-github-golang-protobuf-1-5-dev)"
-for f in rdmad.pb.go api.pb.go api_grpc.pb.go; do
+# Each generated file and its package's directory: rdmad's protocol, the
+# kubelet's device plugin API, and for rdmad-dra the kubelet's plugin
+# registration, DRA (v1, v1beta1) and DRA health (v1alpha1, v1beta1) APIs.
+generated="rdmad.pb.go:rdmad/rdmadpb
+api.pb.go:deviceplugin/v1beta1 api_grpc.pb.go:deviceplugin/v1beta1"
+for p in pluginregistration drav1 drav1beta1 healthv1alpha1 healthv1beta1; do
+	generated="$generated $p.pb.go:dra/$p ${p}_grpc.pb.go:dra/$p"
+done
+for g in $generated; do
+	f=${g%%:*}
 	[ -f "$build/$f" ] ||
 		skip "no generated $build/$f (needs protoc, protoc-gen-go and protoc-gen-go-grpc: Debian protobuf-compiler, protoc-gen-go, protoc-gen-go-grpc)"
 done
@@ -83,9 +93,10 @@ stage() {
 			ln -s "$src/$f" "$tree/$f"
 		done
 	find "$tree" -type l ! -exec test -e {} \; -delete
-	put rdmad.pb.go rdmad/rdmadpb
-	put api.pb.go deviceplugin/v1beta1
-	put api_grpc.pb.go deviceplugin/v1beta1
+	for g in $generated; do
+		mkdir -p "$tree/${g#*:}"
+		put "${g%%:*}" "${g#*:}"
+	done
 }
 # meson may build two Go targets at once: one stages, the other waits.
 mkdir -p "$tree"

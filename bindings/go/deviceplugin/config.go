@@ -185,7 +185,22 @@ func parseSelect(s string) ([]matcher, error) {
 
 // Matches reports whether d is one of the resource's devices.
 func (r *Resource) Matches(d *rdmadpb.Device) bool {
-	for _, m := range r.sel {
+	return Selector(r.sel).Matches(d)
+}
+
+// Selector is a parsed select expression: the matchers of a resource's
+// "select", which rdmad-dra's --select takes too.
+type Selector []matcher
+
+// ParseSelector parses a select expression ("": every device).
+func ParseSelector(s string) (Selector, error) {
+	sel, err := parseSelect(s)
+	return Selector(sel), err
+}
+
+// Matches reports whether d matches every matcher of s.
+func (s Selector) Matches(d *rdmadpb.Device) bool {
+	for _, m := range s {
 		if !m.matches(d) {
 			return false
 		}

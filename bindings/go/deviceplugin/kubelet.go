@@ -12,14 +12,23 @@ import (
 	"time"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/backoff"
 
 	api "github.com/rdmad/rdmad/bindings/go/deviceplugin/v1beta1"
 )
+
+// dialBackoff is how soon a refused dial is tried again.  A kubelet binds
+// its socket (which inotify reports) a moment before it listens, so the
+// first dial may be refused; grpc's default waits 1 s before the second.
+var dialBackoff = backoff.Config{BaseDelay: 10 * time.Millisecond,
+	Multiplier: 1.6, Jitter: 0.2, MaxDelay: time.Second}
 
 // dialUnix dials a Unix socket path with grpc (whose own "unix:" scheme
 // came after Debian 12's grpc 1.33).
 func dialUnix(ctx context.Context, path string) (*grpc.ClientConn, error) {
 	return grpc.DialContext(ctx, path, grpc.WithInsecure(), grpc.WithBlock(),
+		grpc.WithConnectParams(grpc.ConnectParams{Backoff: dialBackoff,
+			MinConnectTimeout: time.Second}),
 		grpc.WithContextDialer(func(ctx context.Context, addr string) (net.Conn, error) {
 			return (&net.Dialer{}).DialContext(ctx, "unix", addr)
 		}))

@@ -17,6 +17,7 @@ package deviceplugin
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -87,13 +88,31 @@ func Run(ctx context.Context, cfg *Config, o Options) error {
 			m.update(st)
 		case r := <-m.registered:
 			m.done(r)
+			if r.epoch != m.epoch {
+				// A kubelet started while registering with
+				// the one before: at once, not at the tick.
+				m.kubelet(ctx)
+			}
 		case ev := <-w.Events:
+			if filepath.Base(ev.Name) == "kubelet.sock" &&
+				ev.Op&fsnotify.Create != 0 {
+				// Made anew or moved in (inotify's IN_MOVED_TO is
+				// fsnotify's Create): a new kubelet, whatever
+				// inode number the file system handed it.
+				m.epoch++
+			}
 			if filepath.Base(ev.Name) == "kubelet.sock" ||
 				ev.Op&fsnotify.Remove != 0 {
 				m.kubelet(ctx)
 			}
 		case err := <-w.Errors:
 			o.logf("watching %s: %v", o.KubeletDir, err)
+			if errors.Is(err, fsnotify.ErrEventOverflow) {
+				// A creation of kubelet.sock may be among
+				// the events lost: register again.
+				m.epoch++
+				m.kubelet(ctx)
+			}
 		case <-tick.C:
 			m.kubelet(ctx)
 		}
@@ -122,6 +141,8 @@ type manager struct {
 	plugins     []*Plugin
 	serving     []*serving
 	kubeID      uint64 // inode of the kubelet.sock registered with
+	epoch       uint64 // kubelet.sock creations and moves-in seen
+	kubeEpoch   uint64 // the epoch registered in
 	stale       bool   // a socket served anew is not registered yet
 	registering bool   // a registration runs (register())
 	registered  chan registration
@@ -132,9 +153,10 @@ type manager struct {
 
 // registration is what one run of register() did.
 type registration struct {
-	id   uint64     // the kubelet.sock it registered with
-	done []*serving // registered, in order
-	err  error      // where it stopped
+	id    uint64     // the kubelet.sock it registered with
+	epoch uint64     // and the manager's epoch when it began
+	done  []*serving // registered, in order
+	err   error      // where it stopped
 }
 
 // update takes a state from rdmad to every resource and the CDI spec.
@@ -163,7 +185,11 @@ func (m *manager) update(st state) {
 
 // kubelet serves every resource whose socket is gone (first, or taken by
 // a kubelet that started) and registers them all with a kubelet socket
-// not registered with yet.
+// not registered with yet.  A kubelet socket is new when it was created
+// or moved in since the last registration (the epoch: inotify says so
+// even when the file system reuses the old inode number, as ext4 does at
+// once), or when inotify's queue overflowed, or when its inode number
+// differs (a change inotify could not report).
 func (m *manager) kubelet(ctx context.Context) {
 	for i, p := range m.plugins {
 		if i < len(m.serving) && m.serving[i].alive() {
@@ -186,20 +212,20 @@ func (m *manager) kubelet(ctx context.Context) {
 		m.stale = true
 	}
 	id := kubeletID(m.o.KubeletDir)
-	if id == 0 || m.registering || (id == m.kubeID && !m.stale) {
+	if id == 0 || m.registering ||
+		(id == m.kubeID && m.epoch == m.kubeEpoch && !m.stale) {
 		return
 	}
 	m.registering, m.stale = true, false
-	go register(ctx, id, append([]*serving(nil), m.serving...),
-		m.o.KubeletDir, m.registered)
+	go register(ctx, registration{id: id, epoch: m.epoch},
+		append([]*serving(nil), m.serving...), m.o.KubeletDir, m.registered)
 }
 
 // register registers every one of @serving with the kubelet at
-// dir/kubelet.sock (@id), which may take it up to 10 s each; it tells
+// dir/kubelet.sock (@r's), which may take it up to 10 s each; it tells
 // the loop what it did on @ret.
-func register(ctx context.Context, id uint64, serving []*serving, dir string,
-	ret chan<- registration) {
-	r := registration{id: id}
+func register(ctx context.Context, r registration, serving []*serving,
+	dir string, ret chan<- registration) {
 	for _, s := range serving {
 		if r.err = s.register(ctx, dir); r.err != nil {
 			break
@@ -221,11 +247,12 @@ func (m *manager) done(r registration) {
 		m.stale = true
 		return
 	}
-	m.kubeID = r.id
+	m.kubeID, m.kubeEpoch = r.id, r.epoch
 }
 
-// kubeletID is the inode of the kubelet's socket, 0 without one.
-func kubeletID(dir string) uint64 {
+// kubeletID is the inode of the kubelet's socket, 0 without one (a
+// variable: tests make every kubelet.sock have one inode number).
+var kubeletID = func(dir string) uint64 {
 	fi, err := os.Stat(filepath.Join(dir, "kubelet.sock"))
 	if err != nil {
 		return 0

@@ -1,0 +1,176 @@
+#!/bin/sh
+# SPDX-License-Identifier: MIT
+# From a hotplug to Kubernetes' DRA path: the real rdmad on fake devices
+# under umockdev, rdmad-dra registered with the scripted kubelet and API
+# server of the tests (bindings/go/internal/fakedra: ResourceSlices written
+# over HTTPS and checked against the published schema of
+# resource.k8s.io/v1, the health stream of DRAResourceHealth v1alpha1
+# followed), and PLUGS times a new device plugged (then unplugged, also
+# timed), each PAUSE_MS after the last was seen everywhere.  For each,
+# from just before the uevent:
+#   watch   rdmad-watch (the Go client) prints the event (a plug: added;
+#           an unplug: its first, removing): the floor, what any client
+#           of rdmad sees, measured in the same run
+#   slice   the ResourceSlice write that lists (or no longer lists) the
+#           device reaches the API server
+#   health  the kubelet's health stream lists the device Healthy (or no
+#           longer lists it)
+# p50/p99 of each, also from rdmad-watch's line (what the driver adds to
+# rdmad's event: the issue's 100 ms target), and the ratios to the floor.
+# Usage:
+#   bench/run-bench-dra.sh [BUILD_DIR] [PLUGS]      (default: build, 100)
+# Needs umockdev-wrapper, Debian's python3 with gir1.2-umockdev-1.0, and
+# the Go programs built (else SKIP, exit 77).
+set -eu
+src=$(cd "$(dirname "$0")/.." && pwd)
+build=$(cd "${1:-$src/build}" && pwd)
+[ $# -gt 0 ] && shift
+export RDMAD_BUILD_DIR="$build"
+export RDMAD_SOURCE_ROOT="$src"
+export BENCH_DRA_PLUGS="${1:-100}"
+export PYTHONPATH="$src/tests/integration"
+export PYTHONDONTWRITEBYTECODE=1
+for p in rdmad-dra fake-dra rdmad-watch; do
+	if [ ! -x "$build/bindings/go/$p" ]; then
+		echo "SKIP: $build/bindings/go/$p not built (scripts/install-deps.sh, then meson)"
+		exit 77
+	fi
+done
+echo "load: $(uptime)"
+exec umockdev-wrapper /usr/bin/python3 - <<'PY'
+import json, os, queue, re, subprocess, sys, tempfile, threading, time
+import rdmatb
+
+PAUSE_MS = 50
+plugs = int(os.environ["BENCH_DRA_PLUGS"])
+go = os.path.join(rdmatb.BUILD, "bindings", "go")
+
+
+def lines(argv, stderr):
+    """A child whose stdout lines go into a queue with their receipt time."""
+    p = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                         stderr=stderr, text=True)
+    q = queue.Queue()
+
+    def read():
+        for line in p.stdout:
+            q.put((time.monotonic_ns(), line))
+    threading.Thread(target=read, daemon=True).start()
+    return p, q
+
+
+def until(q, pred, what):
+    """The first item @pred takes, and its time."""
+    deadline = time.monotonic() + rdmatb.DEADLINE
+    while True:
+        try:
+            t, item = q.get(timeout=max(0.01, deadline - time.monotonic()))
+        except queue.Empty:
+            sys.exit("bench-dra: no %s in %d s" % (what, rdmatb.DEADLINE))
+        if pred(item):
+            return t, item
+
+
+def pct(xs, p):
+    xs = sorted(xs)
+    return xs[min(len(xs) - 1, int(round(p / 100.0 * (len(xs) - 1))))]
+
+
+def dev_name(identity):
+    return re.sub(r"[^a-z0-9]", "-", identity.lower())
+
+
+work = tempfile.mkdtemp(prefix="rdmad-bench-dra-")
+log = open(os.path.join(work, "log"), "w")
+tb = rdmatb.Testbed()
+tb.plug("mlx5_0", "mlx5-ib")
+d = rdmatb.Daemon(work).start()
+kube, kq = lines([os.path.join(go, "fake-dra"), work, "node-1", "rdmad.io"],
+                 log)
+_, ready = until(kq, lambda l: '"ready"' in l, "fake-dra")
+ready = json.loads(ready)
+procs = [kube]
+procs.append(subprocess.Popen(
+    [os.path.join(go, "rdmad-dra"), "--socket", d.socket, "--node-name",
+     "node-1", "--plugin-dir", os.path.join(work, "plugin"),
+     "--registry-dir", ready["registry"], "--cdi-dir", "",
+     "--apiserver", ready["apiserver"],
+     "--serviceaccount", ready["serviceaccount"]], stderr=log))
+watch, wq = lines([os.path.join(go, "rdmad-watch"), "--socket", d.socket],
+                  subprocess.DEVNULL)
+procs.append(watch)
+# The kubelet's two streams apart, each line with the time it happened.
+slices, health = queue.Queue(), queue.Queue()
+
+
+def split():
+    while True:
+        _, line = kq.get()
+        o = json.loads(line)
+        if o["event"] == "refused":
+            print("bench-dra: the API server refused a write: %s" % o,
+                  file=sys.stderr)
+        elif o["event"] == "pool" and o["complete"]:
+            slices.put((o["t"], set(o["devices"])))
+        elif o["event"] == "health":
+            health.put((o["t"], o["devices"]))
+threading.Thread(target=split, daemon=True).start()
+until(slices, lambda s: len(s) == 1, "the first slice")
+until(health, lambda h: list(h.values()) == ["HEALTHY"], "the first health")
+time.sleep(0.5)
+res = {k + " " + w: [] for k in ("plug", "unplug")
+       for w in ("watch", "slice", "health")}
+after = {k + " " + w: [] for k in ("plug", "unplug")
+         for w in ("slice", "health")}
+for i in range(plugs):
+    name = "mlx5_%d" % (i + 1)
+    dev = None
+    for kind in ("plug", "unplug"):
+        t0 = time.monotonic_ns()
+        if kind == "plug":
+            tb.plug(name, "mlx5-ib")
+            tw, line = until(wq, lambda l: '"event":"added"' in l and
+                             '"name":"%s"' % name in l, "rdmad-watch added")
+            dev = dev_name(json.loads(line)["device"]["identity"])
+            ts, _ = until(slices, lambda s: dev in s, "slice with it")
+            th, _ = until(health, lambda h: h.get(dev) == "HEALTHY",
+                          "health with it")
+        else:  # its first event: removing, or removed
+            tb.unplug(name)
+            tw, _ = until(wq, lambda l: '"name":"%s"' % name in l,
+                          "rdmad-watch removing")
+            ts, _ = until(slices, lambda s: dev not in s, "slice without it")
+            th, _ = until(health, lambda h: dev not in h,
+                          "health without it")
+            until(wq, lambda l: '"event":"removed"' in l and
+                  '"name":"%s"' % name in l, "rdmad-watch removed")
+        for what, t in (("watch", tw), ("slice", ts), ("health", th)):
+            res[kind + " " + what].append((t - t0) / 1e6)
+        after[kind + " slice"].append((ts - tw) / 1e6)
+        after[kind + " health"].append((th - tw) / 1e6)
+        time.sleep(PAUSE_MS / 1000.0)
+for p in procs:
+    p.terminate()
+    p.wait()
+d.stop()
+
+print("%d plugs and unplugs, one device each, %d ms apart (ms from the "
+      "uevent)" % (plugs, PAUSE_MS))
+print("%-14s %9s %9s %9s  %s" % ("", "p50", "p99", "max", "p99 / floor"))
+for kind in ("plug", "unplug"):
+    floor = pct(res[kind + " watch"], 99)
+    for what in ("watch", "slice", "health"):
+        xs = res[kind + " " + what]
+        print("%-14s %9.2f %9.2f %9.2f  %.2f" % (
+            kind + " " + what, pct(xs, 50), pct(xs, 99), max(xs),
+            pct(xs, 99) / floor))
+print("after rdmad's event (as rdmad-watch printed it):")
+for k, xs in after.items():
+    print("%-14s %9.2f %9.2f %9.2f" % (k, pct(xs, 50), pct(xs, 99), max(xs)))
+target = 100.0
+worst = max(pct(xs, 99) for xs in after.values())
+print("target: ResourceSlice and health within %.0f ms of rdmad's event: "
+      "p99 %.2f ms, %.2f of it (%s)" % (target, worst, worst / target,
+                                         "MET" if worst <= target
+                                         else "NOT MET"))
+PY

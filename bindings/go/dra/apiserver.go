@@ -1,0 +1,170 @@
+// SPDX-License-Identifier: MIT
+
+package dra
+
+// The API server's REST interface, reached with the pod's service
+// account, without client-go: Debian 12 packages no client-go (nor
+// k8s.io/api or apimachinery), and the driver needs four verbs on two
+// resources, which net/http and encoding/json do in a page.
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+)
+
+// ServiceAccountDir is where a pod finds its service account's token,
+// CA certificate and namespace.
+const ServiceAccountDir = "/var/run/secrets/kubernetes.io/serviceaccount"
+
+// APIServer is a client of the API server's REST interface.
+type APIServer struct {
+	URL       string // https://host:port
+	TokenFile string // read at every request: the kubelet rotates it
+	HTTP      *http.Client
+}
+
+// InCluster is the API server of the cluster the pod runs in: the
+// address from $KUBERNETES_SERVICE_HOST and $KUBERNETES_SERVICE_PORT
+// unless @server is set, trusting the service account's ca.crt in @saDir
+// ("" for ServiceAccountDir) and authenticating with its token.
+func InCluster(server, saDir string) (*APIServer, error) {
+	if saDir == "" {
+		saDir = ServiceAccountDir
+	}
+	if server == "" {
+		host, port := os.Getenv("KUBERNETES_SERVICE_HOST"), os.Getenv("KUBERNETES_SERVICE_PORT")
+		if host == "" || port == "" {
+			return nil, errors.New("not in a cluster: no KUBERNETES_SERVICE_HOST and KUBERNETES_SERVICE_PORT (or give --apiserver)")
+		}
+		server = "https://" + net.JoinHostPort(host, port)
+	}
+	pem, err := os.ReadFile(filepath.Join(saDir, "ca.crt"))
+	if err != nil {
+		return nil, err
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(pem) {
+		return nil, fmt.Errorf("%s: no certificate", filepath.Join(saDir, "ca.crt"))
+	}
+	return &APIServer{URL: strings.TrimSuffix(server, "/"),
+		TokenFile: filepath.Join(saDir, "token"),
+		HTTP: &http.Client{Timeout: 10 * time.Second,
+			Transport: &http.Transport{
+				TLSClientConfig: &tls.Config{RootCAs: pool,
+					MinVersion: tls.VersionTLS12},
+				MaxIdleConnsPerHost: 2,
+				IdleConnTimeout:     90 * time.Second}}}, nil
+}
+
+// StatusError is an answer of the API server other than success.
+type StatusError struct {
+	Code    int
+	Message string
+}
+
+func (e *StatusError) Error() string {
+	return fmt.Sprintf("API server: %d %s", e.Code, e.Message)
+}
+
+// IsStatus reports whether err is the API server answering @code.
+func IsStatus(err error, code int) bool {
+	var s *StatusError
+	return errors.As(err, &s) && s.Code == code
+}
+
+// do sends @in (nil: no body) with @method to @path and decodes the
+// answer into @out (nil: drop it).
+func (a *APIServer) do(ctx context.Context, method, path string, in, out interface{}) error {
+	var body io.Reader
+	if in != nil {
+		b, err := json.Marshal(in)
+		if err != nil {
+			return err
+		}
+		body = bytes.NewReader(b)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, a.URL+path, body)
+	if err != nil {
+		return err
+	}
+	tok, err := os.ReadFile(a.TokenFile)
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Authorization", "Bearer "+strings.TrimSpace(string(tok)))
+	req.Header.Set("Accept", "application/json")
+	if in != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := a.HTTP.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(io.LimitReader(resp.Body, 8<<20))
+	if err != nil {
+		return err
+	}
+	if resp.StatusCode/100 != 2 {
+		var st struct {
+			Message string `json:"message"`
+		}
+		if json.Unmarshal(b, &st) != nil || st.Message == "" {
+			st.Message = strings.TrimSpace(string(b))
+		}
+		return &StatusError{Code: resp.StatusCode, Message: st.Message}
+	}
+	if out == nil {
+		return nil
+	}
+	return json.Unmarshal(b, out)
+}
+
+const slicesPath = "/apis/resource.k8s.io/v1/resourceslices"
+
+// GetSlice reads the ResourceSlice @name.
+func (a *APIServer) GetSlice(ctx context.Context, name string) (*ResourceSlice, error) {
+	s := &ResourceSlice{}
+	return s, a.do(ctx, http.MethodGet, slicesPath+"/"+url.PathEscape(name), nil, s)
+}
+
+// CreateSlice creates @s; the answer has its resourceVersion.
+func (a *APIServer) CreateSlice(ctx context.Context, s *ResourceSlice) (*ResourceSlice, error) {
+	out := &ResourceSlice{}
+	return out, a.do(ctx, http.MethodPost, slicesPath+"?fieldValidation=Strict", s, out)
+}
+
+// UpdateSlice replaces @s (its resourceVersion that of the one replaced).
+func (a *APIServer) UpdateSlice(ctx context.Context, s *ResourceSlice) (*ResourceSlice, error) {
+	out := &ResourceSlice{}
+	return out, a.do(ctx, http.MethodPut, slicesPath+"/"+url.PathEscape(s.Metadata.Name)+"?fieldValidation=Strict", s, out)
+}
+
+// DeleteSlice deletes the ResourceSlice @name; one already gone is no error.
+func (a *APIServer) DeleteSlice(ctx context.Context, name string) error {
+	err := a.do(ctx, http.MethodDelete, slicesPath+"/"+url.PathEscape(name), nil, nil)
+	if IsStatus(err, http.StatusNotFound) {
+		return nil
+	}
+	return err
+}
+
+// GetClaim reads the ResourceClaim @namespace/@name.
+func (a *APIServer) GetClaim(ctx context.Context, namespace, name string) (*ResourceClaim, error) {
+	c := &ResourceClaim{}
+	return c, a.do(ctx, http.MethodGet, "/apis/resource.k8s.io/v1/namespaces/"+
+		url.PathEscape(namespace)+"/resourceclaims/"+url.PathEscape(name), nil, c)
+}

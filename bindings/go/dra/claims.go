@@ -1,0 +1,155 @@
+// SPDX-License-Identifier: MIT
+
+package dra
+
+// Preparing and unpreparing claims (the kubelet's NodePrepareResources
+// and NodeUnprepareResources): a claim's devices are read from its
+// allocation in the API server, each must be a device of this pool that
+// rdmad has present and ready now, and the answer is each device's CDI
+// name (rdmad.io/rdma=NAME, the spec rdmad-cdi and this driver write).
+// A claim prepared is answered again from the checkpoint, unchanged,
+// however often the kubelet asks (it asks again after restarts).
+
+import (
+	"context"
+
+	"github.com/rdmad/rdmad/bindings/go/cdi"
+	"github.com/rdmad/rdmad/bindings/go/dra/drav1"
+	"github.com/rdmad/rdmad/bindings/go/rdmad"
+	"github.com/rdmad/rdmad/bindings/go/rdmad/rdmadpb"
+)
+
+// NodePrepareResources implements drav1.DRAPluginServer.
+func (d *Driver) NodePrepareResources(ctx context.Context, req *drav1.NodePrepareResourcesRequest) (*drav1.NodePrepareResourcesResponse, error) {
+	resp := &drav1.NodePrepareResourcesResponse{Claims: map[string]*drav1.NodePrepareResourceResponse{}}
+	for _, c := range req.GetClaims() {
+		devs, err := d.prepare(ctx, c)
+		r := &drav1.NodePrepareResourceResponse{}
+		if err != "" {
+			r.Error = err
+			d.o.logf("claim %s/%s (%s) not prepared: %s", c.GetNamespace(), c.GetName(), c.GetUid(), err)
+		} else {
+			for _, pd := range devs {
+				r.Devices = append(r.Devices, &drav1.Device{
+					RequestNames: pd.Requests, PoolName: pd.Pool,
+					DeviceName: pd.Device, CdiDeviceIds: pd.CDI})
+			}
+		}
+		resp.Claims[c.GetUid()] = r
+	}
+	return resp, nil
+}
+
+// prepare is one claim's devices, or why not.
+func (d *Driver) prepare(ctx context.Context, c *drav1.Claim) ([]PreparedDevice, string) {
+	d.mu.Lock()
+	pc, done := d.claims[c.GetUid()]
+	d.mu.Unlock()
+	if done {
+		return pc.Devices, ""
+	}
+	if d.o.API == nil {
+		return nil, errorf("no API server to read claim %s/%s from", c.GetNamespace(), c.GetName())
+	}
+	rc, err := d.o.API.GetClaim(ctx, c.GetNamespace(), c.GetName())
+	if err != nil {
+		return nil, errorf("reading claim %s/%s: %v", c.GetNamespace(), c.GetName(), err)
+	}
+	if rc.Metadata.UID != c.GetUid() {
+		return nil, errorf("claim %s/%s has UID %s, not %s (made anew)", c.GetNamespace(), c.GetName(), rc.Metadata.UID, c.GetUid())
+	}
+	if rc.Status.Allocation == nil {
+		return nil, errorf("claim %s/%s is not allocated", c.GetNamespace(), c.GetName())
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if pc, done := d.claims[c.GetUid()]; done {
+		return pc.Devices, "" // prepared meanwhile by a call beside this one
+	}
+	var devs []PreparedDevice
+	at := map[string]int{}
+	for _, r := range rc.Status.Allocation.Devices.Results {
+		if r.Driver != d.o.DriverName || r.Pool != d.o.NodeName {
+			continue
+		}
+		if i, ok := at[r.Device]; ok {
+			devs[i].Requests = append(devs[i].Requests, r.Request)
+			continue
+		}
+		dev, why := d.usable(r.Device)
+		if why != "" {
+			return nil, why
+		}
+		at[r.Device] = len(devs)
+		devs = append(devs, PreparedDevice{Requests: []string{r.Request},
+			Pool: r.Pool, Device: r.Device, Identity: dev.GetIdentity(),
+			CDI: []string{cdi.Name(dev.GetName())}})
+	}
+	pc = PreparedClaim{Namespace: c.GetNamespace(), Name: c.GetName(), Devices: devs}
+	d.claims[c.GetUid()] = pc
+	if err := SaveCheckpoint(d.checkpointPath(), d.claims); err != nil {
+		delete(d.claims, c.GetUid())
+		return nil, errorf("saving the checkpoint: %v", err)
+	}
+	d.notify() // the health streams now cover its devices
+	return devs, ""
+}
+
+// usable is the rdmad device behind pool device @name if it can be
+// given to a container now, else why not; d.mu held.
+func (d *Driver) usable(name string) (*rdmadpb.Device, string) {
+	if !d.up {
+		return nil, errorf("rdmad is out of reach: cannot tell whether device %s is present", name)
+	}
+	for _, dev := range d.snap.Devices {
+		if DeviceName(dev) != name {
+			continue
+		}
+		switch {
+		case rdmad.Away(dev):
+			return nil, errorf("device %s (%s) is away (unplugged, expected back): not present", name, dev.GetName())
+		case !rdmad.Present(dev):
+			continue // an ended life; the present one may follow
+		case !offered(dev, d.o.Select):
+			return nil, errorf("device %s (%s) is not offered by this driver (--select)", name, dev.GetName())
+		case dev.GetRemoving():
+			return nil, errorf("device %s (%s) is being removed: not present", name, dev.GetName())
+		case !rdmad.Ready(dev):
+			return nil, errorf("device %s (%s) is present but not ready (no ACTIVE port with a GID, or its netdev down)", name, dev.GetName())
+		}
+		return dev, ""
+	}
+	return nil, errorf("device %s is not present on node %s (rdmad does not list it: removed)", name, d.o.NodeName)
+}
+
+// NodeUnprepareResources implements drav1.DRAPluginServer: a claim not
+// prepared (or unprepared before) is no error.
+func (d *Driver) NodeUnprepareResources(ctx context.Context, req *drav1.NodeUnprepareResourcesRequest) (*drav1.NodeUnprepareResourcesResponse, error) {
+	resp := &drav1.NodeUnprepareResourcesResponse{Claims: map[string]*drav1.NodeUnprepareResourceResponse{}}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for _, c := range req.GetClaims() {
+		r := &drav1.NodeUnprepareResourceResponse{}
+		if pc, ok := d.claims[c.GetUid()]; ok {
+			delete(d.claims, c.GetUid())
+			if err := SaveCheckpoint(d.checkpointPath(), d.claims); err != nil {
+				d.claims[c.GetUid()] = pc
+				r.Error = errorf("saving the checkpoint: %v", err)
+			}
+		}
+		resp.Claims[c.GetUid()] = r
+	}
+	d.notify()
+	return resp, nil
+}
+
+// Prepared is a copy of the claims prepared, by UID.
+func (d *Driver) Prepared() map[string]PreparedClaim {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	m := map[string]PreparedClaim{}
+	for k, v := range d.claims {
+		m[k] = v
+	}
+	return m
+}

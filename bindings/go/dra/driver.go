@@ -1,0 +1,189 @@
+// SPDX-License-Identifier: MIT
+
+// Package dra is a Kubernetes DRA driver fed by rdmad's events:
+// rdmad-dra(8).  It registers with the kubelet's plugin watcher
+// (pluginregistration/v1), serves the kubelet's DRA service (dra/v1 and
+// v1beta1: NodePrepareResources, NodeUnprepareResources) and its device
+// health service (dra-health v1alpha1 and v1beta1: NodeWatchResources),
+// and publishes the node's devices as ResourceSlices (resource.k8s.io/v1)
+// through the API server's REST interface.  Every state rdmad pushes
+// reaches the slices and the health streams at once; prepared claims
+// are kept in a checkpoint and survive a restart of the driver.
+package dra
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"reflect"
+	"sync"
+
+	"github.com/rdmad/rdmad/bindings/go/cdi"
+	"github.com/rdmad/rdmad/bindings/go/deviceplugin"
+	"github.com/rdmad/rdmad/bindings/go/dra/drav1"
+	"github.com/rdmad/rdmad/bindings/go/rdmad"
+)
+
+// DefaultDriverName is the driver's name: the ResourceSlices' driver,
+// the attributes' domain, the plugin's name with the kubelet.
+const DefaultDriverName = "rdmad.io"
+
+// Options of a Driver.
+type Options struct {
+	DriverName  string     // DefaultDriverName where ""
+	NodeName    string     // this node: the pool's name and the slices' node
+	Socket      string     // rdmad's socket ("" as rdmad.Dial)
+	PluginDir   string     // the DRA service's socket and the checkpoint
+	RegistryDir string     // the kubelet's plugins_registry
+	API         *APIServer // nil: no slices published, no claims read
+	CDISpecDir  string     // where the CDI spec is written ("": not)
+	SocketMount string     // CDI: rdmad's socket directory for containers
+	SysRoot     string     // sysfs ("" /sys), for pcieRoot
+	// Select is which devices the driver offers (rdmad-device-plugin's
+	// matchers; nil: every device).
+	Select deviceplugin.Selector
+	// Logf reports what happens; nil: nothing.
+	Logf func(format string, args ...interface{})
+}
+
+func (o *Options) logf(format string, args ...interface{}) {
+	if o.Logf != nil {
+		o.Logf(format, args...)
+	}
+}
+
+// Driver is the state shared by the kubelet's services, the publisher of
+// slices and the feed from rdmad.
+type Driver struct {
+	drav1.UnimplementedDRAPluginServer
+	o Options
+
+	mu      sync.Mutex
+	snap    *rdmad.Snapshot // nil until rdmad's first state
+	up      bool            // rdmad reachable
+	claims  map[string]PreparedClaim
+	changed chan struct{} // closed and replaced at every change
+	pool    []Device      // what the slices should list
+	poolSet bool          // pool is worth publishing (rdmad was heard)
+	publish chan []Device // the newest pool not yet published
+	spec    *cdi.Writer
+}
+
+// New makes a Driver, reading the checkpoint of prepared claims in
+// o.PluginDir (a bad one is set aside and reported; the driver starts
+// without it).
+func New(o Options) (*Driver, error) {
+	if o.DriverName == "" {
+		o.DriverName = DefaultDriverName
+	}
+	if o.SysRoot == "" {
+		o.SysRoot = "/sys"
+	}
+	if o.NodeName == "" {
+		return nil, errors.New("no node name (--node-name, or NODE_NAME from the pod's spec.nodeName)")
+	}
+	if err := os.MkdirAll(o.PluginDir, 0o750); err != nil {
+		return nil, err
+	}
+	d := &Driver{o: o, changed: make(chan struct{}),
+		publish: make(chan []Device, 1)}
+	claims, err := LoadCheckpoint(d.checkpointPath())
+	if err != nil {
+		o.logf("%v", err)
+	}
+	d.claims = claims
+	if o.CDISpecDir != "" {
+		d.spec = cdi.NewWriter(o.CDISpecDir)
+	}
+	return d, nil
+}
+
+func (d *Driver) checkpointPath() string {
+	return filepath.Join(d.o.PluginDir, "checkpoint.json")
+}
+
+// Set takes a state from rdmad (@up false: rdmad out of reach, @s the
+// last state known): the slices, the health streams and the CDI spec
+// follow it.
+func (d *Driver) Set(s *rdmad.Snapshot, up bool) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if up && !d.up {
+		d.o.logf("rdmad connected at generation %d", s.Generation)
+	} else if !up && d.up {
+		d.o.logf("rdmad lost: every device's health Unknown until it is back; the slices stay")
+	}
+	if up {
+		d.snap = s
+	}
+	d.up = up
+	d.notify()
+	if !up {
+		return
+	}
+	pool := Pool(d.snap, d.o.Select, d.o.SysRoot)
+	if !d.poolSet || !reflect.DeepEqual(pool, d.pool) {
+		d.pool, d.poolSet = pool, true
+		latestPool(d.publish, pool)
+	}
+	if d.spec != nil {
+		if _, err := d.spec.Write(cdi.Spec(d.snap,
+			cdi.Options{SocketDir: d.o.SocketMount})); err != nil {
+			d.o.logf("CDI spec %s: %v", d.spec.Path(), err)
+		}
+	}
+}
+
+// notify wakes every health stream; d.mu held.
+func (d *Driver) notify() {
+	close(d.changed)
+	d.changed = make(chan struct{})
+}
+
+// latestPool puts @p in @ch, dropping an older pool not yet taken.
+func latestPool(ch chan []Device, p []Device) {
+	for {
+		select {
+		case ch <- p:
+			return
+		default:
+		}
+		select {
+		case <-ch:
+		default:
+		}
+	}
+}
+
+// Run serves the kubelet and publishes slices until @ctx ends, fed by
+// rdmad at o.Socket.
+func (d *Driver) Run(ctx context.Context) error {
+	go rdmad.Follow(ctx, d.o.Socket, func(s *rdmad.Snapshot, err error) {
+		d.Set(s, err == nil)
+	}, rdmad.WithClientName("rdmad-dra"))
+	return d.Serve(ctx)
+}
+
+// Serve serves the kubelet and publishes what Set is given until @ctx
+// ends, then takes the sockets away (the slices and the checkpoint stay
+// for the next run).
+func (d *Driver) Serve(ctx context.Context) error {
+	k, err := d.serveKubelet()
+	if err != nil {
+		return err
+	}
+	defer k.stop()
+	if d.o.API != nil {
+		go d.publisher(ctx)
+	} else {
+		d.o.logf("no API server: no ResourceSlices are published")
+	}
+	return k.watch(ctx)
+}
+
+// errorf is a refusal of a claim, in the words the kubelet shows.
+func errorf(format string, args ...interface{}) string {
+	return fmt.Sprintf("rdmad-dra: "+format, args...)
+}

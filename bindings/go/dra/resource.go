@@ -1,0 +1,95 @@
+// SPDX-License-Identifier: MIT
+
+package dra
+
+// The few objects of resource.k8s.io/v1 that the driver writes (a
+// ResourceSlice) and reads (a ResourceClaim's allocation), as typed
+// structs with the API's JSON names.  Only what is used is here: the
+// driver writes no field it does not set, and reading ignores the rest.
+// Tests check what these marshal to against the published OpenAPI schema
+// (internal/k8sfake), not against these structs.
+
+// APIVersion is the group and version of every object here.
+const APIVersion = "resource.k8s.io/v1"
+
+// ObjectMeta is the part of metav1.ObjectMeta used.
+type ObjectMeta struct {
+	Name            string            `json:"name,omitempty"`
+	Namespace       string            `json:"namespace,omitempty"`
+	UID             string            `json:"uid,omitempty"`
+	ResourceVersion string            `json:"resourceVersion,omitempty"`
+	Labels          map[string]string `json:"labels,omitempty"`
+}
+
+// ResourceSlice is resource.k8s.io/v1 ResourceSlice.
+type ResourceSlice struct {
+	APIVersion string            `json:"apiVersion"`
+	Kind       string            `json:"kind"`
+	Metadata   ObjectMeta        `json:"metadata"`
+	Spec       ResourceSliceSpec `json:"spec"`
+}
+
+// ResourceSliceSpec: one node's pool of one driver.
+type ResourceSliceSpec struct {
+	Driver   string       `json:"driver"`
+	Pool     ResourcePool `json:"pool"`
+	NodeName string       `json:"nodeName"`
+	Devices  []Device     `json:"devices"`
+}
+
+// ResourcePool: all slices of a pool carry the same generation and count.
+type ResourcePool struct {
+	Name               string `json:"name"`
+	Generation         int64  `json:"generation"`
+	ResourceSliceCount int64  `json:"resourceSliceCount"`
+}
+
+// Device is one device of a slice.
+type Device struct {
+	Name       string                     `json:"name"`
+	Attributes map[string]DeviceAttribute `json:"attributes,omitempty"`
+}
+
+// DeviceAttribute has exactly one field set.
+type DeviceAttribute struct {
+	Int    *int64  `json:"int,omitempty"`
+	Bool   *bool   `json:"bool,omitempty"`
+	String *string `json:"string,omitempty"`
+}
+
+// ResourceClaim is the part of resource.k8s.io/v1 ResourceClaim read.
+type ResourceClaim struct {
+	Metadata ObjectMeta          `json:"metadata"`
+	Status   ResourceClaimStatus `json:"status"`
+}
+
+// ResourceClaimStatus: the allocation, once the scheduler made it.
+type ResourceClaimStatus struct {
+	Allocation *AllocationResult `json:"allocation,omitempty"`
+}
+
+// AllocationResult: the devices allocated.
+type AllocationResult struct {
+	Devices DeviceAllocationResult `json:"devices"`
+}
+
+// DeviceAllocationResult lists every device of every driver.
+type DeviceAllocationResult struct {
+	Results []DeviceRequestAllocationResult `json:"results"`
+}
+
+// DeviceRequestAllocationResult is one device given to one request.
+type DeviceRequestAllocationResult struct {
+	Request string `json:"request"`
+	Driver  string `json:"driver"`
+	Pool    string `json:"pool"`
+	Device  string `json:"device"`
+}
+
+// Limits of resource.k8s.io/v1 (its OpenAPI schema's descriptions).
+const (
+	maxSliceDevices   = 128 // devices in one slice
+	maxAttributes     = 32  // attributes and capacities of one device
+	maxAttributeValue = 64  // characters of a string attribute
+	maxDNSLabel       = 63
+)

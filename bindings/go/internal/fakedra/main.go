@@ -1,0 +1,306 @@
+// SPDX-License-Identifier: MIT
+
+// Command fake-dra is the scripted Kubernetes of rdmad-dra's integration
+// tests and benchmark: the API server of internal/k8sfake (ResourceSlices
+// checked against the published schema of resource.k8s.io/v1) and the
+// kubelet's side of a DRA driver, speaking only through the code
+// generated from the published protos: its plugin watcher finds the
+// driver's registration socket in DIR/plugins_registry (inotify), asks GetInfo,
+// answers NotifyRegistrationStatus, dials the endpoint and follows the
+// health stream (v1alpha1, what kubelets call today).  What happens is
+// printed on stdout, one JSON object a line, "t" the CLOCK_MONOTONIC
+// nanoseconds it happened at (a slice: when its write reached the server):
+//
+//	{"event":"ready","apiserver":URL,"serviceaccount":DIR,"registry":DIR}
+//	{"event":"registered","info":{...},"t":N}
+//	{"event":"pool","complete":B,"devices":{DEV:{"name":N,"ready":B,...}},"t":N}
+//	{"event":"refused","why":TEXT}        a write the API server refused
+//	{"event":"health","devices":{DEV:"HEALTHY"|"UNHEALTHY"|"UNKNOWN"},"t":N}
+//	{"event":"prepare","uid":U,"error":E,"cdi":[...]}
+//	{"event":"unprepare","uid":U,"error":E}
+//	{"event":"error","cmd":C,"error":TEXT}
+//
+// Commands come on stdin, one JSON object a line:
+//
+//	{"cmd":"prepare","uid":U,"name":N,"devices":[DEV...]}  the claim,
+//	                     allocated those devices of this node's pool, is
+//	                     stored in the API server, then prepared
+//	{"cmd":"unprepare","uid":U,"name":N}
+//
+//	fake-dra DIR NODE DRIVER
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/fsnotify/fsnotify"
+	"golang.org/x/sys/unix"
+	"google.golang.org/grpc"
+
+	"github.com/rdmad/rdmad/bindings/go/dra/drav1"
+	"github.com/rdmad/rdmad/bindings/go/dra/healthv1alpha1"
+	"github.com/rdmad/rdmad/bindings/go/dra/pluginregistration"
+	"github.com/rdmad/rdmad/bindings/go/internal/k8sfake"
+)
+
+func now() int64 {
+	var ts unix.Timespec
+	unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts)
+	return ts.Nano()
+}
+
+// mono is @t on CLOCK_MONOTONIC: now, less the time since @t.
+func mono(t time.Time) int64 {
+	return now() - int64(time.Since(t))
+}
+
+type fake struct {
+	api            *k8sfake.Server
+	dir            string
+	node, driver   string
+	mu             sync.Mutex
+	out            *json.Encoder
+	plugin         drav1.DRAPluginClient
+	conn           *grpc.ClientConn
+	cancelWatching func()
+}
+
+func (f *fake) print(v map[string]interface{}) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.out.Encode(v)
+}
+
+func (f *fake) fail(cmd string, err error) {
+	f.print(map[string]interface{}{"event": "error", "cmd": cmd, "error": err.Error()})
+}
+
+// slices prints the pool after each write of a slice.
+func (f *fake) slices() {
+	refused := 0
+	for w := range f.api.Writes {
+		names, complete := f.api.PoolDevices(f.driver, f.node)
+		devs := map[string]interface{}{}
+		for _, n := range names {
+			attrs := map[string]interface{}{}
+			d := f.api.Device(f.driver, f.node, n)
+			a, _ := d["attributes"].(map[string]interface{})
+			for k, v := range a {
+				for _, x := range v.(map[string]interface{}) {
+					attrs[k] = x
+				}
+			}
+			devs[n] = attrs
+		}
+		f.print(map[string]interface{}{"event": "pool", "complete": complete,
+			"devices": devs, "t": mono(w.At)})
+		if r := f.api.Refused(); len(r) > refused {
+			for _, why := range r[refused:] {
+				f.print(map[string]interface{}{"event": "refused", "why": why})
+			}
+			refused = len(r)
+		}
+	}
+}
+
+func dial(path string) (*grpc.ClientConn, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	return grpc.DialContext(ctx, path, grpc.WithInsecure(), grpc.WithBlock(),
+		grpc.WithContextDialer(func(ctx context.Context, a string) (net.Conn, error) {
+			return (&net.Dialer{}).DialContext(ctx, "unix", a)
+		}))
+}
+
+// watch is the plugin watcher: as the kubelet's (pluginwatcher, on
+// inotify), each socket created in plugins_registry is registered, and
+// those there at start.
+func (f *fake) watch(w *fsnotify.Watcher) {
+	dir := filepath.Join(f.dir, "plugins_registry")
+	socks, _ := filepath.Glob(filepath.Join(dir, "*.sock"))
+	for _, s := range socks {
+		go f.registerLogged(s)
+	}
+	for ev := range w.Events {
+		if ev.Op&fsnotify.Create != 0 && strings.HasSuffix(ev.Name, ".sock") {
+			go f.registerLogged(ev.Name)
+		}
+	}
+}
+
+func (f *fake) registerLogged(sock string) {
+	if err := f.register(sock); err != nil {
+		f.fail("register", err)
+	}
+}
+
+func (f *fake) register(sock string) error {
+	c, err := dial(sock)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	reg := pluginregistration.NewRegistrationClient(c)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	info, err := reg.GetInfo(ctx, &pluginregistration.InfoRequest{})
+	if err != nil {
+		return err
+	}
+	ok := info.Type == "DRAPlugin" && info.Name == f.driver
+	var why string
+	if !ok {
+		why = fmt.Sprintf("type %q name %q", info.Type, info.Name)
+	}
+	if _, err := reg.NotifyRegistrationStatus(ctx, &pluginregistration.RegistrationStatus{
+		PluginRegistered: ok, Error: why}); err != nil {
+		return err
+	}
+	if !ok {
+		return fmt.Errorf("refused: %s", why)
+	}
+	conn, err := dial(info.Endpoint)
+	if err != nil {
+		return err
+	}
+	f.mu.Lock()
+	if f.conn != nil {
+		f.conn.Close()
+		f.cancelWatching()
+	}
+	f.conn, f.plugin = conn, drav1.NewDRAPluginClient(conn)
+	hctx, hcancel := context.WithCancel(context.Background())
+	f.cancelWatching = hcancel
+	f.mu.Unlock()
+	f.print(map[string]interface{}{"event": "registered", "t": now(),
+		"info": map[string]interface{}{"type": info.Type, "name": info.Name,
+			"endpoint": info.Endpoint, "versions": info.SupportedVersions}})
+	go f.health(hctx, conn)
+	return nil
+}
+
+// health follows the driver's health stream, again while it ends.
+func (f *fake) health(ctx context.Context, conn *grpc.ClientConn) {
+	for ctx.Err() == nil {
+		st, err := healthv1alpha1.NewDRAResourceHealthClient(conn).NodeWatchResources(ctx,
+			&healthv1alpha1.NodeWatchResourcesRequest{})
+		for err == nil {
+			var m *healthv1alpha1.NodeWatchResourcesResponse
+			if m, err = st.Recv(); err != nil {
+				break
+			}
+			devs := map[string]string{}
+			for _, d := range m.Devices {
+				devs[d.Device.DeviceName] = d.Health.String()
+			}
+			f.print(map[string]interface{}{"event": "health", "devices": devs, "t": now()})
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+type command struct {
+	Cmd     string   `json:"cmd"`
+	UID     string   `json:"uid"`
+	Name    string   `json:"name"`
+	Devices []string `json:"devices"`
+}
+
+func (f *fake) do(c command) {
+	f.mu.Lock()
+	p := f.plugin
+	f.mu.Unlock()
+	if p == nil {
+		f.fail(c.Cmd, fmt.Errorf("no driver registered"))
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	claim := []*drav1.Claim{{Namespace: "default", Uid: c.UID, Name: c.Name}}
+	switch c.Cmd {
+	case "prepare":
+		var rs []k8sfake.Result
+		for _, d := range c.Devices {
+			rs = append(rs, k8sfake.Result{Request: "rdma", Driver: f.driver, Pool: f.node, Device: d})
+		}
+		if err := f.api.PutClaim("default", c.Name, c.UID, rs); err != nil {
+			f.fail(c.Cmd, err)
+			return
+		}
+		r, err := p.NodePrepareResources(ctx, &drav1.NodePrepareResourcesRequest{Claims: claim})
+		if err != nil {
+			f.fail(c.Cmd, err)
+			return
+		}
+		cr := r.Claims[c.UID]
+		cdi := []string{}
+		for _, d := range cr.GetDevices() {
+			cdi = append(cdi, d.CdiDeviceIds...)
+		}
+		f.print(map[string]interface{}{"event": "prepare", "uid": c.UID,
+			"error": cr.GetError(), "cdi": cdi})
+	case "unprepare":
+		r, err := p.NodeUnprepareResources(ctx, &drav1.NodeUnprepareResourcesRequest{Claims: claim})
+		if err != nil {
+			f.fail(c.Cmd, err)
+			return
+		}
+		f.print(map[string]interface{}{"event": "unprepare", "uid": c.UID,
+			"error": r.Claims[c.UID].GetError()})
+	default:
+		f.fail(c.Cmd, fmt.Errorf("unknown command"))
+	}
+}
+
+func main() {
+	if len(os.Args) != 4 {
+		fmt.Fprintln(os.Stderr, "usage: fake-dra DIR NODE DRIVER")
+		os.Exit(2)
+	}
+	schema, err := k8sfake.LoadSchema("")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "fake-dra:", err)
+		os.Exit(1)
+	}
+	f := &fake{api: k8sfake.New(schema), dir: os.Args[1], node: os.Args[2],
+		driver: os.Args[3], out: json.NewEncoder(os.Stdout)}
+	sa := filepath.Join(f.dir, "serviceaccount")
+	reg := filepath.Join(f.dir, "plugins_registry")
+	if err := f.api.ServiceAccount(sa); err == nil {
+		err = os.MkdirAll(reg, 0o755)
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "fake-dra:", err)
+		os.Exit(1)
+	}
+	w, err := fsnotify.NewWatcher()
+	if err == nil {
+		err = w.Add(reg)
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "fake-dra:", err)
+		os.Exit(1)
+	}
+	go f.slices()
+	go f.watch(w)
+	f.print(map[string]interface{}{"event": "ready", "apiserver": f.api.URL,
+		"serviceaccount": sa, "registry": reg})
+	in := bufio.NewScanner(os.Stdin)
+	for in.Scan() {
+		var c command
+		if err := json.Unmarshal(in.Bytes(), &c); err != nil {
+			f.fail("parse", err)
+			continue
+		}
+		f.do(c)
+	}
+}

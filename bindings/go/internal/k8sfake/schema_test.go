@@ -1,0 +1,70 @@
+// SPDX-License-Identifier: MIT
+
+package k8sfake
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+)
+
+const good = `{"apiVersion":"resource.k8s.io/v1","kind":"ResourceSlice",
+ "metadata":{"name":"node-1-rdmad.io-0"},
+ "spec":{"driver":"rdmad.io","nodeName":"node-1",
+  "pool":{"name":"node-1","generation":3,"resourceSliceCount":1},
+  "devices":[{"name":"pci-0000-01-00-0","attributes":{
+   "name":{"string":"mlx5_0"},"numaNode":{"int":1},"ready":{"bool":true},
+   "resource.kubernetes.io/pcieRoot":{"string":"pci0000:00"}}}]}}`
+
+// The checker refuses what the published schema and its descriptions
+// refuse, one defect at a time, and takes the slice without it.
+func TestSliceChecks(t *testing.T) {
+	s, err := LoadSchema("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	check := func(js string) error {
+		var v map[string]interface{}
+		if err := json.Unmarshal([]byte(js), &v); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Validate(v, "io.k8s.api.resource.v1.ResourceSlice"); err != nil {
+			return err
+		}
+		return SliceRules(v)
+	}
+	if err := check(good); err != nil {
+		t.Fatalf("a good slice: %v", err)
+	}
+	many := `"devices":[`
+	for i := 0; i < 128; i++ {
+		many += `{"name":"d` + strings.Repeat("x", i%60) + string(rune('a'+i/60)) + `"},`
+	}
+	for bad, want := range map[string][2]string{
+		"unknown field":           {`"nodeName":"node-1",`, `"nodeName":"node-1","typo":1,`},
+		"type":                    {`"generation":3`, `"generation":"3"`},
+		"integer":                 {`"generation":3`, `"generation":3.5`},
+		"required":                {`"generation":3,`, ``},
+		"count":                   {`"resourceSliceCount":1`, `"resourceSliceCount":0`},
+		"node selection":          {`"nodeName":"node-1",`, `"nodeName":"node-1","allNodes":true,`},
+		"device name":             {`"pci-0000-01-00-0"`, `"pci_0000:01"`},
+		"two values":              {`{"int":1}`, `{"int":1,"bool":true}`},
+		"long string":             {`"mlx5_0"`, `"` + strings.Repeat("x", 65) + `"`},
+		"attribute name":          {`"numaNode"`, `"numa-node"`},
+		"more than 128":           {`"devices":[`, many},
+		"attribute type":          {`{"bool":true}`, `{"bool":"true"}`},
+		"attribute unknown":       {`{"bool":true}`, `{"boolean":true}`},
+		"metadata name":           {`"node-1-rdmad.io-0"`, `"Node_1"`},
+		"attribute not an object": {`{"int":1}`, `[1]`},
+	} {
+		js := strings.Replace(good, want[0], want[1], 1)
+		if js == good {
+			t.Fatalf("%s: the replacement did not apply", bad)
+		}
+		if err := check(js); err == nil {
+			t.Errorf("%s: taken", bad)
+		} else {
+			t.Logf("%s: %v", bad, err)
+		}
+	}
+}
