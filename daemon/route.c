@@ -22,14 +22,6 @@ static bool has_mad_node(const struct device_record *info, const char *mad)
 	return false;
 }
 
-static bool on_netdev(const struct device_record *info, const char *ifname)
-{
-	for (unsigned int i = 0; i < info->nports; i++)
-		if (!strcmp(info->ports[i].netdev, ifname))
-			return true;
-	return false;
-}
-
 /* The name of the first device that has char device @node (@has). */
 static const char *owner(const struct devices *table, const char *node,
 			 bool (*has)(const struct device_record *,
@@ -72,7 +64,7 @@ const struct device *route_netdev(const struct devices *table,
 
 	dev = prev ? devices_next(table, prev) : devices_first(table);
 	for (; dev; dev = devices_next(table, dev))
-		if (on_netdev(device_info(dev), ifname))
+		if (record_has_netdev(device_info(dev), ifname))
 			return dev;
 	return NULL;
 }
