@@ -121,14 +121,6 @@ int grace_rule_parse(const char *value, struct grace_rule *ret, char *why,
 	return alias_rule_parse("grace", end, &ret->match, why, why_size);
 }
 
-static bool any_netdev(const struct device_record *dev, const char *netdev)
-{
-	for (unsigned int i = 0; i < dev->nports; i++)
-		if (!strcmp(dev->ports[i].netdev, netdev))
-			return true;
-	return false;
-}
-
 static bool any_link_layer(const struct device_record *dev, const char *ll)
 {
 	for (unsigned int i = 0; i < dev->nports; i++)
@@ -143,7 +135,7 @@ bool alias_rule_matches(const struct alias_rule *r,
 	return (!r->pci[0] || !strcmp(r->pci, dev->pci_address)) &&
 	       (!r->id[0] || !strcmp(r->id, dev->id)) &&
 	       (!r->guid[0] || !strcasecmp(r->guid, dev->node_guid)) &&
-	       (!r->netdev[0] || any_netdev(dev, r->netdev)) &&
+	       (!r->netdev[0] || record_has_netdev(dev, r->netdev)) &&
 	       (!r->driver[0] || !strcmp(r->driver, dev->driver)) &&
 	       (!r->link_layer[0] || any_link_layer(dev, r->link_layer)) &&
 	       (r->vf < 0 || r->vf == dev->vf);

@@ -84,3 +84,11 @@ int record_equal(const struct device_record *a, const struct device_record *b)
 			return 0;
 	return 1;
 }
+
+bool record_has_netdev(const struct device_record *dev, const char *ifname)
+{
+	for (unsigned int i = 0; i < dev->nports; i++)
+		if (!strcmp(dev->ports[i].netdev, ifname))
+			return true;
+	return false;
+}

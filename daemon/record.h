@@ -89,5 +89,7 @@ int record_equal(const struct device_record *a, const struct device_record *b);
  */
 bool record_same_registration(uint64_t reg_a, const char *uverbs_a,
 			      uint64_t reg_b, const char *uverbs_b);
+/* Has @dev a port on netdev @ifname? */
+bool record_has_netdev(const struct device_record *dev, const char *ifname);
 
 #endif

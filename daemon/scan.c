@@ -22,8 +22,13 @@
  * reads are expected).  No identity is ever built from a half read.
  * Garbage is logged once per episode, not once per event.
  *
- * The kernel deleting a uverbs node (scan_uverbs_gone()) is acted on at
- * once, before any pass: see devices.h, "Removing".
+ * Departure.  What a look sees of a listed device while the kernel takes
+ * it away (torn down, MAD nodes gone first, renamed, its uverbs node
+ * deleted) is read by departure.c's rules (departure.h), which ask sysfs
+ * through the reads here.  The kernel deleting a uverbs node
+ * (scan_uverbs_gone()) is acted on at once, before any pass: see
+ * devices.h, "Removing".  Which device a char device or a netdev names
+ * is route.c's answer.
  *
  * Descriptors.  A local user can fill rdmad's descriptor table (clients,
  * metrics connections); a scan that then fails to open a device's files
@@ -45,8 +50,10 @@
 #include "arrival.h"
 #include "clock.h"
 #include "coalesce.h"
+#include "departure.h"
 #include "devices.h"
 #include "log.h"
+#include "route.h"
 #include "scan.h"
 #include "sysfs.h"
 
@@ -80,6 +87,7 @@ struct scan {
 	uint64_t window_end_ms;	       /* requests before this wait for it */
 	struct arrival *arrival;       /* registrations on their way in */
 	struct event *arrival_timer;   /* the earliest one's wait */
+	struct departure_sysfs sysfs;  /* departure's reads (departure.h) */
 	bool started;		       /* the first full pass is done */
 	bool lost_request;	       /* a request failed (ENOMEM): scan all */
 	bool garbage_logged;	       /* rate limit for garbage warnings */
@@ -167,61 +175,32 @@ static void count_pass(struct scan *scan, enum scan_kind kind, uint64_t start)
 	scan->stats.last_ns[kind] = ns;
 }
 
-static bool in_scan(const struct device_record *devs, size_t n, const char *id)
+/* What departure.c asks of sysfs (departure.h). */
+static int look(void *arg, const char *name)
 {
-	for (size_t i = 0; i < n; i++)
-		if (!strcmp(devs[i].id, id))
-			return true;
-	return false;
+	const struct scan *scan = arg;
+	struct device_record probe;
+	int r = sysfs_scan_device(scan->sysroot, name, &probe);
+
+	record_clear(&probe);
+	return r;
 }
 
-/*
- * A device being unregistered reads as torn down (-EBADMSG, skipped by a
- * full pass) until it is gone: keep it in the pass as it was, without its
- * uverbs, so that the table changes nothing (devices.h "Removing") instead
- * of ending it early.  Returns how many were kept; -ENOMEM.
- */
-static int keep_removing(struct scan *scan, struct device_record **devs,
-			 size_t *n)
+static bool has_mad_class(void *arg)
 {
-	const struct device *d;
-	struct device_record probe, *grown;
-	int kept = 0, r;
+	const struct scan *scan = arg;
 
-	for (d = devices_first(scan->table); d;
-	     d = devices_next(scan->table, d)) {
-		if (device_state(d) != DEVICE_STATE_PRESENT ||
-		    !device_removing(d) ||
-		    in_scan(*devs, *n, device_info(d)->id))
-			continue;
-		r = sysfs_scan_device(scan->sysroot, device_info(d)->name,
-				      &probe);
-		record_clear(&probe);
-		if (r != -EBADMSG)
-			continue;
-		grown = realloc(*devs, (*n + 1) * sizeof(**devs));
-		if (!grown || record_copy(&grown[*n], device_info(d)) < 0) {
-			if (grown)
-				*devs = grown;
-			return -ENOMEM;
-		}
-		*devs = grown;
-		grown[*n].uverbs[0] = '\0';
-		(*n)++;
-		kept++;
-	}
-	return kept;
+	return sysfs_has_class(scan->sysroot, "infiniband_mad");
 }
 
-/*
- * While ib_umad is loaded it takes a device's MAD nodes away only when the
- * device is unregistered, a moment before its uverbs (the kernel removes
- * clients in the reverse order of their registration).  A look in between
- * must not say CHANGED for them just before REMOVING: a known device (the
- * same registration) keeps the MAD nodes it had until ib_umad itself goes
- * (its class with it), and is looked at again (@try is this look) to see
- * whether it did.
- */
+static int ibdev_of_uverbs(void *arg, const char *uverbs,
+			   char ret_name[RECORD_NAME_MAX])
+{
+	const struct scan *scan = arg;
+
+	return sysfs_ibdev_of_uverbs(scan->sysroot, uverbs, ret_name);
+}
+
 static bool look_again(struct scan *scan, const char *name, enum scan_try try);
 static bool held_back(struct scan *scan, const struct device_record *info);
 
@@ -237,42 +216,6 @@ static void hold_back_new(struct scan *scan, struct device_record *devs,
 		record_clear(&devs[i]);
 		devs[i] = devs[--*n];
 	}
-}
-
-/* The present device the table lists as @info's registration, under any
- * name (a rename is the same life): not a new registration plugged while
- * the last is still listed, nor one coming back while a held or away life
- * of it waits. */
-static const struct device *same_life(const struct scan *scan,
-				      const struct device_record *info)
-{
-	const struct device *dev = devices_find_identity(scan->table, info->id);
-
-	if (!dev || device_state(dev) != DEVICE_STATE_PRESENT ||
-	    !record_same_registration(device_info(dev)->reg_key,
-				      device_info(dev)->uverbs, info->reg_key,
-				      info->uverbs))
-		return NULL;
-	return dev;
-}
-
-static void keep_mad_nodes(struct scan *scan, struct device_record *info,
-			   enum scan_try try)
-{
-	const struct device *dev = same_life(scan, info);
-	const struct device_record *known;
-
-	if (!dev)
-		return;
-	known = device_info(dev);
-	if (info->nmad_nodes >= known->nmad_nodes ||
-	    !sysfs_has_class(scan->sysroot, "infiniband_mad"))
-		return;
-	info->nmad_nodes = known->nmad_nodes;
-	memcpy(info->mad_nodes, known->mad_nodes, sizeof(info->mad_nodes));
-	/* rmmod ib_umad removes the nodes, then the class (no uevent): a
-	 * later look that finds the class gone drops them. */
-	look_again(scan, info->name, try);
 }
 
 static int read_all(struct scan *scan)
@@ -299,7 +242,7 @@ static int read_all(struct scan *scan)
 		return r;
 	}
 	hold_back_new(scan, devs, &n);
-	kept = keep_removing(scan, &devs, &n);
+	kept = departure_keep_torn(scan->table, &scan->sysfs, &devs, &n);
 	if (kept < 0) {
 		records_free(devs, n);
 		starved(scan, NULL, kept);
@@ -310,7 +253,9 @@ static int read_all(struct scan *scan)
 	else
 		scan->garbage_logged = false;
 	for (size_t i = 0; i < n; i++)
-		keep_mad_nodes(scan, &devs[i], SCAN_TRY_FIRST);
+		if (departure_keep_mad_nodes(scan->table, &scan->sysfs,
+					     &devs[i]))
+			look_again(scan, devs[i].name, SCAN_TRY_FIRST);
 	r = devices_apply_scan(scan->table, devs, n);
 	scan->started = true;
 	if (r < 0)
@@ -369,7 +314,7 @@ static bool held_back(struct scan *scan, const struct device_record *info)
 	enum arrival_signal signal = ARRIVAL_LOOK_NEW;
 	enum arrival_action action;
 
-	if (!scan->started || same_life(scan, info))
+	if (!scan->started || route_life(scan->table, info))
 		signal = ARRIVAL_LOOK_KNOWN;
 	action = arrival_observe(scan->arrival, info->name, signal,
 				 clock_monotonic_ms());
@@ -414,35 +359,12 @@ void scan_kernel_added(struct scan *scan, const char *ibdev)
 	arrival_says(scan, ibdev, ARRIVAL_KERNEL_ADDED);
 }
 
-static void read_one(struct scan *scan, const char *name, enum scan_try try,
-		     bool follow);
-
-/*
- * A present device whose name has left sysfs may have been renamed
- * (rdma dev set OLD name NEW): its uverbs stays, and names the new one.
- * Looking at the new name first makes the look at the old name, whichever
- * came first, a RENAMED and not a REMOVED then an ADDED.
- */
-static void follow_rename(struct scan *scan, const char *name,
-			  enum scan_try try)
-{
-	const struct device *dev = devices_find(scan->table, name);
-	char now[RECORD_NAME_MAX];
-
-	if (!dev || device_state(dev) != DEVICE_STATE_PRESENT ||
-	    !device_info(dev)->uverbs[0] ||
-	    sysfs_ibdev_of_uverbs(scan->sysroot, device_info(dev)->uverbs,
-				  now) < 0 ||
-	    !strcmp(now, name))
-		return;
-	read_one(scan, now, try, false);
-}
-
 /* Look at @name; @follow: where it is gone, at the name it took. */
 static void read_one(struct scan *scan, const char *name, enum scan_try try,
 		     bool follow)
 {
 	struct device_record info;
+	char now[RECORD_NAME_MAX];
 	int r;
 
 	memset(&info, 0, sizeof(info));
@@ -455,8 +377,9 @@ static void read_one(struct scan *scan, const char *name, enum scan_try try,
 	}
 	fed(scan);
 	if (r == -ENOENT) {
-		if (follow)
-			follow_rename(scan, name, try);
+		if (follow &&
+		    departure_renamed(scan->table, &scan->sysfs, name, now))
+			read_one(scan, now, try, false);
 		arrival_observe(scan->arrival, name, ARRIVAL_LOOK_GONE, 0);
 		r = devices_apply_one(scan->table, name, NULL);
 	} else if (r == -EBADMSG) {
@@ -470,7 +393,8 @@ static void read_one(struct scan *scan, const char *name, enum scan_try try,
 		record_clear(&info);
 		return;
 	} else {
-		keep_mad_nodes(scan, &info, try);
+		if (departure_keep_mad_nodes(scan->table, &scan->sysfs, &info))
+			look_again(scan, name, try);
 		/* The table takes the ports, also on failure. */
 		r = devices_apply_one(scan->table, name, &info);
 	}
@@ -543,6 +467,12 @@ struct scan *scan_new(struct event_base *base, struct devices *table,
 	scan->debounce_ms = opts->debounce_ms;
 	scan->arrival = arrival_new();
 	scan->arrival_timer = evtimer_new(base, on_arrival_timer, scan);
+	scan->sysfs = (struct departure_sysfs){
+		.arg = scan,
+		.look = look,
+		.has_mad_class = has_mad_class,
+		.ibdev_of_uverbs = ibdev_of_uverbs,
+	};
 	scan->sysroot = strdup(opts->sysroot ? opts->sysroot : "/sys");
 	scan->pending = coalesce_new(opts->storm_threshold);
 	scan->retry[SCAN_TRY_FIRST] = coalesce_new(opts->storm_threshold);
@@ -614,93 +544,35 @@ void scan_request(struct scan *scan, const char *ibdev)
 
 unsigned int scan_request_netdev(struct scan *scan, const char *ifname)
 {
-	const struct device *dev;
-	const struct device_record *info;
-	unsigned int n = 0, i;
+	const struct device *dev = NULL;
+	unsigned int n = 0;
 
-	for (dev = devices_first(scan->table); dev;
-	     dev = devices_next(scan->table, dev)) {
-		info = device_info(dev);
-		for (i = 0; i < info->nports; i++) {
-			if (strcmp(info->ports[i].netdev, ifname) != 0)
-				continue;
-			scan_request(scan, info->name);
-			n++;
-			break;
-		}
+	while ((dev = route_netdev(scan->table, dev, ifname))) {
+		scan_request(scan, device_info(dev)->name);
+		n++;
 	}
 	return n;
 }
 
-/* Rescan the device whose char device @node is (@has), or everything
- * when no known device has it. */
-static void request_owner(struct scan *scan, const char *node,
-			  bool (*has)(const struct device_record *,
-				      const char *))
-{
-	const struct device *dev;
-
-	for (dev = devices_first(scan->table); dev;
-	     dev = devices_next(scan->table, dev)) {
-		if (has(device_info(dev), node)) {
-			scan_request(scan, device_info(dev)->name);
-			return;
-		}
-	}
-	scan_request(scan, NULL);
-}
-
-static bool has_uverbs(const struct device_record *info, const char *uverbs)
-{
-	return !strcmp(info->uverbs, uverbs);
-}
-
-static bool has_mad_node(const struct device_record *info, const char *mad)
-{
-	for (unsigned int i = 0; i < info->nmad_nodes; i++)
-		if (!strcmp(info->mad_nodes[i], mad))
-			return true;
-	return false;
-}
-
 void scan_request_uverbs(struct scan *scan, const char *uverbs)
 {
-	request_owner(scan, uverbs, has_uverbs);
+	scan_request(scan, route_uverbs(scan->table, uverbs));
 }
 
 void scan_request_mad(struct scan *scan, const char *mad)
 {
-	request_owner(scan, mad, has_mad_node);
-}
-
-/* The name of the present device with char device @uverbs, or NULL. */
-static const char *name_of_uverbs(const struct scan *scan, const char *uverbs)
-{
-	const struct device *d;
-
-	for (d = devices_first(scan->table); d;
-	     d = devices_next(scan->table, d))
-		if (device_state(d) == DEVICE_STATE_PRESENT &&
-		    !strcmp(device_info(d)->uverbs, uverbs))
-			return device_info(d)->name;
-	return NULL;
+	scan_request(scan, route_mad(scan->table, mad));
 }
 
 void scan_uverbs_gone(struct scan *scan, const char *uverbs)
 {
-	const char *name = name_of_uverbs(scan, uverbs);
-	char now[RECORD_NAME_MAX];
+	const char *name = route_present_uverbs(scan->table, uverbs);
 
 	if (!name) {
 		scan_request(scan, NULL);
 		return;
 	}
-	/* Minors are reused at once: a removal read after the same uverbsN
-	 * came back for a device of that name does not end it (its scan
-	 * tells whether it is a new registration); one taken by another
-	 * device does. */
-	if (sysfs_ibdev_of_uverbs(scan->sysroot, uverbs, now) < 0 ||
-	    strcmp(now, name) != 0)
+	if (departure_uverbs_ends(&scan->sysfs, name, uverbs))
 		devices_uverbs_gone(scan->table, uverbs);
 	scan_request_uverbs(scan, uverbs);
 }

@@ -40,7 +40,8 @@ void scan_kernel_added(struct scan *scan, const char *ibdev);
  * forgets the device (the first pass may still find it). */
 void scan_request_removed(struct scan *scan, const char *ibdev);
 /* Ask for a rescan of every device with a port on netdev @ifname; returns
- * how many were asked for (udev and rtnetlink know netdevs, not devices). */
+ * how many were asked for (udev and rtnetlink know netdevs, not devices).
+ * Here and below, which device a name stands for is route.h's answer. */
 unsigned int scan_request_netdev(struct scan *scan, const char *ifname);
 /* Ask for a rescan of the device behind char device @uverbs ("uverbs3"),
  * or of everything when no device in the table has it. */
@@ -48,9 +49,10 @@ void scan_request_uverbs(struct scan *scan, const char *uverbs);
 /* Ask for a rescan of the device with ib_umad char device @mad ("umad0",
  * "issm0"), or of everything when no device in the table has it. */
 void scan_request_mad(struct scan *scan, const char *mad);
-/* The kernel removed char device @uverbs: unless sysfs has it again, the
- * device that had it is REMOVING now (devices_uverbs_gone()), before any
- * scan; then it is rescanned as scan_request_uverbs() does. */
+/* The kernel removed char device @uverbs: unless sysfs has it again for
+ * the same name (departure.c, rule 4), the present device that had it is
+ * REMOVING now (devices_uverbs_gone()), before any scan; then it is
+ * rescanned as scan_request_uverbs() does. */
 void scan_uverbs_gone(struct scan *scan, const char *uverbs);
 
 /* Passes over sysfs since start, and the time they took (for metrics). */
