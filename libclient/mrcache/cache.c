@@ -421,7 +421,9 @@ RDMAD_EXPORT int rdmad_mr_cache_put(struct rdmad_mr_cache *cache,
 	if (!cache || !mr)
 		return -EINVAL;
 
-	if (hinted(h, cache) &&
+	/* The hint's entry, if it has stayed in the index: a dead entry's
+	 * old MR pointer may since name another entry's MR. */
+	if (hinted(h, cache) && gen_of(cache) == h->gen &&
 	    __atomic_load_n(&h->entry->mr, __ATOMIC_RELAXED) == mr) {
 		e = h->entry;
 	} else {

@@ -218,6 +218,7 @@ void mrc_reap(struct rdmad_mr_cache *c)
 			sched_yield();
 		if (!e->orphan)
 			c->ops.dereg(e->mr);
+		__atomic_store_n(&e->mr, NULL, __ATOMIC_RELAXED);
 		pthread_mutex_lock(&c->lock);
 		c->stats.bytes_pinned -= span(e);
 		mrc_push(&c->pool, e);
