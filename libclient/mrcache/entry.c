@@ -58,7 +58,8 @@ struct mrc_entry *mrc_entry_alloc(struct rdmad_mr_cache *c)
 		e->refcnt = MRC_CLAIMED;
 	}
 	c->pool = e == c->pool ? e->next : c->pool;
-	e->dead = e->orphan = e->cached = false;
+	__atomic_store_n(&e->dead, false, __ATOMIC_SEQ_CST);
+	e->orphan = e->cached = false;
 	__atomic_store_n(&e->recent, false, __ATOMIC_RELAXED);
 	e->lru_prev = e->lru_next = e->next = NULL;
 	return e;
@@ -143,7 +144,8 @@ static void push_dead(struct rdmad_mr_cache *c, struct mrc_entry *e)
 
 static void retire(struct rdmad_mr_cache *c, struct mrc_entry *e)
 {
-	e->dead = true;
+	/* Before the claim: a last put that the claim missed sees it. */
+	__atomic_store_n(&e->dead, true, __ATOMIC_SEQ_CST);
 	c->stats.entries--;
 	c->stats.bytes_cached -= span(e);
 	mrc_lru_unlink(c, e);
@@ -172,11 +174,14 @@ void mrc_retire_range(struct rdmad_mr_cache *c, size_t first, size_t n)
 static void settle(struct rdmad_mr_cache *c, struct mrc_entry *e)
 {
 	pthread_mutex_lock(&c->lock);
-	if ((!e->cached || e->dead) && claim(e) && unlink_from(&c->detached, e))
+	if ((!e->cached || __atomic_load_n(&e->dead, __ATOMIC_SEQ_CST)) &&
+	    claim(e) && unlink_from(&c->detached, e))
 		push_dead(c, e);
 	pthread_mutex_unlock(&c->lock);
 }
 
+/* The entry may have been recycled since the increment: settle() looks
+ * under the lock at what it is now. */
 void mrc_entry_undo(struct rdmad_mr_cache *c, struct mrc_entry *e)
 {
 	if (__atomic_sub_fetch(&e->refcnt, 1, __ATOMIC_SEQ_CST) == 0)
@@ -186,6 +191,7 @@ void mrc_entry_undo(struct rdmad_mr_cache *c, struct mrc_entry *e)
 int mrc_entry_drop(struct rdmad_mr_cache *c, struct mrc_entry *e)
 {
 	unsigned int old = load(&e->refcnt);
+	bool cached = e->cached; /* fixed while the caller counts in it */
 
 	do {
 		if (old == 0 || old >= MRC_CLAIMED)
@@ -193,7 +199,12 @@ int mrc_entry_drop(struct rdmad_mr_cache *c, struct mrc_entry *e)
 	} while (!__atomic_compare_exchange_n(&e->refcnt, &old, old - 1, false,
 					      __ATOMIC_SEQ_CST,
 					      __ATOMIC_SEQ_CST));
-	if (old == 1)
+	/* A cached entry still in the index just goes idle, without the
+	 * lock.  A retire that missed this count set dead before its claim,
+	 * and an entry it left detached waits for this drop; settle() looks
+	 * again under the lock, so a spurious call is harmless. */
+	if (old == 1 &&
+	    (!cached || __atomic_load_n(&e->dead, __ATOMIC_SEQ_CST)))
 		settle(c, e);
 	return 0;
 }
