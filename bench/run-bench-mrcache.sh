@@ -38,16 +38,18 @@ for line in open(sys.argv[1]):
         f[(m[1], int(m[2]))] = float(m[3])
 def g(name, size):
     return f.get((name, size))
-print("\n%-8s %10s %10s %10s %10s %10s %8s %8s" % (
-    "size", "reg+dereg", "reg", "miss", "hit", "fi-uffd", "hit/fi", "miss/reg"))
-for size in sorted({s for (_, s) in f if _ == "verbs-pair"}):
+print("\n%-8s %10s %10s %10s %8s %9s %9s %9s %8s" % (
+    "size", "reg+dereg", "reg", "miss", "hit", "fi-uffd", "fi-hooks",
+    "hit/fi", "miss/reg"))
+for size in sorted({s for (n, s) in f if n == "verbs-pair"}):
     pair, reg, miss, hit = (g(n, size) for n in (
         "verbs-pair", "verbs-reg", "cache-miss", "cache-hit"))
-    fu = g("uffd-hit", size)
-    print("%-8s %9.0fn %9.0fn %9.0fn %9.0fn %9s %8s %7.2fx" % (
+    fu, fm = g("uffd-hit", size), g("memhooks-hit", size)
+    best = min(x for x in (fu, fm) if x) if (fu or fm) else None
+    print("%-8s %9.0fn %9.0fn %9.0fn %7.0fn %9s %9s %9s %7.2fx" % (
         "%dK" % (size // 1024), pair, reg, miss, hit,
-        "%.0fn" % fu if fu else "-",
-        "%.2fx" % (hit / fu) if fu else "-", miss / reg))
+        "%.0fn" % fu if fu else "-", "%.0fn" % fm if fm else "-",
+        "%.2fx" % (hit / best) if best else "-", miss / reg))
 mib = 1 << 20
 rows = [("no cache", g("remap-nocache", mib), None),
         ("librdmad", g("remap-cache", mib), g("munmap-cached", mib)),

@@ -120,12 +120,49 @@ void mrc_cache_unlock(struct rdmad_mr_cache *c)
 	pthread_mutex_unlock(&c->lock);
 }
 
+/* ---- ranges watched ------------------------------------------------------ */
+
+static bool overlaps(const struct mrc_range *r, uintptr_t start, uintptr_t end)
+{
+	return r->start < end && start < r->end;
+}
+
+/* Watch [start, end) unless a range this cache watched covers it: 0, or
+ * -errno when it cannot be watched. */
+static int watch(struct rdmad_mr_cache *c, uintptr_t start, uintptr_t end)
+{
+	const size_t n = sizeof(c->watched) / sizeof(c->watched[0]);
+	size_t i;
+	int err;
+
+	for (i = 0; i < n; i++)
+		if (c->watched[i].start <= start && end <= c->watched[i].end)
+			return 0;
+	err = mrc_monitor_watch(start, end);
+	if (!err)
+		c->watched[c->watched_next++ % n] =
+			(struct mrc_range){start, end};
+	return err;
+}
+
+/* The monitor's: the range's mappings may be gone, and new ones are not
+ * watched.  Allocates nothing. */
+static void unwatched(struct rdmad_mr_cache *c, uintptr_t start, uintptr_t end)
+{
+	size_t i;
+
+	for (i = 0; i < sizeof(c->watched) / sizeof(c->watched[0]); i++)
+		if (overlaps(&c->watched[i], start, end))
+			c->watched[i] = (struct mrc_range){0, 0};
+}
+
 void mrc_cache_invalidate(struct rdmad_mr_cache *c, uintptr_t start,
 			  uintptr_t end)
 {
 	size_t first, n;
 
 	pthread_mutex_lock(&c->lock);
+	unwatched(c, start, end);
 	n = mrc_index_overlapping(&c->index, start, end, &first);
 	c->stats.invalidations += n;
 	mrc_retire_range(c, first, n);
@@ -336,7 +373,7 @@ static struct mrc_entry *miss(struct rdmad_mr_cache *c, uintptr_t start,
 		return NULL;
 	mrc_retire_range(c, first, n);
 	if (!make_room(c, end - start) ||
-	    (c->watch && mrc_monitor_watch(start, end) < 0)) {
+	    (c->watch && watch(c, start, end) < 0)) {
 		mrc_entry_unalloc(c, e);
 		return PASS;
 	}

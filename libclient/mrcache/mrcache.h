@@ -128,6 +128,13 @@ struct rdmad_mr_cache {
 	struct mrc_entry *detached;
 	struct mrc_entry *dead; /* read without the lock by mrc_reap() */
 	struct mrc_entry *pool;
+	/* Ranges this cache watched that no UNMAP or REMAP has touched
+	 * since: still watched, so a miss inside one needs no ioctl. */
+	struct mrc_range {
+		uintptr_t start;
+		uintptr_t end;
+	} watched[32];
+	unsigned int watched_next;
 	struct rdmad_mr_cache_stats stats; /* hits: atomic */
 };
 
