@@ -332,7 +332,7 @@ static int enter(struct rdmad_mr_cache *c, struct mrc_entry *e)
 {
 	struct ibv_mr *mr =
 		c->ops.reg(c->pd, (void *)e->start, span(e), e->access);
-	int err = mr ? 0 : -errno;
+	int err = mr ? 0 : errno ? -errno : -EIO;
 
 	/* Atomic: a put compares its MR with a hint's entry unlocked. */
 	__atomic_store_n(&e->mr, mr, __ATOMIC_RELAXED);
