@@ -69,6 +69,11 @@ class Lines(Child):
         for line in self.proc.stdout:
             self.q.put(json.loads(line))
 
+    def send(self, **cmd):
+        """One command, a JSON line on the child's stdin."""
+        self.proc.stdin.write(json.dumps(cmd) + "\n")
+        self.proc.stdin.flush()
+
     def expect(self, pred, what, timeout=rdmatb.DEADLINE):
         deadline = time.monotonic() + timeout
         seen = []
@@ -90,10 +95,6 @@ class Kubelet(Lines):
     def __init__(self, directory, stderr):
         super().__init__([KUBELET, directory], stderr)
         self.expect(lambda o: o["event"] == "ready", "ready")
-
-    def send(self, **cmd):
-        self.proc.stdin.write(json.dumps(cmd) + "\n")
-        self.proc.stdin.flush()
 
     def registrations(self, what, n=2):
         """The next @n registrations (one a resource), by resource."""
@@ -127,17 +128,22 @@ class Kubelet(Lines):
             self.q.put(obj)
 
 
-class PluginTest(DaemonTest):
+class GoProgramTest(DaemonTest):
+    """Go programs beside the real rdmad: skipped where @PROGRAMS were not
+    built; their stderr in go.log, printed at the end; an rdmad.conf with
+    an alias; the latencies a test measures, printed and appended to
+    $RDMAD_K8S_FIGURES."""
+    PROGRAMS = ()
+    NEEDS = "go, protoc-gen-go-grpc, Debian's grpc"
+    LATENCY = "latency"
+
     def setUp(self):
         super().setUp()
-        for path in (PLUGIN, CDI, KUBELET):
+        for path in self.PROGRAMS:
             if not os.path.exists(path):
-                self.skipTest("%s not built (needs go, protoc-gen-go-grpc, "
-                              "Debian's grpc and CDI library: "
-                              "scripts/install-deps.sh)" % path)
+                self.skipTest("%s not built (needs %s: "
+                              "scripts/install-deps.sh)" % (path, self.NEEDS))
         self.procs = []
-        self.kdir = os.path.join(self.work, "device-plugins")
-        os.mkdir(self.kdir)
         self.log = open(os.path.join(self.work, "go.log"), "w+")
         self.conf = os.path.join(self.work, "rdmad.conf")
         with open(self.conf, "w") as f:
@@ -152,13 +158,24 @@ class PluginTest(DaemonTest):
         print(self.log.read())
         self.log.close()
         if self.latency:
-            print("ListAndWatch latency: " + ", ".join(
+            print("%s: " % self.LATENCY + ", ".join(
                 "%s %.1f ms" % kv for kv in self.latency.items()))
             if FIGURES:
                 with open(FIGURES, "a") as f:
                     f.write(json.dumps({"test": self.id(),
                                         "latency_ms": self.latency}) + "\n")
         super().tearDown()
+
+
+class PluginTest(GoProgramTest):
+    PROGRAMS = (PLUGIN, CDI, KUBELET)
+    NEEDS = "go, protoc-gen-go-grpc, Debian's grpc and CDI library"
+    LATENCY = "ListAndWatch latency"
+
+    def setUp(self):
+        super().setUp()
+        self.kdir = os.path.join(self.work, "device-plugins")
+        os.mkdir(self.kdir)
 
     def start(self, config=CONFIG):
         self.start_daemon(config=self.conf)

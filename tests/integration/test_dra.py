@@ -18,8 +18,7 @@ import re
 import shutil
 
 import rdmatb
-from rdmatb import DaemonTest
-from test_device_plugin import Child, Lines
+from test_device_plugin import Child, GoProgramTest, Lines
 
 GO_BUILD = os.path.join(rdmatb.BUILD, "bindings", "go")
 DRA = os.path.join(GO_BUILD, "rdmad-dra")
@@ -41,10 +40,6 @@ class Kube(Lines):
         os.environ["RDMAD_SOURCE_ROOT"] = SRC
         super().__init__([FAKE, directory, NODE, DRIVER], stderr)
         self.ready = self.expect(lambda o: o["event"] == "ready", "ready")
-
-    def send(self, **cmd):
-        self.proc.stdin.write(json.dumps(cmd) + "\n")
-        self.proc.stdin.flush()
 
     def _read(self):
         self.last = {}
@@ -75,36 +70,8 @@ class Kube(Lines):
                            o["t"] >= since and ok(o), what)
 
 
-class DRATest(DaemonTest):
-    def setUp(self):
-        super().setUp()
-        for path in (DRA, FAKE):
-            if not os.path.exists(path):
-                self.skipTest("%s not built (needs go, protoc-gen-go-grpc, "
-                              "Debian's grpc: scripts/install-deps.sh)"
-                              % path)
-        self.procs = []
-        self.log = open(os.path.join(self.work, "go.log"), "w+")
-        self.conf = os.path.join(self.work, "rdmad.conf")
-        with open(self.conf, "w") as f:
-            f.write("[lifecycle]\ngrace_vf_ms = 60000\n"
-                    "[alias]\nfast%d = link_layer:InfiniBand\n")
-        self.latency = {}
-
-    def tearDown(self):
-        for p in self.procs:
-            p.close()
-        self.log.seek(0)
-        print(self.log.read())
-        self.log.close()
-        if self.latency:
-            print("latency: " + ", ".join(
-                "%s %.1f ms" % kv for kv in self.latency.items()))
-            if FIGURES:
-                with open(FIGURES, "a") as f:
-                    f.write(json.dumps({"test": self.id(),
-                                        "latency_ms": self.latency}) + "\n")
-        super().tearDown()
+class DRATest(GoProgramTest):
+    PROGRAMS = (DRA, FAKE)
 
     def start(self):
         self.start_daemon(config=self.conf)
