@@ -39,41 +39,15 @@ done
 echo "load: $(uptime)"
 exec umockdev-wrapper /usr/bin/python3 - <<'PY'
 import json, os, queue, re, subprocess, sys, tempfile, threading, time
+import benchk8s
 import rdmatb
+from benchk8s import lines, pct, until
+
+benchk8s.name = "bench-dra"
 
 PAUSE_MS = 50
 plugs = int(os.environ["BENCH_DRA_PLUGS"])
 go = os.path.join(rdmatb.BUILD, "bindings", "go")
-
-
-def lines(argv, stderr):
-    """A child whose stdout lines go into a queue with their receipt time."""
-    p = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                         stderr=stderr, text=True)
-    q = queue.Queue()
-
-    def read():
-        for line in p.stdout:
-            q.put((time.monotonic_ns(), line))
-    threading.Thread(target=read, daemon=True).start()
-    return p, q
-
-
-def until(q, pred, what):
-    """The first item @pred takes, and its time."""
-    deadline = time.monotonic() + rdmatb.DEADLINE
-    while True:
-        try:
-            t, item = q.get(timeout=max(0.01, deadline - time.monotonic()))
-        except queue.Empty:
-            sys.exit("bench-dra: no %s in %d s" % (what, rdmatb.DEADLINE))
-        if pred(item):
-            return t, item
-
-
-def pct(xs, p):
-    xs = sorted(xs)
-    return xs[min(len(xs) - 1, int(round(p / 100.0 * (len(xs) - 1))))]
 
 
 def dev_name(identity):
@@ -154,19 +128,7 @@ for p in procs:
     p.wait()
 d.stop()
 
-print("%d plugs and unplugs, one device each, %d ms apart (ms from the "
-      "uevent)" % (plugs, PAUSE_MS))
-print("%-14s %9s %9s %9s  %s" % ("", "p50", "p99", "max", "p99 / floor"))
-for kind in ("plug", "unplug"):
-    floor = pct(res[kind + " watch"], 99)
-    for what in ("watch", "slice", "health"):
-        xs = res[kind + " " + what]
-        print("%-14s %9.2f %9.2f %9.2f  %.2f" % (
-            kind + " " + what, pct(xs, 50), pct(xs, 99), max(xs),
-            pct(xs, 99) / floor))
-print("after rdmad's event (as rdmad-watch printed it):")
-for k, xs in after.items():
-    print("%-14s %9.2f %9.2f %9.2f" % (k, pct(xs, 50), pct(xs, 99), max(xs)))
+benchk8s.table(res, after, ("slice", "health"), plugs, PAUSE_MS)
 target = 100.0
 worst = max(pct(xs, 99) for xs in after.values())
 print("target: ResourceSlice and health within %.0f ms of rdmad's event: "

@@ -40,25 +40,22 @@ echo "load: $(uptime)"
 exec umockdev-wrapper /usr/bin/python3 - <<'PY'
 import ctypes, json, os, queue, select, struct, subprocess, sys, tempfile
 import threading, time
+import benchk8s
 import rdmatb
+from benchk8s import lines, pct
+
+benchk8s.name = "bench-k8s"
+
+
+def until(q, pred, what):
+    """The time of the first item of @q that @pred takes."""
+    return benchk8s.until(q, pred, what)[0]
+
 
 PAUSE_MS = 50
 POLL_S = 60.0
 plugs = int(os.environ["BENCH_K8S_PLUGS"])
 go = os.path.join(rdmatb.BUILD, "bindings", "go")
-
-
-def lines(argv, stderr):
-    """A child whose stdout lines go into a queue with their receipt time."""
-    p = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                         stderr=stderr, text=True)
-    q = queue.Queue()
-
-    def read():
-        for line in p.stdout:
-            q.put((time.monotonic_ns(), line))
-    threading.Thread(target=read, daemon=True).start()
-    return p, q
 
 
 class SpecWatch:
@@ -88,22 +85,6 @@ class SpecWatch:
                     with open(self.path) as f:
                         names = {d["name"] for d in json.load(f)["devices"]}
                     self.q.put((t, names))
-
-
-def until(q, pred, what):
-    deadline = time.monotonic() + rdmatb.DEADLINE
-    while True:
-        try:
-            t, item = q.get(timeout=max(0.01, deadline - time.monotonic()))
-        except queue.Empty:
-            sys.exit("bench-k8s: no %s in %d s" % (what, rdmatb.DEADLINE))
-        if pred(item):
-            return t
-
-
-def pct(xs, p):
-    xs = sorted(xs)
-    return xs[min(len(xs) - 1, int(round(p / 100.0 * (len(xs) - 1))))]
 
 
 work = tempfile.mkdtemp(prefix="rdmad-bench-k8s-")
@@ -188,19 +169,7 @@ for p in procs:
     p.wait()
 d.stop()
 
-print("%d plugs and unplugs, one device each, %d ms apart (ms from the "
-      "uevent)" % (plugs, PAUSE_MS))
-print("%-14s %9s %9s %9s  %s" % ("", "p50", "p99", "max", "p99 / floor"))
-for kind in ("plug", "unplug"):
-    floor = pct(res[kind + " watch"], 99)
-    for what in ("watch", "list", "spec"):
-        xs = res[kind + " " + what]
-        print("%-14s %9.2f %9.2f %9.2f  %.2f" % (
-            kind + " " + what, pct(xs, 50), pct(xs, 99), max(xs),
-            pct(xs, 99) / floor))
-print("after rdmad's event (as rdmad-watch printed it):")
-for k, xs in after.items():
-    print("%-14s %9.2f %9.2f %9.2f" % (k, pct(xs, 50), pct(xs, 99), max(xs)))
+benchk8s.table(res, after, ("list", "spec"), plugs, PAUSE_MS)
 lp50, lp99 = pct(res["plug list"], 50), pct(res["plug list"], 99)
 print("60 s poll (model: uniform 0..60 s): p50 %.0f ms, p99 %.0f ms; "
       "ListAndWatch after a plug is %.0fx sooner at p50, %.0fx at p99"
