@@ -349,7 +349,6 @@ static int enter(struct rdmad_mr_cache *c, struct mrc_entry *e)
 	mrc_index_insert(&c->index, e);
 	mrc_lru_append(c, e);
 	c->stats.misses++;
-	c->stats.entries++;
 	c->stats.bytes_cached += span(e);
 	c->stats.bytes_pinned += span(e);
 	return 0;
@@ -654,6 +653,7 @@ RDMAD_EXPORT int rdmad_mr_cache_get_stats(struct rdmad_mr_cache *cache,
 	pthread_mutex_lock(&cache->lock);
 	now = cache->stats;
 	now.hits = __atomic_load_n(&cache->stats.hits, __ATOMIC_RELAXED);
+	now.entries = cache->index.count;
 	now.in_use = mrc_in_use(cache);
 	pthread_mutex_unlock(&cache->lock);
 	memcpy(stats, &now, size);

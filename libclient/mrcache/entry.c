@@ -146,7 +146,6 @@ static void retire(struct rdmad_mr_cache *c, struct mrc_entry *e)
 {
 	/* Before the claim: a last put that the claim missed sees it. */
 	__atomic_store_n(&e->dead, true, __ATOMIC_SEQ_CST);
-	c->stats.entries--;
 	c->stats.bytes_cached -= span(e);
 	mrc_lru_unlink(c, e);
 	if (claim(e))

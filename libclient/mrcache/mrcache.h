@@ -135,7 +135,8 @@ struct rdmad_mr_cache {
 		uintptr_t end;
 	} watched[32];
 	unsigned int watched_next;
-	struct rdmad_mr_cache_stats stats; /* hits: atomic */
+	/* hits atomic; entries and in_use counted when asked */
+	struct rdmad_mr_cache_stats stats;
 };
 
 /* A free entry, claimed (refcnt MRC_CLAIMED), or NULL. */
