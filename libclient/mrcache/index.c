@@ -121,16 +121,6 @@ void mrc_index_remove(struct mrc_index *index, size_t first, size_t n)
 	index->hint = 0;
 }
 
-struct mrc_entry *mrc_index_starting(const struct mrc_index *index,
-				     uintptr_t start)
-{
-	size_t i = upper_bound(index, start);
-
-	if (i == 0 || index->starts[i - 1] != start)
-		return NULL;
-	return index->entries[i - 1];
-}
-
 long mrc_index_find(const struct mrc_index *index,
 		    const struct mrc_entry *entry)
 {

@@ -70,9 +70,6 @@ size_t mrc_index_overlapping(const struct mrc_index *index, uintptr_t start,
 void mrc_index_insert(struct mrc_index *index, struct mrc_entry *entry);
 /* Remove the @n entries at @first; allocates and frees nothing. */
 void mrc_index_remove(struct mrc_index *index, size_t first, size_t n);
-/* The entry starting at @start, or NULL. */
-struct mrc_entry *mrc_index_starting(const struct mrc_index *index,
-				     uintptr_t start);
 /* Position of @entry, or -1 when it is not in the index. */
 long mrc_index_find(const struct mrc_index *index,
 		    const struct mrc_entry *entry);

@@ -200,8 +200,6 @@ static void test_index(void)
 	CHECK(first == 0 && n == 3);
 	n = mrc_index_overlapping(&ix, 0x9fff, 0xa000, &first);
 	CHECK(first == 2 && n == 1);
-	CHECK(mrc_index_starting(&ix, 0x3000) == e[0]);
-	CHECK(!mrc_index_starting(&ix, 0x3001));
 	CHECK(mrc_index_find(&ix, e[2]) == 2);
 	mrc_index_remove(&ix, 1, 1);
 	CHECK(ix.count == 2 && ix.entries[1] == e[2], "removed the middle");
