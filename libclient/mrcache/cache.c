@@ -169,13 +169,36 @@ void mrc_cache_invalidate(struct rdmad_mr_cache *c, uintptr_t start,
 	pthread_mutex_unlock(&c->lock);
 }
 
+/* ---- the mode ---------------------------------------------------------------
+ *
+ *   from \ to       CACHING  UNWATCHED  NO_MONITOR  FORKED  LEAVING
+ *   (new)           monitor started    no monitor
+ *   CACHING            -     test only      -        fork    device leaves
+ *   UNWATCHED          -        -           -        fork    device leaves
+ *   NO_MONITOR         -     test only      -        fork    device leaves
+ *   FORKED             -        -           -         -        -
+ *   LEAVING            -        -           -        fork      -
+ *
+ * FORKED and LEAVING are for good: the entries leave the index with the
+ * step into them (a child's are the parent's MRs; a leaving device's PD
+ * dies with it), and every later get passes through.
+ */
+static void set_mode(struct rdmad_mr_cache *c, enum mrc_mode mode)
+{
+	if (c->mode == MRC_FORKED ||
+	    (c->mode == MRC_LEAVING && mode != MRC_FORKED))
+		return;
+	c->mode = mode;
+	if (mode == MRC_FORKED || mode == MRC_LEAVING)
+		mrc_retire_range(c, 0, c->index.count);
+}
+
 static void leaving(struct rdmad_mr_cache *c, const void *device)
 {
 	if (strcmp(c->device, device))
 		return;
 	pthread_mutex_lock(&c->lock);
-	c->leaving = true;
-	mrc_retire_range(c, 0, c->index.count);
+	set_mode(c, MRC_LEAVING);
 	pthread_mutex_unlock(&c->lock);
 	mrc_reap(c);
 }
@@ -193,8 +216,7 @@ void mrc_cache_forked(struct rdmad_mr_cache *c)
 {
 	struct mrc_entry *e;
 
-	c->forked = true;
-	mrc_retire_range(c, 0, c->index.count);
+	set_mode(c, MRC_FORKED);
 	for (e = c->dead; e; e = e->next)
 		e->orphan = true;
 	for (e = c->detached; e; e = e->next)
@@ -203,16 +225,15 @@ void mrc_cache_forked(struct rdmad_mr_cache *c)
 
 void mrc_cache_unmonitored(struct rdmad_mr_cache *c)
 {
-	c->monitored = true;
-	c->watch = false;
-	c->why = "none: unmonitored for a test, stale entries possible";
+	if (c->mode == MRC_CACHING || c->mode == MRC_NO_MONITOR)
+		set_mode(c, MRC_UNWATCHED);
 }
 
 /* ---- get ---------------------------------------------------------------- */
 
 static bool cacheable(const struct rdmad_mr_cache *c, int access)
 {
-	if (!c->monitored || c->forked || c->leaving)
+	if (c->mode != MRC_CACHING && c->mode != MRC_UNWATCHED)
 		return false;
 	if (access & ~CACHEABLE_ACCESS)
 		return false;
@@ -372,7 +393,7 @@ static struct mrc_entry *miss(struct rdmad_mr_cache *c, uintptr_t start,
 		return NULL;
 	mrc_retire_range(c, first, n);
 	if (!make_room(c, end - start) ||
-	    (c->watch && watch(c, start, end) < 0)) {
+	    (c->mode == MRC_CACHING && watch(c, start, end) < 0)) {
 		mrc_entry_unalloc(c, e);
 		return PASS;
 	}
@@ -407,7 +428,7 @@ static struct mrc_entry *lookup(struct rdmad_mr_cache *c, uintptr_t start,
 {
 	struct mrc_entry *e = PASS;
 
-	if (c->monitored)
+	if (c->mode == MRC_CACHING)
 		mrc_monitor_quiesce();
 	pthread_mutex_lock(&c->lock);
 	if (cacheable(c, access)) {
@@ -559,8 +580,8 @@ struct rdmad_mr_cache *mrc_cache_new_ops(struct ibv_pd *pd,
 	c->pd = pd;
 	c->ops = *ops;
 	strncpy(c->device, device ? device : "", sizeof(c->device) - 1);
-	c->monitored = mrc_monitor_start(&c->why) == 0;
-	c->watch = true;
+	c->mode =
+		mrc_monitor_start(&c->why) == 0 ? MRC_CACHING : MRC_NO_MONITOR;
 	/* Last: from here the monitor and leaving devices see it. */
 	err = mrc_monitor_add(c);
 	if (!err)
@@ -677,9 +698,16 @@ rdmad_mr_cache_get_reason(const struct rdmad_mr_cache *cache)
 {
 	if (!cache)
 		return NULL;
-	if (cache->forked)
+	switch (cache->mode) {
+	case MRC_UNWATCHED:
+		return "none: unmonitored for a test, stale entries possible";
+	case MRC_FORKED:
 		return "a forked child's copy: its entries are the parent's";
-	if (cache->leaving)
+	case MRC_LEAVING:
 		return "its device is leaving (RDMAD_EVENT_REMOVING)";
+	case MRC_CACHING:
+	case MRC_NO_MONITOR:
+		break;
+	}
 	return cache->why;
 }

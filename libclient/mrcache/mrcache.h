@@ -103,6 +103,15 @@ struct mrc_ops {
 	int (*dereg)(struct ibv_mr *mr);
 };
 
+/* What a cache does with a get: cache.c's table. */
+enum mrc_mode {
+	MRC_CACHING,	/* watched by the monitor, then cached */
+	MRC_UNWATCHED,	/* tests only: cached without watching */
+	MRC_NO_MONITOR, /* no monitor could be had: passes through */
+	MRC_FORKED,	/* a child's copy: passes through */
+	MRC_LEAVING,	/* its device began to leave: passes through */
+};
+
 struct rdmad_mr_cache {
 	pthread_mutex_t lock;
 	uint64_t id;  /* unique in the process: a thread's hint names it */
@@ -113,11 +122,8 @@ struct rdmad_mr_cache {
 	size_t max_entries;
 	size_t max_bytes;
 	unsigned int flags;
-	bool monitored; /* a monitor runs: entries may be cached */
-	bool forked;	/* a child's copy: passes through */
-	bool leaving;	/* its device began to leave: passes through */
-	bool watch;	/* ranges are watched before they are cached */
-	const char *why;
+	enum mrc_mode mode; /* changed only by cache.c's set_mode() */
+	const char *why;    /* MRC_NO_MONITOR: the monitor's reason */
 	struct mrc_index index;
 	struct mrc_owners owners;   /* what may be put back */
 	struct mrc_entry *lru_head; /* the index's entries, least recent */

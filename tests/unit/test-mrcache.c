@@ -345,6 +345,22 @@ static void test_remote_and_env(void)
 	unsetenv("RDMAD_MR_CACHE_MAX_BYTES");
 }
 
+/* In a child: the cache passes through and says @reason. */
+static void check_child_reason(struct rdmad_mr_cache *c, const char *reason)
+{
+	int status;
+	pid_t pid = fork();
+
+	if (pid == 0)
+		_exit(!rdmad_mr_cache_is_caching(
+			      c) && strstr(rdmad_mr_cache_get_reason(c), reason)
+			      ? 0
+			      : 1);
+	CHECK(waitpid(pid, &status, 0) == pid && WIFEXITED(status) &&
+		      WEXITSTATUS(status) == 0,
+	      "the child's cache does not say %s", reason);
+}
+
 static void test_leaving(void)
 {
 	struct rdmad_mr_cache *c = new_cache_on("leaving0", 0, 0, 0);
@@ -362,6 +378,13 @@ static void test_leaving(void)
 	      "the held one at its put");
 	CHECK(get(c, 80, 1, 0) && stats(c).bypassed == 1 && stats(c).hits == 0);
 	CHECK(strstr(rdmad_mr_cache_get_reason(c), "leaving"));
+	/* cache.c's mode table: leaving is for good, but a fork still
+	 * makes the child's copy a child's. */
+	mrc_cache_unmonitored(c);
+	CHECK(!rdmad_mr_cache_is_caching(c) &&
+		      strstr(rdmad_mr_cache_get_reason(c), "leaving"),
+	      "LEAVING -> UNWATCHED is no row");
+	check_child_reason(c, "forked");
 }
 
 /* ---- the monitor, on this machine's kernel ------------------------------ */
