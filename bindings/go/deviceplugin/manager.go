@@ -99,7 +99,7 @@ func Run(ctx context.Context, cfg *Config, o Options) error {
 				// Made anew or moved in (inotify's IN_MOVED_TO is
 				// fsnotify's Create): a new kubelet, whatever
 				// inode number the file system handed it.
-				m.epoch++
+				m.newKubelet()
 			}
 			if filepath.Base(ev.Name) == "kubelet.sock" ||
 				ev.Op&fsnotify.Remove != 0 {
@@ -110,12 +110,22 @@ func Run(ctx context.Context, cfg *Config, o Options) error {
 			if errors.Is(err, fsnotify.ErrEventOverflow) {
 				// A creation of kubelet.sock may be among
 				// the events lost: register again.
-				m.epoch++
+				m.newKubelet()
 				m.kubelet(ctx)
 			}
 		case <-tick.C:
 			m.kubelet(ctx)
 		}
+	}
+}
+
+// newKubelet counts a kubelet.sock made anew.  A registration still
+// dialling the one before ends: it would reach the new kubelet in the old
+// epoch's name, and the new epoch would register with it once more.
+func (m *manager) newKubelet() {
+	m.epoch++
+	if m.registering != nil {
+		m.registering()
 	}
 }
 
@@ -136,15 +146,16 @@ func latest(ch chan state, s state) {
 }
 
 type manager struct {
-	cfg         *Config
-	o           *Options
-	plugins     []*Plugin
-	serving     []*serving
-	kubeID      uint64 // inode of the kubelet.sock registered with
-	epoch       uint64 // kubelet.sock creations and moves-in seen
-	kubeEpoch   uint64 // the epoch registered in
-	stale       bool   // a socket served anew is not registered yet
-	registering bool   // a registration runs (register())
+	cfg       *Config
+	o         *Options
+	plugins   []*Plugin
+	serving   []*serving
+	kubeID    uint64 // inode of the kubelet.sock registered with
+	epoch     uint64 // kubelet.sock creations and moves-in seen
+	kubeEpoch uint64 // the epoch registered in
+	stale     bool   // a socket served anew is not registered yet
+	// Ends the registration that runs (register()); nil when none does.
+	registering context.CancelFunc
 	registered  chan registration
 	snap        *rdmad.Snapshot
 	up          bool
@@ -212,11 +223,12 @@ func (m *manager) kubelet(ctx context.Context) {
 		m.stale = true
 	}
 	id := kubeletID(m.o.KubeletDir)
-	if id == 0 || m.registering ||
+	if id == 0 || m.registering != nil ||
 		(id == m.kubeID && m.epoch == m.kubeEpoch && !m.stale) {
 		return
 	}
-	m.registering, m.stale = true, false
+	m.stale = false
+	ctx, m.registering = context.WithCancel(ctx)
 	go register(ctx, registration{id: id, epoch: m.epoch},
 		append([]*serving(nil), m.serving...), m.o.KubeletDir, m.registered)
 }
@@ -238,7 +250,8 @@ func register(ctx context.Context, r registration, serving []*serving,
 // done takes a registration's outcome; one that failed is tried again at
 // the next look at the kubelet's directory.
 func (m *manager) done(r registration) {
-	m.registering = false
+	m.registering()
+	m.registering = nil
 	for _, s := range r.done {
 		m.o.logf("registered %s at %s", s.plugin.ResourceName(), s.path)
 	}
