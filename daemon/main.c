@@ -434,14 +434,6 @@ static void log_restart_key(const char *section, const char *key, void *arg)
 		  section, key);
 }
 
-/* Descriptors kept for all but clients: listeners, event sources, the
- * verbs contexts of the devices, metrics, the scanner's reserve. */
-#define FDS_NOT_FOR_CLIENTS 256
-/* What one client may cost at most: its socket and, alone in its view
- * (views.h), the view's generation page and its namespace table's RDMA
- * netlink socket. */
-#define FDS_PER_CLIENT 3
-
 /* @want clients, or fewer when the open file limit would run out first:
  * then a client's accept() fails before anything else does. */
 static unsigned int clients_within_fd_limit(unsigned int want)
@@ -451,10 +443,10 @@ static unsigned int clients_within_fd_limit(unsigned int want)
 
 	if (getrlimit(RLIMIT_NOFILE, &rl) < 0 || rl.rlim_cur == RLIM_INFINITY)
 		return want;
-	room = (rl.rlim_cur > 2 * FDS_NOT_FOR_CLIENTS
-			? rl.rlim_cur - FDS_NOT_FOR_CLIENTS
+	room = (rl.rlim_cur > 2 * SERVER_FDS_NOT_FOR_CLIENTS
+			? rl.rlim_cur - SERVER_FDS_NOT_FOR_CLIENTS
 			: rl.rlim_cur / 2) /
-	       FDS_PER_CLIENT;
+	       SERVER_FDS_PER_CLIENT;
 	if (want <= room)
 		return want;
 	log_warnx("max_clients = %u, but the open file limit is %llu: "

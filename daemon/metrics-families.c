@@ -284,6 +284,21 @@ static void client_resyncs(const struct metrics_state *st, struct expo *e)
 	refusals(st, e, SERVER_REFUSED_QUEUE, SERVER_REFUSED_QUEUE);
 }
 
+/* Descriptors clients passed that rdmad's helpers have not closed, by
+ * uid, only while they are behind (reaper.h). */
+static void closing_behind(const struct metrics_state *st, struct expo *e)
+{
+	struct reaper_behind behind[64];
+	char uid[16];
+	size_t n = st->src.srv ? server_closing_behind(st->src.srv, behind, 64)
+			       : 0;
+
+	for (size_t i = 0; i < n; i++) {
+		snprintf(uid, sizeof(uid), "%u", (unsigned int)behind[i].uid);
+		expo_u64(e, LABELS("uid", uid), behind[i].pending);
+	}
+}
+
 /* ---- the scanner ---- */
 
 static const char *const scan_kind_name[SCAN_KIND_COUNT] = {
@@ -380,6 +395,11 @@ static const struct {
 	  "Subscribers whose queue overflowed (max_queue): their events "
 	  "were dropped for a snapshot."},
 	 client_resyncs},
+	{{"rdmad_closing_behind", METRICS_TYPE_GAUGE,
+	  "Descriptors clients passed that wait to be closed, by uid, while "
+	  "rdmad's helpers closed none for a second (a client's file holds "
+	  "them)."},
+	 closing_behind},
 	{{"rdmad_events", METRICS_TYPE_COUNTER,
 	  "Device table events, by type."},
 	 events},

@@ -1,13 +1,15 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The reaper: see reaper.h.  Two pipes join rdmad and its reaper: jobs go
- * down one (a descriptor and the uid it is charged to, 8 bytes, written
- * whole as pipes promise for fewer than PIPE_BUF), the same job comes back
- * up the other once closed.  The descriptor numbers mean the same in both
+ * The reaper: see reaper.h.  Sockets go to the closer (closer.c, a table
+ * of its own).  Other files go to the remover: a process that shares
+ * rdmad's table, joined to it by two pipes: jobs go down one (a
+ * descriptor and the uid it is charged to, 8 bytes, written whole as
+ * pipes promise for fewer than PIPE_BUF), the same job comes back up the
+ * other once closed.  The descriptor numbers mean the same in both
  * processes because they share one table.  A job the pipe cannot take
- * (the reaper is stuck and the pipe full) waits in a backlog until the
- * pipe is writable again.  A reaper that dies (killed by hand) is started
- * again on the same pipes, from its pidfd's wake-up.
+ * (the remover is stuck and the pipe full) waits in a backlog until the
+ * pipe is writable again.  A helper that dies (killed by hand) is started
+ * again.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -22,13 +24,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "clock.h"
+#include "closer.h"
 #include "log.h"
 #include "reaper.h"
-#include "wire.h"
-
-/* A connection with more queued datagrams than this at its close is
- * handed to the reaper whole rather than drained here. */
-#define DRAIN_MAX 1024
 
 struct reaper_job {
 	int32_t fd;
@@ -42,7 +41,13 @@ struct reaper_count {
 
 struct reaper {
 	struct event_base *base;
+	struct closer *closer;
+	reaper_progress_fn progress;
+	void *arg;
+	uint64_t quiet_since_ms; /* last progress, or the first job after */
+	unsigned int removing;	 /* handed to the remover, not closed */
 	pid_t parent;
+	pid_t undertaker;
 	pid_t pid;
 	int pidfd;
 	int down[2]; /* jobs: [0] the reaper reads, [1] rdmad writes */
@@ -61,13 +66,11 @@ struct reaper {
 static void reaper_loop(const struct reaper *r)
 {
 	struct reaper_job job;
-	sigset_t all;
 	ssize_t n;
 
 	/* rdmad's signal handlers write to libevent's socket in the shared
-	 * table: none may run here.  SIGKILL still ends it. */
-	sigfillset(&all);
-	sigprocmask(SIG_SETMASK, &all, NULL);
+	 * table: none may run here, and SIGTERM ends it (systemd's stop). */
+	closer_tick_init();
 	prctl(PR_SET_PDEATHSIG, SIGKILL);
 	if (getppid() != r->parent)
 		_exit(0);
@@ -94,6 +97,81 @@ static pid_t clone_files(void)
 #else
 	return (pid_t)syscall(SYS_clone, CLONE_FILES | SIGCHLD, 0, 0, 0, 0);
 #endif
+}
+
+/* A socket has no ->flush: handing it over never waits (closer.h).  Any
+ * other file may (FUSE sends FLUSH on every close(2), last or not), so
+ * only a process that shares rdmad's table may take it out of there.
+ * getsockopt() asks the socket layer only, never the file's own code. */
+static bool is_socket(int fd)
+{
+	int type;
+	socklen_t len = sizeof(type);
+
+	return getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &len) == 0;
+}
+
+/*
+ * The undertaker.  rdmad killed while the remover is stuck in a close
+ * (a FUSE FLUSH nobody answers): the remover keeps rdmad's table alive,
+ * and with it every client connection and the listener.  The undertaker
+ * shares that table too, sleeps until rdmad is gone, then closes every
+ * socket in it (no ->flush; what is queued on them goes with the tick),
+ * so that clients see the end at once and a new rdmad can serve; files
+ * that are not sockets stay with the remover.
+ */
+static void close_sockets(void)
+{
+	char buf[4096];
+	int dir = open("/proc/self/fd", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	long n;
+
+	while (dir >= 0 &&
+	       (n = syscall(SYS_getdents64, dir, buf, sizeof(buf))) > 0) {
+		for (long off = 0; off < n;) {
+			const char *name = buf + off + 19; /* d_name */
+			unsigned short reclen;
+			int fd = 0;
+
+			memcpy(&reclen, buf + off + 16, sizeof(reclen));
+			off += reclen;
+			if (*name < '0' || *name > '9')
+				continue;
+			while (*name >= '0' && *name <= '9')
+				fd = fd * 10 + (*name++ - '0');
+			if (fd != dir && is_socket(fd))
+				close(fd);
+		}
+	}
+}
+
+static void undertaker_loop(pid_t parent)
+{
+	sigset_t hup;
+
+	closer_tick_init();
+	sigemptyset(&hup);
+	sigaddset(&hup, SIGHUP);
+	sigprocmask(SIG_BLOCK, &hup, NULL);
+	prctl(PR_SET_PDEATHSIG, SIGHUP);
+	prctl(PR_SET_NAME, "rdmad-undertake");
+	while (getppid() == parent)
+		sigwaitinfo(&hup, NULL);
+	closer_tick(true);
+	close_sockets();
+	_exit(0);
+}
+
+static int start_undertaker(struct reaper *r)
+{
+	pid_t pid = clone_files();
+
+	if (pid < 0)
+		return -errno;
+	if (pid == 0)
+		undertaker_loop(r->parent);
+	r->undertaker = pid;
+	return 0;
 }
 
 static int start_reaper(struct reaper *r)
@@ -125,6 +203,8 @@ static void count_add(struct reaper *r, uid_t uid)
 {
 	struct reaper_count *c = count_of(r, uid), *more;
 
+	if (!r->ncounts)
+		r->quiet_since_ms = clock_monotonic_ms();
 	if (!c && r->ncounts == r->counts_cap) {
 		size_t cap = r->counts_cap ? 2 * r->counts_cap : 8;
 
@@ -141,12 +221,16 @@ static void count_add(struct reaper *r, uid_t uid)
 	c->n++;
 }
 
-static void count_done(struct reaper *r, uid_t uid)
+static void count_done(struct reaper *r, uid_t uid, unsigned int n)
 {
 	struct reaper_count *c = count_of(r, uid);
 
-	if (c && !--c->n)
+	if (!c)
+		return;
+	c->n -= n < c->n ? n : c->n;
+	if (!c->n)
 		*c = r->counts[--r->ncounts];
+	r->quiet_since_ms = clock_monotonic_ms();
 }
 
 unsigned int reaper_pending(const struct reaper *r, uid_t uid)
@@ -156,7 +240,37 @@ unsigned int reaper_pending(const struct reaper *r, uid_t uid)
 	return c ? c->n : 0;
 }
 
-/* ---- handing over ---- */
+unsigned int reaper_held(const struct reaper *r)
+{
+	return r ? r->removing + closer_held(r->closer) : 0;
+}
+
+size_t reaper_behind(const struct reaper *r, struct reaper_behind *ret,
+		     size_t max)
+{
+	uint64_t quiet;
+	size_t i;
+
+	if (!r || !r->ncounts)
+		return 0;
+	quiet = clock_monotonic_ms() - r->quiet_since_ms;
+	if (quiet < REAPER_BEHIND_MS)
+		return 0;
+	for (i = 0; i < r->ncounts && i < max; i++)
+		ret[i] = (struct reaper_behind){.uid = r->counts[i].uid,
+						.pending = r->counts[i].n,
+						.quiet_ms = quiet};
+	return i;
+}
+
+static void made_progress(struct reaper *r, uid_t uid, unsigned int n)
+{
+	count_done(r, uid, n);
+	if (r->progress)
+		r->progress(r->arg);
+}
+
+/* ---- the remover: files that are not sockets ---- */
 
 static bool send_job(struct reaper *r, const struct reaper_job *job)
 {
@@ -185,15 +299,24 @@ static void keep_in_backlog(struct reaper *r, const struct reaper_job *job)
 	event_add(r->ev_backlog, NULL);
 }
 
-void reaper_put(struct reaper *r, int fd, uid_t uid)
+static void remove_file(struct reaper *r, int fd, uid_t uid)
 {
 	struct reaper_job job = {.fd = fd, .uid = uid};
 
+	r->removing++;
+	if (r->nbacklog || !send_job(r, &job))
+		keep_in_backlog(r, &job);
+}
+
+void reaper_put(struct reaper *r, int fd, uid_t uid)
+{
 	if (fd < 0)
 		return;
 	count_add(r, uid);
-	if (r->nbacklog || !send_job(r, &job))
-		keep_in_backlog(r, &job);
+	if (is_socket(fd))
+		closer_put(r->closer, fd, uid);
+	else
+		remove_file(r, fd, uid);
 }
 
 static void on_backlog(evutil_socket_t fd, short what, void *arg)
@@ -216,12 +339,20 @@ static void on_done(evutil_socket_t fd, short what, void *arg)
 	struct reaper_job jobs[64];
 	ssize_t n;
 
-	while ((n = read(r->up[0], jobs, sizeof(jobs))) > 0)
-		for (size_t i = 0; i < (size_t)n / sizeof(jobs[0]); i++)
-			count_done(r, jobs[i].uid);
+	while ((n = read(r->up[0], jobs, sizeof(jobs))) > 0) {
+		for (size_t i = 0; i < (size_t)n / sizeof(jobs[0]); i++) {
+			r->removing -= r->removing > 0;
+			made_progress(r, jobs[i].uid, 1);
+		}
+	}
 }
 
-/* Its reaper died (only a kill does that): reap it and start another on
+static void on_closed(uid_t uid, unsigned int n, void *arg)
+{
+	made_progress(arg, uid, n);
+}
+
+/* Its remover died (only a kill does that): reap it and start another on
  * the same pipes.  The job it was closing, if any, stays open. */
 static void on_reaper_exit(evutil_socket_t fd, short what, void *arg)
 {
@@ -247,38 +378,13 @@ static void on_reaper_exit(evutil_socket_t fd, short what, void *arg)
 
 /* ---- connections ---- */
 
-/* One queued datagram's descriptors to the reaper: true while there was
- * a datagram (see wire.h, credentials). */
-static bool drain_one(struct reaper *r, int fd, uid_t uid)
-{
-	struct wire_fds fds;
-	uint8_t byte;
-	ssize_t n = wire_recv_all(fd, &byte, sizeof(byte), &fds);
-
-	for (size_t i = 0; i < fds.n; i++)
-		reaper_put(r, fds.fd[i], uid);
-	return (n >= 0 || n == -EMSGSIZE) && fds.credentials;
-}
-
 void reaper_close_connection(struct reaper *r, int fd, uid_t uid)
 {
-	int on = 1;
-	size_t i;
-
-	/* With SO_PASSCRED every datagram brings credentials, even an empty
-	 * one, and the end does not; after SHUT_RD nothing more is queued
-	 * (the sender gets EPIPE). */
-	if (setsockopt(fd, SOL_SOCKET, SO_PASSCRED, &on, sizeof(on)) < 0 ||
-	    shutdown(fd, SHUT_RD) < 0) {
-		reaper_put(r, fd, uid);
-		return;
-	}
-	for (i = 0; i < DRAIN_MAX && drain_one(r, fd, uid); i++)
-		;
-	if (i == DRAIN_MAX)
-		reaper_put(r, fd, uid);
-	else
-		close(fd);
+	/* The client sees the end at once, and can queue nothing more
+	 * (its sends fail with EPIPE); what it queued goes with the socket
+	 * to the closer, never into rdmad's table. */
+	shutdown(fd, SHUT_RDWR);
+	reaper_put(r, fd, uid);
 }
 
 /* ---- start and stop ---- */
@@ -312,7 +418,8 @@ static int events(struct reaper *r)
 	return 0;
 }
 
-struct reaper *reaper_new(struct event_base *base)
+struct reaper *reaper_new(struct event_base *base, reaper_progress_fn progress,
+			  void *arg)
 {
 	struct reaper *r = calloc(1, sizeof(*r));
 	int err;
@@ -320,13 +427,20 @@ struct reaper *reaper_new(struct event_base *base)
 	if (!r)
 		return NULL;
 	r->base = base;
+	r->progress = progress;
+	r->arg = arg;
 	r->parent = getpid();
-	r->pid = -1;
+	r->pid = r->undertaker = -1;
 	r->pidfd = -1;
 	r->down[0] = r->down[1] = r->up[0] = r->up[1] = -1;
-	err = pipes(r);
+	/* The closer first, while rdmad's table holds nothing of a
+	 * client's: its child lets go of its copy of that table. */
+	r->closer = closer_new(base, on_closed, r);
+	err = r->closer ? pipes(r) : -errno;
 	if (err == 0)
 		err = start_reaper(r);
+	if (err == 0)
+		err = start_undertaker(r);
 	if (err == 0)
 		err = events(r);
 	if (err < 0) {
@@ -347,12 +461,17 @@ void reaper_free(struct reaper *r)
 {
 	if (!r)
 		return;
+	if (r->undertaker > 0) {
+		kill(r->undertaker, SIGKILL);
+		waitpid(r->undertaker, NULL, 0);
+	}
 	if (r->pid > 0) {
 		/* One stuck in a close dies when it returns; rdmad does not
 		 * wait for that. */
 		kill(r->pid, SIGKILL);
 		waitpid(r->pid, NULL, WNOHANG);
 	}
+	closer_free(r->closer);
 	free_event(r->ev_done);
 	free_event(r->ev_backlog);
 	free_event(r->ev_exit);

@@ -10,29 +10,34 @@
  * kernel drops such a file's last reference in whichever task lets go of
  * it: rdmad's loop must never be that task.
  *
- * So every descriptor a client passed and rdmad does not keep goes to the
- * reaper: a helper process that shares rdmad's descriptor table
- * (clone(CLONE_FILES) without CLONE_THREAD) and does nothing but close
- * what it is given, in order.  A close that hangs holds the reaper, never
- * the loop; and as the reaper is a process of its own, rdmad itself still
- * exits on SIGTERM and dies on SIGKILL while its reaper sleeps in the
- * kernel (exit only drops rdmad's share of the table).  The reaper dies
- * with rdmad (PR_SET_PDEATHSIG) once its close returns.
+ * So rdmad never drops the last reference to a client's file itself:
+ * - a socket (what a client may pass with Hello, and every connection
+ *   rdmad closes, with whatever is queued on it) goes to the closer
+ *   (closer.h), a process with a descriptor table of its own;
+ * - any other file goes to the remover, a helper process that shares
+ *   rdmad's descriptor table (clone(CLONE_FILES) without CLONE_THREAD):
+ *   a file system's ->flush runs on every close(2), the last or not
+ *   (filp_close() in fs/open.c; FUSE sends FLUSH and waits for the
+ *   answer, in state D), so only a process that shares rdmad's table can
+ *   take such a file out of it without rdmad waiting.  Only misbehaving
+ *   clients pass any.
+ * A close that hangs holds a helper, never the loop; rdmad itself still
+ * exits on SIGTERM and dies on SIGKILL.  Both helpers die with rdmad
+ * (PR_SET_PDEATHSIG), once a close they are in returns.
  *
- * What waits for the reaper is counted per uid of the client that passed
- * it: server.c admits no new connection of a uid that has
- * REAPER_MAX_PENDING descriptors waiting, so a client that makes closes
- * hang holds at most that many of rdmad's descriptors, and nobody else's.
- *
- * A connection socket itself is closed on the loop by
- * reaper_close_connection(): shut for reading first, so that nothing more
- * can be queued on it, then drained, each descriptor still queued going
- * to the reaper; its close then drops no file of the client's.
+ * What waits is counted per uid of the client that passed it: server.c
+ * reads no datagram of a uid that has REAPER_MAX_PENDING descriptors
+ * waiting and admits no new connection of it, so a client that makes
+ * closes hang holds at most that many (and one datagram's worth) of
+ * rdmad's descriptors, and nobody else's; reaper_held() says how many
+ * are in rdmad's table, for the server's ceiling.
  */
 #ifndef RDMAD_REAPER_H
 #define RDMAD_REAPER_H
 
 #include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
 #include <sys/types.h>
 
 #include <event2/event.h>
@@ -41,11 +46,18 @@
  * connections are refused: one Hello's worth (wire.h). */
 #define REAPER_MAX_PENDING 253
 
+/* Nothing let go of for this long while descriptors wait: behind. */
+#define REAPER_BEHIND_MS 1000
+
 struct reaper;
 
-/* Start the reaper process.  NULL and errno on failure. */
-struct reaper *reaper_new(struct event_base *base);
-/* Stop it (SIGKILL; never waits for a reaper stuck in a close). */
+/* Called after descriptors were let go of (room again). */
+typedef void (*reaper_progress_fn)(void *arg);
+
+/* Start the helpers.  NULL and errno on failure. */
+struct reaper *reaper_new(struct event_base *base, reaper_progress_fn progress,
+			  void *arg);
+/* Stop them (SIGKILL; never waits for one stuck in a close). */
 void reaper_free(struct reaper *r);
 
 /* Hand over @fd, passed by a client of @uid: closed by the reaper, never
@@ -53,8 +65,20 @@ void reaper_free(struct reaper *r);
 void reaper_put(struct reaper *r, int fd, uid_t uid);
 /* Descriptors of @uid handed over and not closed yet. */
 unsigned int reaper_pending(const struct reaper *r, uid_t uid);
-/* Close the connection @fd of a client of @uid without dropping any file
- * still queued on it on this thread (see the top). */
+/* Descriptors handed over that are still in rdmad's table. */
+unsigned int reaper_held(const struct reaper *r);
+/* Close the connection @fd of a client of @uid: shut at once, then to the
+ * closer whole, with whatever is still queued on it (see the top). */
 void reaper_close_connection(struct reaper *r, int fd, uid_t uid);
+
+/* Who waits, while nothing was let go of for REAPER_BEHIND_MS. */
+struct reaper_behind {
+	uid_t uid;
+	unsigned int pending;
+	uint64_t quiet_ms; /* since the last descriptor was let go of */
+};
+/* Fills at most @max; returns how many (0: not behind). */
+size_t reaper_behind(const struct reaper *r, struct reaper_behind *ret,
+		     size_t max);
 
 #endif

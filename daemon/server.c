@@ -45,6 +45,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -98,7 +99,8 @@ struct client {
 	bool resync; /* overflowed: owes a seq-0 snapshot */
 	bool dead;   /* to be closed from its write callback */
 	bool read_paused;
-	bool hangup; /* to be closed once its queued replies are out */
+	bool waiting_room; /* no room in rdmad's table to read it now */
+	bool hangup;	   /* to be closed once its queued replies are out */
 	uint8_t bad_requests;
 	unsigned int nholds;
 	struct outq out; /* frames waiting for the socket */
@@ -116,6 +118,10 @@ struct server {
 	struct event *ev_settle; /* views_settle() after a table's last view */
 	struct event *ev_nsscan; /* other namespaces' tables, now and then */
 	bool logged_emfile;
+	bool logged_room;
+	bool logged_ctrunc;
+	bool accept_waiting_room; /* accept paused for the table's room */
+	unsigned int fd_ceiling;  /* descriptors clients may cost, in all */
 	bool logged_refusal[SERVER_REFUSED_COUNT];
 	uint64_t refusals[SERVER_REFUSED_COUNT];
 	struct client *clients;
@@ -228,7 +234,8 @@ static void client_flush(struct client *c)
 	}
 	if (c->read_paused && c->out.count == 0) {
 		c->read_paused = false;
-		event_add(c->ev_read, NULL);
+		if (!c->waiting_room)
+			event_add(c->ev_read, NULL);
 	}
 }
 
@@ -272,9 +279,39 @@ static int reply_status(struct client *c, uint64_t seq, int err,
 	return reply_frame(c, &frame, -1);
 }
 
+#define CLOSING_LISTED 16
+
+/* Part 0 of a snapshot for root or the admin group says who waits for
+ * the helpers, while they are behind (Snapshot.closing). */
 static int emit_part(const Rdmad__Frame *frame, void *userdata)
 {
-	return reply_frame(userdata, frame, -1);
+	struct client *c = userdata;
+	struct reaper_behind behind[CLOSING_LISTED];
+	Rdmad__Closing items[CLOSING_LISTED], *ptrs[CLOSING_LISTED];
+	Rdmad__Snapshot snap;
+	Rdmad__Frame f;
+	size_t n = 0;
+
+	if (c->admin && frame->snapshot && frame->snapshot->part == 0)
+		n = reaper_behind(c->srv->reaper, behind, CLOSING_LISTED);
+	if (!n)
+		return reply_frame(c, frame, -1);
+	for (size_t i = 0; i < n; i++) {
+		rdmad__closing__init(&items[i]);
+		items[i].uid = behind[i].uid;
+		items[i].pending = behind[i].pending;
+		items[i].quiet_ms = behind[i].quiet_ms;
+		ptrs[i] = &items[i];
+	}
+	f = *frame;
+	snap = *frame->snapshot;
+	snap.n_closing = n;
+	snap.closing = ptrs;
+	f.snapshot = &snap;
+	/* A part already at the frame's limit goes without. */
+	if (rdmad__frame__get_packed_size(&f) > WIRE_MAX_FRAME)
+		return reply_frame(c, frame, -1);
+	return reply_frame(c, &f, -1);
 }
 
 static struct export_viewer client_viewer(const struct client *c)
@@ -785,6 +822,63 @@ static int client_handle(struct client *c, ssize_t n,
 	return r;
 }
 
+/*
+ * Room in rdmad's table.  A receive may install up to WIRE_MAX_PASSED_FDS
+ * descriptors, so rdmad receives only while that many fit under its
+ * ceiling (its open file limit less SERVER_FDS_NOT_FOR_CLIENTS, kept for
+ * its own work) beside what clients cost already: their connections and
+ * what they passed that still waits to be closed.  A uid with
+ * REAPER_MAX_PENDING descriptors waiting is not read either.  So the
+ * kernel never has to drop a descriptor in this thread (MSG_CTRUNC),
+ * whatever clients send; see docs/security.md.
+ */
+static unsigned int fds_for_clients(const struct server *srv)
+{
+	return srv->nclients * SERVER_FDS_PER_CLIENT + reaper_held(srv->reaper);
+}
+
+static bool room_for(const struct server *srv, unsigned int more)
+{
+	return fds_for_clients(srv) + more + WIRE_MAX_PASSED_FDS <=
+	       srv->fd_ceiling;
+}
+
+static bool may_receive(const struct client *c)
+{
+	return room_for(c->srv, 0) &&
+	       reaper_pending(c->srv->reaper, c->peer.uid) < REAPER_MAX_PENDING;
+}
+
+static void wait_for_room(struct client *c)
+{
+	struct server *srv = c->srv;
+
+	c->waiting_room = true;
+	event_del(c->ev_read);
+	if (!srv->logged_room)
+		log_warnx("client pid %d uid %u: not read until descriptors "
+			  "clients passed are closed (%u waiting, %u in "
+			  "rdmad's table for clients, ceiling %u; logged "
+			  "once)",
+			  c->peer.pid, (unsigned int)c->peer.uid,
+			  reaper_pending(srv->reaper, c->peer.uid),
+			  fds_for_clients(srv), srv->fd_ceiling);
+	srv->logged_room = true;
+}
+
+/* The kernel dropped descriptors in this thread anyway: say so, and let
+ * the connection go where nothing of it is closed here. */
+static int truncated(struct client *c)
+{
+	if (!c->srv->logged_ctrunc)
+		log_warnx("client pid %d uid %u: descriptors it passed did "
+			  "not fit rdmad's table (MSG_CTRUNC); closing it "
+			  "(logged once)",
+			  c->peer.pid, (unsigned int)c->peer.uid);
+	c->srv->logged_ctrunc = true;
+	return -ECONNRESET;
+}
+
 /* Read a burst of requests; returns -errno when the client must go. */
 static int client_read(struct client *c)
 {
@@ -793,8 +887,16 @@ static int client_read(struct client *c)
 	int r;
 
 	for (int i = 0; i < READ_BURST && !c->dead; i++) {
+		if (!may_receive(c)) {
+			wait_for_room(c);
+			return 0;
+		}
 		n = wire_recv_all(c->fd, c->srv->rxbuf, sizeof(c->srv->rxbuf),
 				  &fds);
+		if (fds.truncated) {
+			let_go_all(c, &fds);
+			return truncated(c);
+		}
 		if (n == -EAGAIN)
 			return 0;
 		if (!c->read_once)
@@ -1002,15 +1104,20 @@ static unsigned int clients_of_uid(const struct server *srv, uid_t uid)
 	return n;
 }
 
+/* One container: the same uid in the same namespaces.  Peers whose
+ * namespaces rdmad could not read (gone before it looked, or hidden
+ * from it) are one bucket per uid, bounded like a container, so that
+ * they never take a sibling container's share. */
 static bool same_place(const struct peer *a, const struct peer *b)
 {
-	return a->uid == b->uid && a->known && b->known &&
-	       a->ns.mnt == b->ns.mnt && a->ns.net == b->ns.net &&
-	       a->ns.pid == b->ns.pid;
+	if (a->uid != b->uid || a->known != b->known)
+		return false;
+	return !a->known || (a->ns.mnt == b->ns.mnt && a->ns.net == b->ns.net &&
+			     a->ns.pid == b->ns.pid);
 }
 
-/* Connections of @peer's uid from its namespaces (a container), where
- * the kernel told rdmad which they are. */
+/* Connections of @peer's uid from its namespaces (a container), or of
+ * its uid's unknown bucket. */
 static unsigned int clients_of_place(const struct server *srv,
 				     const struct peer *peer)
 {
@@ -1038,8 +1145,7 @@ static enum server_refusal refusal(const struct server *srv, int fd,
 		return SERVER_REFUSED_RESERVED;
 	if (clients_of_uid(srv, peer->uid) >= o->max_clients_per_uid)
 		return SERVER_REFUSED_PER_UID;
-	if (peer->known &&
-	    clients_of_place(srv, peer) >= o->max_clients_per_namespace)
+	if (clients_of_place(srv, peer) >= o->max_clients_per_namespace)
 		return SERVER_REFUSED_PER_NAMESPACE;
 	if (reaper_pending(srv->reaper, peer->uid) >= REAPER_MAX_PENDING)
 		return SERVER_REFUSED_REAPING;
@@ -1112,13 +1218,45 @@ static bool accept_one(struct server *srv)
 	return true;
 }
 
+/* An accept installs one descriptor, and its Hello may bring more: with
+ * no room for both, wait for the helpers to let some go. */
 static void on_accept(evutil_socket_t fd, short what, void *arg)
 {
 	struct server *srv = arg;
 
-	for (int i = 0; i < ACCEPT_BURST; i++)
+	for (int i = 0; i < ACCEPT_BURST; i++) {
+		if (!room_for(srv, SERVER_FDS_PER_CLIENT)) {
+			srv->accept_waiting_room = true;
+			event_del(srv->ev_accept);
+			return;
+		}
 		if (!accept_one(srv))
 			break;
+	}
+}
+
+/* Descriptors were let go of: what waited for room goes on. */
+static void on_reaper_progress(void *arg)
+{
+	struct server *srv = arg;
+
+	if (srv->accept_waiting_room && room_for(srv, SERVER_FDS_PER_CLIENT)) {
+		srv->accept_waiting_room = false;
+		event_add(srv->ev_accept, NULL);
+	}
+	for (struct client *c = srv->clients; c; c = c->next) {
+		if (!c->waiting_room || !may_receive(c))
+			continue;
+		c->waiting_room = false;
+		if (!c->read_paused && !c->hangup && !c->dead)
+			event_add(c->ev_read, NULL);
+	}
+}
+
+size_t server_closing_behind(const struct server *srv,
+			     struct reaper_behind *ret, size_t max)
+{
+	return reaper_behind(srv->reaper, ret, max);
 }
 
 /* ---- the listening socket ---- */
@@ -1264,6 +1402,19 @@ static int server_listen(struct server *srv)
 	return 0;
 }
 
+/* What clients may cost in rdmad's table: its open file limit less what
+ * rdmad keeps for its own work. */
+static unsigned int fd_ceiling(void)
+{
+	struct rlimit rl;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) < 0 || rl.rlim_cur > UINT_MAX)
+		return UINT_MAX;
+	return rl.rlim_cur > 2 * SERVER_FDS_NOT_FOR_CLIENTS
+		       ? (unsigned int)rl.rlim_cur - SERVER_FDS_NOT_FOR_CLIENTS
+		       : (unsigned int)rl.rlim_cur / 2;
+}
+
 struct server *server_new(struct event_base *base, struct devices *table,
 			  struct scan *scan, const struct server_options *opts)
 {
@@ -1277,7 +1428,8 @@ struct server *server_new(struct event_base *base, struct devices *table,
 	srv->scan = scan;
 	srv->opts = *opts;
 	srv->listen_fd = -1;
-	srv->reaper = reaper_new(base);
+	srv->fd_ceiling = fd_ceiling();
+	srv->reaper = reaper_new(base, on_reaper_progress, srv);
 	srv->views = views_new(table, opts->netns_mode, on_ns_event, srv);
 	r = srv->views && srv->reaper ? server_listen(srv) : -ENOMEM;
 	if (r < 0) {

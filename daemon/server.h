@@ -14,6 +14,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "reaper.h"
 #include "views.h"
 
 struct event_base;
@@ -21,6 +22,14 @@ struct devices;
 struct device;
 struct scan;
 enum devices_event;
+
+/* Descriptors kept for all but clients: listeners, event sources, the
+ * verbs contexts of the devices, metrics, the scanner's reserve. */
+#define SERVER_FDS_NOT_FOR_CLIENTS 256
+/* What one client may cost at most: its socket and, alone in its view
+ * (views.h), the view's generation page and its namespace table's RDMA
+ * netlink socket. */
+#define SERVER_FDS_PER_CLIENT 3
 
 struct server_options {
 	const char *socket_path;
@@ -30,7 +39,8 @@ struct server_options {
 	unsigned int max_clients; /* e.g. 4096 */
 	unsigned int max_clients_per_uid; /* but root and the admin group */
 	/* ...and of those, per set of namespaces (a container) where the
-	 * kernel says which the peer is in (peer.h, known) */
+	 * kernel says which the peer is in (peer.h, known); the peers whose
+	 * namespaces rdmad cannot read share one such bucket per uid */
 	unsigned int max_clients_per_namespace;
 	unsigned int reserved_clients; /* of max_clients, for root and admins */
 	unsigned int hello_timeout_ms; /* to say Hello after connecting */
@@ -74,6 +84,10 @@ void server_count_views(const struct server *srv, unsigned int *counts);
 /* Connections turned away (or closed), holds refused, or queues
  * overflowed, for @why since start. */
 uint64_t server_refusals(const struct server *srv, enum server_refusal why);
+/* Who waits for descriptors they passed to be closed, while rdmad's
+ * helpers are behind (reaper.h): at most @max; how many. */
+size_t server_closing_behind(const struct server *srv,
+			     struct reaper_behind *ret, size_t max);
 /* SIGHUP: take max_clients, max_holds, max_queue and admin_group from
  * @opts (the rest needs a restart). */
 void server_set_limits(struct server *srv, const struct server_options *opts);

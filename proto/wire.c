@@ -283,10 +283,12 @@ ssize_t wire_recv_all(int fd, void *buf, size_t cap, struct wire_fds *ret_fds)
 
 	ret_fds->n = 0;
 	ret_fds->credentials = false;
+	ret_fds->truncated = false;
 	n = recvmsg(fd, &msg, MSG_CMSG_CLOEXEC | MSG_DONTWAIT);
 	if (n < 0)
 		return -errno;
 	collect_fds(&msg, ret_fds);
+	ret_fds->truncated = (msg.msg_flags & MSG_CTRUNC) != 0;
 	return msg.msg_flags & (MSG_TRUNC | MSG_CTRUNC) ? -EMSGSIZE : n;
 }
 

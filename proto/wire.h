@@ -74,6 +74,9 @@ struct wire_fds {
 	/* SCM_CREDENTIALS came: with SO_PASSCRED on, every datagram brings
 	 * them, even an empty one, and the end of the stream does not. */
 	bool credentials;
+	/* MSG_CTRUNC: descriptors that did not fit the table (EMFILE) were
+	 * dropped by the kernel, in the receiving thread. */
+	bool truncated;
 };
 
 /*

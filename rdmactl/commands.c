@@ -168,10 +168,12 @@ static int print_status(const struct rdmactl_ctx *ctx,
 	if (!ctx->json) {
 		output_status_view_text(ctx->out, snap->generation, snap->view,
 					snap->devices, snap->n_devices);
+		output_closing_text(ctx->out, snap->closing, snap->n_closing);
 		return RDMACTL_EXIT_OK;
 	}
 	obj = output_status_view_json(snap->generation, snap->view,
 				      snap->devices, snap->n_devices);
+	output_closing_json(obj, snap->closing, snap->n_closing);
 	if (output_json_print(ctx->out, obj, ctx->pretty) < 0)
 		return RDMACTL_EXIT_FAILURE;
 	return RDMACTL_EXIT_OK;

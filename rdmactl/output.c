@@ -335,6 +335,35 @@ struct json_object *output_status_view_json(uint64_t generation,
 	return obj;
 }
 
+void output_closing_json(struct json_object *status,
+			 Rdmad__Closing *const *closing, size_t n)
+{
+	struct json_object *arr;
+
+	if (!n)
+		return;
+	arr = json_object_new_array();
+	for (size_t i = 0; i < n; i++) {
+		struct json_object *obj = json_object_new_object();
+
+		add_uint(obj, "uid", closing[i]->uid);
+		add_uint(obj, "pending", closing[i]->pending);
+		add_uint(obj, "quiet_ms", closing[i]->quiet_ms);
+		json_object_array_add(arr, obj);
+	}
+	json_object_object_add(status, "closing", arr);
+}
+
+void output_closing_text(FILE *f, Rdmad__Closing *const *closing, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		fprintf(f,
+			"\nrdmad is behind: %u descriptors uid %u passed wait "
+			"to be closed (nothing closed for %.1f s)\n",
+			closing[i]->pending, closing[i]->uid,
+			(double)closing[i]->quiet_ms / 1000);
+}
+
 struct json_object *output_status_json(uint64_t generation,
 				       Rdmad__Device *const *devices, size_t n)
 {

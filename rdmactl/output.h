@@ -20,6 +20,11 @@ const char *output_state_name(Rdmad__DeviceState state);
 struct json_object *output_device_json(const Rdmad__Device *dev);
 struct json_object *output_devices_json(Rdmad__Device *const *devices,
 					size_t n);
+/* rdmad's helpers behind (Snapshot.closing): a "closing" array in
+ * @status, or one line each; nothing when @n is 0. */
+void output_closing_json(struct json_object *status,
+			 Rdmad__Closing *const *closing, size_t n);
+void output_closing_text(FILE *f, Rdmad__Closing *const *closing, size_t n);
 struct json_object *output_status_json(uint64_t generation,
 				       Rdmad__Device *const *devices, size_t n);
 /* The same with the client's view (PROTOCOL.md 8b) as "view"; @view NULL

@@ -293,6 +293,8 @@ static int add_part(struct session *s, struct session_snapshot *snap,
 		snap->n_devices = snap->parts.n_devices;
 		/* Every part carries the view; they are one snapshot's. */
 		snap->view = snap->parts.frames[0]->snapshot->view;
+		snap->closing = snap->parts.frames[0]->snapshot->closing;
+		snap->n_closing = snap->parts.frames[0]->snapshot->n_closing;
 	}
 	return r;
 }

@@ -24,6 +24,10 @@ struct session_snapshot {
 	/* What this client sees (PROTOCOL.md 8b), from the first part;
 	 * NULL from a daemon before views. */
 	const Rdmad__View *view;
+	/* Descriptors clients passed that rdmad has not closed yet, where
+	 * it is behind (admins only; none from an older daemon). */
+	Rdmad__Closing *const *closing;
+	size_t n_closing;
 	struct wire_assembly parts;
 };
 
