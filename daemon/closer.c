@@ -360,7 +360,10 @@ void closer_put(struct closer *cl, int fd, uid_t uid)
 		cl->held_cap = cap;
 	}
 	cl->held[cl->nheld++] = (struct closer_job){fd, uid};
-	flush(cl);
+	/* Sent once the loop turns: a burst of closes (a flood of refused
+	 * connections) goes down in one batch and one marker. */
+	if (cl->nheld == 1 && !event_pending(cl->ev_retry, EV_TIMEOUT, NULL))
+		event_add(cl->ev_write, NULL);
 }
 
 unsigned int closer_held(const struct closer *cl)

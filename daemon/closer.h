@@ -52,7 +52,8 @@ struct closer *closer_new(struct event_base *base, closer_done_fn done,
 void closer_free(struct closer *cl);
 
 /* Hand over the socket @fd of a client of @uid; rdmad's descriptor is
- * closed here once the closer's queue holds the file.  Never blocks. */
+ * closed once the closer's queue holds the file, when the loop turns
+ * next (what a burst hands over goes in one batch).  Never blocks. */
 void closer_put(struct closer *cl, int fd, uid_t uid);
 /* Descriptors handed over that still wait in rdmad's table. */
 unsigned int closer_held(const struct closer *cl);

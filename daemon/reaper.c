@@ -13,6 +13,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdint.h>
@@ -65,7 +66,7 @@ struct reaper {
 
 static void reaper_loop(const struct reaper *r)
 {
-	struct reaper_job job;
+	struct reaper_job jobs[64];
 	ssize_t n;
 
 	/* rdmad's signal handlers write to libevent's socket in the shared
@@ -75,14 +76,17 @@ static void reaper_loop(const struct reaper *r)
 	if (getppid() != r->parent)
 		_exit(0);
 	prctl(PR_SET_NAME, "rdmad-reaper");
+	/* Jobs are written whole (a multiple of 8 bytes, at most PIPE_BUF):
+	 * a read gets whole jobs, acked together once closed. */
 	for (;;) {
-		n = read(r->down[0], &job, sizeof(job));
+		n = read(r->down[0], jobs, sizeof(jobs));
 		if (n < 0 && errno == EINTR)
 			continue;
-		if (n != sizeof(job))
+		if (n < (ssize_t)sizeof(jobs[0]))
 			_exit(0);
-		close(job.fd);
-		while (write(r->up[1], &job, sizeof(job)) < 0 && errno == EINTR)
+		for (size_t i = 0; i < (size_t)n / sizeof(jobs[0]); i++)
+			close(jobs[i].fd);
+		while (write(r->up[1], jobs, (size_t)n) < 0 && errno == EINTR)
 			;
 	}
 }
@@ -272,9 +276,16 @@ static void made_progress(struct reaper *r, uid_t uid, unsigned int n)
 
 /* ---- the remover: files that are not sockets ---- */
 
-static bool send_job(struct reaper *r, const struct reaper_job *job)
+/* Up to PIPE_BUF bytes of whole jobs from the front of the backlog, in
+ * one write (atomic): how many went. */
+static size_t send_jobs(struct reaper *r)
 {
-	return write(r->down[1], job, sizeof(*job)) == sizeof(*job);
+	size_t n = r->nbacklog < PIPE_BUF / sizeof(struct reaper_job)
+			   ? r->nbacklog
+			   : PIPE_BUF / sizeof(struct reaper_job);
+	ssize_t w = write(r->down[1], r->backlog, n * sizeof(*r->backlog));
+
+	return w > 0 ? (size_t)w / sizeof(*r->backlog) : 0;
 }
 
 static void keep_in_backlog(struct reaper *r, const struct reaper_job *job)
@@ -299,13 +310,14 @@ static void keep_in_backlog(struct reaper *r, const struct reaper_job *job)
 	event_add(r->ev_backlog, NULL);
 }
 
+/* Sent from on_backlog(), once the loop turns: the descriptors of one
+ * datagram go down the pipe in one write. */
 static void remove_file(struct reaper *r, int fd, uid_t uid)
 {
 	struct reaper_job job = {.fd = fd, .uid = uid};
 
 	r->removing++;
-	if (r->nbacklog || !send_job(r, &job))
-		keep_in_backlog(r, &job);
+	keep_in_backlog(r, &job);
 }
 
 void reaper_put(struct reaper *r, int fd, uid_t uid)
@@ -322,13 +334,13 @@ void reaper_put(struct reaper *r, int fd, uid_t uid)
 static void on_backlog(evutil_socket_t fd, short what, void *arg)
 {
 	struct reaper *r = arg;
-	size_t sent = 0;
+	size_t sent;
 
-	while (sent < r->nbacklog && send_job(r, &r->backlog[sent]))
-		sent++;
-	r->nbacklog -= sent;
-	memmove(r->backlog, r->backlog + sent,
-		r->nbacklog * sizeof(*r->backlog));
+	while (r->nbacklog && (sent = send_jobs(r)) > 0) {
+		r->nbacklog -= sent;
+		memmove(r->backlog, r->backlog + sent,
+			r->nbacklog * sizeof(*r->backlog));
+	}
 	if (!r->nbacklog)
 		event_del(r->ev_backlog);
 }
@@ -384,7 +396,8 @@ void reaper_close_connection(struct reaper *r, int fd, uid_t uid)
 	 * (its sends fail with EPIPE); what it queued goes with the socket
 	 * to the closer, never into rdmad's table. */
 	shutdown(fd, SHUT_RDWR);
-	reaper_put(r, fd, uid);
+	count_add(r, uid);
+	closer_put(r->closer, fd, uid);
 }
 
 /* ---- start and stop ---- */

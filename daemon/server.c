@@ -1128,28 +1128,40 @@ static unsigned int clients_of_place(const struct server *srv,
 	return n;
 }
 
-/* May this peer take one more slot?  See "Admission" at the top. */
-static enum server_refusal refusal(const struct server *srv, int fd,
-				   const struct peer *peer)
+/* May this peer take one more slot?  See "Admission" at the top.  What
+ * needs only SO_PEERCRED comes first, before rdmad looks at the peer's
+ * process (which costs more): a flood of a uid over its bounds is turned
+ * away cheaply.  *@exempt: root, the admin group or rdmad's own user. */
+static enum server_refusal refusal_of_uid(const struct server *srv, int fd,
+					  const struct ucred *cred,
+					  bool *exempt)
 {
 	const struct server_options *o = &srv->opts;
-	struct ucred cred = {peer->pid, peer->uid, peer->gid};
 
+	*exempt = false;
 	if (srv->nclients >= o->max_clients)
 		return SERVER_REFUSED_FULL;
 	/* rdmad's own user could ptrace it anyway: a daemon run as a user
 	 * of its own (a test suite as nobody) never locks that user out. */
-	if (peer_is_admin(srv, fd, &cred) || peer->uid == geteuid())
+	*exempt = peer_is_admin(srv, fd, cred) || cred->uid == geteuid();
+	if (*exempt)
 		return SERVER_REFUSED_NONE;
 	if (srv->nclients + o->reserved_clients >= o->max_clients)
 		return SERVER_REFUSED_RESERVED;
-	if (clients_of_uid(srv, peer->uid) >= o->max_clients_per_uid)
+	if (clients_of_uid(srv, cred->uid) >= o->max_clients_per_uid)
 		return SERVER_REFUSED_PER_UID;
-	if (clients_of_place(srv, peer) >= o->max_clients_per_namespace)
-		return SERVER_REFUSED_PER_NAMESPACE;
-	if (reaper_pending(srv->reaper, peer->uid) >= REAPER_MAX_PENDING)
+	if (reaper_pending(srv->reaper, cred->uid) >= REAPER_MAX_PENDING)
 		return SERVER_REFUSED_REAPING;
 	return SERVER_REFUSED_NONE;
+}
+
+static enum server_refusal refusal_of_place(const struct server *srv,
+					    const struct peer *peer)
+{
+	return clients_of_place(srv, peer) >=
+			       srv->opts.max_clients_per_namespace
+		       ? SERVER_REFUSED_PER_NAMESPACE
+		       : SERVER_REFUSED_NONE;
 }
 
 static void refuse(struct server *srv, enum server_refusal why,
@@ -1182,6 +1194,7 @@ static bool accept_one(struct server *srv)
 	socklen_t len = sizeof(cred);
 	struct client *c;
 	struct peer peer;
+	bool exempt;
 	int fd;
 
 	fd = accept4(srv->listen_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
@@ -1199,8 +1212,14 @@ static bool accept_one(struct server *srv)
 		reaper_close_connection(srv->reaper, fd, (uid_t)-1);
 		return true;
 	}
-	peer_identify(fd, &cred, &peer);
-	why = refusal(srv, fd, &peer);
+	why = refusal_of_uid(srv, fd, &cred, &exempt);
+	if (why == SERVER_REFUSED_NONE) {
+		peer_identify(fd, &cred, &peer);
+		if (!exempt)
+			why = refusal_of_place(srv, &peer);
+	} else {
+		peer = (struct peer){.pid = cred.pid, .uid = cred.uid};
+	}
 	if (why != SERVER_REFUSED_NONE) {
 		refuse(srv, why, &peer);
 		reaper_close_connection(srv->reaper, fd, peer.uid);

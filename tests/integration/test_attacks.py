@@ -31,6 +31,7 @@ import json
 import os
 import queue
 import re
+import resource
 import signal
 import socket
 import subprocess
@@ -489,7 +490,13 @@ class AttackTest(DaemonTest):
             why = a.skip_reason()
             if why:
                 self.skipTest(why)
-            self.fail("the attack did not start: %s" % a.lines("err")[-5:])
+            try:
+                rc = a.proc.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                rc = None
+            a.expect("\0", timeout=1, stream="err")  # its last words
+            self.fail("the attack did not start (exit %s): %s"
+                      % (rc, a.lines("err")[-5:]))
         mounted = [l for l in a.lines() if l.startswith("mounted ")]
         if mounted:
             conn["n"] = mounted[0].split()[1]
@@ -816,10 +823,11 @@ def pod_script(nodes):
 
 
 class TestUnprivilegedDaemon(AttackTest):
-    def start_unprivileged(self):
+    def start_unprivileged(self, nofile=None, config=None):
         """rdmad as DAEMON_UID without any capability (the shipped unit's
         DynamicUser=, without CAP_SYS_PTRACE), in a directory of its own,
-        reading the testbed."""
+        reading the testbed; with @nofile as its open file limit (soft
+        and hard) where given."""
         work = os.path.join(self.work, "daemon")
         os.mkdir(work, 0o755)
         os.chown(work, DAEMON_UID, DAEMON_UID)
@@ -835,10 +843,12 @@ class TestUnprivilegedDaemon(AttackTest):
                 'done', os.environ["UMOCKDEV_DIR"])
 
         def drop():
+            if nofile:
+                resource.setrlimit(resource.RLIMIT_NOFILE, (nofile, nofile))
             os.setgroups([])
             os.setgid(DAEMON_UID)
             os.setuid(DAEMON_UID)
-        self.d = rdmatb.Daemon(work, args=self.daemon_args)
+        self.d = rdmatb.Daemon(work, config=config, args=self.daemon_args)
         old = os.umask(0)  # its notify socket: writable for it
         try:
             self.d.start(preexec_fn=drop)
@@ -1186,9 +1196,8 @@ PYTHON = 'exec python3 -c "$@"'
 # queued behind three malformed datagrams, which make rdmad hang up
 # without reading it.  Prints "sent" (or "refused: WHY" when the kernel
 # refused the descriptor), then holds on.
-LINGER = PROTO + r'''
-import os, socket, struct, sys, time
-path, linger, mode = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+# The lingering socket itself ("held"), lingering $linger seconds.
+LINGER_SETUP = r'''
 srv = socket.socket()
 srv.bind(("127.0.0.1", 0))
 srv.listen(1)
@@ -1204,6 +1213,11 @@ try:
         held.send(b"x" * 65536)
 except BlockingIOError:
     pass
+'''
+LINGER = PROTO + r'''
+import os, socket, struct, sys, time
+path, linger, mode = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+''' + LINGER_SETUP + r'''
 s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
 s.connect(path)
 try:
@@ -1458,6 +1472,268 @@ class TestContainersOfOneUid(AttackTest):
                          "uid's other containers out: %s" % r.stderr)
         self.assertLessEqual(int(line.split()[1]), self.PER_NAMESPACE)
         self.root_status("F4", "while one container holds its share")
+        self.verdict()
+
+
+# Issue 32, T1: one lingering socket passed with Hello (it held the old
+# reaper, and everything behind it), then for @2 seconds: connect, one
+# datagram with 253 copies of one /dev/null descriptor, close.  Prints
+# "done CONNECTIONS ERRORS".
+FILL = PROTO + r'''
+import os, socket, struct, sys, time
+path, secs, linger = sys.argv[1], float(sys.argv[2]), 60
+''' + LINGER_SETUP + r'''
+s0 = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+s0.connect(path)
+socket.send_fds(s0, [hello()], [held.fileno()])
+null = os.open("/dev/null", os.O_RDONLY)
+n = errors = 0
+end = time.monotonic() + secs
+while time.monotonic() < end:
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    try:
+        s.connect(path)
+        socket.send_fds(s, [b"x"], [null] * 253)
+    except OSError:
+        errors += 1
+    s.close()
+    n += 1
+print("done %d %d" % (n, errors), flush=True)
+time.sleep(3600)
+'''
+
+# T3: a client that said Hello and waits for the end of its connection;
+# prints "welcome", then "eof" when it comes.
+WAIT_EOF = PROTO + r'''
+import os, socket, sys
+s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+s.connect(sys.argv[1])
+s.send(hello())
+_, fds, _, _ = socket.recv_fds(s, 65536, 4)
+for fd in fds:
+    os.close(fd)
+print("welcome", flush=True)
+try:
+    while s.recv(65536):
+        pass
+except OSError:
+    pass
+print("eof", flush=True)
+'''
+
+# T4: @2 connections, each made by a child that connects and exits at
+# once (so rdmad may find no process behind it: an unknown peer), the
+# parent saying Hello on it.  Prints "held K".
+HAND_OVER = PROTO + r'''
+import os, socket, sys, time
+path, n = sys.argv[1], int(sys.argv[2])
+held = []
+for _ in range(n):
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    s.settimeout(10)
+    pid = os.fork()
+    if pid == 0:
+        try:
+            s.connect(path)
+        finally:
+            os._exit(0)
+    os.waitpid(pid, 0)
+    try:
+        s.send(hello())
+        msg, fds, _, _ = socket.recv_fds(s, 65536, 4)
+    except OSError:
+        msg, fds = b"", []
+    for fd in fds:
+        os.close(fd)
+    if msg:
+        held.append(s)
+    else:
+        s.close()
+print("held %d" % len(held), flush=True)
+time.sleep(3600)
+'''
+
+# What root's `rdmactl status` must answer within during issue 32's
+# attacks.
+FAST = 0.1
+
+
+class TestDescriptorTable(AttackTest):
+    """Issue 32: rdmad's descriptor table is rdmad's.  rdmad runs as the
+    shipped unit runs it (a uid of its own, no capability) with a low
+    open file limit, the attacker as uid 65534 with no namespace and no
+    FUSE."""
+
+    NOFILE = 2000
+
+    start_unprivileged = TestUnprivilegedDaemon.start_unprivileged
+
+    def sample(self, case, secs):
+        """rdmad's descriptors every 50 ms for @secs, and root's status
+        every 250 ms meanwhile: (most descriptors seen, root's answers'
+        median).  The median within FAST, each within LIMIT (a 2-core
+        machine shares its cores with the attacker's flood)."""
+        most, answers = 0, []
+        end = time.monotonic() + secs
+        k = 0
+        while time.monotonic() < end:
+            most = max(most, self.stats().fds)
+            if k % 5 == 0:
+                elapsed, r = timed_rdmactl(self.sock, "status", "--json")
+                answers.append(elapsed)
+                self.expect(r is not None and r.returncode == 0,
+                            "%s: root's status failed: %s" % (
+                                case, r.stderr.strip() if r else "none"))
+            k += 1
+            time.sleep(0.05)
+        answers.sort()
+        median = answers[len(answers) // 2]
+        figure(case, "rdmad's most descriptors (limit %d)" % self.NOFILE,
+               most)
+        figure(case, "root's `rdmactl status`, median and slowest of %d"
+               % len(answers), median, "s", "slowest %.3f s" % answers[-1])
+        self.expect(median < FAST, "%s: root's status took %.3f s "
+                    "(median, limit %.1f s)" % (case, median, FAST))
+        self.expect(answers[-1] < LIMIT, "%s: root's status took %.3f s "
+                    "(limit %.1f s)" % (case, answers[-1], LIMIT))
+        return most, median
+
+    def fill(self, case, secs=3):
+        a = self.attack(PYTHON, [FILL, self.sock, secs], ns="")
+        most, _ = self.sample(case, secs)
+        _, line = a.expect("done", timeout=secs + 30)
+        figure(case, "the attacker's connections and failed sends", line)
+        self.expect(line is not None, "%s: the attack did not run: %s"
+                    % (case, a.lines("err")[-5:]))
+        # What clients may cost is bounded below the limit, with room for
+        # rdmad's own work (server.h: SERVER_FDS_NOT_FOR_CLIENTS).
+        self.expect(most < self.NOFILE - 128, "%s: rdmad's table reached "
+                    "%d of %d" % (case, most, self.NOFILE))
+        return a
+
+    def test_t1_refused_connections_never_fill_the_table(self):
+        """T1: connect, 253 descriptors, close, again and again, behind a
+        lingering socket: rdmad's table stays below its ceiling and root
+        is answered within FAST."""
+        self.tb.plug("mlx5_0")
+        self.start_unprivileged(nofile=self.NOFILE)
+        self.fill("T1")
+        self.verdict()
+
+    def test_t2_a_full_table_never_closes_on_the_loop(self):
+        """T2: after that flood, a socket lingering 30 s passed with
+        Hello: never dropped on rdmad's loop (no MSG_CTRUNC), root is
+        answered within FAST, rdmad never waits in a close."""
+        self.tb.plug("mlx5_0")
+        self.start_unprivileged(nofile=self.NOFILE)
+        self.fill("T2")
+        a = self.attack(PYTHON, [LINGER, self.sock, 30, "hello"], ns="")
+        _, line = a.expect(("sent", "refused"))
+        figure("T2", "the lingering socket after the flood", line)
+        self.sample("T2", 2)
+        st = self.stats()
+        self.expect(st.state != "D" and "wait_close" not in st.wchan,
+                    "T2: rdmad waits in a close (%s, %s)"
+                    % (st.state, st.wchan))
+        self.expect("MSG_CTRUNC" not in self.d.logtext(),
+                    "T2: the kernel dropped a client's descriptors in "
+                    "rdmad's thread")
+        self.verdict()
+
+    def kill_and_restart(self, case, watcher):
+        """SIGKILL rdmad: the watcher's connection ends within 1 s, and a
+        new rdmad on the same path answers root within 1 s."""
+        t0 = time.monotonic()
+        self.d.kill9()
+        _, eof = watcher.expect("eof", timeout=10)
+        took = time.monotonic() - t0
+        figure(case, "a client's end after rdmad's SIGKILL", took, "s",
+               "" if eof else "none within 10 s")
+        self.expect(eof is not None and took < 1.0, "%s: a client saw no "
+                    "end within 1 s of rdmad's SIGKILL (%.2f s)"
+                    % (case, took))
+        t0 = time.monotonic()
+        try:
+            self.start_daemon()
+        except AssertionError as e:
+            self.expect(False, "%s: a new rdmad did not start: %s"
+                        % (case, str(e)[-500:]))
+            return
+        elapsed, r = timed_rdmactl(self.sock, "status", "--json")
+        took = time.monotonic() - t0
+        figure(case, "a new rdmad serving root after the SIGKILL", took,
+               "s", "exit %s" % (r.returncode if r else "none"))
+        self.expect(r is not None and r.returncode == 0 and took < 1.0,
+                    "%s: a new rdmad did not serve within 1 s (%.2f s)"
+                    % (case, took))
+
+    def test_t3_killed_while_a_close_lingers(self):
+        """T3: a socket lingering 60 s passed with Hello, then rdmad
+        killed (SIGKILL): every client sees the end at once, a new rdmad
+        serves within 1 s."""
+        self.tb.plug("mlx5_0")
+        self.start_daemon()
+        w = self.attack(PYTHON, [WAIT_EOF, self.sock], ns="")
+        self.assertIsNotNone(w.expect("welcome")[1], w.lines("err")[-5:])
+        a = self.attack(PYTHON, [LINGER, self.sock, 60, "hello"], ns="")
+        self.assertIsNotNone(a.expect(("sent", "refused"))[1],
+                             a.lines("err")[-5:])
+        time.sleep(0.3)  # rdmad took it and handed it over
+        self.kill_and_restart("T3", w)
+        self.verdict()
+
+    def test_t3_killed_while_a_flush_is_held(self):
+        """T3 with a FUSE file whose FLUSH is never answered, passed with
+        Hello: while it is held, root's status says who waits; after
+        rdmad's SIGKILL every client sees the end at once and a new rdmad
+        serves within 1 s."""
+        self.need_userns()
+        self.tb.plug("mlx5_0")
+        self.start_daemon()
+        w = self.attack(PYTHON, [WAIT_EOF, self.sock], ns="")
+        self.assertIsNotNone(w.expect("welcome")[1], w.lines("err")[-5:])
+        a, _ = self.fuse_attack(FLUSH_ATTACK, [self.sock, self.mountpoint(),
+                                               FUSE_STALL, PASS_FILE], "sent")
+        self.assertIsNotNone(a.expect("stalled flush pid", timeout=10)[1],
+                             "T3: nobody closed the passed FUSE file")
+        time.sleep(1.2)  # REAPER_BEHIND_MS
+        r = self.root_status("T3", "while a FLUSH is held")
+        closing = json.loads(r.stdout).get("closing") if r else None
+        figure("T3", "root's status says who waits", json.dumps(closing))
+        self.expect(closing and closing[0]["uid"] == NOBODY_UID,
+                    "T3: root's status does not say that uid %d's "
+                    "descriptor waits: %s" % (NOBODY_UID, closing))
+        self.kill_and_restart("T3", w)
+        self.verdict()
+
+    def test_t4_unknown_peers_share_one_bucket(self):
+        """T4: connections whose process is gone before rdmad looks
+        (unknown peers) take at most one container's share of their uid;
+        a sibling container of the same uid is still served."""
+        self.need_userns()
+        self.tb.plug("mlx5_0")
+        conf = os.path.join(self.work, "t4.conf")
+        with open(conf, "w") as f:
+            f.write("[socket]\nmax_clients_per_uid = 40\n"
+                    "max_clients_per_namespace = 10\n")
+        self.start_daemon(config=conf)
+        a = self.attack(PYTHON, [HAND_OVER, self.sock, 40], ns="-Urm")
+        _, line = a.expect("held", timeout=60)
+        self.assertIsNotNone(line, a.lines("err")[-5:])
+        figure("T4", "connections one container holds of 40 tried",
+               line.split()[1])
+        elapsed, r = timed_rdmactl(
+            self.sock, "status", "--json",
+            prefix=AS_NOBODY + ["unshare", "-Urm"])
+        figure("T4", "a sibling container's `rdmactl status`", elapsed, "s",
+               "exit %s" % (r.returncode if r else "none"))
+        self.expect(r is not None and r.returncode == 0, "T4: one "
+                    "container locked its uid's other containers out: %s"
+                    % (r.stderr.strip() if r else "no answer"))
+        self.expect(int(line.split()[1]) <= 20, "T4: one container held "
+                    "%s connections (a container's 10 and the unknown "
+                    "bucket's 10 at most)" % line.split()[1])
+        self.root_status("T4", "while one container holds its share")
         self.verdict()
 
 
