@@ -281,6 +281,22 @@ void peer_identify(int fd, const struct ucred *cred, struct peer *ret)
 		close(pidfd);
 }
 
+bool peer_can_identify_others(void)
+{
+	char buf[4096];
+	const char *cap;
+	unsigned long long eff;
+
+	if (geteuid() == 0)
+		return true;
+	/* CAP_SYS_PTRACE (19) among the effective capabilities. */
+	if (read_text(AT_FDCWD, "/proc/self/status", buf, sizeof(buf)) < 0)
+		return false;
+	cap = strstr(buf, "\nCapEff:");
+	return cap && sscanf(cap + strlen("\nCapEff:"), "%llx", &eff) == 1 &&
+	       (eff >> 19 & 1);
+}
+
 uint64_t peer_ns_own_mnt(void)
 {
 	return inode_at(AT_FDCWD, "/proc/self/ns/mnt");

@@ -47,6 +47,12 @@ struct peer {
  */
 void peer_identify(int fd, const struct ucred *cred, struct peer *ret);
 
+/* May rdmad read the namespaces of other users' processes (root, or
+ * CAP_SYS_PTRACE: the kernel checks ptrace access for /proc/PID/ns and
+ * for the pidfd's namespace ioctls)?  Where it may not, no peer of
+ * another uid is ever known. */
+bool peer_can_identify_others(void);
+
 /* rdmad's own namespaces; mnt is pid 1's where it can be read (rdmad may
  * run with a private mount namespace of its own, PrivateMounts=). */
 void peer_ns_host(struct peer_ns *ret);

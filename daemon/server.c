@@ -122,6 +122,7 @@ struct server {
 	bool logged_ctrunc;
 	bool accept_waiting_room; /* accept paused for the table's room */
 	unsigned int fd_ceiling;  /* descriptors clients may cost, in all */
+	bool identifies_others;	  /* peer_can_identify_others() */
 	bool logged_refusal[SERVER_REFUSED_COUNT];
 	uint64_t refusals[SERVER_REFUSED_COUNT];
 	struct client *clients;
@@ -1104,10 +1105,12 @@ static unsigned int clients_of_uid(const struct server *srv, uid_t uid)
 	return n;
 }
 
-/* One container: the same uid in the same namespaces.  Peers whose
- * namespaces rdmad could not read (gone before it looked, or hidden
- * from it) are one bucket per uid, bounded like a container, so that
- * they never take a sibling container's share. */
+/* One container: the same uid in the same namespaces.  Where rdmad can
+ * read other users' namespaces, the peers whose namespaces it could not
+ * read (the process that connected is gone, or hidden) are one more
+ * bucket per uid, bounded like a container, so that they never take a
+ * sibling container's share.  Where it cannot (an unprivileged rdmad),
+ * it cannot tell containers apart: max_clients_per_uid alone holds. */
 static bool same_place(const struct peer *a, const struct peer *b)
 {
 	if (a->uid != b->uid || a->known != b->known)
@@ -1158,6 +1161,8 @@ static enum server_refusal refusal_of_uid(const struct server *srv, int fd,
 static enum server_refusal refusal_of_place(const struct server *srv,
 					    const struct peer *peer)
 {
+	if (!peer->known && !srv->identifies_others)
+		return SERVER_REFUSED_NONE;
 	return clients_of_place(srv, peer) >=
 			       srv->opts.max_clients_per_namespace
 		       ? SERVER_REFUSED_PER_NAMESPACE
@@ -1237,6 +1242,18 @@ static bool accept_one(struct server *srv)
 	return true;
 }
 
+static void accept_wait_for_room(struct server *srv)
+{
+	if (!srv->logged_room)
+		log_warnx("not accepting until clients' descriptors are "
+			  "closed: %u in rdmad's table for clients, ceiling "
+			  "%u (logged once)",
+			  fds_for_clients(srv), srv->fd_ceiling);
+	srv->logged_room = true;
+	srv->accept_waiting_room = true;
+	event_del(srv->ev_accept);
+}
+
 /* An accept installs one descriptor, and its Hello may bring more: with
  * no room for both, wait for the helpers to let some go. */
 static void on_accept(evutil_socket_t fd, short what, void *arg)
@@ -1245,8 +1262,7 @@ static void on_accept(evutil_socket_t fd, short what, void *arg)
 
 	for (int i = 0; i < ACCEPT_BURST; i++) {
 		if (!room_for(srv, SERVER_FDS_PER_CLIENT)) {
-			srv->accept_waiting_room = true;
-			event_del(srv->ev_accept);
+			accept_wait_for_room(srv);
 			return;
 		}
 		if (!accept_one(srv))
@@ -1261,6 +1277,7 @@ static void on_reaper_progress(void *arg)
 
 	if (srv->accept_waiting_room && room_for(srv, SERVER_FDS_PER_CLIENT)) {
 		srv->accept_waiting_room = false;
+		srv->logged_room = false;
 		event_add(srv->ev_accept, NULL);
 	}
 	for (struct client *c = srv->clients; c; c = c->next) {
@@ -1422,16 +1439,18 @@ static int server_listen(struct server *srv)
 }
 
 /* What clients may cost in rdmad's table: its open file limit less what
- * rdmad keeps for its own work. */
+ * rdmad keeps for its own work (an eighth of a small limit). */
 static unsigned int fd_ceiling(void)
 {
 	struct rlimit rl;
+	rlim_t keep;
 
 	if (getrlimit(RLIMIT_NOFILE, &rl) < 0 || rl.rlim_cur > UINT_MAX)
 		return UINT_MAX;
-	return rl.rlim_cur > 2 * SERVER_FDS_NOT_FOR_CLIENTS
-		       ? (unsigned int)rl.rlim_cur - SERVER_FDS_NOT_FOR_CLIENTS
-		       : (unsigned int)rl.rlim_cur / 2;
+	keep = rl.rlim_cur / 8 < SERVER_FDS_NOT_FOR_CLIENTS
+		       ? rl.rlim_cur / 8
+		       : SERVER_FDS_NOT_FOR_CLIENTS;
+	return (unsigned int)(rl.rlim_cur - keep);
 }
 
 struct server *server_new(struct event_base *base, struct devices *table,
@@ -1448,6 +1467,7 @@ struct server *server_new(struct event_base *base, struct devices *table,
 	srv->opts = *opts;
 	srv->listen_fd = -1;
 	srv->fd_ceiling = fd_ceiling();
+	srv->identifies_others = peer_can_identify_others();
 	srv->reaper = reaper_new(base, on_reaper_progress, srv);
 	srv->views = views_new(table, opts->netns_mode, on_ns_event, srv);
 	r = srv->views && srv->reaper ? server_listen(srv) : -ENOMEM;

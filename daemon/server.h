@@ -39,8 +39,9 @@ struct server_options {
 	unsigned int max_clients; /* e.g. 4096 */
 	unsigned int max_clients_per_uid; /* but root and the admin group */
 	/* ...and of those, per set of namespaces (a container) where the
-	 * kernel says which the peer is in (peer.h, known); the peers whose
-	 * namespaces rdmad cannot read share one such bucket per uid */
+	 * kernel says which the peer is in (peer.h, known); where rdmad may
+	 * read other users' namespaces, the peers whose namespaces it could
+	 * not read share one such bucket per uid */
 	unsigned int max_clients_per_namespace;
 	unsigned int reserved_clients; /* of max_clients, for root and admins */
 	unsigned int hello_timeout_ms; /* to say Hello after connecting */

@@ -67,10 +67,29 @@ void session_free(struct session *s)
 	free(s);
 }
 
+static int64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* A listener whose backlog is full (rdmad busy turning a flood of
+ * connections away) says EAGAIN at once: try again, 1 ms then up to
+ * 50 ms apart, within the timeout.  Any other error is final. */
 static int do_connect(struct session *s, const char *path)
 {
-	int r = wire_connect(path, &s->fd);
+	int64_t deadline = s->timeout_ms < 0 ? -1 : now_ms() + s->timeout_ms;
+	struct timespec pause = {.tv_nsec = 1000000};
+	int r;
 
+	while ((r = wire_connect(path, &s->fd)) == -EAGAIN &&
+	       (deadline < 0 || now_ms() < deadline)) {
+		nanosleep(&pause, NULL);
+		if (pause.tv_nsec < 50000000)
+			pause.tv_nsec *= 2;
+	}
 	if (r < 0)
 		return fail(s, r, "%s", strerror(-r));
 	s->connected = true;
@@ -97,13 +116,6 @@ int session_send(struct session *s, Rdmad__Frame *frame, uint64_t *ret_seq)
 	return send_with(s, frame, -1, ret_seq);
 }
 
-static int64_t now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 /* Wait for input until @deadline (ms, monotonic; -1 forever). */
 static int wait_readable(struct session *s, int64_t deadline)
