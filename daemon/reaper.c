@@ -38,6 +38,7 @@ struct reaper_job {
 struct reaper_count {
 	uid_t uid;
 	unsigned int n;
+	uint64_t since_ms; /* its last progress, or its first job after */
 };
 
 struct reaper {
@@ -45,8 +46,7 @@ struct reaper {
 	struct closer *closer;
 	reaper_progress_fn progress;
 	void *arg;
-	uint64_t quiet_since_ms; /* last progress, or the first job after */
-	unsigned int removing;	 /* handed to the remover, not closed */
+	unsigned int removing; /* handed to the remover, not closed */
 	pid_t parent;
 	pid_t undertaker;
 	pid_t pid;
@@ -207,8 +207,6 @@ static void count_add(struct reaper *r, uid_t uid)
 {
 	struct reaper_count *c = count_of(r, uid), *more;
 
-	if (!r->ncounts)
-		r->quiet_since_ms = clock_monotonic_ms();
 	if (!c && r->ncounts == r->counts_cap) {
 		size_t cap = r->counts_cap ? 2 * r->counts_cap : 8;
 
@@ -220,7 +218,8 @@ static void count_add(struct reaper *r, uid_t uid)
 	}
 	if (!c) {
 		c = &r->counts[r->ncounts++];
-		*c = (struct reaper_count){.uid = uid};
+		*c = (struct reaper_count){.uid = uid,
+					   .since_ms = clock_monotonic_ms()};
 	}
 	c->n++;
 }
@@ -232,9 +231,9 @@ static void count_done(struct reaper *r, uid_t uid, unsigned int n)
 	if (!c)
 		return;
 	c->n -= n < c->n ? n : c->n;
+	c->since_ms = clock_monotonic_ms();
 	if (!c->n)
 		*c = r->counts[--r->ncounts];
-	r->quiet_since_ms = clock_monotonic_ms();
 }
 
 unsigned int reaper_pending(const struct reaper *r, uid_t uid)
@@ -252,19 +251,19 @@ unsigned int reaper_held(const struct reaper *r)
 size_t reaper_behind(const struct reaper *r, struct reaper_behind *ret,
 		     size_t max)
 {
-	uint64_t quiet;
-	size_t i;
+	uint64_t now = clock_monotonic_ms();
+	size_t n = 0;
 
-	if (!r || !r->ncounts)
-		return 0;
-	quiet = clock_monotonic_ms() - r->quiet_since_ms;
-	if (quiet < REAPER_BEHIND_MS)
-		return 0;
-	for (i = 0; i < r->ncounts && i < max; i++)
-		ret[i] = (struct reaper_behind){.uid = r->counts[i].uid,
-						.pending = r->counts[i].n,
-						.quiet_ms = quiet};
-	return i;
+	for (size_t i = 0; r && i < r->ncounts && n < max; i++) {
+		const struct reaper_count *c = &r->counts[i];
+
+		if (now - c->since_ms >= REAPER_BEHIND_MS)
+			ret[n++] = (struct reaper_behind){
+				.uid = c->uid,
+				.pending = c->n,
+				.quiet_ms = now - c->since_ms};
+	}
+	return n;
 }
 
 static void made_progress(struct reaper *r, uid_t uid, unsigned int n)

@@ -46,7 +46,8 @@
  * connections are refused: one Hello's worth (wire.h). */
 #define REAPER_MAX_PENDING 253
 
-/* Nothing let go of for this long while descriptors wait: behind. */
+/* Nothing of a uid's let go of for this long while its descriptors
+ * wait: behind, for that uid. */
 #define REAPER_BEHIND_MS 1000
 
 struct reaper;
@@ -71,11 +72,11 @@ unsigned int reaper_held(const struct reaper *r);
  * closer whole, with whatever is still queued on it (see the top). */
 void reaper_close_connection(struct reaper *r, int fd, uid_t uid);
 
-/* Who waits, while nothing was let go of for REAPER_BEHIND_MS. */
+/* Whose descriptors wait, none of them let go of for REAPER_BEHIND_MS. */
 struct reaper_behind {
 	uid_t uid;
 	unsigned int pending;
-	uint64_t quiet_ms; /* since the last descriptor was let go of */
+	uint64_t quiet_ms; /* since the uid's last one was let go of */
 };
 /* Fills at most @max; returns how many (0: not behind). */
 size_t reaper_behind(const struct reaper *r, struct reaper_behind *ret,

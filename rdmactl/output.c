@@ -358,9 +358,11 @@ void output_closing_text(FILE *f, Rdmad__Closing *const *closing, size_t n)
 {
 	for (size_t i = 0; i < n; i++)
 		fprintf(f,
-			"\nrdmad is behind: %u descriptors uid %u passed wait "
-			"to be closed (nothing closed for %.1f s)\n",
-			closing[i]->pending, closing[i]->uid,
+			"\nrdmad is behind: %u descriptor%s uid %u passed "
+			"wait%s to be closed (none closed for %.1f s)\n",
+			closing[i]->pending,
+			closing[i]->pending == 1 ? "" : "s", closing[i]->uid,
+			closing[i]->pending == 1 ? "s" : "",
 			(double)closing[i]->quiet_ms / 1000);
 }
 

@@ -116,7 +116,6 @@ int session_send(struct session *s, Rdmad__Frame *frame, uint64_t *ret_seq)
 	return send_with(s, frame, -1, ret_seq);
 }
 
-
 /* Wait for input until @deadline (ms, monotonic; -1 forever). */
 static int wait_readable(struct session *s, int64_t deadline)
 {

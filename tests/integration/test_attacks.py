@@ -1689,7 +1689,13 @@ class TestDescriptorTable(AttackTest):
         serves within 1 s."""
         self.need_userns()
         self.tb.plug("mlx5_0")
-        self.start_daemon()
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]
+        conf = os.path.join(self.work, "t3.conf")
+        with open(conf, "w") as f:
+            f.write("[metrics]\nlisten = 127.0.0.1:%d\n" % port)
+        self.start_daemon(config=conf)
         w = self.attack(PYTHON, [WAIT_EOF, self.sock], ns="")
         self.assertIsNotNone(w.expect("welcome")[1], w.lines("err")[-5:])
         a, _ = self.fuse_attack(FLUSH_ATTACK, [self.sock, self.mountpoint(),
@@ -1706,6 +1712,19 @@ class TestDescriptorTable(AttackTest):
         self.expect(closing and closing[0]["uid"] == NOBODY_UID,
                     "T3: root's status does not say that uid %d's "
                     "descriptor waits: %s" % (NOBODY_UID, closing))
+        try:
+            with urllib.request.build_opener(
+                    urllib.request.ProxyHandler({})).open(
+                    "http://127.0.0.1:%d/metrics" % port, timeout=5) as r:
+                text = r.read().decode()
+        except OSError as e:
+            text = str(e)
+        line = next((l for l in text.splitlines()
+                     if l.startswith("rdmad_closing_behind{")), None)
+        figure("T3", "the metrics say who waits", line or text[-300:])
+        self.expect(line == 'rdmad_closing_behind{uid="%d"} 1' % NOBODY_UID,
+                    "T3: the metrics do not say that uid %d's descriptor "
+                    "waits: %s" % (NOBODY_UID, line))
         self.kill_and_restart("T3", w)
         self.verdict()
 

@@ -38,7 +38,7 @@ FAMILIES = {
     "rdmad_clients": "gauge", "rdmad_views": "gauge",
     "rdmad_clients_refused": "counter",
     "rdmad_holds_refused": "counter", "rdmad_client_resyncs": "counter",
-    "rdmad_events": "counter", "rdmad_rescans": "counter",
+    "rdmad_closing_behind": "gauge", "rdmad_events": "counter", "rdmad_rescans": "counter",
     "rdmad_rescan_seconds": "counter",
     "rdmad_last_rescan_duration_seconds": "gauge",
 }

@@ -978,6 +978,89 @@ class TestShim(KernelTest):
         self.assertRefreshAgrees()
 
 
+# Issue 32, item 3: a client of rdmad's protocol by hand (PROTOCOL.md).
+# "wait SOCK": says Hello, prints "welcome", then "eof" when its
+# connection ends.  "pass SOCK FILE": says Hello passing FILE's
+# descriptor, prints "sent", then waits.
+RAW_CLIENT = r'''
+import os, socket, sys, time
+def varint(n):
+    out = b""
+    while True:
+        b, n = n & 0x7f, n >> 7
+        out += bytes([b | (0x80 if n else 0)])
+        if not n:
+            return out
+def field(num, body):
+    return varint(num << 3 | 2) + varint(len(body)) + body
+def number(num, v):
+    return varint(num << 3) + varint(v)
+hello = number(1, 1) + number(2, 1) + field(10, field(1, b"kernel-test"))
+verb, path = sys.argv[1], sys.argv[2]
+s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+s.connect(path)
+if verb == "pass":
+    socket.send_fds(s, [hello], [os.open(sys.argv[3], os.O_RDONLY)])
+    print("sent", flush=True)
+    time.sleep(3600)
+s.send(hello)
+_, fds, _, _ = socket.recv_fds(s, 65536, 4)
+for fd in fds:
+    os.close(fd)
+print("welcome", flush=True)
+try:
+    while s.recv(65536):
+        pass
+except OSError:
+    pass
+print("eof", flush=True)
+'''
+
+
+class TestDescriptors(KernelTest):
+    def test_killed_while_a_flush_is_held(self):
+        """Issue 32, item 3: a FUSE file whose FLUSH is never answered,
+        passed with Hello, holds the helper that closes it; rdmad killed
+        (SIGKILL) then: every client sees the end at once and a new rdmad
+        serves at once, while the FLUSH is still held (standalone: the
+        guest runs no systemd)."""
+        # Loads fuse.ko (fs-fuse) where it is a module; /dev/fuse follows.
+        run("mount", "-t", "fuse", "none", self.work, check=False)
+        if not os.path.exists("/dev/fuse"):
+            self.skipTest("no /dev/fuse in this guest")
+        mnt = os.path.join(self.work, "fuse")
+        os.mkdir(mnt)
+        fuse = self.start("sh", "-c", 'sleep 3600 | exec "$0" "$1"',
+                          prog("tests", "integration", "attack",
+                               "fuse-stall"), mnt)
+        fuse.expect("mounted")
+        self.start_daemon()
+        waiter = self.start(sys.executable, "-c", RAW_CLIENT, "wait",
+                            self.sock)
+        waiter.expect("welcome")
+        passer = self.start(sys.executable, "-c", RAW_CLIENT, "pass",
+                            self.sock, os.path.join(mnt, "flush"))
+        passer.expect("sent")
+        fuse.expect("stalled flush pid")
+        t0 = time.monotonic()
+        self.daemon.kill()
+        self.daemon.wait()
+        waiter.expect("eof", timeout=10)
+        eof = time.monotonic() - t0
+        print("figure: a client's end after rdmad's SIGKILL, a FLUSH "
+              "held: %.3f s" % eof, file=sys.stderr)
+        t0 = time.monotonic()
+        self.start_daemon()
+        serve = time.monotonic() - t0
+        print("figure: a new rdmad serving after it: %.3f s" % serve,
+              file=sys.stderr)
+        # The FLUSH is still held: the kernel did not let go for us.
+        self.assertIsNone(fuse.p.poll(), "fuse-stall exited")
+        # Emulated (TCG) 10-30x slower: 1 s on hardware.
+        self.assertLess(eof, 5.0, "the client's end took %.1f s" % eof)
+        self.assertLess(serve, 10.0, "a new rdmad took %.1f s" % serve)
+
+
 class TestMrCache(KernelTest):
     CASES = ["munmap-mmap", "mmap-fixed", "mremap", "madv-dontneed", "brk",
              "free-malloc-mmapped", "free-malloc-trimmed"]

@@ -115,6 +115,42 @@ static void test_view_json(void)
 	free(t);
 }
 
+/* Snapshot.closing: a "closing" array after "devices", and one line a
+ * uid in text; nothing at all when none waits (older daemons). */
+static void test_closing(void)
+{
+	Rdmad__Closing c = RDMAD__CLOSING__INIT, *list[1] = {&c};
+	struct json_object *obj = json_object_new_object();
+	char *t = NULL;
+	size_t len = 0;
+	FILE *f;
+
+	c.uid = 65534;
+	c.pending = 1;
+	c.quiet_ms = 12345;
+	output_closing_json(obj, list, 0);
+	CHECK(!has_key(obj, "closing"), "no key when none waits");
+	output_closing_json(obj, list, 1);
+	t = json_text(obj);
+	CHECK(!strcmp(t, "{\"closing\":[{\"uid\":65534,\"pending\":1,"
+			 "\"quiet_ms\":12345}]}\n"),
+	      "closing: %s", t);
+	free(t);
+	t = NULL;
+	f = open_memstream(&t, &len);
+	output_closing_text(f, list, 1);
+	c.pending = 253;
+	output_closing_text(f, list, 1);
+	output_closing_text(f, list, 0);
+	fclose(f);
+	CHECK(!strcmp(t, "\nrdmad is behind: 1 descriptor uid 65534 passed "
+			 "waits to be closed (none closed for 12.3 s)\n"
+			 "\nrdmad is behind: 253 descriptors uid 65534 "
+			 "passed wait to be closed (none closed for 12.3 s)\n"),
+	      "closing text: \"%s\"", t);
+	free(t);
+}
+
 static void test_device_json(void)
 {
 	struct json_object *d, *h, *v;
@@ -524,6 +560,7 @@ static void test_status_exchange(void)
 int main(void)
 {
 	test_view_json();
+	test_closing();
 	test_device_json();
 	test_event_json();
 	test_view_text();
