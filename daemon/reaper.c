@@ -161,6 +161,11 @@ static void undertaker_loop(pid_t parent)
 	prctl(PR_SET_NAME, "rdmad-undertake");
 	while (getppid() == parent)
 		sigwaitinfo(&hup, NULL);
+	/* systemd's SIGTERM to what is left of the unit must not cut it
+	 * short: only the tick gets through. */
+	sigfillset(&hup);
+	sigdelset(&hup, SIGALRM);
+	sigprocmask(SIG_SETMASK, &hup, NULL);
 	closer_tick(true);
 	close_sockets();
 	_exit(0);

@@ -19,6 +19,7 @@ earlier asserts, so every plug takes a fresh uverbsN number, and fresh
 umadN/issmN numbers too (the kernel would reuse the lowest free ones).
 """
 
+import fcntl
 import glob
 import json
 import os
@@ -524,6 +525,35 @@ class Daemon:
 
     def alive(self):
         return self.proc is not None and self.proc.poll() is None
+
+
+# Puts the descriptors named in argv at 3, 4, ... and execs the rest of
+# argv with LISTEN_PID set to its own pid, as systemd does.
+EXEC_ACTIVATED = r"""
+import os, sys
+n = int(sys.argv[1])
+fds = [int(a) for a in sys.argv[2:2 + n]]
+for i, fd in enumerate(fds):
+    os.dup2(fd, 3 + i)
+    os.close(fd)
+argv = sys.argv[2 + n:]
+os.execve(argv[0], argv, dict(os.environ, LISTEN_PID=str(os.getpid()),
+                              LISTEN_FDS=str(n)))
+"""
+
+
+def activate(files, args, **popen):
+    """Run @args with the sockets @files passed as systemd passes them
+    (socket activation): a Popen."""
+    high = [fcntl.fcntl(f.fileno(), fcntl.F_DUPFD, 100 + i)
+            for i, f in enumerate(files)]
+    try:
+        return subprocess.Popen(
+            ["/usr/bin/python3", "-c", EXEC_ACTIVATED, str(len(high))] +
+            [str(h) for h in high] + list(args), pass_fds=high, **popen)
+    finally:
+        for h in high:
+            os.close(h)
 
 
 def rdmactl(sock, *args, check=True, timeout=DEADLINE):

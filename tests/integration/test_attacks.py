@@ -1728,6 +1728,60 @@ class TestDescriptorTable(AttackTest):
         self.kill_and_restart("T3", w)
         self.verdict()
 
+    def test_t3_socket_activated_killed_while_a_flush_is_held(self):
+        """T3 under socket activation (the listening socket systemd's,
+        here the test's): after rdmad's SIGKILL while a FLUSH is held,
+        its clients see the end at once and a new rdmad, handed the same
+        socket, serves within 1 s."""
+        self.need_userns()
+        self.tb.plug("mlx5_0")
+        listener = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        self.addCleanup(listener.close)
+        self.sock = os.path.join(self.work, "activated.sock")
+        listener.bind(self.sock)
+        os.chmod(self.sock, 0o666)
+        listener.listen()
+
+        def start():
+            log = open(os.path.join(self.work, "activated.log"), "a")
+            self.addCleanup(log.close)
+            p = rdmatb.activate(
+                [listener], [rdmatb.RDMAD, "--foreground", "--socket",
+                             os.path.join(self.work, "unused.sock"),
+                             "--state-dir", os.path.join(self.work, "st")],
+                stdout=log, stderr=subprocess.STDOUT)
+            self.addCleanup(lambda: p.poll() is None and (p.terminate(),
+                                                          p.wait()))
+            return p
+        rdmad = start()
+        w = self.attack(PYTHON, [WAIT_EOF, self.sock], ns="")
+        self.assertIsNotNone(w.expect("welcome")[1], w.lines("err")[-5:])
+        a, _ = self.fuse_attack(FLUSH_ATTACK, [self.sock, self.mountpoint(),
+                                               FUSE_STALL, PASS_FILE], "sent")
+        if not any(l.startswith("stalled flush pid") for l in a.lines()):
+            self.assertIsNotNone(a.expect("stalled flush pid",
+                                          timeout=10)[1],
+                                 "T3: nobody closed the passed FUSE file")
+        t0 = time.monotonic()
+        rdmad.kill()
+        rdmad.wait()
+        _, eof = w.expect("eof", timeout=10)
+        took = time.monotonic() - t0
+        figure("T3", "a client's end after an activated rdmad's SIGKILL",
+               took, "s", "" if eof else "none within 10 s")
+        self.expect(eof is not None and took < 1.0, "T3: a client saw no "
+                    "end within 1 s (%.2f s)" % took)
+        t0 = time.monotonic()
+        start()
+        elapsed, r = timed_rdmactl(self.sock, "status", "--json")
+        took = time.monotonic() - t0
+        figure("T3", "a new activated rdmad serving root", took, "s",
+               "exit %s" % (r.returncode if r else "none"))
+        self.expect(r is not None and r.returncode == 0 and took < 1.0,
+                    "T3: a new activated rdmad did not serve within 1 s "
+                    "(%.2f s)" % took)
+        self.verdict()
+
     def test_t4_unknown_peers_share_one_bucket(self):
         """T4: connections whose process is gone before rdmad looks
         (unknown peers) take at most one container's share of their uid;

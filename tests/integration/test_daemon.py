@@ -7,7 +7,6 @@ kinds are listed as libibverbs lists them, hotplug and rename show up in
 `rdmactl status` and `rdmactl monitor`, event storms coalesce, a kill -9
 loses nothing, and garbage on the socket or in sysfs harms nobody.
 """
-import fcntl
 import os
 import resource
 import socket
@@ -508,36 +507,13 @@ class TestSocketActivation(DaemonTest):
     message and a non-zero exit, never binding a path of its own instead
     (clients of the passed socket would hang)."""
 
-    # Puts the descriptors named in argv at 3, 4, ... and execs the rest
-    # of argv with LISTEN_PID set to its own pid, as systemd does.
-    EXEC_ACTIVATED = r"""
-import os, sys
-n = int(sys.argv[1])
-fds = [int(a) for a in sys.argv[2:2 + n]]
-for i, fd in enumerate(fds):
-    os.dup2(fd, 3 + i)
-    os.close(fd)
-argv = sys.argv[2 + n:]
-os.execve(argv[0], argv, dict(os.environ, LISTEN_PID=str(os.getpid()),
-                              LISTEN_FDS=str(n)))
-"""
-
     def activate(self, *files):
         """rdmad --foreground with @files passed as systemd passes them."""
         self.own = os.path.join(self.work, "own.sock")
-        high = [fcntl.fcntl(f.fileno(), fcntl.F_DUPFD, 100 + i)
-                for i, f in enumerate(files)]
-        try:
-            return subprocess.Popen(
-                ["/usr/bin/python3", "-c", self.EXEC_ACTIVATED,
-                 str(len(high))] + [str(h) for h in high] +
-                [rdmatb.RDMAD, "--foreground", "--socket", self.own,
-                 "--state-dir", os.path.join(self.work, "state")],
-                pass_fds=high, stdout=subprocess.PIPE,
-                stderr=subprocess.STDOUT, text=True)
-        finally:
-            for h in high:
-                os.close(h)
+        return rdmatb.activate(
+            files, [rdmatb.RDMAD, "--foreground", "--socket", self.own,
+                    "--state-dir", os.path.join(self.work, "state")],
+            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
 
     def listening(self, family=socket.AF_UNIX, type=socket.SOCK_SEQPACKET,
                   listen=True):

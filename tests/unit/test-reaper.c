@@ -13,6 +13,7 @@
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -197,10 +198,18 @@ static unsigned int open_fds(pid_t pid)
 
 /* The closer holds only what it was sent: none of the 200 descriptors
  * this process has open. */
+static bool closer_named(void *arg)
+{
+	*(pid_t *)arg = child_named("rdmad-closer");
+	return *(pid_t *)arg > 0;
+}
+
 static void test_own_table(void)
 {
-	pid_t closer = child_named("rdmad-closer");
+	pid_t closer = -1;
 	int fds[200];
+
+	loop_until(closer_named, &closer, 5000); /* named once it runs */
 
 	for (size_t i = 0; i < 200; i++)
 		fds[i] = open("/dev/null", O_RDONLY | O_CLOEXEC);
@@ -248,6 +257,35 @@ static void test_close_connection(struct reaper *r)
 	close(b[0]);
 }
 
+static bool closer_back(void *arg)
+{
+	pid_t pid = child_named("rdmad-closer");
+
+	return pid > 0 && pid != *(pid_t *)arg;
+}
+
+/* A closer killed by hand is started again, and what was handed to the
+ * dead one is counted done (its exit let go of it). */
+static void test_closer_restart(struct reaper *r)
+{
+	pid_t old = -1;
+	int sv[2];
+
+	loop_until(closer_named, &old, 5000);
+
+	CHECK(old > 0, "the closer runs");
+	if (old <= 0)
+		return;
+	kill(old, SIGKILL);
+	CHECK(loop_until(closer_back, &old, 5000), "started again");
+	CHECK(socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) == 0,
+	      "socketpair");
+	reaper_close_connection(r, sv[0], UID);
+	CHECK(loop_until(none_pending, r, 5000),
+	      "the new one lets go: pending %u", reaper_pending(r, UID));
+	close(sv[1]);
+}
+
 int main(void)
 {
 	struct reaper *r;
@@ -261,6 +299,7 @@ int main(void)
 	test_own_table();
 	test_blocking_close(r);
 	test_close_connection(r);
+	test_closer_restart(r);
 	reaper_free(r);
 	event_base_free(base);
 	printf("%s\n", failures ? "FAIL" : "ok");
