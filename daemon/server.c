@@ -826,8 +826,8 @@ static int client_handle(struct client *c, ssize_t n,
 /*
  * Room in rdmad's table.  A receive may install up to WIRE_MAX_PASSED_FDS
  * descriptors, so rdmad receives only while that many fit under its
- * ceiling (its open file limit less SERVER_FDS_NOT_FOR_CLIENTS, kept for
- * its own work) beside what clients cost already: their connections and
+ * ceiling (its open file limit less what it keeps for its own work,
+ * fd_ceiling()) beside what clients cost already: their connections and
  * what they passed that still waits to be closed.  A uid with
  * REAPER_MAX_PENDING descriptors waiting is not read either.  So the
  * kernel never has to drop a descriptor in this thread (MSG_CTRUNC),
