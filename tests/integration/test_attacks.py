@@ -42,6 +42,7 @@ import urllib.request
 import uuid
 
 import rdmatb
+from rawproto import PASS_FILE, PROTO, WAIT_EOF
 from rdmatb import DaemonTest, devnum, find, pod_dev_script, status
 
 ATTACK = os.path.join(rdmatb.BUILD, "tests", "integration", "attack")
@@ -1158,34 +1159,6 @@ class TestNetnsSocket(AttackTest):
         self.verdict()
 
 
-# Issue 25.  Frames of PROTOCOL.md by hand (a client of another language):
-# protobuf's wire format for the few fields these attacks send.
-PROTO = r'''
-def varint(n):
-    out = b""
-    while True:
-        b, n = n & 0x7f, n >> 7
-        out += bytes([b | (0x80 if n else 0)])
-        if not n:
-            return out
-def field(num, body):
-    return varint(num << 3 | 2) + varint(len(body)) + body
-def number(num, v):
-    return varint(num << 3) + varint(v)
-def frame(seq, num, body):
-    return number(1, 1) + number(2, seq) + field(num, body)
-def scope(mntns, nodes):
-    return number(1, mntns) + field(3, b"".join(varint(n) for n in nodes))
-def hello(sc=None):
-    return frame(1, 10, field(1, b"attack") + (field(3, sc) if sc else b""))
-def get_status(seq, sc):
-    return frame(seq, 12, field(1, sc))
-def unusable(seq, name, incarnation):
-    # error: sint32 EPERM (1), zigzag 2
-    return frame(seq, 16, field(1, name.encode()) + number(2, incarnation)
-                 + number(3, 2))
-'''
-
 # An attack in Python: the code, then its arguments.
 PYTHON = 'exec python3 -c "$@"'
 
@@ -1251,17 +1224,6 @@ start_fuse "$T/mnt"
 exec python3 -c "$PASS" "$S" "$T/mnt/flush"
 '''
 
-PASS_FILE = PROTO + r'''
-import os, socket, sys, time
-path, victim = sys.argv[1], sys.argv[2]
-fd = os.open(victim, os.O_RDONLY)
-s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-s.connect(path)
-socket.send_fds(s, [hello()], [fd])
-print("sent", flush=True)
-time.sleep(3600)
-'''
-
 # F2: the victim, a pod of uid 65534 with one node: a monitor that stays
 # subscribed, its mount namespace ("mntns N"), then on each line of stdin
 # its `rdmactl status --json` on one line ("status {...}").
@@ -1298,16 +1260,27 @@ time.sleep(3600)
 '''
 
 # F4: @2 connections, each with Hello; prints "held K" (how many rdmad
-# kept), then holds them.
+# kept), then holds them.  T4 (@3 "hand-over"): each connection made by a
+# child that exits at once (so rdmad may find no process behind it: an
+# unknown peer), the parent saying Hello on it.
 HOLD_MANY = PROTO + r'''
 import os, socket, sys, time
 path, n = sys.argv[1], int(sys.argv[2])
+hand_over = sys.argv[3:] == ["hand-over"]
 held = []
 for _ in range(n):
     s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
     s.settimeout(10)
     try:
-        s.connect(path)
+        if not hand_over:
+            s.connect(path)
+        elif os.fork() == 0:
+            try:
+                s.connect(path)
+            finally:
+                os._exit(0)
+        else:
+            os.wait()
         s.send(hello())
         msg, fds, _, _ = socket.recv_fds(s, 65536, 4)
     except OSError:
@@ -1502,57 +1475,6 @@ print("done %d %d" % (n, errors), flush=True)
 time.sleep(3600)
 '''
 
-# T3: a client that said Hello and waits for the end of its connection;
-# prints "welcome", then "eof" when it comes.
-WAIT_EOF = PROTO + r'''
-import os, socket, sys
-s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-s.connect(sys.argv[1])
-s.send(hello())
-_, fds, _, _ = socket.recv_fds(s, 65536, 4)
-for fd in fds:
-    os.close(fd)
-print("welcome", flush=True)
-try:
-    while s.recv(65536):
-        pass
-except OSError:
-    pass
-print("eof", flush=True)
-'''
-
-# T4: @2 connections, each made by a child that connects and exits at
-# once (so rdmad may find no process behind it: an unknown peer), the
-# parent saying Hello on it.  Prints "held K".
-HAND_OVER = PROTO + r'''
-import os, socket, sys, time
-path, n = sys.argv[1], int(sys.argv[2])
-held = []
-for _ in range(n):
-    s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-    s.settimeout(10)
-    pid = os.fork()
-    if pid == 0:
-        try:
-            s.connect(path)
-        finally:
-            os._exit(0)
-    os.waitpid(pid, 0)
-    try:
-        s.send(hello())
-        msg, fds, _, _ = socket.recv_fds(s, 65536, 4)
-    except OSError:
-        msg, fds = b"", []
-    for fd in fds:
-        os.close(fd)
-    if msg:
-        held.append(s)
-    else:
-        s.close()
-print("held %d" % len(held), flush=True)
-time.sleep(3600)
-'''
-
 # What root's `rdmactl status` must answer within during issue 32's
 # attacks.
 FAST = 0.1
@@ -1640,11 +1562,27 @@ class TestDescriptorTable(AttackTest):
                     "rdmad's thread")
         self.verdict()
 
-    def kill_and_restart(self, case, watcher):
-        """SIGKILL rdmad: the watcher's connection ends within 1 s, and a
-        new rdmad on the same path answers root within 1 s."""
+    def flush_held(self):
+        """A client that waits for the end of its connection, then a FUSE
+        file whose FLUSH is never answered passed with Hello, held by
+        rdmad's helper: the waiting client."""
+        w = self.attack(PYTHON, [WAIT_EOF, self.sock], ns="")
+        self.assertIsNotNone(w.expect("welcome")[1], w.lines("err")[-5:])
+        a, _ = self.fuse_attack(FLUSH_ATTACK, [self.sock, self.mountpoint(),
+                                               FUSE_STALL, PASS_FILE], "sent")
+        # rdmad may have closed it before the attacker said "sent".
+        if not any(l.startswith("stalled flush pid") for l in a.lines()):
+            self.assertIsNotNone(a.expect("stalled flush pid",
+                                          timeout=10)[1],
+                                 "T3: nobody closed the passed FUSE file")
+        return w
+
+    def kill_and_restart(self, case, watcher, kill=None, start=None):
+        """SIGKILL rdmad (@kill, else the test's daemon): the watcher's
+        connection ends within 1 s, and a new rdmad on the same path
+        (@start, else the test's daemon again) answers root within 1 s."""
         t0 = time.monotonic()
-        self.d.kill9()
+        (kill or self.d.kill9)()
         _, eof = watcher.expect("eof", timeout=10)
         took = time.monotonic() - t0
         figure(case, "a client's end after rdmad's SIGKILL", took, "s",
@@ -1654,7 +1592,7 @@ class TestDescriptorTable(AttackTest):
                     % (case, took))
         t0 = time.monotonic()
         try:
-            self.start_daemon()
+            (start or self.start_daemon)()
         except AssertionError as e:
             self.expect(False, "%s: a new rdmad did not start: %s"
                         % (case, str(e)[-500:]))
@@ -1696,15 +1634,7 @@ class TestDescriptorTable(AttackTest):
         with open(conf, "w") as f:
             f.write("[metrics]\nlisten = 127.0.0.1:%d\n" % port)
         self.start_daemon(config=conf)
-        w = self.attack(PYTHON, [WAIT_EOF, self.sock], ns="")
-        self.assertIsNotNone(w.expect("welcome")[1], w.lines("err")[-5:])
-        a, _ = self.fuse_attack(FLUSH_ATTACK, [self.sock, self.mountpoint(),
-                                               FUSE_STALL, PASS_FILE], "sent")
-        # rdmad may have closed it before the attacker said "sent".
-        if not any(l.startswith("stalled flush pid") for l in a.lines()):
-            self.assertIsNotNone(a.expect("stalled flush pid",
-                                          timeout=10)[1],
-                                 "T3: nobody closed the passed FUSE file")
+        w = self.flush_held()
         time.sleep(1.2)  # REAPER_BEHIND_MS
         r = self.root_status("T3", "while a FLUSH is held")
         closing = json.loads(r.stdout).get("closing") if r else None
@@ -1754,32 +1684,12 @@ class TestDescriptorTable(AttackTest):
                                                           p.wait()))
             return p
         rdmad = start()
-        w = self.attack(PYTHON, [WAIT_EOF, self.sock], ns="")
-        self.assertIsNotNone(w.expect("welcome")[1], w.lines("err")[-5:])
-        a, _ = self.fuse_attack(FLUSH_ATTACK, [self.sock, self.mountpoint(),
-                                               FUSE_STALL, PASS_FILE], "sent")
-        if not any(l.startswith("stalled flush pid") for l in a.lines()):
-            self.assertIsNotNone(a.expect("stalled flush pid",
-                                          timeout=10)[1],
-                                 "T3: nobody closed the passed FUSE file")
-        t0 = time.monotonic()
-        rdmad.kill()
-        rdmad.wait()
-        _, eof = w.expect("eof", timeout=10)
-        took = time.monotonic() - t0
-        figure("T3", "a client's end after an activated rdmad's SIGKILL",
-               took, "s", "" if eof else "none within 10 s")
-        self.expect(eof is not None and took < 1.0, "T3: a client saw no "
-                    "end within 1 s (%.2f s)" % took)
-        t0 = time.monotonic()
-        start()
-        elapsed, r = timed_rdmactl(self.sock, "status", "--json")
-        took = time.monotonic() - t0
-        figure("T3", "a new activated rdmad serving root", took, "s",
-               "exit %s" % (r.returncode if r else "none"))
-        self.expect(r is not None and r.returncode == 0 and took < 1.0,
-                    "T3: a new activated rdmad did not serve within 1 s "
-                    "(%.2f s)" % took)
+        w = self.flush_held()
+
+        def kill():
+            rdmad.kill()
+            rdmad.wait()
+        self.kill_and_restart("T3", w, kill=kill, start=start)
         self.verdict()
 
     def test_t4_unknown_peers_share_one_bucket(self):
@@ -1793,7 +1703,8 @@ class TestDescriptorTable(AttackTest):
             f.write("[socket]\nmax_clients_per_uid = 40\n"
                     "max_clients_per_namespace = 10\n")
         self.start_daemon(config=conf)
-        a = self.attack(PYTHON, [HAND_OVER, self.sock, 40], ns="-Urm")
+        a = self.attack(PYTHON, [HOLD_MANY, self.sock, 40, "hand-over"],
+                        ns="-Urm")
         _, line = a.expect("held", timeout=60)
         self.assertIsNotNone(line, a.lines("err")[-5:])
         figure("T4", "connections one container holds of 40 tried",

@@ -30,6 +30,11 @@ import threading
 import time
 import unittest
 
+# Clients of PROTOCOL.md by hand, shared with the attack tests.
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                "..", "integration"))
+import rawproto  # noqa: E402
+
 BUILD = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else "build")
 UDEVD = os.path.exists("/run/udev/control")
 # Under emulation (TCG) everything is 10-30x slower than on hardware.
@@ -978,45 +983,6 @@ class TestShim(KernelTest):
         self.assertRefreshAgrees()
 
 
-# Issue 32, item 3: a client of rdmad's protocol by hand (PROTOCOL.md).
-# "wait SOCK": says Hello, prints "welcome", then "eof" when its
-# connection ends.  "pass SOCK FILE": says Hello passing FILE's
-# descriptor, prints "sent", then waits.
-RAW_CLIENT = r'''
-import os, socket, sys, time
-def varint(n):
-    out = b""
-    while True:
-        b, n = n & 0x7f, n >> 7
-        out += bytes([b | (0x80 if n else 0)])
-        if not n:
-            return out
-def field(num, body):
-    return varint(num << 3 | 2) + varint(len(body)) + body
-def number(num, v):
-    return varint(num << 3) + varint(v)
-hello = number(1, 1) + number(2, 1) + field(10, field(1, b"kernel-test"))
-verb, path = sys.argv[1], sys.argv[2]
-s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-s.connect(path)
-if verb == "pass":
-    socket.send_fds(s, [hello], [os.open(sys.argv[3], os.O_RDONLY)])
-    print("sent", flush=True)
-    time.sleep(3600)
-s.send(hello)
-_, fds, _, _ = socket.recv_fds(s, 65536, 4)
-for fd in fds:
-    os.close(fd)
-print("welcome", flush=True)
-try:
-    while s.recv(65536):
-        pass
-except OSError:
-    pass
-print("eof", flush=True)
-'''
-
-
 class TestDescriptors(KernelTest):
     def test_killed_while_a_flush_is_held(self):
         """Issue 32, item 3: a FUSE file whose FLUSH is never answered,
@@ -1035,10 +1001,10 @@ class TestDescriptors(KernelTest):
                                "fuse-stall"), mnt)
         fuse.expect("mounted")
         self.start_daemon()
-        waiter = self.start(sys.executable, "-c", RAW_CLIENT, "wait",
+        waiter = self.start(sys.executable, "-c", rawproto.WAIT_EOF,
                             self.sock)
         waiter.expect("welcome")
-        passer = self.start(sys.executable, "-c", RAW_CLIENT, "pass",
+        passer = self.start(sys.executable, "-c", rawproto.PASS_FILE,
                             self.sock, os.path.join(mnt, "flush"))
         passer.expect("sent")
         fuse.expect("stalled flush pid")

@@ -1,0 +1,68 @@
+# SPDX-License-Identifier: MIT
+"""Frames of PROTOCOL.md by hand, as a client in another language would
+write them: protobuf's wire format for the few fields that the attack
+tests (test_attacks.py) and the real-kernel suite (tests/kernel) send.
+Each is Python source that runs in a process of its own (`python3 -c
+SOURCE ARGS...`), so that it can run as another user, in namespaces of
+its own, or in a guest."""
+
+# The encoders; each script below starts with them.
+PROTO = r'''
+def varint(n):
+    out = b""
+    while True:
+        b, n = n & 0x7f, n >> 7
+        out += bytes([b | (0x80 if n else 0)])
+        if not n:
+            return out
+def field(num, body):
+    return varint(num << 3 | 2) + varint(len(body)) + body
+def number(num, v):
+    return varint(num << 3) + varint(v)
+def frame(seq, num, body):
+    return number(1, 1) + number(2, seq) + field(num, body)
+def scope(mntns, nodes):
+    return number(1, mntns) + field(3, b"".join(varint(n) for n in nodes))
+def hello(sc=None):
+    return frame(1, 10, field(1, b"attack") + (field(3, sc) if sc else b""))
+def get_status(seq, sc):
+    return frame(seq, 12, field(1, sc))
+def unusable(seq, name, incarnation):
+    # error: sint32 EPERM (1), zigzag 2
+    return frame(seq, 16, field(1, name.encode()) + number(2, incarnation)
+                 + number(3, 2))
+'''
+
+
+# SOCK FILE: says Hello passing FILE's descriptor, prints "sent", then
+# holds on (issue 25 F1, issue 32 T3).
+PASS_FILE = PROTO + r'''
+import os, socket, sys, time
+path, victim = sys.argv[1], sys.argv[2]
+fd = os.open(victim, os.O_RDONLY)
+s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+s.connect(path)
+socket.send_fds(s, [hello()], [fd])
+print("sent", flush=True)
+time.sleep(3600)
+'''
+
+
+# SOCK: says Hello, prints "welcome", then "eof" when its connection ends
+# (issue 32 T3).
+WAIT_EOF = PROTO + r'''
+import os, socket, sys
+s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+s.connect(sys.argv[1])
+s.send(hello())
+_, fds, _, _ = socket.recv_fds(s, 65536, 4)
+for fd in fds:
+    os.close(fd)
+print("welcome", flush=True)
+try:
+    while s.recv(65536):
+        pass
+except OSError:
+    pass
+print("eof", flush=True)
+'''
