@@ -43,7 +43,9 @@ fd = os.open(victim, os.O_RDONLY)
 s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
 s.connect(path)
 socket.send_fds(s, [hello()], [fd])
-print("sent", flush=True)
+# One write: fuse-stall shares this stdout and may say "stalled flush"
+# at once (print() may write "sent" and its newline apart).
+os.write(1, b"sent\n")
 time.sleep(3600)
 '''
 

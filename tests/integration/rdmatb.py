@@ -113,6 +113,21 @@ class FakeDevice:
         return self.pci_path + "/infiniband_verbs/" + self.uverbs
 
 
+def _sanitized():
+    """Whether BUILD was configured with -Db_sanitize (its programs run
+    2-5x slower: figures that are speeds allow for it)."""
+    try:
+        with open(os.path.join(BUILD, "meson-info",
+                               "intro-buildoptions.json")) as f:
+            opts = json.load(f)
+    except (OSError, ValueError):
+        return False
+    return any(o["name"] == "b_sanitize" and o["value"] not in ("none", [])
+               for o in opts)
+
+
+SANITIZED = _sanitized()
+
 # How long a test waits for what it expects (an event, a reply, a start):
 # a deadline, not a pace, so generous; a loaded machine running the
 # sanitizer build is slow, and a passing test never waits for it.

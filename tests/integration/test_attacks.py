@@ -496,8 +496,8 @@ class AttackTest(DaemonTest):
             except subprocess.TimeoutExpired:
                 rc = None
             a.expect("\0", timeout=1, stream="err")  # its last words
-            self.fail("the attack did not start (exit %s): %s"
-                      % (rc, a.lines("err")[-5:]))
+            self.fail("the attack did not start (exit %s): %s %s"
+                      % (rc, a.lines()[-5:], a.lines("err")[-5:]))
         mounted = [l for l in a.lines() if l.startswith("mounted ")]
         if mounted:
             conn["n"] = mounted[0].split()[1]
@@ -1476,8 +1476,9 @@ time.sleep(3600)
 '''
 
 # What root's `rdmactl status` must answer within during issue 32's
-# attacks.
-FAST = 0.1
+# attacks (the median of its answers): 100 ms; three times that in a
+# sanitizer build, whose rdmad turns a flood away 2-5x slower.
+FAST = 0.3 if rdmatb.SANITIZED else 0.1
 
 
 class TestDescriptorTable(AttackTest):
