@@ -4,6 +4,7 @@ package deviceplugin
 
 import (
 	"context"
+	"google.golang.org/protobuf/proto"
 	"reflect"
 	"strings"
 	"testing"
@@ -107,7 +108,8 @@ func TestInventoryHealth(t *testing.T) {
 	}
 	want := map[string]string{
 		"pci_0000_00_00.0": api.Healthy, "pci_0000_01_00.0": api.Unhealthy,
-		"pci_0000_02_00.0": api.Unhealthy, "pci_0000_03_00.0": api.Unhealthy}
+		"pci_0000_02_00.0": api.Unhealthy, "pci_0000_03_00.0": api.Unhealthy,
+		"pci_0000_04_00.0": api.Unhealthy}
 	if got := health(true); !reflect.DeepEqual(got, want) {
 		t.Fatalf("connected: %v, want %v", got, want)
 	}
@@ -119,6 +121,49 @@ func TestInventoryHealth(t *testing.T) {
 	inv := c.Resources[0].Inventory(s, true)
 	if n := inv.List[0].GetTopology().GetNodes(); len(n) != 1 || n[0].ID != 1 {
 		t.Fatalf("topology %v, want NUMA node 1", n)
+	}
+}
+
+// The kubelet's device manager shows a device that the plugin no longer
+// lists as Healthy in pod.status...allocatedResourcesStatus (its
+// UpdateAllocatedResourcesStatus starts from Healthy and takes the
+// plugin's health only for a device still listed).  So a device being
+// removed is listed Unhealthy while anyone holds it: removing, then
+// removed and still held (rdmad keeps such a device in its state), and
+// dropped only when rdmad drops it (released).  A new life of the same
+// identity beside the held one is the one listed.
+func TestRemovalUnhealthyUntilReleased(t *testing.T) {
+	c := config(t, `{"resources":[{"name":"hca"}]}`)
+	const id = "pci_0000_00_00.0"
+	list := func(devs ...*rdmadpb.Device) map[string]string {
+		m := map[string]string{}
+		for _, d := range c.Resources[0].Inventory(&rdmad.Snapshot{Devices: devs}, true).List {
+			m[d.ID] = d.Health
+		}
+		return m
+	}
+	d := dev("mlx5_0", 0, "InfiniBand", true)
+	removing := proto.Clone(d).(*rdmadpb.Device)
+	removing.Removing = true
+	held := proto.Clone(d).(*rdmadpb.Device)
+	held.State = removed
+	held.HolderCount = 1
+	back := dev("mlx5_0", 0, "InfiniBand", true)
+	back.Incarnation = 2
+	for _, step := range []struct {
+		what string
+		devs []*rdmadpb.Device
+		want map[string]string
+	}{
+		{"present", []*rdmadpb.Device{d}, map[string]string{id: api.Healthy}},
+		{"removing", []*rdmadpb.Device{removing}, map[string]string{id: api.Unhealthy}},
+		{"removed, still held", []*rdmadpb.Device{held}, map[string]string{id: api.Unhealthy}},
+		{"back while the old life is held", []*rdmadpb.Device{held, back}, map[string]string{id: api.Healthy}},
+		{"released", nil, map[string]string{}},
+	} {
+		if got := list(step.devs...); !reflect.DeepEqual(got, step.want) {
+			t.Fatalf("%s: %v, want %v", step.what, got, step.want)
+		}
 	}
 }
 
