@@ -51,7 +51,8 @@ for need in \
 	golang-google-protobuf-dev:google.golang.org/protobuf/proto \
 	golang-google-grpc-dev:google.golang.org/grpc \
 	golang-github-container-orchestrated-devices-container-device-interface-dev:github.com/container-orchestrated-devices/container-device-interface/pkg/cdi \
-	golang-github-fsnotify-fsnotify-dev:github.com/fsnotify/fsnotify; do
+	golang-github-fsnotify-fsnotify-dev:github.com/fsnotify/fsnotify \
+	golang-k8s-sigs-yaml-dev:sigs.k8s.io/yaml; do
 	[ -d "$gocode/src/${need#*:}" ] ||
 		skip "no $gocode/src/${need#*:} (Debian: ${need%%:*})"
 done

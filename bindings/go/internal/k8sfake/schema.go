@@ -69,6 +69,47 @@ func LoadSchema(root string) (*Schema, error) {
 	return loadSchema(filepath.Join(root, SchemaFile), false)
 }
 
+// LoadUpstreamSchemas reads every published schema in Upstream(@root)
+// /openapi (Kubernetes' api/openapi-spec/v3 files, one a group and
+// version) as one Schema; an error where there is none.
+func LoadUpstreamSchemas(root string) (*Schema, error) {
+	files, _ := filepath.Glob(filepath.Join(Upstream(root), "openapi", "*.json"))
+	if len(files) == 0 {
+		return nil, fmt.Errorf("no published schema in %s", filepath.Join(Upstream(root), "openapi"))
+	}
+	all := &Schema{File: strings.Join(files, " "), Full: true,
+		defs: map[string]map[string]interface{}{}}
+	for _, f := range files {
+		s, err := loadSchema(f, true)
+		if err != nil {
+			return nil, err
+		}
+		for k, v := range s.defs {
+			all.defs[k] = v
+		}
+	}
+	return all, nil
+}
+
+// ForKind is the name of the component that is @apiVersion's @kind
+// (x-kubernetes-group-version-kind), "" where the schema has none.
+func (s *Schema) ForKind(apiVersion, kind string) string {
+	group, version := "", apiVersion
+	if i := strings.Index(apiVersion, "/"); i >= 0 {
+		group, version = apiVersion[:i], apiVersion[i+1:]
+	}
+	for name, def := range s.defs {
+		gvks, _ := def["x-kubernetes-group-version-kind"].([]interface{})
+		for _, x := range gvks {
+			g, _ := x.(map[string]interface{})
+			if g["group"] == group && g["version"] == version && g["kind"] == kind {
+				return name
+			}
+		}
+	}
+	return ""
+}
+
 func loadSchema(file string, full bool) (*Schema, error) {
 	schemaJSON, err := os.ReadFile(file)
 	if err != nil {
