@@ -4,9 +4,9 @@
 # under umockdev, rdmad-dra registered with the scripted kubelet and API
 # server of the tests (bindings/go/internal/fakedra: ResourceSlices written
 # over HTTPS and checked against the published schema of
-# resource.k8s.io/v1, the health stream of DRAResourceHealth v1alpha1
-# followed), and PLUGS times a new device plugged (then unplugged, also
-# timed), each PAUSE_MS after the last was seen everywhere.  For each,
+# resource.k8s.io/v1, the health stream the registration offers followed,
+# DRAResourceHealth v1), and PLUGS times a new device plugged (then
+# unplugged, also timed), each PAUSE_MS after the last was seen everywhere.  For each,
 # from just before the uevent:
 #   watch   rdmad-watch (the Go client) prints the event (a plug: added;
 #           an unplug: its first, removing): the floor, what any client

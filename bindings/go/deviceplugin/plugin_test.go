@@ -56,38 +56,6 @@ func TestConfigErrorsSayWhere(t *testing.T) {
 	}
 }
 
-func TestSelectMatchesLikeAliases(t *testing.T) {
-	vf := dev("mlx5_2", 0, "Ethernet", true)
-	vf.SriovPf = "0000:01:00.0"
-	vf.Aliases = []string{"roce0"}
-	devs := []*rdmadpb.Device{dev("mlx5_0", 0, "InfiniBand", true),
-		dev("mlx5_1", 1, "Ethernet", true), vf}
-	for sel, want := range map[string][]string{
-		"":                                {"mlx5_0", "mlx5_1", "mlx5_2"},
-		"link_layer:Ethernet":             {"mlx5_1", "mlx5_2"},
-		"link_layer:Ethernet pf":          {"mlx5_1"},
-		"vf":                              {"mlx5_2"},
-		"alias:roce*":                     {"mlx5_2"},
-		"name:mlx5_[01] driver:mlx5_core": {"mlx5_0", "mlx5_1"},
-		"pci:0000:00:00.0":                {},
-		"id:pci:0000:01:00.0":             {"mlx5_1"},
-	} {
-		r := Resource{Name: "x", Select: sel}
-		if err := r.check(); err != nil {
-			t.Fatal(err)
-		}
-		got := []string{}
-		for _, d := range devs {
-			if r.Matches(d) {
-				got = append(got, d.Name)
-			}
-		}
-		if !reflect.DeepEqual(got, want) {
-			t.Errorf("select %q: %v, want %v", sel, got, want)
-		}
-	}
-}
-
 func TestInventoryHealth(t *testing.T) {
 	c := config(t, `{"resources":[{"name":"hca"}]}`)
 	unready := dev("mlx5_1", 0, "InfiniBand", false)
