@@ -47,9 +47,10 @@ const (
 
 // HealthTimeoutSeconds is the timeout each device's health is sent with;
 // HealthRefresh, how often the whole list is sent again unchanged.
-const HealthTimeoutSeconds = 30
-
-var HealthRefresh = 10 * time.Second
+const (
+	HealthTimeoutSeconds = 30
+	HealthRefresh        = 10 * time.Second
+)
 
 // maxHealthMessage is the kubelet's limit on a message (it cuts longer).
 const maxHealthMessage = 1024

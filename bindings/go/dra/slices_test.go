@@ -160,6 +160,17 @@ func TestKubeletRestartWipeIsHealed(t *testing.T) {
 	e.poolWithin(time.Second, "a slice deleted by hand, then registered", names)
 }
 
+// Where nobody registers the driver again, the slow period repairs a
+// slice deleted behind the driver's back.
+func TestPeriodRepairs(t *testing.T) {
+	e := newEnv(t, func(o *dra.Options) { o.ResyncPeriod = 200 * time.Millisecond })
+	devs, names := devices130()
+	e.d.Set(snap(1, devs...), true)
+	e.pool("before", names...)
+	e.api.Delete(dra.SliceName(node, driver, 0))
+	e.poolWithin(time.Second, "a slice deleted by hand, no registration", names)
+}
+
 // At a restart of the driver, a failed read of what the API server holds
 // (a 500, or the API server out of reach) is tried again: no slice is
 // written with a generation below one already there (the scheduler reads
