@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: MIT
 
 // Package k8sfake is a scripted Kubernetes API server for tests of
-// rdmad-dra: it serves ResourceSlices and ResourceClaims of
-// resource.k8s.io/v1 over HTTPS with a bearer token, as the real one
-// does, and checks every object written against the published OpenAPI
+// rdmad-dra: it serves ResourceSlices (read, listed and deleted by field
+// selector, as the kubelet's wipe at its start deletes a node's) and
+// ResourceClaims of resource.k8s.io/v1, and Nodes (their UID), over HTTPS
+// with a bearer token, as the real one does, and checks every object written against the published OpenAPI
 // schema of resource.k8s.io/v1 (read as JSON, never the driver's Go
 // structs: the full schema of release 1.35 in ../shared/upstream/k8s
 // where the checkout has it, else the extract of it in testdata) and the
