@@ -51,7 +51,8 @@ for need in \
 	golang-google-protobuf-dev:google.golang.org/protobuf/proto \
 	golang-google-grpc-dev:google.golang.org/grpc \
 	golang-github-container-orchestrated-devices-container-device-interface-dev:github.com/container-orchestrated-devices/container-device-interface/pkg/cdi \
-	golang-github-fsnotify-fsnotify-dev:github.com/fsnotify/fsnotify; do
+	golang-github-fsnotify-fsnotify-dev:github.com/fsnotify/fsnotify \
+	golang-k8s-sigs-yaml-dev:sigs.k8s.io/yaml; do
 	[ -d "$gocode/src/${need#*:}" ] ||
 		skip "no $gocode/src/${need#*:} (Debian: ${need%%:*})"
 done
@@ -62,10 +63,10 @@ done
 	skip "no github.com/golang/protobuf 1.5 in $gocode (Debian: golang-github-golang-protobuf-1-5-dev)"
 # Each generated file and its package's directory: rdmad's protocol, the
 # kubelet's device plugin API, and for rdmad-dra the kubelet's plugin
-# registration, DRA (v1, v1beta1) and DRA health (v1alpha1, v1beta1) APIs.
+# registration, DRA (v1, v1beta1) and DRA health (v1alpha1, v1) APIs.
 generated="rdmad.pb.go:rdmad/rdmadpb
 api.pb.go:deviceplugin/v1beta1 api_grpc.pb.go:deviceplugin/v1beta1"
-for p in pluginregistration drav1 drav1beta1 healthv1alpha1 healthv1beta1; do
+for p in pluginregistration drav1 drav1beta1 healthv1alpha1 healthv1; do
 	generated="$generated $p.pb.go:dra/$p ${p}_grpc.pb.go:dra/$p"
 done
 for g in $generated; do
@@ -93,6 +94,13 @@ stage() {
 			ln -s "$src/$f" "$tree/$f"
 		done
 	find "$tree" -type l ! -exec test -e {} \; -delete
+	# Generated files no longer generated (a package dropped) go too.
+	find "$tree" -name '*.pb.go' | while read -r f; do
+		case " $(echo $generated) " in
+		*" $(basename "$f"):"*) ;;
+		*) rm -f "$f" ;;
+		esac
+	done
 	for g in $generated; do
 		mkdir -p "$tree/${g#*:}"
 		put "${g%%:*}" "${g#*:}"

@@ -28,6 +28,8 @@ from rdmatb import DaemonTest, wait_until
 GO_BUILD = os.path.join(rdmatb.BUILD, "bindings", "go")
 PLUGIN = os.path.join(GO_BUILD, "rdmad-device-plugin")
 CDI = os.path.join(GO_BUILD, "rdmad-cdi")
+CLIENT_HOLD = os.path.join(rdmatb.BUILD, "tests", "integration", "client",
+                           "client-hold")
 KUBELET = os.path.join(GO_BUILD, "fake-kubelet")
 FIGURES = os.environ.get("RDMAD_K8S_FIGURES")
 
@@ -342,6 +344,36 @@ class TestRestarts(PluginTest):
         self.assertLess(self.latency["added while Register stalls"],
                         stall * 1000 / 2,
                         "the list waited for the registration")
+
+    def test_removed_while_held_is_unhealthy_until_released(self):
+        """The kubelet shows a device ID the plugin no longer lists as
+        Healthy in a pod's allocatedResourcesStatus (its device manager
+        starts from Healthy): a device removed while a client holds it
+        stays listed, Unhealthy, and leaves the list once released."""
+        self.tb.plug("mlx5_0", "mlx5-ib")
+        self.tb.plug("mlx5_1", "mlx5-ib")
+        self.start()
+        a, b = self.ids("mlx5_0", "mlx5_1")
+        self.kubelet.list("rdmad.io/hca",
+                          lambda l: l == {a: "Healthy", b: "Healthy"}, "both")
+        holder = subprocess.Popen(
+            [CLIENT_HOLD, "mlx5_0"], stdout=subprocess.PIPE, text=True,
+            stderr=self.log, env=dict(os.environ, RDMAD_SOCKET=self.sock))
+        try:
+            self.assertEqual(holder.stdout.readline().strip(), "held mlx5_0")
+            self.timed("removed while held", lambda: self.tb.unplug("mlx5_0"),
+                       "rdmad.io/hca",
+                       lambda l: l == {a: "Unhealthy", b: "Healthy"})
+            wait_until(lambda: rdmatb.find(rdmatb.status(self.sock),
+                                           "mlx5_0")["state"] == "removed",
+                       what="mlx5_0 removed, still held")
+            time.sleep(0.3)  # a list that would drop it has come by now
+            self.kubelet.list("rdmad.io/hca",
+                              lambda l: l == {a: "Unhealthy", b: "Healthy"},
+                              "removed and held: still listed, Unhealthy")
+        finally:
+            self.timed("released", lambda: rdmatb.stop_child(holder),
+                       "rdmad.io/hca", lambda l: l == {b: "Healthy"})
 
     def test_rdmad_gone_is_unhealthy(self):
         self.tb.plug("mlx5_0", "mlx5-ib")

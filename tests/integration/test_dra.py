@@ -5,8 +5,10 @@
 Kubernetes is scripted: bindings/go/internal/fakedra serves an API server
 (internal/k8sfake: every ResourceSlice written is checked against the
 published OpenAPI schema of resource.k8s.io/v1) and the kubelet's side of
-a DRA driver, from the published protos only: it registers the driver
-through plugins_registry, follows its health stream, and prepares claims.
+a DRA driver, from the published protos only: at its start it deletes the
+node's slices, then registers the driver through plugins_registry, follows
+the health stream the registration offers (v1 where listed, as current
+kubelets), and prepares claims.
 Each line it prints carries the CLOCK_MONOTONIC time it happened, so each
 device event the testbed causes here is timed to the slice and the health
 message it changed.  Skipped (77, with the reason) where the Go programs
@@ -126,7 +128,15 @@ class TestSlices(DRATest):
                           attrs["alias"], attrs["driver"]),
                          ("mlx5_0", "InfiniBand", True, "fast0",
                           "mlx5_core"))
-        self.kube.health(lambda h: h == {pf: "HEALTHY"}, "healthy")
+        got = self.kube.health(lambda h: h == {pf: "HEALTHY"}, "healthy")
+        self.assertEqual(got["service"], "v1.DRAResourceHealth",
+                         "the registration lists dra-health v1")
+        # A kubelet that starts deletes the node's slices, then registers
+        # the driver again: the pool is back within a second.
+        self.timed("kubelet restart",
+                   lambda: self.kube.send(cmd="restart-kubelet"),
+                   pool=lambda d: set(d) == {pf})
+        self.assertLess(self.latency["kubelet restart (slice)"], 1000)
         vf_dev = None
 
         def plug_vf():
@@ -142,6 +152,7 @@ class TestSlices(DRATest):
                    lambda: self.tb.set_port("mlx5_1", 1, state="2: INIT"),
                    pool=lambda d: d.get(vf, {}).get("ready") is False,
                    health=lambda h: h.get(vf) == "UNHEALTHY")
+        self.assertIn("not ready", self.kube.last["health"]["messages"][vf])
         self.timed("ready",
                    lambda: self.tb.set_port("mlx5_1", 1, state="4: ACTIVE"),
                    pool=lambda d: d.get(vf, {}).get("ready") is True,
@@ -157,6 +168,8 @@ class TestSlices(DRATest):
                    health=lambda h: h == {vf: "HEALTHY"})
         self.timed("rdmad stopped", self.d.stop,
                    health=lambda h: h == {vf: "UNKNOWN"})
+        self.assertIn("rdmad out of reach",
+                      self.kube.last["health"]["messages"][vf])
         self.assertEqual(self.driver.close(), 0, "SIGTERM: status 0")
         self.assertEqual(os.listdir(self.kube.ready["registry"]), [],
                          "the registration socket goes with the driver")
@@ -197,6 +210,8 @@ class TestClaims(DRATest):
         self.timed("prepared device unplugged",
                    lambda: self.tb.unplug("mlx5_1"),
                    health=lambda h: h.get(b) == "UNHEALTHY")
+        self.assertRegex(self.kube.last["health"]["messages"][b],
+                         "away|removing|removed")
         self.kube.send(cmd="unprepare", uid="u1", name="claim-u1")
         got = self.kube.expect(lambda o: o["event"] == "unprepare",
                                "unprepare")

@@ -71,7 +71,7 @@ func Name(name string) string {
 // Offered reports whether d gets a CDI device: present (not away, not
 // removed), not being unregistered, and with a uverbs node.
 func Offered(d *rdmadpb.Device) bool {
-	return rdmad.Present(d) && !d.GetRemoving() && d.GetUverbs() != ""
+	return rdmad.Allocatable(d) && d.GetUverbs() != ""
 }
 
 // Nodes are d's device nodes: its uverbs device, the MAD devices of its

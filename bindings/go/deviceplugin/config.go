@@ -6,10 +6,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"path"
 	"regexp"
 	"strings"
 
+	"github.com/rdmad/rdmad/bindings/go/rdmad"
 	"github.com/rdmad/rdmad/bindings/go/rdmad/rdmadpb"
 )
 
@@ -62,7 +62,7 @@ type Resource struct {
 	Select string `json:"select"`
 	Mode   string `json:"mode"`  // Exclusive (default) or Shared
 	Slots  int    `json:"slots"` // Shared: units per device, 1..1000
-	sel    []matcher
+	sel    rdmad.Selector
 }
 
 // WantDeviceSpecs says whether Allocate lists device nodes.
@@ -148,96 +148,12 @@ func (r *Resource) check() error {
 	default:
 		return fmt.Errorf("mode %q: %q or %q", r.Mode, Exclusive, Shared)
 	}
-	sel, err := parseSelect(r.Select)
+	sel, err := rdmad.ParseSelector(r.Select)
 	r.sel = sel
 	return err
 }
 
-// A matcher of Select: what it looks at, and the value.
-type matcher struct {
-	key, value string
-}
-
-var matcherKeys = map[string]bool{"pci": true, "id": true, "guid": true,
-	"netdev": true, "driver": true, "link_layer": true, "alias": true,
-	"name": true}
-
-func parseSelect(s string) ([]matcher, error) {
-	var sel []matcher
-	for _, w := range strings.Fields(s) {
-		if w == "vf" || w == "pf" {
-			sel = append(sel, matcher{key: w})
-			continue
-		}
-		k, v, ok := strings.Cut(w, ":")
-		if !ok || !matcherKeys[k] || v == "" {
-			return nil, fmt.Errorf("select: %q is not a matcher (pci:, id:, guid:, netdev:, driver:, link_layer:, alias:, name:, vf, pf)", w)
-		}
-		if k == "alias" || k == "name" {
-			if _, err := path.Match(v, ""); err != nil {
-				return nil, fmt.Errorf("select: %q: %v", w, err)
-			}
-		}
-		sel = append(sel, matcher{key: k, value: v})
-	}
-	return sel, nil
-}
-
 // Matches reports whether d is one of the resource's devices.
 func (r *Resource) Matches(d *rdmadpb.Device) bool {
-	return Selector(r.sel).Matches(d)
-}
-
-// Selector is a parsed select expression: the matchers of a resource's
-// "select", which rdmad-dra's --select takes too.
-type Selector []matcher
-
-// ParseSelector parses a select expression ("": every device).
-func ParseSelector(s string) (Selector, error) {
-	sel, err := parseSelect(s)
-	return Selector(sel), err
-}
-
-// Matches reports whether d matches every matcher of s.
-func (s Selector) Matches(d *rdmadpb.Device) bool {
-	for _, m := range s {
-		if !m.matches(d) {
-			return false
-		}
-	}
-	return true
-}
-
-func (m matcher) matches(d *rdmadpb.Device) bool {
-	switch m.key {
-	case "vf":
-		return d.GetSriovPf() != ""
-	case "pf":
-		return d.GetSriovPf() == ""
-	case "pci":
-		return d.GetPciAddress() == m.value
-	case "id":
-		return d.GetIdentity() == m.value || d.GetId() == m.value
-	case "guid":
-		return d.GetNodeGuid() == m.value
-	case "driver":
-		return d.GetDriver() == m.value
-	case "name":
-		ok, _ := path.Match(m.value, d.GetName())
-		return ok
-	case "alias":
-		for _, a := range d.GetAliases() {
-			if ok, _ := path.Match(m.value, a); ok {
-				return true
-			}
-		}
-		return false
-	}
-	for _, p := range d.GetPorts() { // netdev, link_layer: any port
-		if (m.key == "netdev" && p.GetNetdev() == m.value) ||
-			(m.key == "link_layer" && p.GetLinkLayer() == m.value) {
-			return true
-		}
-	}
-	return false
+	return r.sel.Matches(d)
 }

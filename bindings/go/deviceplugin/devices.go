@@ -27,18 +27,11 @@ type Inventory struct {
 	List  []*api.Device
 }
 
-// Listed reports whether d stands in a resource's list: present (ready
-// or not, being unregistered or not) or away (expected back).  A removed
-// device is gone from the list.
-func Listed(d *rdmadpb.Device) bool {
-	return rdmad.Present(d) || rdmad.Away(d)
-}
-
 // Health is a listed device's health: Healthy when rdmad says it is
 // ready (present, usable, a port active, not being unregistered) and the
 // plugin is connected to rdmad; Unhealthy otherwise (unready, away,
-// removing, or rdmad out of reach, when nothing the plugin lists can be
-// trusted).
+// removing, removed and still held, or rdmad out of reach, when nothing
+// the plugin lists can be trusted).
 func Health(d *rdmadpb.Device, connected bool) string {
 	if connected && rdmad.Ready(d) {
 		return api.Healthy
@@ -93,8 +86,15 @@ func (r *Resource) Inventory(s *rdmad.Snapshot, connected bool) *Inventory {
 	if s == nil {
 		return inv
 	}
-	for _, d := range s.Devices {
-		if !Listed(d) || !r.Matches(d) {
+	// rdmad.Tracked: a removed device stays, Unhealthy, while it is held
+	// (the kubelet would show a device dropped from the list Healthy);
+	// of two lives of one identity (one ID), the present one first.
+	devs := append([]*rdmadpb.Device(nil), s.Devices...)
+	sort.SliceStable(devs, func(i, j int) bool {
+		return rdmad.StateRank(devs[i]) < rdmad.StateRank(devs[j])
+	})
+	for _, d := range devs {
+		if !rdmad.Tracked(d) || !r.Matches(d) {
 			continue
 		}
 		u := unit{dev: d, health: Health(d, connected)}

@@ -4,6 +4,7 @@ package deviceplugin
 
 import (
 	"context"
+	"google.golang.org/protobuf/proto"
 	"reflect"
 	"strings"
 	"testing"
@@ -55,38 +56,6 @@ func TestConfigErrorsSayWhere(t *testing.T) {
 	}
 }
 
-func TestSelectMatchesLikeAliases(t *testing.T) {
-	vf := dev("mlx5_2", 0, "Ethernet", true)
-	vf.SriovPf = "0000:01:00.0"
-	vf.Aliases = []string{"roce0"}
-	devs := []*rdmadpb.Device{dev("mlx5_0", 0, "InfiniBand", true),
-		dev("mlx5_1", 1, "Ethernet", true), vf}
-	for sel, want := range map[string][]string{
-		"":                                {"mlx5_0", "mlx5_1", "mlx5_2"},
-		"link_layer:Ethernet":             {"mlx5_1", "mlx5_2"},
-		"link_layer:Ethernet pf":          {"mlx5_1"},
-		"vf":                              {"mlx5_2"},
-		"alias:roce*":                     {"mlx5_2"},
-		"name:mlx5_[01] driver:mlx5_core": {"mlx5_0", "mlx5_1"},
-		"pci:0000:00:00.0":                {},
-		"id:pci:0000:01:00.0":             {"mlx5_1"},
-	} {
-		r := Resource{Name: "x", Select: sel}
-		if err := r.check(); err != nil {
-			t.Fatal(err)
-		}
-		got := []string{}
-		for _, d := range devs {
-			if r.Matches(d) {
-				got = append(got, d.Name)
-			}
-		}
-		if !reflect.DeepEqual(got, want) {
-			t.Errorf("select %q: %v, want %v", sel, got, want)
-		}
-	}
-}
-
 func TestInventoryHealth(t *testing.T) {
 	c := config(t, `{"resources":[{"name":"hca"}]}`)
 	unready := dev("mlx5_1", 0, "InfiniBand", false)
@@ -107,7 +76,8 @@ func TestInventoryHealth(t *testing.T) {
 	}
 	want := map[string]string{
 		"pci_0000_00_00.0": api.Healthy, "pci_0000_01_00.0": api.Unhealthy,
-		"pci_0000_02_00.0": api.Unhealthy, "pci_0000_03_00.0": api.Unhealthy}
+		"pci_0000_02_00.0": api.Unhealthy, "pci_0000_03_00.0": api.Unhealthy,
+		"pci_0000_04_00.0": api.Unhealthy}
 	if got := health(true); !reflect.DeepEqual(got, want) {
 		t.Fatalf("connected: %v, want %v", got, want)
 	}
@@ -119,6 +89,49 @@ func TestInventoryHealth(t *testing.T) {
 	inv := c.Resources[0].Inventory(s, true)
 	if n := inv.List[0].GetTopology().GetNodes(); len(n) != 1 || n[0].ID != 1 {
 		t.Fatalf("topology %v, want NUMA node 1", n)
+	}
+}
+
+// The kubelet's device manager shows a device that the plugin no longer
+// lists as Healthy in pod.status...allocatedResourcesStatus (its
+// UpdateAllocatedResourcesStatus starts from Healthy and takes the
+// plugin's health only for a device still listed).  So a device being
+// removed is listed Unhealthy while anyone holds it: removing, then
+// removed and still held (rdmad keeps such a device in its state), and
+// dropped only when rdmad drops it (released).  A new life of the same
+// identity beside the held one is the one listed.
+func TestRemovalUnhealthyUntilReleased(t *testing.T) {
+	c := config(t, `{"resources":[{"name":"hca"}]}`)
+	const id = "pci_0000_00_00.0"
+	list := func(devs ...*rdmadpb.Device) map[string]string {
+		m := map[string]string{}
+		for _, d := range c.Resources[0].Inventory(&rdmad.Snapshot{Devices: devs}, true).List {
+			m[d.ID] = d.Health
+		}
+		return m
+	}
+	d := dev("mlx5_0", 0, "InfiniBand", true)
+	removing := proto.Clone(d).(*rdmadpb.Device)
+	removing.Removing = true
+	held := proto.Clone(d).(*rdmadpb.Device)
+	held.State = removed
+	held.HolderCount = 1
+	back := dev("mlx5_0", 0, "InfiniBand", true)
+	back.Incarnation = 2
+	for _, step := range []struct {
+		what string
+		devs []*rdmadpb.Device
+		want map[string]string
+	}{
+		{"present", []*rdmadpb.Device{d}, map[string]string{id: api.Healthy}},
+		{"removing", []*rdmadpb.Device{removing}, map[string]string{id: api.Unhealthy}},
+		{"removed, still held", []*rdmadpb.Device{held}, map[string]string{id: api.Unhealthy}},
+		{"back while the old life is held", []*rdmadpb.Device{held, back}, map[string]string{id: api.Healthy}},
+		{"released", nil, map[string]string{}},
+	} {
+		if got := list(step.devs...); !reflect.DeepEqual(got, step.want) {
+			t.Fatalf("%s: %v, want %v", step.what, got, step.want)
+		}
 	}
 }
 

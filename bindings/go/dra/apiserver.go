@@ -5,7 +5,8 @@ package dra
 // The API server's REST interface, reached with the pod's service
 // account, without client-go: Debian 12 packages no client-go (nor
 // k8s.io/api or apimachinery), and the driver needs four verbs on two
-// resources, which net/http and encoding/json do in a page.
+// resources and one read of its Node, which net/http and encoding/json
+// do in a page.  The token goes over TLS only.
 
 import (
 	"bytes"
@@ -31,9 +32,24 @@ const ServiceAccountDir = "/var/run/secrets/kubernetes.io/serviceaccount"
 
 // APIServer is a client of the API server's REST interface.
 type APIServer struct {
-	URL       string // https://host:port
+	URL       string // https://host:port: the token goes over TLS only
 	TokenFile string // read at every request: the kubelet rotates it
 	HTTP      *http.Client
+}
+
+// errPlainHTTP refuses to send the service account's token in clear.
+var errPlainHTTP = errors.New("refusing to send the service account's token over plain HTTP: --apiserver must be an https:// URL")
+
+// checkURL says why @u cannot carry the token, nil where it can.
+func checkURL(u string) error {
+	p, err := url.Parse(u)
+	if err != nil {
+		return fmt.Errorf("--apiserver %q: %v", u, err)
+	}
+	if p.Scheme != "https" || p.Host == "" {
+		return fmt.Errorf("--apiserver %q: %w", u, errPlainHTTP)
+	}
+	return nil
 }
 
 // InCluster is the API server of the cluster the pod runs in: the
@@ -50,6 +66,9 @@ func InCluster(server, saDir string) (*APIServer, error) {
 			return nil, errors.New("not in a cluster: no KUBERNETES_SERVICE_HOST and KUBERNETES_SERVICE_PORT (or give --apiserver)")
 		}
 		server = "https://" + net.JoinHostPort(host, port)
+	}
+	if err := checkURL(server); err != nil {
+		return nil, err
 	}
 	pem, err := os.ReadFile(filepath.Join(saDir, "ca.crt"))
 	if err != nil {
@@ -96,6 +115,9 @@ func (a *APIServer) do(ctx context.Context, method, path string, in, out interfa
 		}
 		body = bytes.NewReader(b)
 	}
+	if err := checkURL(a.URL); err != nil {
+		return err
+	}
 	req, err := http.NewRequestWithContext(ctx, method, a.URL+path, body)
 	if err != nil {
 		return err
@@ -135,12 +157,6 @@ func (a *APIServer) do(ctx context.Context, method, path string, in, out interfa
 
 const slicesPath = "/apis/resource.k8s.io/v1/resourceslices"
 
-// GetSlice reads the ResourceSlice @name.
-func (a *APIServer) GetSlice(ctx context.Context, name string) (*ResourceSlice, error) {
-	s := &ResourceSlice{}
-	return s, a.do(ctx, http.MethodGet, slicesPath+"/"+url.PathEscape(name), nil, s)
-}
-
 // CreateSlice creates @s; the answer has its resourceVersion.
 func (a *APIServer) CreateSlice(ctx context.Context, s *ResourceSlice) (*ResourceSlice, error) {
 	out := &ResourceSlice{}
@@ -160,6 +176,35 @@ func (a *APIServer) DeleteSlice(ctx context.Context, name string) error {
 		return nil
 	}
 	return err
+}
+
+// SliceList is the answer of a list of ResourceSlices.
+type SliceList struct {
+	Items []ResourceSlice `json:"items"`
+}
+
+// ListSlices reads every ResourceSlice of @driver on node @node (the
+// field selectors the API server takes for ResourceSlices, as the
+// kubelet's wipe uses them).
+func (a *APIServer) ListSlices(ctx context.Context, node, driver string) ([]ResourceSlice, error) {
+	l := &SliceList{}
+	sel := url.QueryEscape("spec.nodeName=" + node + ",spec.driver=" + driver)
+	if err := a.do(ctx, http.MethodGet, slicesPath+"?fieldSelector="+sel, nil, l); err != nil {
+		return nil, err
+	}
+	return l.Items, nil
+}
+
+// Node is the part of core/v1 Node read: its UID, for the slices'
+// ownerReference.
+type Node struct {
+	Metadata ObjectMeta `json:"metadata"`
+}
+
+// GetNode reads the Node @name.
+func (a *APIServer) GetNode(ctx context.Context, name string) (*Node, error) {
+	n := &Node{}
+	return n, a.do(ctx, http.MethodGet, "/api/v1/nodes/"+url.PathEscape(name), nil, n)
 }
 
 // GetClaim reads the ResourceClaim @namespace/@name.

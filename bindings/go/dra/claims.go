@@ -110,7 +110,7 @@ func (d *Driver) usable(name string) (*rdmadpb.Device, string) {
 			return nil, errorf("device %s (%s) is away (unplugged, expected back): not present", name, dev.GetName())
 		case !rdmad.Present(dev):
 			continue // an ended life; the present one may follow
-		case !offered(dev, d.o.Select):
+		case !d.o.Select.Matches(dev):
 			return nil, errorf("device %s (%s) is not offered by this driver (--select)", name, dev.GetName())
 		case dev.GetRemoving():
 			return nil, errorf("device %s (%s) is being removed: not present", name, dev.GetName())

@@ -12,7 +12,6 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/rdmad/rdmad/bindings/go/deviceplugin"
 	"github.com/rdmad/rdmad/bindings/go/rdmad"
 	"github.com/rdmad/rdmad/bindings/go/rdmad/rdmadpb"
 )
@@ -44,18 +43,12 @@ func DeviceName(d *rdmadpb.Device) string {
 	return string(b)
 }
 
-// Listed reports whether the pool lists d: present and not being
-// unregistered.  A device that is away, removed or removing leaves the
-// slice, so that no new claim is given it; one that is present but not
-// ready stays, with ready false (a DeviceClass selects ready devices).
-func Listed(d *rdmadpb.Device) bool {
-	return rdmad.Present(d) && !d.GetRemoving()
-}
-
-// offered reports whether the driver offers d at all: @sel (the
-// --select of rdmad-dra, rdmad-device-plugin's matchers) takes it.
-func offered(d *rdmadpb.Device, sel deviceplugin.Selector) bool {
-	return sel.Matches(d)
+// pooled reports whether the pool lists d: rdmad.Allocatable (a device
+// that is away, removed or removing leaves the slice, so that no new
+// claim is given it; one present but not ready stays, with ready false:
+// a DeviceClass selects ready devices) and taken by @sel (--select).
+func pooled(d *rdmadpb.Device, sel rdmad.Selector) bool {
+	return rdmad.Allocatable(d) && sel.Matches(d)
 }
 
 // Attribute names (the driver's domain is implied: in CEL,
@@ -143,13 +136,13 @@ func pcieRoot(sysRoot, addr string) string {
 // Pool is the devices of state @s that the pool lists and @sel takes,
 // sorted by name; a name met twice (two lives of one identity listed at
 // once, which rdmad does not do) is listed once.
-func Pool(s *rdmad.Snapshot, sel deviceplugin.Selector, sysRoot string) []Device {
+func Pool(s *rdmad.Snapshot, sel rdmad.Selector, sysRoot string) []Device {
 	var devs []Device
 	seen := map[string]bool{}
 	if s != nil {
 		for _, d := range s.Devices {
 			n := DeviceName(d)
-			if !Listed(d) || !offered(d, sel) || seen[n] {
+			if !pooled(d, sel) || seen[n] {
 				continue
 			}
 			seen[n] = true

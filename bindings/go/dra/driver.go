@@ -4,7 +4,7 @@
 // rdmad-dra(8).  It registers with the kubelet's plugin watcher
 // (pluginregistration/v1), serves the kubelet's DRA service (dra/v1 and
 // v1beta1: NodePrepareResources, NodeUnprepareResources) and its device
-// health service (dra-health v1alpha1 and v1beta1: NodeWatchResources),
+// health service (dra-health v1 and v1alpha1: NodeWatchResources),
 // and publishes the node's devices as ResourceSlices (resource.k8s.io/v1)
 // through the API server's REST interface.  Every state rdmad pushes
 // reaches the slices and the health streams at once; prepared claims
@@ -19,9 +19,9 @@ import (
 	"path/filepath"
 	"reflect"
 	"sync"
+	"time"
 
 	"github.com/rdmad/rdmad/bindings/go/cdi"
-	"github.com/rdmad/rdmad/bindings/go/deviceplugin"
 	"github.com/rdmad/rdmad/bindings/go/dra/drav1"
 	"github.com/rdmad/rdmad/bindings/go/rdmad"
 )
@@ -43,7 +43,10 @@ type Options struct {
 	SysRoot     string     // sysfs ("" /sys), for pcieRoot
 	// Select is which devices the driver offers (rdmad-device-plugin's
 	// matchers; nil: every device).
-	Select deviceplugin.Selector
+	Select rdmad.Selector
+	// ResyncPeriod is how often the slices are compared with the API
+	// server's besides (DefaultResyncPeriod where 0).
+	ResyncPeriod time.Duration
 	// Logf reports what happens; nil: nothing.
 	Logf func(format string, args ...interface{})
 }
@@ -68,6 +71,7 @@ type Driver struct {
 	pool    []Device      // what the slices should list
 	poolSet bool          // pool is worth publishing (rdmad was heard)
 	publish chan []Device // the newest pool not yet published
+	resync  chan struct{} // compare the slices with the API server's
 	spec    *cdi.Writer
 }
 
@@ -81,6 +85,9 @@ func New(o Options) (*Driver, error) {
 	if o.SysRoot == "" {
 		o.SysRoot = "/sys"
 	}
+	if o.ResyncPeriod <= 0 {
+		o.ResyncPeriod = DefaultResyncPeriod
+	}
 	if o.NodeName == "" {
 		return nil, errors.New("no node name (--node-name, or NODE_NAME from the pod's spec.nodeName)")
 	}
@@ -88,7 +95,7 @@ func New(o Options) (*Driver, error) {
 		return nil, err
 	}
 	d := &Driver{o: o, changed: make(chan struct{}),
-		publish: make(chan []Device, 1)}
+		publish: make(chan []Device, 1), resync: make(chan struct{}, 1)}
 	claims, err := LoadCheckpoint(d.checkpointPath())
 	if err != nil {
 		o.logf("%v", err)
@@ -133,6 +140,16 @@ func (d *Driver) Set(s *rdmad.Snapshot, up bool) {
 			cdi.Options{SocketDir: d.o.SocketMount})); err != nil {
 			d.o.logf("CDI spec %s: %v", d.spec.Path(), err)
 		}
+	}
+}
+
+// Resync has the publisher compare the slices with the API server's and
+// repair them (the kubelet registered the driver: it may have deleted
+// them at its start).
+func (d *Driver) Resync() {
+	select {
+	case d.resync <- struct{}{}:
+	default:
 	}
 }
 

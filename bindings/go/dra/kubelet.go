@@ -3,7 +3,7 @@
 package dra
 
 // The kubelet's side: the DRA service socket (DRAPlugin v1 and v1beta1,
-// DRAResourceHealth v1alpha1 and v1beta1) in the plugin directory, and
+// DRAResourceHealth v1 and v1alpha1) in the plugin directory, and
 // the registration socket in plugins_registry that the kubelet's plugin
 // watcher finds (inotify) and asks GetInfo, answering with
 // NotifyRegistrationStatus.  The DRA socket listens before the
@@ -28,9 +28,11 @@ import (
 )
 
 // Services this driver offers, as the kubelet's plugin manager names
-// them in the registration's supported versions (newest first: the
-// kubelet takes the first it also speaks).
-var Services = []string{"v1.DRAPlugin", "v1beta1.DRAPlugin"}
+// them in the registration's supported versions: the DRA service (newest
+// first: the kubelet takes the first it also speaks), then the health
+// service (HealthServices: a kubelet opens a health stream only to a
+// plugin that lists one, and takes v1 where both are).
+var Services = append([]string{"v1.DRAPlugin", "v1beta1.DRAPlugin"}, HealthServices...)
 
 // PluginType is the plugin watcher's type of a DRA driver.
 const PluginType = "DRAPlugin"
@@ -137,6 +139,7 @@ func (r *registration) GetInfo(ctx context.Context, req *pluginregistration.Info
 func (r *registration) NotifyRegistrationStatus(ctx context.Context, st *pluginregistration.RegistrationStatus) (*pluginregistration.RegistrationStatusResponse, error) {
 	if st.GetPluginRegistered() {
 		r.d.o.logf("registered with the kubelet")
+		r.d.Resync()
 	} else {
 		r.d.o.logf("the kubelet refused the registration: %s", st.GetError())
 	}

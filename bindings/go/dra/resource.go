@@ -3,7 +3,7 @@
 package dra
 
 // The few objects of resource.k8s.io/v1 that the driver writes (a
-// ResourceSlice) and reads (a ResourceClaim's allocation), as typed
+// ResourceSlice) and reads (a ResourceClaim's allocation, a Node's UID), as typed
 // structs with the API's JSON names.  Only what is used is here: the
 // driver writes no field it does not set, and reading ignores the rest.
 // Tests check what these marshal to against the published OpenAPI schema
@@ -19,6 +19,26 @@ type ObjectMeta struct {
 	UID             string            `json:"uid,omitempty"`
 	ResourceVersion string            `json:"resourceVersion,omitempty"`
 	Labels          map[string]string `json:"labels,omitempty"`
+	OwnerReferences []OwnerReference  `json:"ownerReferences,omitempty"`
+}
+
+// OwnerReference is metav1.OwnerReference: a slice's is its Node, so
+// that the garbage collector deletes the slices of a deleted node (as
+// k8s.io/dynamic-resource-allocation's resourceslice controller sets it
+// for a kubelet plugin: the Node, as the controller).
+type OwnerReference struct {
+	APIVersion string `json:"apiVersion"`
+	Kind       string `json:"kind"`
+	Name       string `json:"name"`
+	UID        string `json:"uid"`
+	Controller *bool  `json:"controller,omitempty"`
+}
+
+// NodeOwner is the ownerReference to Node @name of UID @uid.
+func NodeOwner(name, uid string) OwnerReference {
+	yes := true
+	return OwnerReference{APIVersion: "v1", Kind: "Node", Name: name, UID: uid,
+		Controller: &yes}
 }
 
 // ResourceSlice is resource.k8s.io/v1 ResourceSlice.

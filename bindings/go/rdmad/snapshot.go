@@ -60,7 +60,7 @@ func (s *Snapshot) Device(name string) *rdmadpb.Device {
 		if d.GetName() != name {
 			break
 		}
-		if stateRank(d) <= stateRank(best) {
+		if StateRank(d) <= StateRank(best) {
 			best = d
 		}
 	}
@@ -87,7 +87,7 @@ func Resolve(s *Snapshot, nameOrAlias string) *rdmadpb.Device {
 	var best *rdmadpb.Device
 	bestRank := 0
 	for _, d := range s.Devices {
-		rank := 2 * stateRank(d)
+		rank := 2 * StateRank(d)
 		if d.GetName() != nameOrAlias {
 			if !hasAlias(d, nameOrAlias) {
 				continue
@@ -110,8 +110,9 @@ func hasAlias(d *rdmadpb.Device, alias string) bool {
 	return false
 }
 
-// stateRank orders states for lookups: present, away, the rest.
-func stateRank(d *rdmadpb.Device) int {
+// StateRank orders states for lookups (the life of a name or identity to
+// prefer first): present, away, the rest.
+func StateRank(d *rdmadpb.Device) int {
 	switch d.GetState() {
 	case rdmadpb.DeviceState_DEVICE_STATE_PRESENT:
 		return 0
@@ -185,6 +186,26 @@ func Ready(d *rdmadpb.Device) bool {
 func Removing(d *rdmadpb.Device) bool {
 	return d.GetState() == rdmadpb.DeviceState_DEVICE_STATE_PRESENT &&
 		d.GetRemoving()
+}
+
+// Allocatable reports whether d may be given to a new claim or container
+// now: present and not being unregistered (ready or not: rdmad-dra's pool
+// says which with its attribute "ready").  rdmad-dra's pool lists exactly
+// these; an away, removing or removed device has left it.
+func Allocatable(d *rdmadpb.Device) bool {
+	return Present(d) && !d.GetRemoving()
+}
+
+// Tracked reports whether d is one that a holder may still have in hand:
+// present (being unregistered or not), away (expected back), or removed
+// and still held (a snapshot keeps a removed device only while someone
+// holds it).  rdmad-device-plugin lists exactly these, Unhealthy unless
+// Ready: the kubelet shows a device the plugin no longer lists as Healthy
+// in a pod's allocatedResourcesStatus, so a device is dropped only once
+// nobody holds it.
+func Tracked(d *rdmadpb.Device) bool {
+	return Present(d) || Away(d) ||
+		d.GetState() == rdmadpb.DeviceState_DEVICE_STATE_REMOVED
 }
 
 // HolderCount is the number of holders of d: the daemon lists at most 64

@@ -26,7 +26,6 @@ import (
 	"syscall"
 
 	"github.com/rdmad/rdmad/bindings/go/cdi"
-	"github.com/rdmad/rdmad/bindings/go/deviceplugin"
 	"github.com/rdmad/rdmad/bindings/go/dra"
 	"github.com/rdmad/rdmad/bindings/go/rdmad"
 )
@@ -56,7 +55,7 @@ func run(args []string, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "rdmad-dra: unexpected argument %q\n", fs.Arg(0))
 		return 2
 	}
-	selector, err := deviceplugin.ParseSelector(*sel)
+	selector, err := rdmad.ParseSelector(*sel)
 	if err != nil {
 		fmt.Fprintf(stderr, "rdmad-dra: --%v\n", err)
 		return 2

@@ -7,7 +7,10 @@
 // generated from the published protos: its plugin watcher finds the
 // driver's registration socket in DIR/plugins_registry (inotify), asks GetInfo,
 // answers NotifyRegistrationStatus, dials the endpoint and follows the
-// health stream (v1alpha1, what kubelets call today).  What happens is
+// health stream the registration offers, as the kubelet picks it (v1
+// where listed, else v1alpha1, else none: k8sfake.PickHealthService).  At
+// its start, as a kubelet, it deletes the node's ResourceSlices before it
+// registers any plugin (and again at "restart-kubelet").  What happens is
 // printed on stdout, one JSON object a line, "t" the CLOCK_MONOTONIC
 // nanoseconds it happened at (a slice: when its write reached the server):
 //
@@ -15,7 +18,9 @@
 //	{"event":"registered","info":{...},"t":N}
 //	{"event":"pool","complete":B,"devices":{DEV:{"name":N,"ready":B,...}},"t":N}
 //	{"event":"refused","why":TEXT}        a write the API server refused
-//	{"event":"health","devices":{DEV:"HEALTHY"|"UNHEALTHY"|"UNKNOWN"},"t":N}
+//	{"event":"health","service":S,"devices":{DEV:"HEALTHY"|"UNHEALTHY"|"UNKNOWN"},
+//	 "messages":{DEV:TEXT},"t":N}
+//	{"event":"wiped","slices":N,"t":N}   the kubelet's start: the node's slices deleted
 //	{"event":"prepare","uid":U,"error":E,"cdi":[...]}
 //	{"event":"unprepare","uid":U,"error":E}
 //	{"event":"error","cmd":C,"error":TEXT}
@@ -26,7 +31,8 @@
 //	                     allocated those devices of this node's pool, is
 //	                     stored in the API server, then prepared
 //	{"cmd":"unprepare","uid":U,"name":N}
-//
+//	{"cmd":"restart-kubelet"}   as a kubelet that starts: wipe the node's
+//	                     slices, then register every plugin found//
 //	fake-dra DIR NODE DRIVER
 package main
 
@@ -45,8 +51,10 @@ import (
 	"github.com/fsnotify/fsnotify"
 	"golang.org/x/sys/unix"
 	"google.golang.org/grpc"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/rdmad/rdmad/bindings/go/dra/drav1"
+	"github.com/rdmad/rdmad/bindings/go/dra/healthv1"
 	"github.com/rdmad/rdmad/bindings/go/dra/healthv1alpha1"
 	"github.com/rdmad/rdmad/bindings/go/dra/pluginregistration"
 	"github.com/rdmad/rdmad/bindings/go/internal/k8sfake"
@@ -125,11 +133,7 @@ func dial(path string) (*grpc.ClientConn, error) {
 // inotify), each socket created in plugins_registry is registered, and
 // those there at start.
 func (f *fake) watch(w *fsnotify.Watcher) {
-	dir := filepath.Join(f.dir, "plugins_registry")
-	socks, _ := filepath.Glob(filepath.Join(dir, "*.sock"))
-	for _, s := range socks {
-		go f.registerLogged(s)
-	}
+	f.start()
 	for ev := range w.Events {
 		if ev.Op&fsnotify.Create != 0 && strings.HasSuffix(ev.Name, ".sock") {
 			go f.registerLogged(ev.Name)
@@ -184,27 +188,71 @@ func (f *fake) register(sock string) error {
 	f.print(map[string]interface{}{"event": "registered", "t": now(),
 		"info": map[string]interface{}{"type": info.Type, "name": info.Name,
 			"endpoint": info.Endpoint, "versions": info.SupportedVersions}})
-	go f.health(hctx, conn)
+	go f.health(hctx, conn, k8sfake.PickHealthService(info.SupportedVersions))
 	return nil
 }
 
-// health follows the driver's health stream, again while it ends.
-func (f *fake) health(ctx context.Context, conn *grpc.ClientConn) {
-	for ctx.Err() == nil {
-		st, err := healthv1alpha1.NewDRAResourceHealthClient(conn).NodeWatchResources(ctx,
-			&healthv1alpha1.NodeWatchResourcesRequest{})
-		for err == nil {
-			var m *healthv1alpha1.NodeWatchResourcesResponse
-			if m, err = st.Recv(); err != nil {
-				break
-			}
-			devs := map[string]string{}
-			for _, d := range m.Devices {
-				devs[d.Device.DeviceName] = d.Health.String()
-			}
-			f.print(map[string]interface{}{"event": "health", "devices": devs, "t": now()})
-		}
+// health follows the driver's health stream of @service, again while
+// it ends (a driver restarting ends it), as the kubelet does; none where
+// @service is "" (the kubelet opens none).
+func (f *fake) health(ctx context.Context, conn *grpc.ClientConn, service string) {
+	for service != "" && ctx.Err() == nil {
+		f.watchHealth(ctx, conn, service)
 		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// watchHealth prints each message of one health stream until it ends;
+// v1alpha1's messages are v1's on the wire.
+func (f *fake) watchHealth(ctx context.Context, conn *grpc.ClientConn, service string) error {
+	var recv func() (*healthv1.NodeWatchResourcesResponse, error)
+	if service == k8sfake.HealthV1 {
+		st, err := healthv1.NewDRAResourceHealthClient(conn).NodeWatchResources(ctx, &healthv1.NodeWatchResourcesRequest{})
+		if err != nil {
+			return err
+		}
+		recv = st.Recv
+	} else {
+		st, err := healthv1alpha1.NewDRAResourceHealthClient(conn).NodeWatchResources(ctx, &healthv1alpha1.NodeWatchResourcesRequest{})
+		if err != nil {
+			return err
+		}
+		recv = func() (*healthv1.NodeWatchResourcesResponse, error) {
+			m, err := st.Recv()
+			if err != nil {
+				return nil, err
+			}
+			b, err := proto.Marshal(m)
+			if err != nil {
+				return nil, err
+			}
+			out := &healthv1.NodeWatchResourcesResponse{}
+			return out, proto.Unmarshal(b, out)
+		}
+	}
+	for {
+		m, err := recv()
+		if err != nil {
+			return err
+		}
+		devs, msgs := map[string]string{}, map[string]string{}
+		for _, d := range m.Devices {
+			devs[d.Device.DeviceName] = d.Health.String()
+			msgs[d.Device.DeviceName] = d.Message
+		}
+		f.print(map[string]interface{}{"event": "health", "service": service,
+			"devices": devs, "messages": msgs, "t": now()})
+	}
+}
+
+// start is a kubelet's start: the node's slices deleted
+// (wipeResourceSlices), then every plugin in the registry registered.
+func (f *fake) start() {
+	n := f.api.Wipe(f.node)
+	f.print(map[string]interface{}{"event": "wiped", "slices": n, "t": now()})
+	socks, _ := filepath.Glob(filepath.Join(f.dir, "plugins_registry", "*.sock"))
+	for _, s := range socks {
+		go f.registerLogged(s)
 	}
 }
 
@@ -216,6 +264,10 @@ type command struct {
 }
 
 func (f *fake) do(c command) {
+	if c.Cmd == "restart-kubelet" {
+		f.start()
+		return
+	}
 	f.mu.Lock()
 	p := f.plugin
 	f.mu.Unlock()
@@ -273,6 +325,7 @@ func main() {
 	}
 	f := &fake{api: k8sfake.New(schema), dir: os.Args[1], node: os.Args[2],
 		driver: os.Args[3], out: json.NewEncoder(os.Stdout)}
+	f.api.PutNode(f.node, "uid-"+f.node)
 	sa := filepath.Join(f.dir, "serviceaccount")
 	reg := filepath.Join(f.dir, "plugins_registry")
 	if err := f.api.ServiceAccount(sa); err == nil {

@@ -1,13 +1,15 @@
 // SPDX-License-Identifier: MIT
 
 // Package k8sfake is a scripted Kubernetes API server for tests of
-// rdmad-dra: it serves ResourceSlices and ResourceClaims of
-// resource.k8s.io/v1 over HTTPS with a bearer token, as the real one
-// does, and checks every object written against the published OpenAPI
-// schema of resource.k8s.io/v1 (an extract of it in testdata, read as
-// JSON, never the driver's Go structs) and the rules that schema states
-// in its descriptions (128 devices a slice, DNS labels, one value an
-// attribute, ...).
+// rdmad-dra: it serves ResourceSlices (read, listed and deleted by field
+// selector, as the kubelet's wipe at its start deletes a node's) and
+// ResourceClaims of resource.k8s.io/v1, and Nodes (their UID), over HTTPS
+// with a bearer token, as the real one does, and checks every object written against the published OpenAPI
+// schema of resource.k8s.io/v1 (read as JSON, never the driver's Go
+// structs: the full schema of release 1.35 in ../shared/upstream/k8s
+// where the checkout has it, else the extract of it in testdata) and the
+// rules that schema states in its descriptions (128 devices a slice, DNS
+// labels, one value an attribute, ...).
 package k8sfake
 
 import (
@@ -21,21 +23,96 @@ import (
 	"strings"
 )
 
-// SchemaFile is the extract, from the repository's root.
-const SchemaFile = "bindings/go/internal/k8sfake/testdata/resource-v1-openapi-extract.json"
+// SchemaFile is the extract, from the repository's root; FullSchemaFile
+// the full published schema, from the directory above it (the shared
+// reference data beside the checkout, ../shared/upstream/k8s).
+const (
+	SchemaFile     = "bindings/go/internal/k8sfake/testdata/resource-v1-openapi-extract.json"
+	FullSchemaFile = "shared/upstream/k8s/openapi/apis__resource.k8s.io__v1_openapi.json"
+)
 
 // Schema is a set of OpenAPI v3 component schemas.
 type Schema struct {
+	File string // where it was read from
+	Full bool   // the full published schema, not the extract
 	defs map[string]map[string]interface{}
 }
 
-// LoadSchema reads the extract of the published schema in the repository
-// at @root ("": $RDMAD_SOURCE_ROOT, which go.sh sets).
-func LoadSchema(root string) (*Schema, error) {
+// Upstream is the directory of Kubernetes' published definitions beside
+// the repository at @root ("": $RDMAD_SOURCE_ROOT, which go.sh sets):
+// $RDMAD_UPSTREAM_K8S, else ROOT/../shared/upstream/k8s.  It may not
+// exist; callers skip, saying so.
+func Upstream(root string) string {
+	if d := os.Getenv("RDMAD_UPSTREAM_K8S"); d != "" {
+		return d
+	}
 	if root == "" {
 		root = os.Getenv("RDMAD_SOURCE_ROOT")
 	}
-	schemaJSON, err := os.ReadFile(filepath.Join(root, SchemaFile))
+	return filepath.Join(root, "..", "shared", "upstream", "k8s")
+}
+
+// LoadFullSchema reads the full published schema of resource.k8s.io/v1
+// from Upstream(@root); an error where it is absent.
+func LoadFullSchema(root string) (*Schema, error) {
+	return loadSchema(filepath.Join(Upstream(root), "openapi", "apis__resource.k8s.io__v1_openapi.json"), true)
+}
+
+// LoadSchema reads the full published schema where it is present, else
+// the extract in the repository at @root ("": $RDMAD_SOURCE_ROOT).
+func LoadSchema(root string) (*Schema, error) {
+	if s, err := LoadFullSchema(root); err == nil {
+		return s, nil
+	}
+	if root == "" {
+		root = os.Getenv("RDMAD_SOURCE_ROOT")
+	}
+	return loadSchema(filepath.Join(root, SchemaFile), false)
+}
+
+// LoadUpstreamSchemas reads every published schema in Upstream(@root)
+// /openapi (Kubernetes' api/openapi-spec/v3 files, one a group and
+// version) as one Schema; an error where there is none.
+func LoadUpstreamSchemas(root string) (*Schema, error) {
+	files, _ := filepath.Glob(filepath.Join(Upstream(root), "openapi", "*.json"))
+	if len(files) == 0 {
+		return nil, fmt.Errorf("no published schema in %s", filepath.Join(Upstream(root), "openapi"))
+	}
+	all := &Schema{File: strings.Join(files, " "), Full: true,
+		defs: map[string]map[string]interface{}{}}
+	for _, f := range files {
+		s, err := loadSchema(f, true)
+		if err != nil {
+			return nil, err
+		}
+		for k, v := range s.defs {
+			all.defs[k] = v
+		}
+	}
+	return all, nil
+}
+
+// ForKind is the name of the component that is @apiVersion's @kind
+// (x-kubernetes-group-version-kind), "" where the schema has none.
+func (s *Schema) ForKind(apiVersion, kind string) string {
+	group, version := "", apiVersion
+	if i := strings.Index(apiVersion, "/"); i >= 0 {
+		group, version = apiVersion[:i], apiVersion[i+1:]
+	}
+	for name, def := range s.defs {
+		gvks, _ := def["x-kubernetes-group-version-kind"].([]interface{})
+		for _, x := range gvks {
+			g, _ := x.(map[string]interface{})
+			if g["group"] == group && g["version"] == version && g["kind"] == kind {
+				return name
+			}
+		}
+	}
+	return ""
+}
+
+func loadSchema(file string, full bool) (*Schema, error) {
+	schemaJSON, err := os.ReadFile(file)
 	if err != nil {
 		return nil, err
 	}
@@ -47,7 +124,10 @@ func LoadSchema(root string) (*Schema, error) {
 	if err := json.Unmarshal(schemaJSON, &doc); err != nil {
 		return nil, err
 	}
-	return &Schema{defs: doc.Components.Schemas}, nil
+	if len(doc.Components.Schemas) == 0 {
+		return nil, fmt.Errorf("%s: no components.schemas", file)
+	}
+	return &Schema{File: file, Full: full, defs: doc.Components.Schemas}, nil
 }
 
 // Validate checks @v (decoded JSON) against component @name: types,
@@ -63,11 +143,13 @@ func (s *Schema) Validate(v interface{}, name string) error {
 
 func (s *Schema) resolve(sch map[string]interface{}) (map[string]interface{}, error) {
 	for {
-		all, ok := sch["allOf"].([]interface{})
-		if !ok || len(all) == 0 {
+		ref, _ := sch["$ref"].(string)
+		if all, ok := sch["allOf"].([]interface{}); ok && len(all) > 0 {
+			ref, _ = all[0].(map[string]interface{})["$ref"].(string)
+		}
+		if ref == "" {
 			return sch, nil
 		}
-		ref, _ := all[0].(map[string]interface{})["$ref"].(string)
 		name := strings.TrimPrefix(ref, "#/components/schemas/")
 		def, ok := s.defs[name]
 		if !ok {

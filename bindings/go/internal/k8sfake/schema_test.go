@@ -68,3 +68,30 @@ func TestSliceChecks(t *testing.T) {
 		}
 	}
 }
+
+// Where the full published schema is beside the checkout, the server
+// checks writes against it (ObjectMeta whole: the slices' ownerReferences
+// too); where not, against the extract, and this says so.
+func TestFullSchemaChecksOwnerReferences(t *testing.T) {
+	s, err := LoadFullSchema("")
+	if err != nil {
+		t.Skipf("the full published schema is not here (%v): writes are checked against the extract %s", err, SchemaFile)
+	}
+	if got, _ := LoadSchema(""); got == nil || !got.Full {
+		t.Fatal("LoadSchema did not take the full schema")
+	}
+	owned := strings.Replace(good, `"metadata":{"name":"node-1-rdmad.io-0"}`,
+		`"metadata":{"name":"node-1-rdmad.io-0","ownerReferences":[{"apiVersion":"v1","kind":"Node","name":"node-1","uid":"u","controller":true}]}`, 1)
+	for js, ok := range map[string]bool{owned: true,
+		strings.Replace(owned, `"uid":"u"`, `"uid":5`, 1):       false,
+		strings.Replace(owned, `"kind":"Node",`, ``, 1):         false,
+		strings.Replace(owned, `"controller":true`, `"x":1`, 1): false} {
+		var v map[string]interface{}
+		if err := json.Unmarshal([]byte(js), &v); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Validate(v, "io.k8s.api.resource.v1.ResourceSlice"); (err == nil) != ok {
+			t.Errorf("%s: %v, want taken %v", js, err, ok)
+		}
+	}
+}

@@ -39,7 +39,9 @@ type Server struct {
 	rv     int
 	slices map[string]map[string]interface{}
 	claims map[string]map[string]interface{} // "ns/name"
+	nodes  map[string]string                 // Node name -> UID
 	fail   []int                             // status codes of the next writes
+	failRd []int                             // status codes of the next reads
 	errs   []string                          // writes refused, and why
 }
 
@@ -47,7 +49,7 @@ type Server struct {
 func New(s *Schema) *Server {
 	srv := &Server{Token: "rdmad-dra-test-token", Writes: make(chan Write, 4096),
 		schema: s, slices: map[string]map[string]interface{}{},
-		claims: map[string]map[string]interface{}{}}
+		claims: map[string]map[string]interface{}{}, nodes: map[string]string{}}
 	srv.ts = httptest.NewTLSServer(http.HandlerFunc(srv.serve))
 	srv.URL = srv.ts.URL
 	return srv
@@ -77,6 +79,37 @@ func (s *Server) FailNext(codes ...int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.fail = append(s.fail, codes...)
+}
+
+// FailNextRead makes the next reads (a GET of slices or of a Node)
+// answer @codes, one each.
+func (s *Server) FailNextRead(codes ...int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.failRd = append(s.failRd, codes...)
+}
+
+// PutNode makes Node @name, of UID @uid, exist.
+func (s *Server) PutNode(name, uid string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.nodes[name] = uid
+}
+
+// Wipe deletes the slices of @node, as the kubelet does at its start
+// (wipeResourceSlices: a DeleteCollection of resourceslices with the
+// field selector spec.nodeName); it returns how many went.
+func (s *Server) Wipe(node string) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.deleteWhere(fieldSelector{"spec.nodeName": node}, time.Now())
+}
+
+// Delete deletes slice @name, as someone else would.
+func (s *Server) Delete(name string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.deleteWhere(fieldSelector{"metadata.name": name}, time.Now())
 }
 
 // Refused are the writes the server refused as invalid, and why.
@@ -209,9 +242,44 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	path := r.URL.Path
+	if r.Method == http.MethodGet && len(s.failRd) > 0 {
+		code := s.failRd[0]
+		s.failRd = s.failRd[1:]
+		status(w, code, "InternalError", "failing as told")
+		return
+	}
 	switch {
 	case path == slicesPath && r.Method == http.MethodPost:
 		s.write(w, r, at, "")
+	case path == slicesPath && (r.Method == http.MethodGet || r.Method == http.MethodDelete):
+		sel, err := parseFieldSelector(r.URL.Query().Get("fieldSelector"))
+		if err != nil {
+			status(w, http.StatusBadRequest, "BadRequest", "%v", err)
+			return
+		}
+		if r.Method == http.MethodDelete {
+			s.deleteWhere(sel, at)
+			reply(w, http.StatusOK, map[string]interface{}{"kind": "Status", "status": "Success"})
+			return
+		}
+		items := []interface{}{}
+		for _, name := range sortedKeys(s.slices) {
+			if sel.matches(s.slices[name]) {
+				items = append(items, s.slices[name])
+			}
+		}
+		reply(w, http.StatusOK, map[string]interface{}{"apiVersion": "resource.k8s.io/v1",
+			"kind": "ResourceSliceList", "items": items,
+			"metadata": map[string]interface{}{"resourceVersion": strconv.Itoa(s.rv)}})
+	case strings.HasPrefix(path, "/api/v1/nodes/") && r.Method == http.MethodGet:
+		name := strings.TrimPrefix(path, "/api/v1/nodes/")
+		uid, ok := s.nodes[name]
+		if !ok {
+			status(w, http.StatusNotFound, "NotFound", "nodes %q not found", name)
+			return
+		}
+		reply(w, http.StatusOK, map[string]interface{}{"apiVersion": "v1", "kind": "Node",
+			"metadata": map[string]interface{}{"name": name, "uid": uid}})
 	case strings.HasPrefix(path, slicesPath+"/"):
 		name := strings.TrimPrefix(path, slicesPath+"/")
 		switch r.Method {
@@ -248,6 +316,65 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	default:
 		status(w, http.StatusNotFound, "NotFound", "%s %s", r.Method, path)
 	}
+}
+
+// fieldSelector is a parsed field selector: field -> value, all of
+// which must hold (the fields the API server takes for ResourceSlices).
+type fieldSelector map[string]string
+
+var sliceFields = map[string][]string{"spec.nodeName": {"spec", "nodeName"},
+	"spec.driver": {"spec", "driver"}, "spec.pool.name": {"spec", "pool", "name"},
+	"metadata.name": {"metadata", "name"}}
+
+func parseFieldSelector(q string) (fieldSelector, error) {
+	sel := fieldSelector{}
+	for _, term := range strings.Split(q, ",") {
+		if term == "" {
+			continue
+		}
+		k, v, ok := strings.Cut(term, "=")
+		if _, known := sliceFields[k]; !ok || !known {
+			return nil, fmt.Errorf("field selector %q: not supported", term)
+		}
+		sel[k] = v
+	}
+	return sel, nil
+}
+
+func (sel fieldSelector) matches(obj map[string]interface{}) bool {
+	for k, want := range sel {
+		var v interface{} = obj
+		for _, part := range sliceFields[k] {
+			m, _ := v.(map[string]interface{})
+			v = m[part]
+		}
+		if v != want {
+			return false
+		}
+	}
+	return true
+}
+
+// deleteWhere deletes the slices @sel selects; s.mu held.
+func (s *Server) deleteWhere(sel fieldSelector, at time.Time) int {
+	n := 0
+	for _, name := range sortedKeys(s.slices) {
+		if sel.matches(s.slices[name]) {
+			delete(s.slices, name)
+			s.record(Write{At: at, Method: "DELETE", Name: name})
+			n++
+		}
+	}
+	return n
+}
+
+func sortedKeys(m map[string]map[string]interface{}) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
 }
 
 func (s *Server) record(wr Write) {
