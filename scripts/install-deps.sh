@@ -14,6 +14,7 @@ PKGS="build-essential meson ninja-build pkg-config clang clang-format llvm libcl
  protoc-gen-go-grpc golang-google-grpc-dev golang-golang-x-sys-dev
  golang-github-container-orchestrated-devices-container-device-interface-dev
  golang-github-fsnotify-fsnotify-dev golang-github-golang-protobuf-1-5-dev
+ golang-k8s-sigs-yaml-dev
  podman crun
  dpkg-dev debhelper lintian"
 # rdmad-cdi and rdmad-device-plugin (bindings/go) build on Debian's grpc and
