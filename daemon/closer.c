@@ -37,7 +37,7 @@ struct closer_job {
 
 struct closer {
 	struct event_base *base;
-	closer_done_fn done;
+	const struct closer_ops *ops;
 	void *arg;
 	pid_t parent;
 	pid_t pid;
@@ -278,6 +278,7 @@ static size_t send_batch(struct closer *cl, size_t off, int *err)
 	for (uint32_t i = 0; i < m.n; i++)
 		close(job[i].fd);
 	note_sent(cl, m.uid, m.n);
+	cl->ops->sent(m.uid, m.n, cl->arg);
 	return m.n;
 }
 
@@ -331,7 +332,7 @@ static void on_acks(evutil_socket_t fd, short what, void *arg)
 	while ((n = recv(cl->sock, m, sizeof(m), MSG_DONTWAIT)) > 0) {
 		for (size_t i = 0; i < (size_t)n / sizeof(m[0]); i++) {
 			forget_sent(cl, &m[i]);
-			cl->done(m[i].uid, m[i].n, cl->arg);
+			cl->ops->done(m[i].uid, m[i].n, cl->arg);
 		}
 	}
 	if (cl->nheld || cl->marker_owed)
@@ -353,7 +354,8 @@ void closer_put(struct closer *cl, int fd, uid_t uid)
 			 * a loop stuck in a client's close. */
 			log_warnx("closer: out of memory, descriptor %d kept",
 				  fd);
-			cl->done(uid, 1, cl->arg);
+			cl->ops->sent(uid, 1, cl->arg);
+			cl->ops->done(uid, 1, cl->arg);
 			return;
 		}
 		cl->held = more;
@@ -432,7 +434,7 @@ static void on_exit_closer(evutil_socket_t fd, short what, void *arg)
 
 	waitpid(cl->pid, NULL, 0);
 	for (size_t i = 0; i < cl->nsent; i++)
-		cl->done(cl->sent[i].uid, cl->sent[i].n, cl->arg);
+		cl->ops->done(cl->sent[i].uid, cl->sent[i].n, cl->arg);
 	cl->nsent = 0;
 	cl->pid = -1; /* reaped: nothing to kill */
 	release(cl);
@@ -448,8 +450,8 @@ static void on_exit_closer(evutil_socket_t fd, short what, void *arg)
 	flush(cl);
 }
 
-struct closer *closer_new(struct event_base *base, closer_done_fn done,
-			  void *arg)
+struct closer *closer_new(struct event_base *base,
+			  const struct closer_ops *ops, void *arg)
 {
 	struct closer *cl = calloc(1, sizeof(*cl));
 	int err;
@@ -457,7 +459,7 @@ struct closer *closer_new(struct event_base *base, closer_done_fn done,
 	if (!cl)
 		return NULL;
 	cl->base = base;
-	cl->done = done;
+	cl->ops = ops;
 	cl->arg = arg;
 	cl->parent = getpid();
 	cl->pid = -1;

@@ -42,12 +42,17 @@
 
 struct closer;
 
-/* @n descriptors of @uid let go of (or lost with a dead closer). */
-typedef void (*closer_done_fn)(uid_t uid, unsigned int n, void *arg);
+/* What becomes of what was handed over, @n descriptors of @uid at a
+ * time: out of rdmad's table into the closer's queue (sent), then let go
+ * of by the closer, or lost with a dead one (done). */
+struct closer_ops {
+	void (*sent)(uid_t uid, unsigned int n, void *arg);
+	void (*done)(uid_t uid, unsigned int n, void *arg);
+};
 
 /* Start the closer process.  NULL and errno on failure. */
-struct closer *closer_new(struct event_base *base, closer_done_fn done,
-			  void *arg);
+struct closer *closer_new(struct event_base *base,
+			  const struct closer_ops *ops, void *arg);
 /* Stop it (SIGKILL).  Descriptors still held here are closed. */
 void closer_free(struct closer *cl);
 

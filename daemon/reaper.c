@@ -35,9 +35,13 @@ struct reaper_job {
 	uint32_t uid;
 };
 
+/* A uid's descriptors handed over: how many are still in rdmad's table
+ * (the remover's, and the closer's not sent yet), how many are not let
+ * go of yet (those, and the closer's in its queue or its table). */
 struct reaper_count {
 	uid_t uid;
-	unsigned int n;
+	unsigned int in_table;
+	unsigned int waiting;
 	uint64_t since_ms; /* its last progress, or its first job after */
 };
 
@@ -226,26 +230,44 @@ static void count_add(struct reaper *r, uid_t uid)
 		*c = (struct reaper_count){.uid = uid,
 					   .since_ms = clock_monotonic_ms()};
 	}
-	c->n++;
+	c->in_table++;
+	c->waiting++;
 }
 
-static void count_done(struct reaper *r, uid_t uid, unsigned int n)
+static unsigned int minus(unsigned int a, unsigned int b)
+{
+	return a > b ? a - b : 0;
+}
+
+/* @n of @uid's left rdmad's table (@let_go: and were let go of too). */
+static void count_done(struct reaper *r, uid_t uid, unsigned int n,
+		       bool let_go)
 {
 	struct reaper_count *c = count_of(r, uid);
 
 	if (!c)
 		return;
-	c->n -= n < c->n ? n : c->n;
+	c->in_table = minus(c->in_table, n);
+	if (!let_go)
+		return;
+	c->waiting = minus(c->waiting, n);
 	c->since_ms = clock_monotonic_ms();
-	if (!c->n)
+	if (!c->waiting)
 		*c = r->counts[--r->ncounts];
 }
 
-unsigned int reaper_pending(const struct reaper *r, uid_t uid)
+unsigned int reaper_held_by(const struct reaper *r, uid_t uid)
 {
 	const struct reaper_count *c = r ? count_of(r, uid) : NULL;
 
-	return c ? c->n : 0;
+	return c ? c->in_table : 0;
+}
+
+unsigned int reaper_waiting(const struct reaper *r, uid_t uid)
+{
+	const struct reaper_count *c = r ? count_of(r, uid) : NULL;
+
+	return c ? c->waiting : 0;
 }
 
 unsigned int reaper_held(const struct reaper *r)
@@ -265,7 +287,7 @@ size_t reaper_behind(const struct reaper *r, struct reaper_behind *ret,
 		if (now - c->since_ms >= REAPER_BEHIND_MS)
 			ret[n++] = (struct reaper_behind){
 				.uid = c->uid,
-				.pending = c->n,
+				.pending = c->waiting,
 				.quiet_ms = now - c->since_ms};
 	}
 	return n;
@@ -273,7 +295,7 @@ size_t reaper_behind(const struct reaper *r, struct reaper_behind *ret,
 
 static void made_progress(struct reaper *r, uid_t uid, unsigned int n)
 {
-	count_done(r, uid, n);
+	count_done(r, uid, n, true);
 	if (r->progress)
 		r->progress(r->arg);
 }
@@ -363,10 +385,20 @@ static void on_done(evutil_socket_t fd, short what, void *arg)
 	}
 }
 
+static void on_sent(uid_t uid, unsigned int n, void *arg)
+{
+	count_done(arg, uid, n, false);
+}
+
 static void on_closed(uid_t uid, unsigned int n, void *arg)
 {
 	made_progress(arg, uid, n);
 }
+
+static const struct closer_ops closer_ops = {
+	.sent = on_sent,
+	.done = on_closed,
+};
 
 /* Its remover died (only a kill does that): reap it and start another on
  * the same pipes.  The job it was closing, if any, stays open. */
@@ -452,7 +484,7 @@ struct reaper *reaper_new(struct event_base *base, reaper_progress_fn progress,
 	r->down[0] = r->down[1] = r->up[0] = r->up[1] = -1;
 	/* The closer first, while rdmad's table holds nothing of a
 	 * client's: its child lets go of its copy of that table. */
-	r->closer = closer_new(base, on_closed, r);
+	r->closer = closer_new(base, &closer_ops, r);
 	err = r->closer ? pipes(r) : -errno;
 	if (err == 0)
 		err = start_reaper(r);

@@ -42,8 +42,9 @@
 
 #include <event2/event.h>
 
-/* Descriptors of one uid that may wait for the reaper before its new
- * connections are refused: one Hello's worth (wire.h). */
+/* Descriptors of one uid that may wait in rdmad's table for a helper
+ * before that uid is read from no more and its new connections are
+ * refused: one Hello's worth (wire.h). */
 #define REAPER_MAX_PENDING 253
 
 /* Nothing of a uid's let go of for this long while its descriptors
@@ -64,8 +65,12 @@ void reaper_free(struct reaper *r);
 /* Hand over @fd, passed by a client of @uid: closed by the reaper, never
  * by the caller.  Never blocks. */
 void reaper_put(struct reaper *r, int fd, uid_t uid);
-/* Descriptors of @uid handed over and not closed yet. */
-unsigned int reaper_pending(const struct reaper *r, uid_t uid);
+/* Descriptors of @uid handed over and still in rdmad's table: what
+ * REAPER_MAX_PENDING bounds. */
+unsigned int reaper_held_by(const struct reaper *r, uid_t uid);
+/* Descriptors of @uid handed over and not let go of yet, wherever they
+ * wait (rdmad's table, or the closer's queue or table). */
+unsigned int reaper_waiting(const struct reaper *r, uid_t uid);
 /* Descriptors handed over that are still in rdmad's table. */
 unsigned int reaper_held(const struct reaper *r);
 /* Close the connection @fd of a client of @uid: shut at once, then to the

@@ -847,7 +847,7 @@ static bool room_for(const struct server *srv, unsigned int more)
 static bool may_receive(const struct client *c)
 {
 	return room_for(c->srv, 0) &&
-	       reaper_pending(c->srv->reaper, c->peer.uid) < REAPER_MAX_PENDING;
+	       reaper_held_by(c->srv->reaper, c->peer.uid) < REAPER_MAX_PENDING;
 }
 
 static void wait_for_room(struct client *c)
@@ -858,11 +858,10 @@ static void wait_for_room(struct client *c)
 	event_del(c->ev_read);
 	if (!srv->logged_room)
 		log_warnx("client pid %d uid %u: not read until descriptors "
-			  "clients passed are closed (%u waiting, %u in "
-			  "rdmad's table for clients, ceiling %u; logged "
-			  "once)",
+			  "clients passed are closed (its own %u, all "
+			  "clients' %u, ceiling %u; logged once)",
 			  c->peer.pid, (unsigned int)c->peer.uid,
-			  reaper_pending(srv->reaper, c->peer.uid),
+			  reaper_held_by(srv->reaper, c->peer.uid),
 			  fds_for_clients(srv), srv->fd_ceiling);
 	srv->logged_room = true;
 }
@@ -1153,7 +1152,7 @@ static enum server_refusal refusal_of_uid(const struct server *srv, int fd,
 		return SERVER_REFUSED_RESERVED;
 	if (clients_of_uid(srv, cred->uid) >= o->max_clients_per_uid)
 		return SERVER_REFUSED_PER_UID;
-	if (reaper_pending(srv->reaper, cred->uid) >= REAPER_MAX_PENDING)
+	if (reaper_held_by(srv->reaper, cred->uid) >= REAPER_MAX_PENDING)
 		return SERVER_REFUSED_REAPING;
 	return SERVER_REFUSED_NONE;
 }

@@ -67,7 +67,7 @@ static void figure_ms(const char *what, uint64_t ms)
 
 static bool none_pending(void *arg)
 {
-	return reaper_pending(arg, UID) == 0;
+	return reaper_waiting(arg, UID) == 0;
 }
 
 static void test_put(struct reaper *r)
@@ -76,11 +76,11 @@ static void test_put(struct reaper *r)
 
 	CHECK(pipe2(p, O_CLOEXEC) == 0, "pipe");
 	reaper_put(r, p[1], UID);
-	CHECK(reaper_pending(r, UID) == 1, "counted for its uid");
-	CHECK(reaper_pending(r, UID + 1) == 0, "and for nobody else");
+	CHECK(reaper_waiting(r, UID) == 1, "counted for its uid");
+	CHECK(reaper_waiting(r, UID + 1) == 0, "and for nobody else");
 	CHECK(loop_until(at_eof, &p[0], 5000), "the reaper closed it");
 	CHECK(loop_until(none_pending, r, 5000), "and said so: pending %u",
-	      reaper_pending(r, UID));
+	      reaper_waiting(r, UID));
 	close(p[0]);
 }
 
@@ -241,8 +241,11 @@ static void test_close_connection(struct reaper *r)
 	close(a[1]);
 	close(b[1]);
 	reaper_close_connection(r, sv[0], UID);
-	CHECK(reaper_pending(r, UID) == 1,
-	      "the connection handed over whole: %u", reaper_pending(r, UID));
+	CHECK(reaper_waiting(r, UID) == 1,
+	      "the connection handed over whole: %u", reaper_waiting(r, UID));
+	CHECK(reaper_held_by(r, UID) == 1 && reaper_held(r) == 1,
+	      "in rdmad's table until the loop turns: %u",
+	      reaper_held_by(r, UID));
 	/* EOF, or ECONNRESET once the closer let go of it unread. */
 	CHECK(recv(sv[1], &byte, 1, MSG_DONTWAIT) == 0 || errno == ECONNRESET,
 	      "its peer sees the end: %s", strerror(errno));
@@ -282,7 +285,7 @@ static void test_closer_restart(struct reaper *r)
 	      "socketpair");
 	reaper_close_connection(r, sv[0], UID);
 	CHECK(loop_until(none_pending, r, 5000),
-	      "the new one lets go: pending %u", reaper_pending(r, UID));
+	      "the new one lets go: pending %u", reaper_waiting(r, UID));
 	close(sv[1]);
 }
 
