@@ -6,8 +6,8 @@
  *     No device needed: a hit among 10,000 cached entries (fake MRs),
  *     beside its floor measured in the same run (a binary search over
  *     10,000 sorted starts plus an uncontended mutex), and what the
- *     monitor adds to munmap() of a cached range, of a range it watched
- *     once, and of one it never saw.
+ *     monitor adds to munmap() of a cached range, of a range whose entry
+ *     was flushed (unwatched since), and of one it never saw.
  *   bench-mrcache verbs DEVICE
  *     Real MRs: per size, ibv_reg_mr() + ibv_dereg_mr(), ibv_reg_mr()
  *     alone, a miss and a hit of the cache; invalidation of a cached
@@ -163,7 +163,7 @@ struct unmaps {
 	char *base;
 	unsigned int n;
 	bool recache; /* cache each page before it is unmapped */
-	bool rewatch; /* watch each page, cache nothing */
+	bool gone;    /* cache each page, then flush its entry */
 };
 
 static double unmap_pages(void *arg)
@@ -174,15 +174,13 @@ static double unmap_pages(void *arg)
 	unsigned int i;
 
 	for (i = 0; i < u->n; i++) {
-		if (u->recache) {
+		if (u->recache || u->gone) {
 			mr = rdmad_mr_cache_get(nat.cache, u->base + i * 2 * ps,
 						ps, IBV_ACCESS_LOCAL_WRITE);
 			rdmad_mr_cache_put(nat.cache, mr);
 		}
-		if (u->rewatch)
-			mrc_monitor_watch(
-				(uintptr_t)(u->base + i * 2 * ps),
-				(uintptr_t)(u->base + i * 2 * ps + ps));
+		if (u->gone)
+			rdmad_mr_cache_flush(nat.cache);
 		t0 = now_ns();
 		munmap(u->base + i * 2 * ps, ps);
 		spent += now_ns() - t0;
@@ -197,7 +195,7 @@ static int native(void)
 	struct rdmad_mr_cache_attr attr = {.max_entries = ENTRIES,
 					   .max_bytes = (size_t)1 << 40};
 	struct unmaps plain = {.n = 2000}, cached = {.n = 2000, .recache = 1},
-		      watched = {.n = 2000, .rewatch = 1};
+		      gone = {.n = 2000, .gone = 1};
 	double hit, floor, base;
 	unsigned int i, j, t;
 
@@ -230,12 +228,12 @@ static int native(void)
 	       ENTRIES, hit, floor, hit / floor);
 	plain.base = anon(NULL, 2 * plain.n * ps, 0);
 	cached.base = anon(NULL, 2 * cached.n * ps, 0);
-	/* Watched, not cached: what a range keeps after its entry went. */
-	watched.base = anon(NULL, 2 * watched.n * ps, 0);
+	/* Cached once, its entry flushed (and its range unwatched). */
+	gone.base = anon(NULL, 2 * gone.n * ps, 0);
 	base = median(unmap_pages, &plain);
 	figure("munmap-unwatched", ps, base);
 	figure("munmap-cached", ps, median(unmap_pages, &cached));
-	figure("munmap-watched", ps, median(unmap_pages, &watched));
+	figure("munmap-gone", ps, median(unmap_pages, &gone));
 	return 0;
 }
 

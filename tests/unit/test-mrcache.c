@@ -174,14 +174,16 @@ static struct mrc_entry *entry(uintptr_t start, uintptr_t end)
 static void test_index(void)
 {
 	struct mrc_index ix = {0};
+	struct mrc_garbage g = {0};
 	struct mrc_entry *e[3] = {entry(0x3000, 0x5000), entry(0x1000, 0x2000),
 				  entry(0x8000, 0xa000)};
 	size_t first, n, i;
 
 	for (i = 0; i < 3; i++) {
-		CHECK(mrc_index_reserve(&ix, 1) == 0);
+		CHECK(mrc_index_reserve(&ix, 1, &g) == 0);
 		mrc_index_insert(&ix, e[i]);
 	}
+	mrc_garbage_free(&g);
 	CHECK(ix.count == 3);
 	CHECK(ix.starts[0] == 0x1000 && ix.starts[1] == 0x3000 &&
 		      ix.starts[2] == 0x8000,
