@@ -113,9 +113,20 @@ static uint64_t gen_of(const struct rdmad_mr_cache *c)
 /* With the lock held, @e in the index. */
 static void remember(struct rdmad_mr_cache *c, struct mrc_entry *e)
 {
+	uint64_t gen = gen_of(c);
+
+	/* A change reported after the caller applied the ring may overlap
+	 * @e: no hint then.  changed() moves the head before the
+	 * generation, so a change this misses moves the generation after
+	 * it was read here. */
+	if (__atomic_load_n(&c->changes_head, __ATOMIC_SEQ_CST) !=
+	    c->changes_tail) {
+		hint.cache = NULL;
+		return;
+	}
 	hint.cache = c;
 	hint.id = c->id;
-	hint.gen = gen_of(c);
+	hint.gen = gen;
 	hint.entry = e;
 }
 

@@ -43,6 +43,7 @@
 #include <poll.h>
 #include <pthread.h>
 #include <sched.h>
+#include <semaphore.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -257,11 +258,13 @@ static void own_table(int fd)
 static void *run(void *arg)
 {
 	struct uffd_msg msgs[64];
-	struct pollfd p = {.fd = (int)(intptr_t)arg, .events = POLLIN};
+	struct pollfd p = {.fd = mon.fd, .events = POLLIN};
 	ssize_t n;
 	size_t i;
 
 	own_table(p.fd);
+	/* Only now may the program close what it likes. */
+	sem_post(arg);
 	for (;;) {
 		if (poll(&p, 1, -1) < 0)
 			continue;
@@ -275,21 +278,27 @@ static void *run(void *arg)
 	}
 }
 
-static int spawn(int fd)
+/* The thread, once it holds the file in a table of its own. */
+static int spawn(void)
 {
 	sigset_t all, old;
 	pthread_attr_t attr;
 	pthread_t thread;
+	sem_t started;
 	int err;
 
+	sem_init(&started, 0, 0);
 	sigfillset(&all);
 	pthread_sigmask(SIG_SETMASK, &all, &old);
 	pthread_attr_init(&attr);
 	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
 	pthread_attr_setstacksize(&attr, 64 * 1024);
-	err = pthread_create(&thread, &attr, run, (void *)(intptr_t)fd);
+	err = pthread_create(&thread, &attr, run, &started);
 	pthread_attr_destroy(&attr);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	while (!err && sem_wait(&started) < 0)
+		;
+	sem_destroy(&started);
 	return -err;
 }
 
@@ -343,7 +352,7 @@ static int start(const char **why)
 	mon.ino = st.st_ino;
 	mon.fd = fd;
 	atomic_store(&mon.lost, false);
-	err = spawn(fd);
+	err = spawn();
 	if (err < 0) {
 		mon.fd = -1;
 		close(fd);
