@@ -6,8 +6,9 @@
  *     No device needed: a hit among 10,000 cached entries (fake MRs),
  *     beside its floor measured in the same run (a binary search over
  *     10,000 sorted starts plus an uncontended mutex), and what the
- *     monitor adds to munmap() of a cached range, of a range whose entry
- *     was flushed (unwatched since), and of one it never saw.
+ *     monitor adds to munmap() of a cached range (and of one announced
+ *     with rdmad_mr_cache_begin_change()), of a range whose entry was
+ *     flushed (unwatched since), and of one it never saw.
  *   bench-mrcache verbs DEVICE
  *     Real MRs: per size, ibv_reg_mr() + ibv_dereg_mr(), ibv_reg_mr()
  *     alone, a miss and a hit of the cache; invalidation of a cached
@@ -164,6 +165,7 @@ struct unmaps {
 	unsigned int n;
 	bool recache; /* cache each page before it is unmapped */
 	bool gone;    /* cache each page, then flush its entry */
+	bool told;    /* announce the munmap (rdmad_mr_cache_begin_change) */
 };
 
 static double unmap_pages(void *arg)
@@ -182,7 +184,11 @@ static double unmap_pages(void *arg)
 		if (u->gone)
 			rdmad_mr_cache_flush(nat.cache);
 		t0 = now_ns();
+		if (u->told)
+			rdmad_mr_cache_begin_change(u->base + i * 2 * ps, ps);
 		munmap(u->base + i * 2 * ps, ps);
+		if (u->told)
+			rdmad_mr_cache_end_change(u->base + i * 2 * ps, ps);
 		spent += now_ns() - t0;
 		anon(u->base + i * 2 * ps, ps, MAP_FIXED_NOREPLACE);
 	}
@@ -195,7 +201,8 @@ static int native(void)
 	struct rdmad_mr_cache_attr attr = {.max_entries = ENTRIES,
 					   .max_bytes = (size_t)1 << 40};
 	struct unmaps plain = {.n = 2000}, cached = {.n = 2000, .recache = 1},
-		      gone = {.n = 2000, .gone = 1};
+		      gone = {.n = 2000, .gone = 1},
+		      told = {.n = 2000, .recache = 1, .told = 1};
 	double hit, floor, base;
 	unsigned int i, j, t;
 
@@ -230,10 +237,12 @@ static int native(void)
 	cached.base = anon(NULL, 2 * cached.n * ps, 0);
 	/* Cached once, its entry flushed (and its range unwatched). */
 	gone.base = anon(NULL, 2 * gone.n * ps, 0);
+	told.base = anon(NULL, 2 * told.n * ps, 0);
 	base = median(unmap_pages, &plain);
 	figure("munmap-unwatched", ps, base);
 	figure("munmap-cached", ps, median(unmap_pages, &cached));
 	figure("munmap-gone", ps, median(unmap_pages, &gone));
+	figure("munmap-announced", ps, median(unmap_pages, &told));
 	return 0;
 }
 

@@ -448,6 +448,21 @@ int rdmad_mr_cache_flush(struct rdmad_mr_cache *cache);
 int rdmad_mr_cache_is_caching(struct rdmad_mr_cache *cache);
 const char *rdmad_mr_cache_get_reason(const struct rdmad_mr_cache *cache);
 
+/*
+ * For a program (or a library with hooks of its own) that changes memory
+ * in ways the kernel tells no monitor of, or that wants its own changes
+ * to cost no wait: announce the change of the pages under [addr,
+ * addr + length) before the call that makes it (madvise(), munmap(),
+ * mremap(), ...) and say when it is done, with the same range.  Between
+ * the two no cache in the process caches those pages; the range stops
+ * being watched, so the call does not wait for the monitor.  Needed for
+ * MADV_GUARD_INSTALL over registered memory and to close the window of
+ * MADV_DONTNEED racing a get (librdmad(3)).  Process-wide; 0, or -EINVAL.
+ * Not async-signal-safe.  (since 1.5)
+ */
+int rdmad_mr_cache_begin_change(void *addr, size_t length);
+int rdmad_mr_cache_end_change(void *addr, size_t length);
+
 struct rdmad_mr_cache_stats {
 	uint64_t hits;		/* gets served by a cached entry */
 	uint64_t misses;	/* gets that registered a new entry */

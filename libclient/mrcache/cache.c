@@ -48,6 +48,7 @@
  */
 #include <errno.h>
 #include <limits.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -100,6 +101,17 @@ static size_t page_size(void)
 	return s;
 }
 
+/* The pages [addr, addr + length) covers: 0, or -EINVAL. */
+static int pages_of(const void *addr, size_t length, uintptr_t *start,
+		    uintptr_t *end)
+{
+	uintptr_t mask = page_size() - 1;
+
+	*start = (uintptr_t)addr & ~mask;
+	*end = ((uintptr_t)addr + length + mask) & ~mask;
+	return addr && length && *end > *start ? 0 : -EINVAL;
+}
+
 static size_t span(const struct mrc_entry *e)
 {
 	return e->end - e->start;
@@ -147,19 +159,31 @@ static uint64_t changes_head(const struct rdmad_mr_cache *c)
 	return __atomic_load_n(&c->changes_head, __ATOMIC_ACQUIRE);
 }
 
-/* The monitor thread's (monitor.h): record, bump the generation so that
- * no fast hit takes an entry before the change is applied.  The only
- * writer of the ring; takes no lock. */
+/* The monitor's (monitor.h), on its thread or on one announcing a change:
+ * record, and move the generation so that no fast hit takes an entry
+ * before the change is applied.  Takes no lock; writers publish in the
+ * order they claimed (the wait is for a writer a few stores ahead). */
 static void changed(void *arg, uintptr_t start, uintptr_t end)
 {
 	struct rdmad_mr_cache *c = arg;
-	uint64_t head = __atomic_load_n(&c->changes_head, __ATOMIC_RELAXED);
-	struct mrc_change *slot = &c->changes[head % MRC_CHANGES];
+	uint64_t k =
+		__atomic_fetch_add(&c->changes_claimed, 1, __ATOMIC_SEQ_CST);
+	struct mrc_change *slot = &c->changes[k % MRC_CHANGES];
 
 	__atomic_store_n(&slot->start, start, __ATOMIC_RELAXED);
 	__atomic_store_n(&slot->end, end, __ATOMIC_RELAXED);
-	__atomic_store_n(&c->changes_head, head + 1, __ATOMIC_RELEASE);
+	while (__atomic_load_n(&c->changes_head, __ATOMIC_ACQUIRE) != k)
+		sched_yield();
+	__atomic_store_n(&c->changes_head, k + 1, __ATOMIC_RELEASE);
 	__atomic_add_fetch(&c->gen, 1, __ATOMIC_SEQ_CST);
+}
+
+/* Whether slots from @k on may have been overwritten by a writer that
+ * claimed past them (checked after reading them). */
+static bool overrun(const struct rdmad_mr_cache *c, uint64_t k)
+{
+	return __atomic_load_n(&c->changes_claimed, __ATOMIC_SEQ_CST) - k >
+	       MRC_CHANGES;
 }
 
 /* Whether change @k overlaps [start, end); false when it was overwritten
@@ -186,7 +210,7 @@ static bool changed_since(const struct rdmad_mr_cache *c, uint64_t seen,
 		if (change_overlaps(c, k, start, end))
 			return true;
 	/* A slot read above was overwritten meanwhile: assume it did. */
-	return changes_head(c) - seen > MRC_CHANGES;
+	return overrun(c, seen);
 }
 
 static void retire_all(struct rdmad_mr_cache *c)
@@ -219,7 +243,7 @@ static void apply_changes(struct rdmad_mr_cache *c)
 			c->stats.invalidations += n;
 			mrc_retire_range(c, first, n);
 		}
-		if (changes_head(c) - c->changes_tail > MRC_CHANGES)
+		if (overrun(c, c->changes_tail))
 			retire_all(c);
 	}
 	c->changes_tail = head;
@@ -482,7 +506,8 @@ static struct mrc_entry *plan(struct rdmad_mr_cache *c, uintptr_t start,
 	size_t first, n;
 
 	if (!merge(c, &start, &end, &access, &first, &n) ||
-	    end - start > c->max_bytes || mrc_index_reserve(&c->index, 1, g))
+	    end - start > c->max_bytes || mrc_monitor_in_flight(start, end) ||
+	    mrc_index_reserve(&c->index, 1, g))
 		return PASS;
 	e = mrc_entry_alloc(c);
 	if (!e) {
@@ -512,7 +537,8 @@ static struct mrc_entry *plan(struct rdmad_mr_cache *c, uintptr_t start,
 }
 
 /* Under the lock: put @e, registered unlocked, in the index, unless a
- * change overlapping it came since the watch, the cache stopped caching,
+ * change overlapping it came since the watch or is announced and not yet
+ * done (its pages may be about to go), the cache stopped caching,
  * another thread cached an overlapping range, or there is no room. */
 static bool admit(struct rdmad_mr_cache *c, struct mrc_entry *e,
 		  const struct ask *ask, struct mrc_garbage *g)
@@ -522,6 +548,7 @@ static bool admit(struct rdmad_mr_cache *c, struct mrc_entry *e,
 	apply_changes(c);
 	if (!cacheable(c, e->access) ||
 	    changed_since(c, ask->seen, e->start, e->end) ||
+	    mrc_monitor_in_flight(e->start, e->end) ||
 	    mrc_index_overlapping(&c->index, e->start, e->end, &first) ||
 	    !make_room(c, span(e)) || mrc_index_reserve(&c->index, 1, g) ||
 	    mrc_owners_add(&c->owners, e, g))
@@ -625,13 +652,11 @@ RDMAD_EXPORT struct ibv_mr *rdmad_mr_cache_get(struct rdmad_mr_cache *cache,
 					       void *addr, size_t length,
 					       int access)
 {
-	uintptr_t mask = page_size() - 1;
-	uintptr_t start = (uintptr_t)addr & ~mask;
-	uintptr_t end = ((uintptr_t)addr + length + mask) & ~mask;
 	struct ask ask = {addr, length, access, 0};
+	uintptr_t start, end;
 	struct mrc_entry *e;
 
-	if (!cache || !addr || !length || end <= start) {
+	if (!cache || pages_of(addr, length, &start, &end)) {
 		errno = EINVAL;
 		return NULL;
 	}
@@ -642,6 +667,28 @@ RDMAD_EXPORT struct ibv_mr *rdmad_mr_cache_get(struct rdmad_mr_cache *cache,
 	e = lookup(cache, start, end, &ask);
 	mrc_reap(cache);
 	return e ? e->mr : NULL;
+}
+
+/* ---- changes the program announces --------------------------------------- */
+
+RDMAD_EXPORT int rdmad_mr_cache_begin_change(void *addr, size_t length)
+{
+	uintptr_t start, end;
+
+	if (pages_of(addr, length, &start, &end))
+		return -EINVAL;
+	mrc_monitor_changing(start, end);
+	return 0;
+}
+
+RDMAD_EXPORT int rdmad_mr_cache_end_change(void *addr, size_t length)
+{
+	uintptr_t start, end;
+
+	if (pages_of(addr, length, &start, &end))
+		return -EINVAL;
+	mrc_monitor_changed(start, end);
+	return 0;
 }
 
 /* ---- put ---------------------------------------------------------------- */

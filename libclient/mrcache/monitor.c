@@ -63,11 +63,6 @@
 	(UFFD_FEATURE_EVENT_UNMAP | UFFD_FEATURE_EVENT_REMOVE |                \
 	 UFFD_FEATURE_EVENT_REMAP)
 
-/* The bound on ranges watched at once: each may split a mapping in three,
- * so a quarter of vm.max_map_count's mappings at most, and no more than
- * this. */
-#define MAX_WATCHED 8192
-
 const char mrc_monitor_lost_why[] =
 	"the monitor's descriptor was closed or replaced by the program";
 
@@ -99,6 +94,11 @@ static struct {
 	 * it (mrc_monitor_remove() waits for the thread's batch). */
 	pthread_mutex_t list_lock;
 	struct client clients[MRC_MONITOR_CLIENTS];
+	/* Changes announced and not yet done (mrc_monitor_changing()); past
+	 * the slots, every range counts as changing until they are done. */
+	pthread_mutex_t flight_lock;
+	struct range flying[MRC_MONITOR_FLYING];
+	unsigned int flying_over;
 	/* Watched ranges, one a user (so the same range may be there more
 	 * than once); allocated once at start, never grown under the lock. */
 	pthread_mutex_t watch_lock;
@@ -112,6 +112,7 @@ static struct {
 	.quiet = PTHREAD_COND_INITIALIZER,
 	.list_lock = PTHREAD_MUTEX_INITIALIZER,
 	.watch_lock = PTHREAD_MUTEX_INITIALIZER,
+	.flight_lock = PTHREAD_MUTEX_INITIALIZER,
 };
 
 /* ---- the userfaultfd ---------------------------------------------------- */
@@ -187,7 +188,8 @@ static int open_monitor(const char **why)
 
 /* ---- the thread --------------------------------------------------------- */
 
-static void changed(uintptr_t start, uintptr_t end)
+/* On the thread, or on one announcing a change: every client hears. */
+static void tell_clients(uintptr_t start, uintptr_t end)
 {
 	const struct mrc_monitor_client *ops;
 	size_t i;
@@ -219,11 +221,11 @@ static void apply(int fd, const struct uffd_msg *msg)
 	switch (msg->event) {
 	case UFFD_EVENT_UNMAP:
 	case UFFD_EVENT_REMOVE:
-		changed(msg->arg.remove.start, msg->arg.remove.end);
+		tell_clients(msg->arg.remove.start, msg->arg.remove.end);
 		break;
 	case UFFD_EVENT_REMAP:
-		changed(msg->arg.remap.from,
-			msg->arg.remap.from + msg->arg.remap.len);
+		tell_clients(msg->arg.remap.from,
+			     msg->arg.remap.from + msg->arg.remap.len);
 		break;
 	case UFFD_EVENT_PAGEFAULT:
 		unblock(fd, msg);
@@ -302,7 +304,9 @@ static int spawn(void)
 	return -err;
 }
 
-/* A quarter of vm.max_map_count's mappings, at most MAX_WATCHED. */
+/* The bound on ranges watched at once: each may split a mapping in three,
+ * so a quarter of vm.max_map_count, which leaves the process half of its
+ * mappings whatever the caches watch. */
 static size_t watch_bound(void)
 {
 	char buf[32] = {0};
@@ -315,7 +319,7 @@ static size_t watch_bound(void)
 		close(fd);
 	}
 	max /= 4;
-	return max < 16 ? 16 : max > MAX_WATCHED ? MAX_WATCHED : (size_t)max;
+	return max < 16 ? 16 : (size_t)max;
 }
 
 static int start(const char **why)
@@ -509,6 +513,79 @@ size_t mrc_monitor_watched(size_t *ret_bound)
 	return n;
 }
 
+/* ---- changes the program announces --------------------------------------- */
+
+static bool overlap(const struct range *r, uintptr_t start, uintptr_t end)
+{
+	return r->start < end && start < r->end;
+}
+
+/* Stop watching [start, end) for the change: the kernel then raises no
+ * event for it and the changing thread does not wait for the monitor.
+ * Entries over it leave their caches through the rings, and whoever
+ * watches it again registers it again. */
+static void unregister_for_change(uintptr_t start, uintptr_t end)
+{
+	struct uffdio_range r = {start, end - start};
+	size_t i;
+	bool any = false;
+
+	pthread_mutex_lock(&mon.watch_lock);
+	for (i = 0; i < mon.nwatched && !any; i++)
+		any = overlap(&mon.watched[i], start, end);
+	if (any && ours())
+		ioctl(mon.fd, UFFDIO_UNREGISTER, &r);
+	pthread_mutex_unlock(&mon.watch_lock);
+}
+
+void mrc_monitor_changing(uintptr_t start, uintptr_t end)
+{
+	size_t i;
+
+	pthread_mutex_lock(&mon.flight_lock);
+	for (i = 0; i < MRC_MONITOR_FLYING; i++)
+		if (mon.flying[i].start == mon.flying[i].end)
+			break;
+	if (i < MRC_MONITOR_FLYING)
+		mon.flying[i] = (struct range){start, end};
+	else
+		mon.flying_over++;
+	pthread_mutex_unlock(&mon.flight_lock);
+	tell_clients(start, end);
+	unregister_for_change(start, end);
+}
+
+void mrc_monitor_changed(uintptr_t start, uintptr_t end)
+{
+	size_t i;
+
+	/* Again: a registration that began during the change sees it. */
+	tell_clients(start, end);
+	pthread_mutex_lock(&mon.flight_lock);
+	for (i = 0; i < MRC_MONITOR_FLYING; i++)
+		if (mon.flying[i].start == start && mon.flying[i].end == end &&
+		    start != end)
+			break;
+	if (i < MRC_MONITOR_FLYING)
+		mon.flying[i] = (struct range){0, 0};
+	else if (mon.flying_over)
+		mon.flying_over--;
+	pthread_mutex_unlock(&mon.flight_lock);
+}
+
+bool mrc_monitor_in_flight(uintptr_t start, uintptr_t end)
+{
+	bool in = false;
+	size_t i;
+
+	pthread_mutex_lock(&mon.flight_lock);
+	in = mon.flying_over > 0;
+	for (i = 0; i < MRC_MONITOR_FLYING && !in; i++)
+		in = overlap(&mon.flying[i], start, end);
+	pthread_mutex_unlock(&mon.flight_lock);
+	return in;
+}
+
 /* ---- waiting for the thread ---------------------------------------------- */
 
 bool mrc_monitor_busy(void)
@@ -549,10 +626,12 @@ static void atfork_prepare(void)
 	pthread_mutex_lock(&mon.list_lock);
 	lock_clients(true);
 	pthread_mutex_lock(&mon.watch_lock);
+	pthread_mutex_lock(&mon.flight_lock);
 }
 
 static void atfork_parent(void)
 {
+	pthread_mutex_unlock(&mon.flight_lock);
 	pthread_mutex_unlock(&mon.watch_lock);
 	lock_clients(false);
 	pthread_mutex_unlock(&mon.list_lock);
@@ -572,6 +651,9 @@ static void atfork_child(void)
 	if (mon.state == 1 || mon.state == -ESTALE)
 		mon.state = 0;
 	mon.nwatched = 0;
+	memset(mon.flying, 0, sizeof(mon.flying));
+	mon.flying_over = 0;
+	pthread_mutex_unlock(&mon.flight_lock);
 	atomic_store(&mon.busy, 0);
 	pthread_mutex_init(&mon.quiet_lock, NULL);
 	pthread_cond_init(&mon.quiet, NULL);

@@ -14,8 +14,9 @@
 #include <stdint.h>
 
 struct mrc_monitor_client {
-	/* On the monitor thread: the pages of [start, end) changed.  It
-	 * must not block, take a lock, allocate or free (mrcache.h). */
+	/* On the monitor thread, or on a thread announcing a change: the
+	 * pages of [start, end) change.  It must not block, take a lock,
+	 * allocate or free (mrcache.h). */
 	void (*changed)(void *arg, uintptr_t start, uintptr_t end);
 	/* fork(): lock before, unlock after in the parent; in the child
 	 * forked() (still locked), then unlock. */
@@ -49,6 +50,18 @@ int mrc_monitor_watch(uintptr_t start, uintptr_t end);
 void mrc_monitor_unwatch(uintptr_t start, uintptr_t end);
 /* Ranges watched now, and the bound (tests, statistics). */
 size_t mrc_monitor_watched(size_t *ret_bound);
+
+/* A change of the pages of [start, end) the program announces before it
+ * makes it (rdmad_mr_cache_begin_change()): the clients hear of it at
+ * once, the range stops being watched (so the kernel raises no event and
+ * the call does not wait for the monitor), and it is in flight until
+ * mrc_monitor_changed() with the same range, after the change, tells the
+ * clients again.  Not async-signal-safe. */
+#define MRC_MONITOR_FLYING 64
+void mrc_monitor_changing(uintptr_t start, uintptr_t end);
+void mrc_monitor_changed(uintptr_t start, uintptr_t end);
+/* Whether an announced change not yet done overlaps [start, end). */
+bool mrc_monitor_in_flight(uintptr_t start, uintptr_t end);
 
 /* Whether the descriptor is still the monitor's (fstat() of the number
  * against the file it opened): false once the program closed it or put

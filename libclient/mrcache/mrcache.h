@@ -154,13 +154,16 @@ struct rdmad_mr_cache {
 	struct mrc_entry *dead; /* read without the lock by mrc_reap() */
 	struct mrc_entry *pool;
 	/* Changes the monitor reported, not yet applied to the index: the
-	 * monitor thread writes them (changes_head is atomic), application
-	 * threads apply them under the lock (changes_tail), and a miss
-	 * checks the ones that came while it registered unlocked. */
+	 * monitor thread and threads announcing a change write them (a
+	 * writer claims a slot, fills it, then publishes it in order: both
+	 * counters atomic), application threads apply them under the lock
+	 * (changes_tail), and a miss checks the ones that came while it
+	 * registered unlocked. */
 	struct mrc_change {
 		uintptr_t start; /* atomic, relaxed */
 		uintptr_t end;
 	} changes[MRC_CHANGES];
+	uint64_t changes_claimed;
 	uint64_t changes_head;
 	uint64_t changes_tail;
 	/* hits atomic; entries and in_use counted when asked */
