@@ -13,7 +13,9 @@
  *     Real MRs: per size, ibv_reg_mr() + ibv_dereg_mr(), ibv_reg_mr()
  *     alone, a miss and a hit of the cache; invalidation of a cached
  *     buffer (munmap, mmap MAP_FIXED, the next registration) beside the
- *     same without a cache; munmap() of a cached range.
+ *     same without a cache; munmap() (4 KiB, 1 MiB) of a cached range,
+ *     of one announced, of one whose entry was flushed, of one never
+ *     cached.
  *   bench-mrcache fabric DEVICE
  *     The same through libfabric's verbs provider (fi_mr_reg + fi_close,
  *     its ofi_mr_cache under FI_MR_CACHE_MONITOR), where built with it.
@@ -394,16 +396,29 @@ static double remap_then(void *arg)
 }
 
 /* munmap() of a range registered and let go (cached), timed alone. */
+struct unmap_case {
+	const struct registrar *r; /* NULL: never registered */
+	bool flush;		   /* the entry flushed before the munmap */
+	bool told;		   /* announced (rdmad_mr_cache_begin_change) */
+};
+
 static double unmap_after(void *arg)
 {
-	const struct registrar *r = arg;
+	const struct unmap_case *u = arg;
 	uint64_t spent = 0, t0;
 	unsigned int i;
 
 	for (i = 0; i < v.n; i++) {
-		r->undo(r->reg());
+		if (u->r)
+			u->r->undo(u->r->reg());
+		if (u->flush)
+			rdmad_mr_cache_flush(v.cache);
 		t0 = now_ns();
+		if (u->told)
+			rdmad_mr_cache_begin_change(v.buf, v.len);
 		munmap(v.buf, v.len);
+		if (u->told)
+			rdmad_mr_cache_end_change(v.buf, v.len);
 		spent += now_ns() - t0;
 		anon(v.buf, v.len, MAP_FIXED_NOREPLACE);
 		memset(v.buf, 0, v.len);
@@ -416,6 +431,21 @@ static const size_t sizes[] = {4096, 65536, 1 << 20, 16 << 20};
 static unsigned int rounds_for(size_t len)
 {
 	return len >= (16 << 20) ? 20 : len >= (1 << 20) ? 100 : 400;
+}
+
+/* munmap() of v.buf: cached, announced, its entry gone, never cached. */
+static void unmaps(void)
+{
+	const struct unmap_case cached = {&cached_mr, false, false},
+				told = {&cached_mr, false, true},
+				gone = {&cached_mr, true, false},
+				never = {NULL, false, false};
+
+	v.n = 50;
+	figure("munmap-cached", v.len, median(unmap_after, (void *)&cached));
+	figure("munmap-announced", v.len, median(unmap_after, (void *)&told));
+	figure("munmap-gone", v.len, median(unmap_after, (void *)&gone));
+	figure("munmap-never", v.len, median(unmap_after, (void *)&never));
 }
 
 static int verbs(const char *device)
@@ -446,9 +476,9 @@ static int verbs(const char *device)
 			       median(remap_then, (void *)&verbs_mr));
 			figure("remap-cache", v.len,
 			       median(remap_then, (void *)&cached_mr));
-			figure("munmap-cached", v.len,
-			       median(unmap_after, (void *)&cached_mr));
 		}
+		if (v.len == 4096 || v.len == 1 << 20)
+			unmaps();
 		rdmad_mr_cache_flush(v.cache);
 		munmap(v.buf, v.len);
 	}
@@ -507,8 +537,13 @@ static int fabric(const char *device)
 			v.n = 50;
 			figure("fabric-remap", v.len,
 			       median(remap_then, (void *)&fabric_mr));
+		}
+		if (v.len == 4096 || v.len == 1 << 20) {
+			const struct unmap_case u = {&fabric_mr, false, false};
+
+			v.n = 50;
 			figure("fabric-munmap-cached", v.len,
-			       median(unmap_after, (void *)&fabric_mr));
+			       median(unmap_after, (void *)&u));
 		}
 		munmap(v.buf, v.len);
 	}

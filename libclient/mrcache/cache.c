@@ -31,9 +31,9 @@
  * never held across the registration: ibv_reg_mr() may free memory that
  * glibc unmaps, and that unmap waits for the monitor.
  *
- * The monitor thread only records changes in the ring and moves the
- * generation (changed()); application threads apply them under the lock
- * before they look at the index (apply_changes()).
+ * The monitor thread only records changes in the cache's ring and moves
+ * the generation (changes.c); application threads apply them under the
+ * lock before they look at the index.
  *
  * The fast path: each thread remembers the entry of its last get (its
  * hint, with the cache's generation then).  A get that the hint covers
@@ -48,7 +48,6 @@
  */
 #include <errno.h>
 #include <limits.h>
-#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -128,11 +127,10 @@ static void remember(struct rdmad_mr_cache *c, struct mrc_entry *e)
 	uint64_t gen = gen_of(c);
 
 	/* A change reported after the caller applied the ring may overlap
-	 * @e: no hint then.  changed() moves the head before the
-	 * generation, so a change this misses moves the generation after
-	 * it was read here. */
-	if (__atomic_load_n(&c->changes_head, __ATOMIC_SEQ_CST) !=
-	    c->changes_tail) {
+	 * @e: no hint then.  A change is published before it moves the
+	 * generation, so one this misses moves the generation after it was
+	 * read here. */
+	if (mrc_changes_pending(c)) {
 		hint.cache = NULL;
 		return;
 	}
@@ -145,108 +143,6 @@ static void remember(struct rdmad_mr_cache *c, struct mrc_entry *e)
 static bool hinted(const struct hint *h, const struct rdmad_mr_cache *c)
 {
 	return h->cache == c && h->id == c->id;
-}
-
-/* ---- changes the monitor reported ---------------------------------------- */
-
-static bool overlaps(uintptr_t s1, uintptr_t e1, uintptr_t s2, uintptr_t e2)
-{
-	return s1 < e2 && s2 < e1;
-}
-
-static uint64_t changes_head(const struct rdmad_mr_cache *c)
-{
-	return __atomic_load_n(&c->changes_head, __ATOMIC_ACQUIRE);
-}
-
-/* The monitor's (monitor.h), on its thread or on one announcing a change:
- * record, and move the generation so that no fast hit takes an entry
- * before the change is applied.  Takes no lock; writers publish in the
- * order they claimed (the wait is for a writer a few stores ahead). */
-static void changed(void *arg, uintptr_t start, uintptr_t end)
-{
-	struct rdmad_mr_cache *c = arg;
-	uint64_t k =
-		__atomic_fetch_add(&c->changes_claimed, 1, __ATOMIC_SEQ_CST);
-	struct mrc_change *slot = &c->changes[k % MRC_CHANGES];
-
-	__atomic_store_n(&slot->start, start, __ATOMIC_RELAXED);
-	__atomic_store_n(&slot->end, end, __ATOMIC_RELAXED);
-	while (__atomic_load_n(&c->changes_head, __ATOMIC_ACQUIRE) != k)
-		sched_yield();
-	__atomic_store_n(&c->changes_head, k + 1, __ATOMIC_RELEASE);
-	__atomic_add_fetch(&c->gen, 1, __ATOMIC_SEQ_CST);
-}
-
-/* Whether slots from @k on may have been overwritten by a writer that
- * claimed past them (checked after reading them). */
-static bool overrun(const struct rdmad_mr_cache *c, uint64_t k)
-{
-	return __atomic_load_n(&c->changes_claimed, __ATOMIC_SEQ_CST) - k >
-	       MRC_CHANGES;
-}
-
-/* Whether change @k overlaps [start, end); false when it was overwritten
- * (the caller checks the head again). */
-static bool change_overlaps(const struct rdmad_mr_cache *c, uint64_t k,
-			    uintptr_t start, uintptr_t end)
-{
-	const struct mrc_change *slot = &c->changes[k % MRC_CHANGES];
-
-	return overlaps(__atomic_load_n(&slot->start, __ATOMIC_RELAXED),
-			__atomic_load_n(&slot->end, __ATOMIC_RELAXED), start,
-			end);
-}
-
-/* Whether a change reported since @seen may overlap [start, end). */
-static bool changed_since(const struct rdmad_mr_cache *c, uint64_t seen,
-			  uintptr_t start, uintptr_t end)
-{
-	uint64_t head = changes_head(c), k;
-
-	if (head - seen > MRC_CHANGES)
-		return true;
-	for (k = seen; k < head; k++)
-		if (change_overlaps(c, k, start, end))
-			return true;
-	/* A slot read above was overwritten meanwhile: assume it did. */
-	return overrun(c, seen);
-}
-
-static void retire_all(struct rdmad_mr_cache *c)
-{
-	c->stats.invalidations += c->index.count;
-	mrc_retire_range(c, 0, c->index.count);
-}
-
-/* With the lock held: the entries the reported changes overlap leave the
- * index; all of them when the ring overflowed. */
-static void apply_changes(struct rdmad_mr_cache *c)
-{
-	uint64_t head = changes_head(c), k;
-	size_t first, n;
-
-	if (head == c->changes_tail)
-		return;
-	if (head - c->changes_tail > MRC_CHANGES) {
-		retire_all(c);
-	} else {
-		for (k = c->changes_tail; k < head; k++) {
-			const struct mrc_change *slot =
-				&c->changes[k % MRC_CHANGES];
-
-			n = mrc_index_overlapping(
-				&c->index,
-				__atomic_load_n(&slot->start, __ATOMIC_RELAXED),
-				__atomic_load_n(&slot->end, __ATOMIC_RELAXED),
-				&first);
-			c->stats.invalidations += n;
-			mrc_retire_range(c, first, n);
-		}
-		if (overrun(c, c->changes_tail))
-			retire_all(c);
-	}
-	c->changes_tail = head;
 }
 
 /* ---- the mode ---------------------------------------------------------------
@@ -350,7 +246,7 @@ static void forked(void *arg)
 
 /* What the monitor calls: cache.c registers, monitor.c names nothing. */
 static const struct mrc_monitor_client client = {
-	.changed = changed,
+	.changed = mrc_changes_record,
 	.lock = lock_cache,
 	.unlock = unlock_cache,
 	.forked = forked,
@@ -515,7 +411,7 @@ static struct mrc_entry *plan(struct rdmad_mr_cache *c, uintptr_t start,
 		return NULL;
 	}
 	mrc_retire_range(c, first, n);
-	ask->seen = changes_head(c);
+	ask->seen = mrc_changes_seen(c);
 	if (!make_room(c, end - start)) {
 		mrc_entry_unalloc(c, e);
 		return PASS;
@@ -545,9 +441,9 @@ static bool admit(struct rdmad_mr_cache *c, struct mrc_entry *e,
 {
 	size_t first;
 
-	apply_changes(c);
+	mrc_changes_apply(c);
 	if (!cacheable(c, e->access) ||
-	    changed_since(c, ask->seen, e->start, e->end) ||
+	    mrc_changes_since(c, ask->seen, e->start, e->end) ||
 	    mrc_monitor_in_flight(e->start, e->end) ||
 	    mrc_index_overlapping(&c->index, e->start, e->end, &first) ||
 	    !make_room(c, span(e)) || mrc_index_reserve(&c->index, 1, g) ||
@@ -584,7 +480,10 @@ static struct mrc_entry *fill(struct rdmad_mr_cache *c, struct mrc_entry *e,
 	struct ibv_mr *mr;
 	bool ok;
 
-	if (mrc_vma_private_anon(e->start, e->end) != 1) {
+	/* UNWATCHED, the tests' control, caches any kind, so that a case
+	 * can be shown to corrupt. */
+	if (c->mode == MRC_CACHING &&
+	    mrc_vma_private_anon(e->start, e->end) != 1) {
 		drop_plan(c, e);
 		return pass_through(c, ask->addr, ask->length, ask->access);
 	}
@@ -630,7 +529,7 @@ static struct mrc_entry *lookup(struct rdmad_mr_cache *c, uintptr_t start,
 	if (c->mode == MRC_CACHING)
 		mrc_monitor_quiesce();
 	pthread_mutex_lock(&c->lock);
-	apply_changes(c);
+	mrc_changes_apply(c);
 	check_monitor(c);
 	if (cacheable(c, ask->access)) {
 		e = hit(c, start, end, ask->access);

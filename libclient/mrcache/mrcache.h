@@ -6,7 +6,8 @@
  * watched ranges, its clients) and vma.c (vma.h: what kind of memory a
  * range is) call nothing above them; index.c (the cached entries of one
  * cache, sorted by address), owners.c (from an MR handed out to its
- * entry), entry.c (an entry's life), cache.c (the public rdmad_mr_cache_*
+ * entry), entry.c (an entry's life), changes.c (a cache's ring of changes
+ * the monitor told), cache.c (the public rdmad_mr_cache_*
  * calls, devices leaving, fork; it registers each cache with the monitor
  * as a client).
  *
@@ -126,7 +127,7 @@ struct mrc_ops {
 /* What a cache does with a get: cache.c's table. */
 enum mrc_mode {
 	MRC_CACHING,	/* watched by the monitor, then cached */
-	MRC_UNWATCHED,	/* tests only: cached without watching */
+	MRC_UNWATCHED,	/* tests only: cached without watching, any kind */
 	MRC_NO_MONITOR, /* no monitor could be had, or it was lost */
 	MRC_FORKED,	/* a child's copy: passes through */
 	MRC_LEAVING,	/* its device began to leave: passes through */
@@ -194,6 +195,21 @@ void mrc_reap(struct rdmad_mr_cache *cache);
 uint64_t mrc_in_use(const struct rdmad_mr_cache *cache);
 /* Free every entry of the pool (destroy). */
 void mrc_pool_free(struct rdmad_mr_cache *cache);
+
+/* ---- changes.c: a cache's ring of changes ------------------------------- */
+
+/* The monitor client's changed(): record [start, end) for cache @arg.
+ * Takes no lock, allocates nothing. */
+void mrc_changes_record(void *arg, uintptr_t start, uintptr_t end);
+/* Changes published so far: what a miss saw when it began to watch. */
+uint64_t mrc_changes_seen(const struct rdmad_mr_cache *cache);
+/* Whether a change published since @seen may overlap [start, end). */
+bool mrc_changes_since(const struct rdmad_mr_cache *cache, uint64_t seen,
+		       uintptr_t start, uintptr_t end);
+/* With the lock held: whether changes wait to be applied; apply them
+ * (the entries they overlap leave the index, all when overrun). */
+bool mrc_changes_pending(const struct rdmad_mr_cache *cache);
+void mrc_changes_apply(struct rdmad_mr_cache *cache);
 
 /* ---- cache.c ------------------------------------------------------------ */
 
