@@ -542,6 +542,7 @@ static struct mrc_entry *lookup(struct rdmad_mr_cache *c, uintptr_t start,
 	mrc_garbage_free(&g);
 	if (e == PASS)
 		return pass_through(c, ask->addr, ask->length, ask->access);
+	/* A hit is cached; a planned entry is not until fill() admits it. */
 	if (!e || e->cached)
 		return e;
 	return fill(c, e, ask);

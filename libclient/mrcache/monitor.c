@@ -80,7 +80,7 @@ static struct {
 	pthread_mutex_t start_lock;
 	int state; /* 0: not tried; 1: running; -errno: unavailable */
 	const char *why;
-	int fd;	   /* the number in the shared table; -1 once lost */
+	int fd;	   /* the number in the shared table; unused once lost */
 	dev_t dev; /* the file it opened */
 	ino_t ino;
 	atomic_bool lost;

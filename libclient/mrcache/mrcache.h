@@ -7,14 +7,14 @@
  * range is) call nothing above them; index.c (the cached entries of one
  * cache, sorted by address), owners.c (from an MR handed out to its
  * entry), entry.c (an entry's life), changes.c (a cache's ring of changes
- * the monitor told), cache.c (the public rdmad_mr_cache_*
- * calls, devices leaving, fork; it registers each cache with the monitor
- * as a client).
+ * the monitor told), cache.c (the public rdmad_mr_cache_* calls, devices
+ * leaving, fork; it registers each cache with the monitor as a client).
  *
  * Locks, outermost first: the list of clients (monitor.c), then one
- * cache's lock, then the watched ranges' lock (monitor.c).  The monitor
- * thread takes none of them: it hands each change to the cache's ring
- * (cache.c), which the next application thread applies under the lock.
+ * cache's lock, then the watched ranges' and the announced changes' locks
+ * (monitor.c).  The monitor thread takes none of them: it hands each
+ * change to the cache's ring (changes.c), which the next application
+ * thread applies under the cache's lock.
  * A cache's lock is never held across a call that may unmap memory
  * (registering, deregistering, freeing): such a call may wait for the
  * monitor, and nothing the monitor does waits for it, so no thread can

@@ -9,15 +9,16 @@
  * PROCMAP_QUERY (Linux 6.11) answers for one mapping with one ioctl on a
  * /proc/self/maps descriptor; before it, the file is read and parsed.
  * Both take the kernel's word for the mapping (its flags, its file) and
- * neither allocates: the caller may hold a lock that the monitor thread
- * never takes, and a free() here could trim the heap under it.
+ * neither allocates.
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "vma.h"
@@ -121,16 +122,78 @@ int mrc_vma_parse(int fd, uintptr_t start, uintptr_t end)
 	return n < 0 ? -errno : 0;
 }
 
-int mrc_vma_private_anon(uintptr_t start, uintptr_t end)
+/* The process's /proc/self/maps for PROCMAP_QUERY, opened once (an open
+ * costs 16 times the query) and checked before each use, since the
+ * program may close or replace the number (fstat() against the file
+ * opened); a forked child closes its copy, which shows the parent. */
+static struct {
+	pthread_mutex_t lock;
+	int fd;
+	dev_t dev;
+	ino_t ino;
+} maps = {PTHREAD_MUTEX_INITIALIZER, -1, 0, 0};
+
+static pthread_once_t maps_once = PTHREAD_ONCE_INIT;
+
+static void forget_in_child(void)
+{
+	if (maps.fd >= 0)
+		close(maps.fd);
+	maps.fd = -1;
+	pthread_mutex_init(&maps.lock, NULL);
+}
+
+static void install_atfork(void)
+{
+	pthread_atfork(NULL, NULL, forget_in_child);
+}
+
+/* With maps.lock held: the descriptor, or -errno. */
+static int maps_fd(void)
+{
+	struct stat st;
+	int fd;
+
+	if (maps.fd >= 0 && fstat(maps.fd, &st) == 0 && st.st_dev == maps.dev &&
+	    st.st_ino == maps.ino)
+		return maps.fd;
+	/* Not ours any more (the program's now): left alone. */
+	fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	if (fstat(fd, &st) < 0) {
+		close(fd);
+		return -errno;
+	}
+	maps.fd = fd;
+	maps.dev = st.st_dev;
+	maps.ino = st.st_ino;
+	return fd;
+}
+
+/* Read and parsed on a descriptor of its own: threads may ask at once. */
+static int parse_own(uintptr_t start, uintptr_t end)
 {
 	int fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
 	int r;
 
 	if (fd < 0)
 		return -errno;
-	r = mrc_vma_query(fd, start, end);
-	if (r == -ENOTTY || r == -EINVAL)
-		r = mrc_vma_parse(fd, start, end);
+	r = mrc_vma_parse(fd, start, end);
 	close(fd);
+	return r;
+}
+
+int mrc_vma_private_anon(uintptr_t start, uintptr_t end)
+{
+	int fd, r;
+
+	pthread_once(&maps_once, install_atfork);
+	pthread_mutex_lock(&maps.lock);
+	fd = maps_fd();
+	r = fd < 0 ? fd : mrc_vma_query(fd, start, end);
+	pthread_mutex_unlock(&maps.lock);
+	if (r == -ENOTTY || r == -EINVAL)
+		r = parse_own(start, end);
 	return r;
 }

@@ -268,6 +268,52 @@ static char *three_pages(int flags, int fd)
 	return mmap(NULL, 3 * ps, PROT_READ | PROT_WRITE, flags, fd, 0);
 }
 
+/* The descriptor vma.c keeps for PROCMAP_QUERY, as a program sees it. */
+static int maps_number(void)
+{
+	char path[64], target[64];
+	ssize_t n;
+	int fd;
+
+	for (fd = 0; fd < 1024; fd++) {
+		snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+		n = readlink(path, target, sizeof(target) - 1);
+		if (n > 0 && (target[n] = '\0', strstr(target, "/maps")))
+			return fd;
+	}
+	return -1;
+}
+
+/* The kept descriptor replaced by the program, and a forked child's copy
+ * (which shows the parent): the answers stay the child's own. */
+static void test_vma_descriptor(void)
+{
+	char *m = three_pages(MAP_PRIVATE | MAP_ANONYMOUS, -1), *late;
+	uintptr_t s = (uintptr_t)m;
+	int fd, status;
+	pid_t pid;
+
+	CHECK(mrc_vma_private_anon(s, s + 3 * ps) == 1);
+	fd = maps_number();
+	if (fd >= 0) {
+		CHECK(dup2(open("/dev/null", O_RDONLY | O_CLOEXEC), fd) == fd);
+		CHECK(mrc_vma_private_anon(s, s + 3 * ps) == 1,
+		      "after the program replaced the descriptor");
+	}
+	pid = fork();
+	if (pid == 0) {
+		late = three_pages(MAP_PRIVATE | MAP_ANONYMOUS, -1);
+		_exit(mrc_vma_private_anon((uintptr_t)late,
+					   (uintptr_t)late + 3 * ps) == 1
+			      ? 0
+			      : 1);
+	}
+	CHECK(waitpid(pid, &status, 0) == pid && WIFEXITED(status) &&
+		      WEXITSTATUS(status) == 0,
+	      "a child asked its parent's maps");
+	munmap(m, 3 * ps);
+}
+
 /* Both methods, and the one the cache uses, give each row's answer;
  * PROCMAP_QUERY only where the kernel has it (6.11). */
 static void test_vma(void)
@@ -306,6 +352,7 @@ static void test_vma(void)
 		munmap(rows[i].map, 3 * ps);
 	}
 	close(memfd);
+	test_vma_descriptor();
 }
 
 /* ---- the cache's rules -------------------------------------------------- */
