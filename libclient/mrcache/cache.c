@@ -529,7 +529,8 @@ static struct mrc_entry *lookup(struct rdmad_mr_cache *c, uintptr_t start,
 	if (c->mode == MRC_CACHING)
 		mrc_monitor_quiesce();
 	pthread_mutex_lock(&c->lock);
-	mrc_changes_apply(c);
+	if (mrc_changes_pending(c))
+		mrc_changes_apply(c);
 	check_monitor(c);
 	if (cacheable(c, ask->access)) {
 		e = hit(c, start, end, ask->access);

@@ -26,12 +26,6 @@ uint64_t mrc_changes_seen(const struct rdmad_mr_cache *c)
 	return __atomic_load_n(&c->changes_head, __ATOMIC_ACQUIRE);
 }
 
-bool mrc_changes_pending(const struct rdmad_mr_cache *c)
-{
-	return __atomic_load_n(&c->changes_head, __ATOMIC_SEQ_CST) !=
-	       c->changes_tail;
-}
-
 void mrc_changes_record(void *arg, uintptr_t start, uintptr_t end)
 {
 	struct rdmad_mr_cache *c = arg;

@@ -206,10 +206,16 @@ uint64_t mrc_changes_seen(const struct rdmad_mr_cache *cache);
 /* Whether a change published since @seen may overlap [start, end). */
 bool mrc_changes_since(const struct rdmad_mr_cache *cache, uint64_t seen,
 		       uintptr_t start, uintptr_t end);
-/* With the lock held: whether changes wait to be applied; apply them
- * (the entries they overlap leave the index, all when overrun). */
-bool mrc_changes_pending(const struct rdmad_mr_cache *cache);
+/* With the lock held: apply the changes that wait (the entries they
+ * overlap leave the index, all when overrun). */
 void mrc_changes_apply(struct rdmad_mr_cache *cache);
+/* With the lock held: whether changes wait to be applied.  Inline: every
+ * locked hit asks. */
+static inline bool mrc_changes_pending(const struct rdmad_mr_cache *cache)
+{
+	return __atomic_load_n(&cache->changes_head, __ATOMIC_SEQ_CST) !=
+	       cache->changes_tail;
+}
 
 /* ---- cache.c ------------------------------------------------------------ */
 
