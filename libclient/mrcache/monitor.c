@@ -440,6 +440,11 @@ int mrc_monitor_watch(uintptr_t start, uintptr_t end)
 	return err;
 }
 
+static bool overlap(const struct range *r, uintptr_t start, uintptr_t end)
+{
+	return r->start < end && start < r->end;
+}
+
 /* Cut @r out of the pieces [0, *n) (at most @cap): false when they would
  * not fit. */
 static bool cut(struct range *pieces, size_t *n, size_t cap,
@@ -450,7 +455,7 @@ static bool cut(struct range *pieces, size_t *n, size_t cap,
 
 	for (i = 0; i < count; i++) {
 		p = pieces[i];
-		if (r->end <= p.start || p.end <= r->start)
+		if (!overlap(r, p.start, p.end))
 			continue;
 		pieces[i] = (struct range){p.start, p.start};
 		if (p.start < r->start)
@@ -501,24 +506,7 @@ void mrc_monitor_unwatch(uintptr_t start, uintptr_t end)
 	pthread_mutex_unlock(&mon.watch_lock);
 }
 
-size_t mrc_monitor_watched(size_t *ret_bound)
-{
-	size_t n;
-
-	pthread_mutex_lock(&mon.watch_lock);
-	n = mon.nwatched;
-	if (ret_bound)
-		*ret_bound = mon.max_watched;
-	pthread_mutex_unlock(&mon.watch_lock);
-	return n;
-}
-
 /* ---- changes the program announces --------------------------------------- */
-
-static bool overlap(const struct range *r, uintptr_t start, uintptr_t end)
-{
-	return r->start < end && start < r->end;
-}
 
 /* Stop watching [start, end) for the change: the kernel then raises no
  * event for it and the changing thread does not wait for the monitor.

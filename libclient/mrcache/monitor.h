@@ -48,8 +48,6 @@ int mrc_monitor_watch(uintptr_t start, uintptr_t end);
  * unregistered, so their mappings merge back and their munmap() costs
  * what an unwatched one does. */
 void mrc_monitor_unwatch(uintptr_t start, uintptr_t end);
-/* Ranges watched now, and the bound (tests, statistics). */
-size_t mrc_monitor_watched(size_t *ret_bound);
 
 /* A change of the pages of [start, end) the program announces before it
  * makes it (rdmad_mr_cache_begin_change()): the clients hear of it at
