@@ -6,13 +6,16 @@
  *     No device needed: a hit among 10,000 cached entries (fake MRs),
  *     beside its floor measured in the same run (a binary search over
  *     10,000 sorted starts plus an uncontended mutex), and what the
- *     monitor adds to munmap() of a cached range, of a range it watched
- *     once, and of one it never saw.
+ *     monitor adds to munmap() of a cached range (and of one announced
+ *     with rdmad_mr_cache_begin_change()), of a range whose entry was
+ *     flushed (unwatched since), and of one it never saw.
  *   bench-mrcache verbs DEVICE
  *     Real MRs: per size, ibv_reg_mr() + ibv_dereg_mr(), ibv_reg_mr()
  *     alone, a miss and a hit of the cache; invalidation of a cached
  *     buffer (munmap, mmap MAP_FIXED, the next registration) beside the
- *     same without a cache; munmap() of a cached range.
+ *     same without a cache; munmap() (4 KiB, 1 MiB) of a cached range,
+ *     of one announced, of one whose entry was flushed, of one never
+ *     cached.
  *   bench-mrcache fabric DEVICE
  *     The same through libfabric's verbs provider (fi_mr_reg + fi_close,
  *     its ofi_mr_cache under FI_MR_CACHE_MONITOR), where built with it.
@@ -163,7 +166,8 @@ struct unmaps {
 	char *base;
 	unsigned int n;
 	bool recache; /* cache each page before it is unmapped */
-	bool rewatch; /* watch each page, cache nothing */
+	bool gone;    /* cache each page, then flush its entry */
+	bool told;    /* announce the munmap (rdmad_mr_cache_begin_change) */
 };
 
 static double unmap_pages(void *arg)
@@ -174,17 +178,19 @@ static double unmap_pages(void *arg)
 	unsigned int i;
 
 	for (i = 0; i < u->n; i++) {
-		if (u->recache) {
+		if (u->recache || u->gone) {
 			mr = rdmad_mr_cache_get(nat.cache, u->base + i * 2 * ps,
 						ps, IBV_ACCESS_LOCAL_WRITE);
 			rdmad_mr_cache_put(nat.cache, mr);
 		}
-		if (u->rewatch)
-			mrc_monitor_watch(
-				(uintptr_t)(u->base + i * 2 * ps),
-				(uintptr_t)(u->base + i * 2 * ps + ps));
+		if (u->gone)
+			rdmad_mr_cache_flush(nat.cache);
 		t0 = now_ns();
+		if (u->told)
+			rdmad_mr_cache_begin_change(u->base + i * 2 * ps, ps);
 		munmap(u->base + i * 2 * ps, ps);
+		if (u->told)
+			rdmad_mr_cache_end_change(u->base + i * 2 * ps, ps);
 		spent += now_ns() - t0;
 		anon(u->base + i * 2 * ps, ps, MAP_FIXED_NOREPLACE);
 	}
@@ -197,7 +203,8 @@ static int native(void)
 	struct rdmad_mr_cache_attr attr = {.max_entries = ENTRIES,
 					   .max_bytes = (size_t)1 << 40};
 	struct unmaps plain = {.n = 2000}, cached = {.n = 2000, .recache = 1},
-		      watched = {.n = 2000, .rewatch = 1};
+		      gone = {.n = 2000, .gone = 1},
+		      told = {.n = 2000, .recache = 1, .told = 1};
 	double hit, floor, base;
 	unsigned int i, j, t;
 
@@ -230,12 +237,14 @@ static int native(void)
 	       ENTRIES, hit, floor, hit / floor);
 	plain.base = anon(NULL, 2 * plain.n * ps, 0);
 	cached.base = anon(NULL, 2 * cached.n * ps, 0);
-	/* Watched, not cached: what a range keeps after its entry went. */
-	watched.base = anon(NULL, 2 * watched.n * ps, 0);
+	/* Cached once, its entry flushed (and its range unwatched). */
+	gone.base = anon(NULL, 2 * gone.n * ps, 0);
+	told.base = anon(NULL, 2 * told.n * ps, 0);
 	base = median(unmap_pages, &plain);
 	figure("munmap-unwatched", ps, base);
 	figure("munmap-cached", ps, median(unmap_pages, &cached));
-	figure("munmap-watched", ps, median(unmap_pages, &watched));
+	figure("munmap-gone", ps, median(unmap_pages, &gone));
+	figure("munmap-announced", ps, median(unmap_pages, &told));
 	return 0;
 }
 
@@ -387,16 +396,29 @@ static double remap_then(void *arg)
 }
 
 /* munmap() of a range registered and let go (cached), timed alone. */
+struct unmap_case {
+	const struct registrar *r; /* NULL: never registered */
+	bool flush;		   /* the entry flushed before the munmap */
+	bool told;		   /* announced (rdmad_mr_cache_begin_change) */
+};
+
 static double unmap_after(void *arg)
 {
-	const struct registrar *r = arg;
+	const struct unmap_case *u = arg;
 	uint64_t spent = 0, t0;
 	unsigned int i;
 
 	for (i = 0; i < v.n; i++) {
-		r->undo(r->reg());
+		if (u->r)
+			u->r->undo(u->r->reg());
+		if (u->flush)
+			rdmad_mr_cache_flush(v.cache);
 		t0 = now_ns();
+		if (u->told)
+			rdmad_mr_cache_begin_change(v.buf, v.len);
 		munmap(v.buf, v.len);
+		if (u->told)
+			rdmad_mr_cache_end_change(v.buf, v.len);
 		spent += now_ns() - t0;
 		anon(v.buf, v.len, MAP_FIXED_NOREPLACE);
 		memset(v.buf, 0, v.len);
@@ -409,6 +431,21 @@ static const size_t sizes[] = {4096, 65536, 1 << 20, 16 << 20};
 static unsigned int rounds_for(size_t len)
 {
 	return len >= (16 << 20) ? 20 : len >= (1 << 20) ? 100 : 400;
+}
+
+/* munmap() of v.buf: cached, announced, its entry gone, never cached. */
+static void unmaps(void)
+{
+	const struct unmap_case cached = {&cached_mr, false, false},
+				told = {&cached_mr, false, true},
+				gone = {&cached_mr, true, false},
+				never = {NULL, false, false};
+
+	v.n = 50;
+	figure("munmap-cached", v.len, median(unmap_after, (void *)&cached));
+	figure("munmap-announced", v.len, median(unmap_after, (void *)&told));
+	figure("munmap-gone", v.len, median(unmap_after, (void *)&gone));
+	figure("munmap-never", v.len, median(unmap_after, (void *)&never));
 }
 
 static int verbs(const char *device)
@@ -439,9 +476,9 @@ static int verbs(const char *device)
 			       median(remap_then, (void *)&verbs_mr));
 			figure("remap-cache", v.len,
 			       median(remap_then, (void *)&cached_mr));
-			figure("munmap-cached", v.len,
-			       median(unmap_after, (void *)&cached_mr));
 		}
+		if (v.len == 4096 || v.len == 1 << 20)
+			unmaps();
 		rdmad_mr_cache_flush(v.cache);
 		munmap(v.buf, v.len);
 	}
@@ -500,8 +537,13 @@ static int fabric(const char *device)
 			v.n = 50;
 			figure("fabric-remap", v.len,
 			       median(remap_then, (void *)&fabric_mr));
+		}
+		if (v.len == 4096 || v.len == 1 << 20) {
+			const struct unmap_case u = {&fabric_mr, false, false};
+
+			v.n = 50;
 			figure("fabric-munmap-cached", v.len,
-			       median(unmap_after, (void *)&fabric_mr));
+			       median(unmap_after, (void *)&u));
 		}
 		munmap(v.buf, v.len);
 	}

@@ -51,15 +51,24 @@ for size in sorted({s for (n, s) in f if n == "verbs-pair"}):
         "%.0fn" % fu if fu else "-", "%.0fn" % fm if fm else "-",
         "%.2fx" % (hit / best) if best else "-", miss / reg))
 mib = 1 << 20
-rows = [("no cache", g("remap-nocache", mib), None),
-        ("librdmad", g("remap-cache", mib), g("munmap-cached", mib)),
-        ("libfabric userfaultfd", g("uffd-remap", mib),
-         g("uffd-munmap-cached", mib)),
-        ("libfabric memhooks", g("memhooks-remap", mib),
-         g("memhooks-munmap-cached", mib))]
-print("\n1 MiB: munmap, mmap MAP_FIXED, next registration; munmap alone")
-for name, remap, unmap in rows:
+rows = [("no cache", g("remap-nocache", mib)),
+        ("librdmad", g("remap-cache", mib)),
+        ("libfabric userfaultfd", g("uffd-remap", mib)),
+        ("libfabric memhooks", g("memhooks-remap", mib))]
+print("\n1 MiB: munmap, mmap MAP_FIXED, next registration")
+for name, remap in rows:
     if remap:
-        print("  %-22s %9.0f ns  %s" % (name, remap,
-              "%9.0f ns" % unmap if unmap else ""))
+        print("  %-22s %9.0f ns" % (name, remap))
+print("\nmunmap() alone     %10s %10s %10s %10s %10s %10s %8s %8s" % (
+    "cached", "announced", "gone", "never", "fi-uffd", "fi-hooks",
+    "c/hooks", "g/never"))
+for size in (4096, mib):
+    c, a, gone, never, fu, fm = (g(n, size) for n in (
+        "munmap-cached", "munmap-announced", "munmap-gone", "munmap-never",
+        "uffd-munmap-cached", "memhooks-munmap-cached"))
+    if c:
+        print("  %-16s %9.0fn %9.0fn %9.0fn %9.0fn %10s %10s %8s %7.2fx" % (
+            "%dK" % (size // 1024), c, a, gone, never,
+            "%.0fn" % fu if fu else "-", "%.0fn" % fm if fm else "-",
+            "%.2fx" % (c / fm) if fm else "-", gone / never))
 PY

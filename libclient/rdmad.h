@@ -403,9 +403,11 @@ int rdmad_fork_get_stats(struct rdmad_fork_stats *ret_stats, size_t size);
  * it back.  A memory monitor (userfaultfd) drops every entry whose pages
  * the program unmaps, remaps or discards, before the program can use the
  * new memory, so a get never returns an MR over pages the program no
- * longer sees.  Where no monitor can be had, or for memory it cannot
- * watch (anything but private anonymous memory), every get registers and
- * every put deregisters, as plain verbs do.  Cached MRs are registered
+ * longer sees (librdmad(3) names the calls it cannot cover).  Where no
+ * monitor can be had (or the program closed its descriptor), or for
+ * memory whose every change it cannot learn of (anything but private
+ * anonymous memory), every get registers and every put deregisters, as
+ * plain verbs do.  Cached MRs are registered
  * with rdmad_reg_mr(), so fork-safe with rdmad_fork_init().  An MR's rkey
  * stays valid while its entry is cached, after its put: see librdmad(3),
  * "Memory registration cache", and RDMAD_MR_CACHE_NO_REMOTE.
@@ -427,7 +429,8 @@ struct rdmad_mr_cache_attr {
 };
 
 /* NULL with errno: EINVAL (bad @pd, flags, reserved fields or
- * environment), ENOMEM.  @attr may be NULL. */
+ * environment), ENOMEM, ENOSPC (256 caches in the process already).
+ * @attr may be NULL. */
 struct rdmad_mr_cache *
 rdmad_mr_cache_new(struct ibv_pd *pd, const struct rdmad_mr_cache_attr *attr);
 /* 0, or -EBUSY while MRs from it are not put back. */
@@ -444,6 +447,21 @@ int rdmad_mr_cache_flush(struct rdmad_mr_cache *cache);
  * caching). */
 int rdmad_mr_cache_is_caching(struct rdmad_mr_cache *cache);
 const char *rdmad_mr_cache_get_reason(const struct rdmad_mr_cache *cache);
+
+/*
+ * For a program (or a library with hooks of its own) that changes memory
+ * in ways the kernel tells no monitor of, or that wants its own changes
+ * to cost no wait: announce the change of the pages under [addr,
+ * addr + length) before the call that makes it (madvise(), munmap(),
+ * mremap(), ...) and say when it is done, with the same range.  Between
+ * the two no cache in the process caches those pages; the range stops
+ * being watched, so the call does not wait for the monitor.  Needed for
+ * MADV_GUARD_INSTALL over registered memory and to close the window of
+ * MADV_DONTNEED racing a get (librdmad(3)).  Process-wide; 0, or -EINVAL.
+ * Not async-signal-safe.  (since 1.5)
+ */
+int rdmad_mr_cache_begin_change(void *addr, size_t length);
+int rdmad_mr_cache_end_change(void *addr, size_t length);
 
 struct rdmad_mr_cache_stats {
 	uint64_t hits;		/* gets served by a cached entry */

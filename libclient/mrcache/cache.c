@@ -16,23 +16,35 @@
  * registers their union with the range (merged: one entry, not several
  * overlapping ones), evicting idle entries, least recently used first (a
  * second-chance list: see make_room()), to stay within the bounds.  When
- * an overlapping entry is in use, the range is not watchable, the bounds
- * cannot be met with idle entries, or the cache cannot cache at all (no
- * monitor, a forked child, a leaving device, remote access refused by
+ * an overlapping entry is in use, the range is not private anonymous
+ * memory (vma.c), it cannot be watched, the bounds cannot be met with
+ * idle entries, or the cache cannot cache at all (no monitor or a lost
+ * one, a forked child, a leaving device, remote access refused by
  * RDMAD_MR_CACHE_NO_REMOTE), the range is registered as asked and
  * deregistered at its put: a pass-through.
+ *
+ * A miss in three steps: under the lock it plans the entry and watches
+ * its range; unlocked it asks the kernel what memory it is and registers
+ * it; under the lock again it admits the entry only if no change the
+ * monitor reported since the watch overlaps it (the cache's ring of
+ * changes), else the MR is handed out as a pass-through.  The lock is
+ * never held across the registration: ibv_reg_mr() may free memory that
+ * glibc unmaps, and that unmap waits for the monitor.
+ *
+ * The monitor thread only records changes in the cache's ring and moves
+ * the generation (changes.c); application threads apply them under the
+ * lock before they look at the index.
  *
  * The fast path: each thread remembers the entry of its last get (its
  * hint, with the cache's generation then).  A get that the hint covers
  * raises the entry's count and checks that the generation has not moved,
- * that is that no entry left the index since; with the monitor idle,
- * that is a hit taken without the lock.  A put of the hint's MR drops the
- * count without the lock.  entry.c says why that is safe.
+ * that is that no entry left the index and no change came since; with the
+ * monitor idle, that is a hit taken without the lock.  A put of the
+ * hint's MR drops the count without the lock.  entry.c says why that is
+ * safe.
  *
  * Deregistration happens on an application thread, outside the lock, at
- * the next call (mrc_reap()): the monitor only moves entries (mrcache.h).
- * A miss registers with the lock held, so the monitor cannot apply an
- * event in between and the entry it inserts is watched before it pins.
+ * the next call (mrc_reap()), and so does unwatching the range.
  */
 #include <errno.h>
 #include <limits.h>
@@ -75,13 +87,28 @@ static __thread struct hint hint __attribute__((tls_model("initial-exec")));
 
 static uint64_t next_id;
 
+/* Atomic: gets on several threads may be the first at once. */
 static size_t page_size(void)
 {
 	static size_t size;
+	size_t s = __atomic_load_n(&size, __ATOMIC_RELAXED);
 
-	if (!size)
-		size = (size_t)sysconf(_SC_PAGESIZE);
-	return size;
+	if (!s) {
+		s = (size_t)sysconf(_SC_PAGESIZE);
+		__atomic_store_n(&size, s, __ATOMIC_RELAXED);
+	}
+	return s;
+}
+
+/* The pages [addr, addr + length) covers: 0, or -EINVAL. */
+static int pages_of(const void *addr, size_t length, uintptr_t *start,
+		    uintptr_t *end)
+{
+	uintptr_t mask = page_size() - 1;
+
+	*start = (uintptr_t)addr & ~mask;
+	*end = ((uintptr_t)addr + length + mask) & ~mask;
+	return addr && length && *end > *start ? 0 : -EINVAL;
 }
 
 static size_t span(const struct mrc_entry *e)
@@ -97,9 +124,19 @@ static uint64_t gen_of(const struct rdmad_mr_cache *c)
 /* With the lock held, @e in the index. */
 static void remember(struct rdmad_mr_cache *c, struct mrc_entry *e)
 {
+	uint64_t gen = gen_of(c);
+
+	/* A change reported after the caller applied the ring may overlap
+	 * @e: no hint then.  A change is published before it moves the
+	 * generation, so one this misses moves the generation after it was
+	 * read here. */
+	if (mrc_changes_pending(c)) {
+		hint.cache = NULL;
+		return;
+	}
 	hint.cache = c;
 	hint.id = c->id;
-	hint.gen = gen_of(c);
+	hint.gen = gen;
 	hint.entry = e;
 }
 
@@ -108,93 +145,57 @@ static bool hinted(const struct hint *h, const struct rdmad_mr_cache *c)
 	return h->cache == c && h->id == c->id;
 }
 
-/* ---- the monitor's and the client library's calls ----------------------- */
-
-void mrc_cache_lock(struct rdmad_mr_cache *c)
-{
-	pthread_mutex_lock(&c->lock);
-}
-
-void mrc_cache_unlock(struct rdmad_mr_cache *c)
-{
-	pthread_mutex_unlock(&c->lock);
-}
-
-/* ---- ranges watched ------------------------------------------------------ */
-
-static bool overlaps(const struct mrc_range *r, uintptr_t start, uintptr_t end)
-{
-	return r->start < end && start < r->end;
-}
-
-/* Watch [start, end) unless a range this cache watched covers it: 0, or
- * -errno when it cannot be watched. */
-static int watch(struct rdmad_mr_cache *c, uintptr_t start, uintptr_t end)
-{
-	const size_t n = sizeof(c->watched) / sizeof(c->watched[0]);
-	size_t i;
-	int err;
-
-	for (i = 0; i < n; i++)
-		if (c->watched[i].start <= start && end <= c->watched[i].end)
-			return 0;
-	err = mrc_monitor_watch(start, end);
-	if (!err)
-		c->watched[c->watched_next++ % n] =
-			(struct mrc_range){start, end};
-	return err;
-}
-
-/* The monitor's: the range's mappings may be gone, and new ones are not
- * watched.  Allocates nothing. */
-static void unwatched(struct rdmad_mr_cache *c, uintptr_t start, uintptr_t end)
-{
-	size_t i;
-
-	for (i = 0; i < sizeof(c->watched) / sizeof(c->watched[0]); i++)
-		if (overlaps(&c->watched[i], start, end))
-			c->watched[i] = (struct mrc_range){0, 0};
-}
-
-void mrc_cache_invalidate(struct rdmad_mr_cache *c, uintptr_t start,
-			  uintptr_t end)
-{
-	size_t first, n;
-
-	pthread_mutex_lock(&c->lock);
-	unwatched(c, start, end);
-	n = mrc_index_overlapping(&c->index, start, end, &first);
-	c->stats.invalidations += n;
-	mrc_retire_range(c, first, n);
-	pthread_mutex_unlock(&c->lock);
-}
-
 /* ---- the mode ---------------------------------------------------------------
  *
- *   from \ to       CACHING  UNWATCHED  NO_MONITOR  FORKED  LEAVING
+ *   from \ to       CACHING  UNWATCHED  NO_MONITOR    FORKED  LEAVING
  *   (new)           monitor started    no monitor
- *   CACHING            -     test only      -        fork    device leaves
- *   UNWATCHED          -        -           -        fork    device leaves
- *   NO_MONITOR         -     test only      -        fork    device leaves
- *   FORKED             -        -           -         -        -
- *   LEAVING            -        -           -        fork      -
+ *   CACHING            -     test only  monitor lost   fork    device leaves
+ *   UNWATCHED          -        -           -          fork    device leaves
+ *   NO_MONITOR         -     test only      -          fork    device leaves
+ *   FORKED             -        -           -           -        -
+ *   LEAVING            -        -           -          fork      -
  *
- * FORKED and LEAVING are for good: the entries leave the index with the
- * step into them (a child's are the parent's MRs; a leaving device's PD
- * dies with it), and every later get passes through.
+ * The monitor is lost when the program closed or replaced its descriptor
+ * (monitor.c).  NO_MONITOR, FORKED and LEAVING pass every get through,
+ * and the entries leave the index with the step into them (a lost
+ * monitor watches nothing new; a child's are the parent's MRs; a leaving
+ * device's PD dies with it).
  */
+static const bool steps[][MRC_LEAVING + 1] = {
+	[MRC_CACHING] = {[MRC_UNWATCHED] = true,
+			 [MRC_NO_MONITOR] = true,
+			 [MRC_FORKED] = true,
+			 [MRC_LEAVING] = true},
+	[MRC_UNWATCHED] = {[MRC_FORKED] = true, [MRC_LEAVING] = true},
+	[MRC_NO_MONITOR] = {[MRC_UNWATCHED] = true,
+			    [MRC_FORKED] = true,
+			    [MRC_LEAVING] = true},
+	[MRC_FORKED] = {false},
+	[MRC_LEAVING] = {[MRC_FORKED] = true},
+};
+
 static void set_mode(struct rdmad_mr_cache *c, enum mrc_mode mode)
 {
-	if (c->mode == MRC_FORKED ||
-	    (c->mode == MRC_LEAVING && mode != MRC_FORKED))
+	if (!steps[c->mode][mode])
 		return;
 	c->mode = mode;
-	if (mode == MRC_FORKED || mode == MRC_LEAVING)
+	if (mode == MRC_NO_MONITOR || mode == MRC_FORKED || mode == MRC_LEAVING)
 		mrc_retire_range(c, 0, c->index.count);
 }
 
-static void leaving(struct rdmad_mr_cache *c, const void *device)
+/* With the lock held: a monitor found lost by any cache stops this one. */
+static void check_monitor(struct rdmad_mr_cache *c)
 {
+	if (c->mode == MRC_CACHING && mrc_monitor_lost()) {
+		c->why = mrc_monitor_lost_why;
+		set_mode(c, MRC_NO_MONITOR);
+	}
+}
+
+static void leaving(void *arg, const void *device)
+{
+	struct rdmad_mr_cache *c = arg;
+
 	if (strcmp(c->device, device))
 		return;
 	pthread_mutex_lock(&c->lock);
@@ -225,9 +226,31 @@ void mrc_cache_forked(struct rdmad_mr_cache *c)
 
 void mrc_cache_unmonitored(struct rdmad_mr_cache *c)
 {
-	if (c->mode == MRC_CACHING || c->mode == MRC_NO_MONITOR)
-		set_mode(c, MRC_UNWATCHED);
+	set_mode(c, MRC_UNWATCHED);
 }
+
+static void lock_cache(void *arg)
+{
+	pthread_mutex_lock(&((struct rdmad_mr_cache *)arg)->lock);
+}
+
+static void unlock_cache(void *arg)
+{
+	pthread_mutex_unlock(&((struct rdmad_mr_cache *)arg)->lock);
+}
+
+static void forked(void *arg)
+{
+	mrc_cache_forked(arg);
+}
+
+/* What the monitor calls: cache.c registers, monitor.c names nothing. */
+static const struct mrc_monitor_client client = {
+	.changed = mrc_changes_record,
+	.lock = lock_cache,
+	.unlock = unlock_cache,
+	.forked = forked,
+};
 
 /* ---- get ---------------------------------------------------------------- */
 
@@ -268,31 +291,42 @@ static struct mrc_entry *fast_hit(struct rdmad_mr_cache *c, uintptr_t start,
 	return e;
 }
 
+/* With the lock held: @e, holding @mr, handed out once and deregistered
+ * at its put.  False when there is no memory to track it. */
+static bool detach(struct rdmad_mr_cache *c, struct mrc_entry *e,
+		   struct ibv_mr *mr, struct mrc_garbage *g)
+{
+	/* Atomic: a put compares its MR with a hint's entry unlocked. */
+	__atomic_store_n(&e->mr, mr, __ATOMIC_RELAXED);
+	if (mrc_owners_add(&c->owners, e, g))
+		return false;
+	e->start = (uintptr_t)mr->addr;
+	e->end = e->start + mr->length;
+	mrc_entry_activate(e);
+	mrc_push(&c->detached, e);
+	c->stats.bypassed++;
+	c->stats.bytes_pinned += span(e);
+	return true;
+}
+
 /* Registered as asked, handed out once, deregistered at its put. */
 static struct mrc_entry *pass_through(struct rdmad_mr_cache *c, void *addr,
 				      size_t length, int access)
 {
 	struct ibv_mr *mr = c->ops.reg(c->pd, addr, length, access);
+	struct mrc_garbage g = {0};
 	struct mrc_entry *e = NULL;
 
 	if (!mr)
 		return NULL;
 	pthread_mutex_lock(&c->lock);
 	e = mrc_entry_alloc(c);
-	if (e)
-		__atomic_store_n(&e->mr, mr, __ATOMIC_RELAXED);
-	if (e && mrc_owners_add(&c->owners, e) == 0) {
-		e->start = (uintptr_t)mr->addr;
-		e->end = e->start + mr->length;
-		mrc_entry_activate(e);
-		mrc_push(&c->detached, e);
-		c->stats.bypassed++;
-		c->stats.bytes_pinned += span(e);
-	} else if (e) {
+	if (e && !detach(c, e, mr, &g)) {
 		mrc_entry_unalloc(c, e);
 		e = NULL;
 	}
 	pthread_mutex_unlock(&c->lock);
+	mrc_garbage_free(&g);
 	if (!e) {
 		c->ops.dereg(mr);
 		errno = ENOMEM;
@@ -347,24 +381,74 @@ static bool merge(struct rdmad_mr_cache *c, uintptr_t *start, uintptr_t *end,
 	return true;
 }
 
-/* Register @e over its range and put it in the index: 0, or -errno with
- * @e back in the pool. */
-static int enter(struct rdmad_mr_cache *c, struct mrc_entry *e)
-{
-	struct ibv_mr *mr =
-		c->ops.reg(c->pd, (void *)e->start, span(e), e->access);
-	int err = mr ? 0 : errno ? -errno : -EIO;
+/* A get on its way: what it asked for, and the changes seen when it
+ * began to watch. */
+struct ask {
+	void *addr;
+	size_t length;
+	int access;
+	uint64_t seen;
+};
 
-	/* Atomic: a put compares its MR with a hint's entry unlocked. */
-	__atomic_store_n(&e->mr, mr, __ATOMIC_RELAXED);
-	if (mr && mrc_owners_add(&c->owners, e)) {
-		c->ops.dereg(mr);
-		err = -ENOMEM;
+/* Under the lock: an entry for the union of the range with the idle
+ * entries it overlaps, its range watched; PASS to pass through, NULL with
+ * errno set. */
+static struct mrc_entry *plan(struct rdmad_mr_cache *c, uintptr_t start,
+			      uintptr_t end, struct ask *ask,
+			      struct mrc_garbage *g)
+{
+	struct mrc_entry *e;
+	int access = ask->access, err;
+	size_t first, n;
+
+	if (!merge(c, &start, &end, &access, &first, &n) ||
+	    end - start > c->max_bytes || mrc_monitor_in_flight(start, end) ||
+	    mrc_index_reserve(&c->index, 1, g))
+		return PASS;
+	e = mrc_entry_alloc(c);
+	if (!e) {
+		errno = ENOMEM;
+		return NULL;
 	}
-	if (err) {
+	mrc_retire_range(c, first, n);
+	ask->seen = mrc_changes_seen(c);
+	if (!make_room(c, end - start)) {
 		mrc_entry_unalloc(c, e);
-		return err;
+		return PASS;
 	}
+	if (c->mode == MRC_CACHING) {
+		err = mrc_monitor_watch(start, end);
+		if (err == -ESTALE)
+			check_monitor(c);
+		if (err) {
+			mrc_entry_unalloc(c, e);
+			return PASS;
+		}
+		e->watched = true;
+	}
+	e->start = start;
+	e->end = end;
+	e->access = access;
+	return e;
+}
+
+/* Under the lock: put @e, registered unlocked, in the index, unless a
+ * change overlapping it came since the watch or is announced and not yet
+ * done (its pages may be about to go), the cache stopped caching,
+ * another thread cached an overlapping range, or there is no room. */
+static bool admit(struct rdmad_mr_cache *c, struct mrc_entry *e,
+		  const struct ask *ask, struct mrc_garbage *g)
+{
+	size_t first;
+
+	mrc_changes_apply(c);
+	if (!cacheable(c, e->access) ||
+	    mrc_changes_since(c, ask->seen, e->start, e->end) ||
+	    mrc_monitor_in_flight(e->start, e->end) ||
+	    mrc_index_overlapping(&c->index, e->start, e->end, &first) ||
+	    !make_room(c, span(e)) || mrc_index_reserve(&c->index, 1, g) ||
+	    mrc_owners_add(&c->owners, e, g))
+		return false;
 	e->cached = true;
 	mrc_entry_activate(e);
 	mrc_index_insert(&c->index, e);
@@ -372,40 +456,53 @@ static int enter(struct rdmad_mr_cache *c, struct mrc_entry *e)
 	c->stats.misses++;
 	c->stats.bytes_cached += span(e);
 	c->stats.bytes_pinned += span(e);
-	return 0;
+	remember(c, e);
+	return true;
 }
 
-/* The entry for [start, end) merged with the idle entries it overlaps,
- * registered and in the index; PASS when the range must pass through
- * instead, NULL with errno set when it cannot be registered. */
-static struct mrc_entry *miss(struct rdmad_mr_cache *c, uintptr_t start,
-			      uintptr_t end, int access)
+/* A planned entry that will not be: back to the pool, unwatched. */
+static void drop_plan(struct rdmad_mr_cache *c, struct mrc_entry *e)
 {
-	struct mrc_entry *e;
-	size_t first, n;
-	int err;
+	if (e->watched)
+		mrc_monitor_unwatch(e->start, e->end);
+	pthread_mutex_lock(&c->lock);
+	mrc_entry_unalloc(c, e);
+	pthread_mutex_unlock(&c->lock);
+}
 
-	if (!merge(c, &start, &end, &access, &first, &n) ||
-	    end - start > c->max_bytes || mrc_index_reserve(&c->index, 1))
-		return PASS;
-	e = mrc_entry_alloc(c);
-	if (!e)
-		return NULL;
-	mrc_retire_range(c, first, n);
-	if (!make_room(c, end - start) ||
-	    (c->mode == MRC_CACHING && watch(c, start, end) < 0)) {
-		mrc_entry_unalloc(c, e);
-		return PASS;
+/* Unlocked: ask the kernel what memory @e's range is, register it, and
+ * admit it; else a pass-through.  A merged range the kernel refuses to
+ * register (a part made read-only since) falls back to the range asked. */
+static struct mrc_entry *fill(struct rdmad_mr_cache *c, struct mrc_entry *e,
+			      struct ask *ask)
+{
+	struct mrc_garbage g = {0};
+	struct ibv_mr *mr;
+	bool ok;
+
+	/* UNWATCHED, the tests' control, caches any kind, so that a case
+	 * can be shown to corrupt. */
+	if (c->mode == MRC_CACHING &&
+	    mrc_vma_private_anon(e->start, e->end) != 1) {
+		drop_plan(c, e);
+		return pass_through(c, ask->addr, ask->length, ask->access);
 	}
-	e->start = start;
-	e->end = end;
-	e->access = access;
-	err = enter(c, e);
-	if (err) {
-		errno = -err;
-		return NULL;
+	mr = c->ops.reg(c->pd, (void *)e->start, span(e), e->access);
+	if (!mr) {
+		drop_plan(c, e);
+		return pass_through(c, ask->addr, ask->length, ask->access);
 	}
-	return e;
+	__atomic_store_n(&e->mr, mr, __ATOMIC_RELAXED);
+	pthread_mutex_lock(&c->lock);
+	ok = admit(c, e, ask, &g) || detach(c, e, mr, &g);
+	pthread_mutex_unlock(&c->lock);
+	mrc_garbage_free(&g);
+	if (ok)
+		return e;
+	c->ops.dereg(mr);
+	drop_plan(c, e);
+	errno = ENOMEM;
+	return NULL;
 }
 
 static struct mrc_entry *hit(struct rdmad_mr_cache *c, uintptr_t start,
@@ -421,37 +518,46 @@ static struct mrc_entry *hit(struct rdmad_mr_cache *c, uintptr_t start,
 	return e;
 }
 
-/* The cached entry for the range; PASS to pass through; NULL with errno
+/* The entry for [start, end), cached or passed through; NULL with errno
  * set. */
 static struct mrc_entry *lookup(struct rdmad_mr_cache *c, uintptr_t start,
-				uintptr_t end, int access)
+				uintptr_t end, struct ask *ask)
 {
+	struct mrc_garbage g = {0};
 	struct mrc_entry *e = PASS;
 
 	if (c->mode == MRC_CACHING)
 		mrc_monitor_quiesce();
 	pthread_mutex_lock(&c->lock);
-	if (cacheable(c, access)) {
-		e = hit(c, start, end, access);
-		if (!e)
-			e = miss(c, start, end, access);
-		if (e && e != PASS)
+	if (mrc_changes_pending(c))
+		mrc_changes_apply(c);
+	check_monitor(c);
+	if (cacheable(c, ask->access)) {
+		e = hit(c, start, end, ask->access);
+		if (e)
 			remember(c, e);
+		else
+			e = plan(c, start, end, ask, &g);
 	}
 	pthread_mutex_unlock(&c->lock);
-	return e;
+	mrc_garbage_free(&g);
+	if (e == PASS)
+		return pass_through(c, ask->addr, ask->length, ask->access);
+	/* A hit is cached; a planned entry is not until fill() admits it. */
+	if (!e || e->cached)
+		return e;
+	return fill(c, e, ask);
 }
 
 RDMAD_EXPORT struct ibv_mr *rdmad_mr_cache_get(struct rdmad_mr_cache *cache,
 					       void *addr, size_t length,
 					       int access)
 {
-	uintptr_t mask = page_size() - 1;
-	uintptr_t start = (uintptr_t)addr & ~mask;
-	uintptr_t end = ((uintptr_t)addr + length + mask) & ~mask;
+	struct ask ask = {addr, length, access, 0};
+	uintptr_t start, end;
 	struct mrc_entry *e;
 
-	if (!cache || !addr || !length || end <= start) {
+	if (!cache || pages_of(addr, length, &start, &end)) {
 		errno = EINVAL;
 		return NULL;
 	}
@@ -459,11 +565,31 @@ RDMAD_EXPORT struct ibv_mr *rdmad_mr_cache_get(struct rdmad_mr_cache *cache,
 	if (e)
 		return e->mr;
 	mrc_reap(cache);
-	e = lookup(cache, start, end, access);
-	if (e == PASS)
-		e = pass_through(cache, addr, length, access);
+	e = lookup(cache, start, end, &ask);
 	mrc_reap(cache);
 	return e ? e->mr : NULL;
+}
+
+/* ---- changes the program announces --------------------------------------- */
+
+RDMAD_EXPORT int rdmad_mr_cache_begin_change(void *addr, size_t length)
+{
+	uintptr_t start, end;
+
+	if (pages_of(addr, length, &start, &end))
+		return -EINVAL;
+	mrc_monitor_changing(start, end);
+	return 0;
+}
+
+RDMAD_EXPORT int rdmad_mr_cache_end_change(void *addr, size_t length)
+{
+	uintptr_t start, end;
+
+	if (pages_of(addr, length, &start, &end))
+		return -EINVAL;
+	mrc_monitor_changed(start, end);
+	return 0;
 }
 
 /* ---- put ---------------------------------------------------------------- */
@@ -583,7 +709,7 @@ struct rdmad_mr_cache *mrc_cache_new_ops(struct ibv_pd *pd,
 	c->mode =
 		mrc_monitor_start(&c->why) == 0 ? MRC_CACHING : MRC_NO_MONITOR;
 	/* Last: from here the monitor and leaving devices see it. */
-	err = mrc_monitor_add(c);
+	err = mrc_monitor_add(&client, c);
 	if (!err)
 		return c;
 	pthread_mutex_destroy(&c->lock);
@@ -687,9 +813,14 @@ RDMAD_EXPORT int rdmad_mr_cache_is_caching(struct rdmad_mr_cache *cache)
 
 	if (!cache)
 		return -EINVAL;
+	/* The one call that checks the descriptor without a miss. */
+	if (cache->mode == MRC_CACHING)
+		mrc_monitor_alive();
 	pthread_mutex_lock(&cache->lock);
+	check_monitor(cache);
 	r = cacheable(cache, 0);
 	pthread_mutex_unlock(&cache->lock);
+	mrc_reap(cache);
 	return r;
 }
 

@@ -59,7 +59,7 @@ struct mrc_entry *mrc_entry_alloc(struct rdmad_mr_cache *c)
 	}
 	c->pool = e == c->pool ? e->next : c->pool;
 	__atomic_store_n(&e->dead, false, __ATOMIC_SEQ_CST);
-	e->orphan = e->cached = false;
+	e->orphan = e->cached = e->watched = false;
 	__atomic_store_n(&e->recent, false, __ATOMIC_RELAXED);
 	e->lru_prev = e->lru_next = e->next = NULL;
 	return e;
@@ -86,6 +86,12 @@ void mrc_pool_free(struct rdmad_mr_cache *c)
 		free(e);
 	}
 	c->pool = NULL;
+}
+
+void mrc_garbage_free(struct mrc_garbage *g)
+{
+	while (g->count)
+		free(g->blocks[--g->count]);
 }
 
 /* ---- lists ----------------------------------------------------------------
@@ -229,6 +235,10 @@ void mrc_reap(struct rdmad_mr_cache *c)
 		if (!e->orphan)
 			c->ops.dereg(e->mr);
 		__atomic_store_n(&e->mr, NULL, __ATOMIC_RELAXED);
+		/* No entry needs the range now: its mappings merge back. */
+		if (e->watched)
+			mrc_monitor_unwatch(e->start, e->end);
+		e->watched = false;
 		pthread_mutex_lock(&c->lock);
 		c->stats.bytes_pinned -= span(e);
 		mrc_push(&c->pool, e);

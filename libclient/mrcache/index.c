@@ -23,7 +23,21 @@ void mrc_index_free(struct mrc_index *index)
 	memset(index, 0, sizeof(*index));
 }
 
-int mrc_index_reserve(struct mrc_index *index, size_t n)
+static void *grown(void *old, size_t used, size_t size,
+		   struct mrc_garbage *garbage)
+{
+	void *p = malloc(size);
+
+	if (p && used)
+		memcpy(p, old, used);
+	if (p && old)
+		garbage->blocks[garbage->count++] = old;
+	return p;
+}
+
+/* Not realloc(): it would free the old arrays under the cache's lock. */
+int mrc_index_reserve(struct mrc_index *index, size_t n,
+		      struct mrc_garbage *garbage)
 {
 	size_t cap = index->cap ? index->cap : 16;
 	uintptr_t *starts;
@@ -33,11 +47,15 @@ int mrc_index_reserve(struct mrc_index *index, size_t n)
 		cap *= 2;
 	if (cap == index->cap)
 		return 0;
-	starts = realloc(index->starts, cap * sizeof(*starts));
+	if (garbage->count + 2 > sizeof(garbage->blocks) / sizeof(void *))
+		return -ENOMEM;
+	starts = grown(index->starts, index->count * sizeof(*starts),
+		       cap * sizeof(*starts), garbage);
 	if (!starts)
 		return -ENOMEM;
 	index->starts = starts;
-	entries = realloc(index->entries, cap * sizeof(*entries));
+	entries = grown(index->entries, index->count * sizeof(*entries),
+			cap * sizeof(*entries), garbage);
 	if (!entries)
 		return -ENOMEM;
 	index->entries = entries;

@@ -2,44 +2,58 @@
 /*
  * The memory monitor: one userfaultfd for the process, with the
  * non-cooperative events UNMAP (munmap, mmap MAP_FIXED over a range, brk
- * shrinking, mremap shrinking), REMOVE (madvise MADV_DONTNEED, MADV_FREE,
- * MADV_REMOVE) and REMAP (mremap moving), read by one thread that
- * invalidates what every cache holds in the range.  The kernel raises
- * these events for whatever changes the pages of a watched range, from
- * any library and from glibc inside free() and malloc_trim(), without a
- * call through the PLT to interpose.
+ * shrinking, mremap shrinking or moving over a range), REMOVE (madvise
+ * MADV_DONTNEED, MADV_FREE, MADV_REMOVE and the other discards) and REMAP
+ * (mremap moving), read by one thread that tells every client
+ * (monitor.h) of the range.  The kernel raises these events for whatever
+ * changes the pages of a watched range, from any library and from glibc
+ * inside free() and malloc_trim(), without a call through the PLT to
+ * interpose.  docs/mrcache.md has the table of every call that changes a
+ * mapping's pages and how it is covered.
  *
- * Cached ranges are registered in write-protect mode without ever
- * write-protecting a page, so the monitor sees events and no page fault;
- * without UFFD_FEATURE_WP_HUGETLBFS_SHMEM only private anonymous memory
- * can be registered so, which is the memory whose pages only these
- * events change (a shared or file mapping can lose pages to another
- * process's truncate, which no event reports): other memory is not
- * cached.  The file is opened with UFFD_USER_MODE_ONLY where the kernel
- * has it (5.11), so an unprivileged process needs no
+ * Ranges are registered in write-protect mode without ever
+ * write-protecting a page, so the monitor sees events and no page fault.
+ * The kernel accepts that mode on shmem and hugetlbfs too, which lose
+ * pages to a truncate or hole punch without an event: what may be cached
+ * is decided per mapping by the caller (vma.c), not by the kernel's
+ * acceptance.  The file is opened with UFFD_USER_MODE_ONLY where the
+ * kernel has it (5.11), so an unprivileged process needs no
  * vm.unprivileged_userfaultfd, then /dev/userfaultfd (6.1).
  *
- * The ordering that makes a cache never stale: the kernel holds a thread
- * that unmapped a watched range until the monitor has read the event.
- * The monitor marks itself busy before it reads and idle once every cache
- * has dropped the range, and rdmad_mr_cache_get() waits for idle first
- * (mrc_monitor_quiesce()), so a get that follows an munmap() in program
- * order never sees the old entry.
+ * The thread never waits for anything an application thread holds: it
+ * takes no lock but its own quiet lock, allocates nothing, and hands each
+ * range to the clients' changed() callbacks, which only record it.  The
+ * kernel holds a thread that unmapped a watched range until the monitor
+ * has read the event, so that is what lets every munmap() return.
+ *
+ * The descriptor.  The thread reads from its own copy of the file table
+ * (unshare(CLONE_FILES) at its start, every other descriptor closed), so
+ * a program that closes descriptors it did not open, or dup2()s over the
+ * monitor's, cannot take the file from under it: the kernel keeps
+ * watching, the thread keeps reading, and no munmap() hangs.  Application
+ * threads still use the number in the shared table to register and
+ * unregister ranges; each time they compare it with the file the monitor
+ * opened (fstat()'s st_dev and st_ino: userfaultfd has had an inode of
+ * its own per file since 5.12), and once it differs the monitor is lost:
+ * nothing new is watched and the caches pass through.
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/userfaultfd.h>
 #include <poll.h>
 #include <pthread.h>
+#include <sched.h>
+#include <semaphore.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "mrcache.h"
+#include "monitor.h"
 
 #ifndef UFFD_USER_MODE_ONLY
 #define UFFD_USER_MODE_ONLY 1
@@ -49,28 +63,56 @@
 	(UFFD_FEATURE_EVENT_UNMAP | UFFD_FEATURE_EVENT_REMOVE |                \
 	 UFFD_FEATURE_EVENT_REMAP)
 
+const char mrc_monitor_lost_why[] =
+	"the monitor's descriptor was closed or replaced by the program";
+
+struct client {
+	const struct mrc_monitor_client *ops; /* NULL: a free slot */
+	void *arg;
+};
+
+struct range {
+	uintptr_t start;
+	uintptr_t end;
+};
+
 static struct {
 	pthread_mutex_t start_lock;
 	int state; /* 0: not tried; 1: running; -errno: unavailable */
 	const char *why;
-	int fd;
-	/* Busy from before a read to after its events are applied;
+	int fd;	   /* the number in the shared table; unused once lost */
+	dev_t dev; /* the file it opened */
+	ino_t ino;
+	atomic_bool lost;
+	/* Busy from before a read to after its events are handed out;
 	 * batches counts the ends. */
 	atomic_uint busy;
 	atomic_ulong batches;
 	pthread_mutex_t quiet_lock;
 	pthread_cond_t quiet;
-	/* The caches, and fork's order: this lock, then each cache's. */
+	/* The clients: written under list_lock, read by the thread without
+	 * it (mrc_monitor_remove() waits for the thread's batch). */
 	pthread_mutex_t list_lock;
-	struct rdmad_mr_cache **caches;
-	size_t count;
-	size_t cap;
+	struct client clients[MRC_MONITOR_CLIENTS];
+	/* Changes announced and not yet done (mrc_monitor_changing()); past
+	 * the slots, every range counts as changing until they are done. */
+	pthread_mutex_t flight_lock;
+	struct range flying[MRC_MONITOR_FLYING];
+	unsigned int flying_over;
+	/* Watched ranges, one a user (so the same range may be there more
+	 * than once); allocated once at start, never grown under the lock. */
+	pthread_mutex_t watch_lock;
+	struct range *watched;
+	size_t nwatched;
+	size_t max_watched;
 } mon = {
 	.start_lock = PTHREAD_MUTEX_INITIALIZER,
 	.fd = -1,
 	.quiet_lock = PTHREAD_MUTEX_INITIALIZER,
 	.quiet = PTHREAD_COND_INITIALIZER,
 	.list_lock = PTHREAD_MUTEX_INITIALIZER,
+	.watch_lock = PTHREAD_MUTEX_INITIALIZER,
+	.flight_lock = PTHREAD_MUTEX_INITIALIZER,
 };
 
 /* ---- the userfaultfd ---------------------------------------------------- */
@@ -146,19 +188,24 @@ static int open_monitor(const char **why)
 
 /* ---- the thread --------------------------------------------------------- */
 
-static void invalidate_all(uintptr_t start, uintptr_t end)
+/* On the thread, or on one announcing a change: every client hears. */
+static void tell_clients(uintptr_t start, uintptr_t end)
 {
+	const struct mrc_monitor_client *ops;
 	size_t i;
 
-	pthread_mutex_lock(&mon.list_lock);
-	for (i = 0; i < mon.count; i++)
-		mrc_cache_invalidate(mon.caches[i], start, end);
-	pthread_mutex_unlock(&mon.list_lock);
+	for (i = 0; i < MRC_MONITOR_CLIENTS; i++) {
+		ops = __atomic_load_n(&mon.clients[i].ops, __ATOMIC_ACQUIRE);
+		if (ops)
+			ops->changed(__atomic_load_n(&mon.clients[i].arg,
+						     __ATOMIC_RELAXED),
+				     start, end);
+	}
 }
 
 /* A write-protect fault cannot happen (no page is ever protected), but a
  * thread must never hang on one: unprotect the page and wake it. */
-static void unblock(const struct uffd_msg *msg)
+static void unblock(int fd, const struct uffd_msg *msg)
 {
 	long page = sysconf(_SC_PAGESIZE);
 	struct uffdio_writeprotect wp = {
@@ -166,22 +213,22 @@ static void unblock(const struct uffd_msg *msg)
 			  .len = (uint64_t)page},
 	};
 
-	ioctl(mon.fd, UFFDIO_WRITEPROTECT, &wp);
+	ioctl(fd, UFFDIO_WRITEPROTECT, &wp);
 }
 
-static void apply(const struct uffd_msg *msg)
+static void apply(int fd, const struct uffd_msg *msg)
 {
 	switch (msg->event) {
 	case UFFD_EVENT_UNMAP:
 	case UFFD_EVENT_REMOVE:
-		invalidate_all(msg->arg.remove.start, msg->arg.remove.end);
+		tell_clients(msg->arg.remove.start, msg->arg.remove.end);
 		break;
 	case UFFD_EVENT_REMAP:
-		invalidate_all(msg->arg.remap.from,
-			       msg->arg.remap.from + msg->arg.remap.len);
+		tell_clients(msg->arg.remap.from,
+			     msg->arg.remap.from + msg->arg.remap.len);
 		break;
 	case UFFD_EVENT_PAGEFAULT:
-		unblock(msg);
+		unblock(fd, msg);
 		break;
 	default:
 		break;
@@ -197,47 +244,88 @@ static void end_batch(void)
 	pthread_mutex_unlock(&mon.quiet_lock);
 }
 
+/* The thread's own file table, holding the userfaultfd and nothing else:
+ * closing the program's descriptors cannot take the file from it.  Where
+ * unshare() is refused (seccomp) it reads the shared number, as before,
+ * and the application side's check still notices a loss. */
+static void own_table(int fd)
+{
+	if (unshare(CLONE_FILES) < 0)
+		return;
+	if (fd > 0)
+		syscall(SYS_close_range, 0U, (unsigned int)fd - 1, 0U);
+	syscall(SYS_close_range, (unsigned int)fd + 1, ~0U, 0U);
+}
+
 static void *run(void *arg)
 {
 	struct uffd_msg msgs[64];
-	struct pollfd p = {.fd = (int)(intptr_t)arg, .events = POLLIN};
+	struct pollfd p = {.fd = mon.fd, .events = POLLIN};
 	ssize_t n;
 	size_t i;
 
+	own_table(p.fd);
+	/* Only now may the program close what it likes. */
+	sem_post(arg);
 	for (;;) {
 		if (poll(&p, 1, -1) < 0)
 			continue;
 		atomic_store(&mon.busy, 1);
 		while ((n = read(p.fd, msgs, sizeof(msgs))) > 0)
 			for (i = 0; i < (size_t)n / sizeof(msgs[0]); i++)
-				apply(&msgs[i]);
+				apply(p.fd, &msgs[i]);
 		end_batch();
 		if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR))
 			return NULL;
 	}
 }
 
-static int spawn(int fd)
+/* The thread, once it holds the file in a table of its own. */
+static int spawn(void)
 {
 	sigset_t all, old;
 	pthread_attr_t attr;
 	pthread_t thread;
+	sem_t started;
 	int err;
 
+	sem_init(&started, 0, 0);
 	sigfillset(&all);
 	pthread_sigmask(SIG_SETMASK, &all, &old);
 	pthread_attr_init(&attr);
 	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
 	pthread_attr_setstacksize(&attr, 64 * 1024);
-	err = pthread_create(&thread, &attr, run, (void *)(intptr_t)fd);
+	err = pthread_create(&thread, &attr, run, &started);
 	pthread_attr_destroy(&attr);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	while (!err && sem_wait(&started) < 0)
+		;
+	sem_destroy(&started);
 	return -err;
+}
+
+/* The bound on ranges watched at once: each may split a mapping in three,
+ * so a quarter of vm.max_map_count, which leaves the process half of its
+ * mappings whatever the caches watch. */
+static size_t watch_bound(void)
+{
+	char buf[32] = {0};
+	long max = 65530;
+	int fd = open("/proc/sys/vm/max_map_count", O_RDONLY | O_CLOEXEC);
+
+	if (fd >= 0) {
+		if (read(fd, buf, sizeof(buf) - 1) > 0)
+			max = strtol(buf, NULL, 10);
+		close(fd);
+	}
+	max /= 4;
+	return max < 16 ? 16 : (size_t)max;
 }
 
 static int start(const char **why)
 {
 	const char *env = getenv("RDMAD_MR_CACHE_MONITOR");
+	struct stat st;
 	int fd, err;
 
 	if (env && !strcmp(env, "none")) {
@@ -248,16 +336,33 @@ static int start(const char **why)
 		*why = "unknown RDMAD_MR_CACHE_MONITOR (userfaultfd or none)";
 		return -EINVAL;
 	}
+	if (!mon.watched) {
+		mon.max_watched = watch_bound();
+		mon.watched = calloc(mon.max_watched, sizeof(*mon.watched));
+		if (!mon.watched) {
+			*why = "no memory for the monitor";
+			return -ENOMEM;
+		}
+	}
 	fd = open_monitor(why);
 	if (fd < 0)
 		return fd;
-	err = spawn(fd);
+	if (fstat(fd, &st) < 0) {
+		close(fd);
+		*why = "userfaultfd without an inode to check";
+		return -EOPNOTSUPP;
+	}
+	mon.dev = st.st_dev;
+	mon.ino = st.st_ino;
+	mon.fd = fd;
+	atomic_store(&mon.lost, false);
+	err = spawn();
 	if (err < 0) {
+		mon.fd = -1;
 		close(fd);
 		*why = "no thread for the monitor";
 		return err;
 	}
-	mon.fd = fd;
 	*why = "userfaultfd";
 	return 1;
 }
@@ -269,11 +374,47 @@ int mrc_monitor_start(const char **why)
 	pthread_mutex_lock(&mon.start_lock);
 	if (!mon.state)
 		mon.state = start(&mon.why);
+	if (mon.state == 1 && atomic_load(&mon.lost))
+		mon.state = -ESTALE;
 	state = mon.state;
-	*why = mon.why;
+	*why = state == -ESTALE ? mrc_monitor_lost_why : mon.why;
 	pthread_mutex_unlock(&mon.start_lock);
 	return state < 0 ? state : 0;
 }
+
+/* ---- the descriptor ------------------------------------------------------ */
+
+/* The number still names the file the monitor opened: with watch_lock
+ * held (or from mrc_monitor_alive()).  A loss is for good. */
+static bool ours(void)
+{
+	struct stat st;
+	int fd = __atomic_load_n(&mon.fd, __ATOMIC_RELAXED);
+
+	if (atomic_load(&mon.lost) || fd < 0)
+		return false;
+	if (fstat(fd, &st) == 0 && st.st_dev == mon.dev && st.st_ino == mon.ino)
+		return true;
+	atomic_store(&mon.lost, true);
+	return false;
+}
+
+bool mrc_monitor_alive(void)
+{
+	bool alive;
+
+	pthread_mutex_lock(&mon.watch_lock);
+	alive = ours();
+	pthread_mutex_unlock(&mon.watch_lock);
+	return alive;
+}
+
+bool mrc_monitor_lost(void)
+{
+	return atomic_load(&mon.lost);
+}
+
+/* ---- watched ranges ------------------------------------------------------ */
 
 int mrc_monitor_watch(uintptr_t start, uintptr_t end)
 {
@@ -281,11 +422,159 @@ int mrc_monitor_watch(uintptr_t start, uintptr_t end)
 		.range = {.start = start, .len = end - start},
 		.mode = UFFDIO_REGISTER_MODE_WP,
 	};
+	int err = 0;
 
-	if (ioctl(mon.fd, UFFDIO_REGISTER, &reg) < 0)
-		return -errno;
-	return 0;
+	pthread_mutex_lock(&mon.watch_lock);
+	if (mon.nwatched == mon.max_watched)
+		err = -ENOSPC;
+	else if (!ours())
+		err = -ESTALE;
+	/* Always: a range another user watched may have been unmapped and
+	 * mapped again since, and the kernel forgets a mapping's watch with
+	 * the mapping. */
+	else if (ioctl(mon.fd, UFFDIO_REGISTER, &reg) < 0)
+		err = -errno;
+	if (!err)
+		mon.watched[mon.nwatched++] = (struct range){start, end};
+	pthread_mutex_unlock(&mon.watch_lock);
+	return err;
 }
+
+static bool overlap(const struct range *r, uintptr_t start, uintptr_t end)
+{
+	return r->start < end && start < r->end;
+}
+
+/* Cut @r out of the pieces [0, *n) (at most @cap): false when they would
+ * not fit. */
+static bool cut(struct range *pieces, size_t *n, size_t cap,
+		const struct range *r)
+{
+	size_t i, count = *n;
+	struct range p;
+
+	for (i = 0; i < count; i++) {
+		p = pieces[i];
+		if (!overlap(r, p.start, p.end))
+			continue;
+		pieces[i] = (struct range){p.start, p.start};
+		if (p.start < r->start)
+			pieces[i].end = r->start;
+		if (r->end < p.end) {
+			if (*n == cap)
+				return false;
+			pieces[(*n)++] = (struct range){r->end, p.end};
+		}
+	}
+	return true;
+}
+
+/* Unregister the parts of [start, end) that no remaining user watches;
+ * when they are too scattered to list, leave them watched (harmless: an
+ * event for a range no entry has changes nothing). */
+static void unregister_unused(uintptr_t start, uintptr_t end)
+{
+	struct range pieces[32] = {{start, end}};
+	struct uffdio_range r;
+	size_t n = 1, i;
+
+	for (i = 0; i < mon.nwatched; i++)
+		if (!cut(pieces, &n, 32, &mon.watched[i]))
+			return;
+	for (i = 0; i < n; i++) {
+		if (pieces[i].start == pieces[i].end)
+			continue;
+		r = (struct uffdio_range){pieces[i].start,
+					  pieces[i].end - pieces[i].start};
+		ioctl(mon.fd, UFFDIO_UNREGISTER, &r);
+	}
+}
+
+void mrc_monitor_unwatch(uintptr_t start, uintptr_t end)
+{
+	size_t i;
+
+	pthread_mutex_lock(&mon.watch_lock);
+	for (i = 0; i < mon.nwatched; i++)
+		if (mon.watched[i].start == start && mon.watched[i].end == end)
+			break;
+	if (i < mon.nwatched) {
+		mon.watched[i] = mon.watched[--mon.nwatched];
+		if (ours())
+			unregister_unused(start, end);
+	}
+	pthread_mutex_unlock(&mon.watch_lock);
+}
+
+/* ---- changes the program announces --------------------------------------- */
+
+/* Stop watching [start, end) for the change: the kernel then raises no
+ * event for it and the changing thread does not wait for the monitor.
+ * Entries over it leave their caches through the rings, and whoever
+ * watches it again registers it again. */
+static void unregister_for_change(uintptr_t start, uintptr_t end)
+{
+	struct uffdio_range r = {start, end - start};
+	size_t i;
+	bool any = false;
+
+	pthread_mutex_lock(&mon.watch_lock);
+	for (i = 0; i < mon.nwatched && !any; i++)
+		any = overlap(&mon.watched[i], start, end);
+	if (any && ours())
+		ioctl(mon.fd, UFFDIO_UNREGISTER, &r);
+	pthread_mutex_unlock(&mon.watch_lock);
+}
+
+void mrc_monitor_changing(uintptr_t start, uintptr_t end)
+{
+	size_t i;
+
+	pthread_mutex_lock(&mon.flight_lock);
+	for (i = 0; i < MRC_MONITOR_FLYING; i++)
+		if (mon.flying[i].start == mon.flying[i].end)
+			break;
+	if (i < MRC_MONITOR_FLYING)
+		mon.flying[i] = (struct range){start, end};
+	else
+		mon.flying_over++;
+	pthread_mutex_unlock(&mon.flight_lock);
+	tell_clients(start, end);
+	unregister_for_change(start, end);
+}
+
+void mrc_monitor_changed(uintptr_t start, uintptr_t end)
+{
+	size_t i;
+
+	/* Again: a registration that began during the change sees it. */
+	tell_clients(start, end);
+	pthread_mutex_lock(&mon.flight_lock);
+	for (i = 0; i < MRC_MONITOR_FLYING; i++)
+		if (mon.flying[i].start == start && mon.flying[i].end == end &&
+		    start != end)
+			break;
+	if (i < MRC_MONITOR_FLYING)
+		mon.flying[i] = (struct range){0, 0};
+	else if (mon.flying_over)
+		mon.flying_over--;
+	pthread_mutex_unlock(&mon.flight_lock);
+}
+
+bool mrc_monitor_in_flight(uintptr_t start, uintptr_t end)
+{
+	bool in = false;
+	size_t i;
+
+	pthread_mutex_lock(&mon.flight_lock);
+	in = mon.flying_over > 0;
+	for (i = 0; i < MRC_MONITOR_FLYING && !in; i++)
+		in = overlap(&mon.flying[i], start, end);
+	pthread_mutex_unlock(&mon.flight_lock);
+	return in;
+}
+
+/* ---- waiting for the thread ---------------------------------------------- */
 
 bool mrc_monitor_busy(void)
 {
@@ -305,48 +594,63 @@ void mrc_monitor_quiesce(void)
 	pthread_mutex_unlock(&mon.quiet_lock);
 }
 
-/* ---- the list of caches, and fork --------------------------------------- */
+/* ---- the clients, and fork ----------------------------------------------- */
+
+/* fork's order: the list, then each client, then the watched ranges. */
+static void lock_clients(bool lock)
+{
+	const struct client *c;
+
+	for (c = mon.clients; c < mon.clients + MRC_MONITOR_CLIENTS; c++)
+		if (c->ops && lock)
+			c->ops->lock(c->arg);
+		else if (c->ops)
+			c->ops->unlock(c->arg);
+}
 
 static void atfork_prepare(void)
 {
-	size_t i;
-
 	pthread_mutex_lock(&mon.start_lock);
 	pthread_mutex_lock(&mon.list_lock);
-	for (i = 0; i < mon.count; i++)
-		mrc_cache_lock(mon.caches[i]);
+	lock_clients(true);
+	pthread_mutex_lock(&mon.watch_lock);
+	pthread_mutex_lock(&mon.flight_lock);
 }
 
 static void atfork_parent(void)
 {
-	size_t i;
-
-	for (i = 0; i < mon.count; i++)
-		mrc_cache_unlock(mon.caches[i]);
+	pthread_mutex_unlock(&mon.flight_lock);
+	pthread_mutex_unlock(&mon.watch_lock);
+	lock_clients(false);
 	pthread_mutex_unlock(&mon.list_lock);
 	pthread_mutex_unlock(&mon.start_lock);
 }
 
 /* The child has no monitor thread and its mappings are no longer watched
- * (the file has no UFFD_FEATURE_EVENT_FORK): the parent's caches forget
- * their entries, and a cache the child makes starts a monitor of its
- * own. */
+ * (the file has no UFFD_FEATURE_EVENT_FORK): the clients forget their
+ * entries, and a cache the child makes starts a monitor of its own. */
 static void atfork_child(void)
 {
 	size_t i;
 
-	if (mon.fd >= 0)
+	if (mon.fd >= 0 && !atomic_load(&mon.lost))
 		close(mon.fd);
 	mon.fd = -1;
-	if (mon.state == 1)
+	if (mon.state == 1 || mon.state == -ESTALE)
 		mon.state = 0;
+	mon.nwatched = 0;
+	memset(mon.flying, 0, sizeof(mon.flying));
+	mon.flying_over = 0;
+	pthread_mutex_unlock(&mon.flight_lock);
 	atomic_store(&mon.busy, 0);
 	pthread_mutex_init(&mon.quiet_lock, NULL);
 	pthread_cond_init(&mon.quiet, NULL);
-	for (i = 0; i < mon.count; i++) {
-		mrc_cache_forked(mon.caches[i]);
-		mrc_cache_unlock(mon.caches[i]);
-	}
+	pthread_mutex_unlock(&mon.watch_lock);
+	for (i = 0; i < MRC_MONITOR_CLIENTS; i++)
+		if (mon.clients[i].ops) {
+			mon.clients[i].ops->forked(mon.clients[i].arg);
+			mon.clients[i].ops->unlock(mon.clients[i].arg);
+		}
 	pthread_mutex_unlock(&mon.list_lock);
 	pthread_mutex_unlock(&mon.start_lock);
 }
@@ -358,50 +662,48 @@ static void install_atfork(void)
 	pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
 }
 
-int mrc_monitor_add(struct rdmad_mr_cache *cache)
+int mrc_monitor_add(const struct mrc_monitor_client *client, void *arg)
 {
-	struct rdmad_mr_cache **caches;
-	size_t cap;
-	int err = 0;
+	size_t i;
+	int err = -ENOSPC;
 
 	pthread_once(&atfork_once, install_atfork);
 	pthread_mutex_lock(&mon.list_lock);
-	if (mon.count == mon.cap) {
-		cap = mon.cap ? mon.cap * 2 : 8;
-		caches = realloc(mon.caches, cap * sizeof(*caches));
-		if (caches) {
-			mon.caches = caches;
-			mon.cap = cap;
-		} else {
-			err = -ENOMEM;
+	for (i = 0; i < MRC_MONITOR_CLIENTS; i++)
+		if (!mon.clients[i].ops) {
+			__atomic_store_n(&mon.clients[i].arg, arg,
+					 __ATOMIC_RELAXED);
+			__atomic_store_n(&mon.clients[i].ops, client,
+					 __ATOMIC_RELEASE);
+			err = 0;
+			break;
 		}
-	}
-	if (!err)
-		mon.caches[mon.count++] = cache;
 	pthread_mutex_unlock(&mon.list_lock);
 	return err;
 }
 
-void mrc_monitor_remove(struct rdmad_mr_cache *cache)
+void mrc_monitor_remove(void *arg)
 {
 	size_t i;
 
 	pthread_mutex_lock(&mon.list_lock);
-	for (i = 0; i < mon.count; i++)
-		if (mon.caches[i] == cache) {
-			mon.caches[i] = mon.caches[--mon.count];
-			break;
-		}
+	for (i = 0; i < MRC_MONITOR_CLIENTS; i++)
+		if (mon.clients[i].ops && mon.clients[i].arg == arg)
+			__atomic_store_n(&mon.clients[i].ops, NULL,
+					 __ATOMIC_SEQ_CST);
 	pthread_mutex_unlock(&mon.list_lock);
+	/* The thread may have read the slot before it was cleared: it did
+	 * so in a batch that is still going on. */
+	mrc_monitor_quiesce();
 }
 
-void mrc_monitor_each(void (*fn)(struct rdmad_mr_cache *, const void *),
-		      const void *arg)
+void mrc_monitor_each(void (*fn)(void *arg, const void *data), const void *data)
 {
 	size_t i;
 
 	pthread_mutex_lock(&mon.list_lock);
-	for (i = 0; i < mon.count; i++)
-		fn(mon.caches[i], arg);
+	for (i = 0; i < MRC_MONITOR_CLIENTS; i++)
+		if (mon.clients[i].ops)
+			fn(mon.clients[i].arg, data);
 	pthread_mutex_unlock(&mon.list_lock);
 }

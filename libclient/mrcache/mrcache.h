@@ -1,17 +1,25 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Internal interfaces of the registration cache (librdmad(3), "Memory
- * registration cache"), shared by its modules: index.c (the cached
- * entries of one cache, sorted by address), monitor.c (the process's
- * userfaultfd, the thread that reads it, the list of caches), owners.c
- * (from an MR handed out to its entry), entry.c (an entry's life), cache.c
- * (the public rdmad_mr_cache_* calls, devices leaving, fork).
+ * registration cache"), shared by its modules, lowest first: monitor.c
+ * (monitor.h: the process's userfaultfd, the thread that reads it, the
+ * watched ranges, its clients) and vma.c (vma.h: what kind of memory a
+ * range is) call nothing above them; index.c (the cached entries of one
+ * cache, sorted by address), owners.c (from an MR handed out to its
+ * entry), entry.c (an entry's life), changes.c (a cache's ring of changes
+ * the monitor told), cache.c (the public rdmad_mr_cache_* calls, devices
+ * leaving, fork; it registers each cache with the monitor as a client).
  *
- * Locks, outermost first: the list of caches (monitor.c), then one
- * cache's lock.  The monitor thread never allocates, frees, registers or
- * deregisters: anything it could make glibc trim would unmap memory and
- * wait for the monitor itself.  What it invalidates goes on the cache's
- * dead list, deregistered by the next application thread that calls in.
+ * Locks, outermost first: the list of clients (monitor.c), then one
+ * cache's lock, then the watched ranges' and the announced changes' locks
+ * (monitor.c).  The monitor thread takes none of them: it hands each
+ * change to the cache's ring (changes.c), which the next application
+ * thread applies under the cache's lock.
+ * A cache's lock is never held across a call that may unmap memory
+ * (registering, deregistering, freeing): such a call may wait for the
+ * monitor, and nothing the monitor does waits for it, so no thread can
+ * wait for itself.  Memory that growing a table under the lock frees is
+ * kept in a struct mrc_garbage and freed after the unlock.
  */
 #ifndef RDMAD_MRCACHE_H
 #define RDMAD_MRCACHE_H
@@ -21,7 +29,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "monitor.h"
 #include "rdmad.h"
+#include "vma.h"
 
 struct ibv_pd;
 struct ibv_mr;
@@ -39,6 +49,7 @@ struct mrc_entry {
 	bool dead;   /* cached, but invalidated or replaced: out of the index */
 	bool orphan; /* a parent's, in a child: never deregistered */
 	bool recent; /* got since it last came to the LRU list's head */
+	bool watched; /* the monitor watches its range for it */
 	struct ibv_mr *mr;
 	/* Cached entries, least recently used first (second chance). */
 	struct mrc_entry *lru_prev;
@@ -57,9 +68,18 @@ struct mrc_index {
 	size_t hint; /* position of the last hit */
 };
 
+/* Blocks to free once the cache's lock is released. */
+struct mrc_garbage {
+	void *blocks[4];
+	unsigned int count;
+};
+void mrc_garbage_free(struct mrc_garbage *garbage);
+
 void mrc_index_free(struct mrc_index *index);
-/* Room for @n more entries: 0 or -ENOMEM. */
-int mrc_index_reserve(struct mrc_index *index, size_t n);
+/* Room for @n more entries: 0 or -ENOMEM; the old arrays go to
+ * @garbage. */
+int mrc_index_reserve(struct mrc_index *index, size_t n,
+		      struct mrc_garbage *garbage);
 /* The entry that covers [start, end), or NULL. */
 struct mrc_entry *mrc_index_covering(struct mrc_index *index, uintptr_t start,
 				     uintptr_t end);
@@ -82,8 +102,9 @@ struct mrc_owners {
 	size_t count;
 };
 
-/* 0 or -ENOMEM. */
-int mrc_owners_add(struct mrc_owners *owners, struct mrc_entry *entry);
+/* 0 or -ENOMEM; a table outgrown goes to @garbage. */
+int mrc_owners_add(struct mrc_owners *owners, struct mrc_entry *entry,
+		   struct mrc_garbage *garbage);
 struct mrc_entry *mrc_owners_find(const struct mrc_owners *owners,
 				  const struct ibv_mr *mr);
 /* Allocates and frees nothing. */
@@ -106,11 +127,13 @@ struct mrc_ops {
 /* What a cache does with a get: cache.c's table. */
 enum mrc_mode {
 	MRC_CACHING,	/* watched by the monitor, then cached */
-	MRC_UNWATCHED,	/* tests only: cached without watching */
-	MRC_NO_MONITOR, /* no monitor could be had: passes through */
+	MRC_UNWATCHED,	/* tests only: cached without watching, any kind */
+	MRC_NO_MONITOR, /* no monitor could be had, or it was lost */
 	MRC_FORKED,	/* a child's copy: passes through */
 	MRC_LEAVING,	/* its device began to leave: passes through */
 };
+
+#define MRC_CHANGES 64
 
 struct rdmad_mr_cache {
 	pthread_mutex_t lock;
@@ -131,13 +154,19 @@ struct rdmad_mr_cache {
 	struct mrc_entry *detached;
 	struct mrc_entry *dead; /* read without the lock by mrc_reap() */
 	struct mrc_entry *pool;
-	/* Ranges this cache watched that no UNMAP or REMAP has touched
-	 * since: still watched, so a miss inside one needs no ioctl. */
-	struct mrc_range {
-		uintptr_t start;
+	/* Changes the monitor reported, not yet applied to the index: the
+	 * monitor thread and threads announcing a change write them (a
+	 * writer claims a slot, fills it, then publishes it in order: both
+	 * counters atomic), application threads apply them under the lock
+	 * (changes_tail), and a miss checks the ones that came while it
+	 * registered unlocked. */
+	struct mrc_change {
+		uintptr_t start; /* atomic, relaxed */
 		uintptr_t end;
-	} watched[32];
-	unsigned int watched_next;
+	} changes[MRC_CHANGES];
+	uint64_t changes_claimed;
+	uint64_t changes_head;
+	uint64_t changes_tail;
 	/* hits atomic; entries and in_use counted when asked */
 	struct rdmad_mr_cache_stats stats;
 };
@@ -167,6 +196,27 @@ uint64_t mrc_in_use(const struct rdmad_mr_cache *cache);
 /* Free every entry of the pool (destroy). */
 void mrc_pool_free(struct rdmad_mr_cache *cache);
 
+/* ---- changes.c: a cache's ring of changes ------------------------------- */
+
+/* The monitor client's changed(): record [start, end) for cache @arg.
+ * Takes no lock, allocates nothing. */
+void mrc_changes_record(void *arg, uintptr_t start, uintptr_t end);
+/* Changes published so far: what a miss saw when it began to watch. */
+uint64_t mrc_changes_seen(const struct rdmad_mr_cache *cache);
+/* Whether a change published since @seen may overlap [start, end). */
+bool mrc_changes_since(const struct rdmad_mr_cache *cache, uint64_t seen,
+		       uintptr_t start, uintptr_t end);
+/* With the lock held: apply the changes that wait (the entries they
+ * overlap leave the index, all when overrun). */
+void mrc_changes_apply(struct rdmad_mr_cache *cache);
+/* With the lock held: whether changes wait to be applied.  Inline: every
+ * locked hit asks. */
+static inline bool mrc_changes_pending(const struct rdmad_mr_cache *cache)
+{
+	return __atomic_load_n(&cache->changes_head, __ATOMIC_SEQ_CST) !=
+	       cache->changes_tail;
+}
+
 /* ---- cache.c ------------------------------------------------------------ */
 
 struct rdmad_mr_cache *mrc_cache_new_ops(struct ibv_pd *pd,
@@ -177,34 +227,8 @@ struct rdmad_mr_cache *mrc_cache_new_ops(struct ibv_pd *pd,
  * a case can be shown to corrupt.  Never reachable from the public API. */
 void mrc_cache_unmonitored(struct rdmad_mr_cache *cache);
 
-/* The monitor's: entries overlapping [start, end) leave the index. */
-void mrc_cache_invalidate(struct rdmad_mr_cache *cache, uintptr_t start,
-			  uintptr_t end);
 /* After fork, in the child: forget the parent's entries, never use them. */
 void mrc_cache_forked(struct rdmad_mr_cache *cache);
-void mrc_cache_lock(struct rdmad_mr_cache *cache);
-void mrc_cache_unlock(struct rdmad_mr_cache *cache);
-
-/* ---- monitor.c ---------------------------------------------------------- */
-
-/* Start the process's monitor once: 0, or -errno with @why telling the
- * reason in words (kept for the process's life). */
-int mrc_monitor_start(const char **why);
-/* Watch [start, end) (page aligned): 0, or -errno when its pages cannot
- * be watched (not private anonymous memory, or another userfaultfd
- * has it); then the range must not be cached. */
-int mrc_monitor_watch(uintptr_t start, uintptr_t end);
-/* Wait until the monitor has applied every event it has read: an
- * munmap() that returned is invalidated once this returns. */
-void mrc_monitor_quiesce(void);
-/* Whether it is applying events now (a hit without the lock then waits). */
-bool mrc_monitor_busy(void);
-/* The caches the monitor and leaving devices walk: 0 or -ENOMEM. */
-int mrc_monitor_add(struct rdmad_mr_cache *cache);
-void mrc_monitor_remove(struct rdmad_mr_cache *cache);
-/* Call @fn on every cache, with the list locked. */
-void mrc_monitor_each(void (*fn)(struct rdmad_mr_cache *, const void *),
-		      const void *arg);
 
 /* The client library's hook (client.c): @device, a kernel name, began to
  * leave; every entry of its caches goes, idle ones deregistered now. */

@@ -26,11 +26,14 @@ static void place(struct mrc_owners *o, struct mrc_entry *e)
 	o->slots[i] = e;
 }
 
-static int grow(struct mrc_owners *o)
+/* The old table is freed after the cache's lock is released. */
+static int grow(struct mrc_owners *o, struct mrc_garbage *garbage)
 {
 	struct mrc_owners bigger = {.cap = o->cap ? o->cap * 2 : 64};
 	size_t i;
 
+	if (garbage->count == sizeof(garbage->blocks) / sizeof(void *))
+		return -ENOMEM;
 	bigger.slots = calloc(bigger.cap, sizeof(*bigger.slots));
 	if (!bigger.slots)
 		return -ENOMEM;
@@ -38,14 +41,16 @@ static int grow(struct mrc_owners *o)
 		if (o->slots[i])
 			place(&bigger, o->slots[i]);
 	bigger.count = o->count;
-	free(o->slots);
+	if (o->slots)
+		garbage->blocks[garbage->count++] = o->slots;
 	*o = bigger;
 	return 0;
 }
 
-int mrc_owners_add(struct mrc_owners *o, struct mrc_entry *e)
+int mrc_owners_add(struct mrc_owners *o, struct mrc_entry *e,
+		   struct mrc_garbage *garbage)
 {
-	if (2 * (o->count + 1) > o->cap && grow(o))
+	if (2 * (o->count + 1) > o->cap && grow(o, garbage))
 		return -ENOMEM;
 	place(o, e);
 	o->count++;

@@ -5,16 +5,17 @@
  * pages behind a buffer, cache the buffer's MR, change the pages, ask the
  * cache again and RDMA WRITE a pattern through the MR it returns (an RC
  * QP connected to itself); the program must then read the pattern in its
- * buffer.  With --unmonitored the cache runs without its monitor, and
- * every case must corrupt instead (the data lands in the old pages), which
- * shows that the check can fail.  Then a forked child asks the cache it
- * inherited and must not get the parent's MR.
+ * buffer.  With --unmonitored the cache runs without its monitor (and
+ * caches memory of any kind), and every case must corrupt instead (the
+ * data lands in the old pages), which shows that the check can fail.  Then a
+ * forked child asks the cache it inherited and must not get the parent's MR.
  *
  *   mrcache-app DEVICE [--unmonitored]
  * prints "case NAME: ok|corrupt|error ..." lines and "fork: ok|...";
  * exits 0 when every line says what the mode expects.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <malloc.h>
 #include <pthread.h>
 #include <stdbool.h>
@@ -257,6 +258,34 @@ static void *make_heap_chunk(void)
 	return malloc(4 * LEN);
 }
 
+/* A shared memfd: 6.1 and 6.12 let userfaultfd register it, yet a hole
+ * punched or a truncate replaces its pages without an event; the cache
+ * must pass it through. */
+static int memfd = -1;
+
+static void *make_memfd(void)
+{
+	if (memfd >= 0)
+		close(memfd);
+	memfd = memfd_create("mrcache-app", MFD_CLOEXEC);
+	if (memfd < 0 || ftruncate(memfd, LEN) < 0)
+		return NULL;
+	return mmap(NULL, LEN, PROT_READ | PROT_WRITE, MAP_SHARED, memfd, 0);
+}
+
+static void *punch_hole(void *buf)
+{
+	return fallocate(memfd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, 0,
+			 LEN)
+		       ? NULL
+		       : buf;
+}
+
+static void *truncate_grow(void *buf)
+{
+	return ftruncate(memfd, 0) || ftruncate(memfd, LEN) ? NULL : buf;
+}
+
 static const struct mrcase cases[] = {
 	{"munmap-mmap", make_mmap, munmap_then_mmap},
 	{"mmap-fixed", make_mmap, mmap_fixed},
@@ -265,6 +294,8 @@ static const struct mrcase cases[] = {
 	{"brk", make_brk, brk_shrink_grow},
 	{"free-malloc-mmapped", make_mmapped_chunk, free_then_malloc},
 	{"free-malloc-trimmed", make_heap_chunk, free_then_malloc},
+	{"memfd-punch", make_memfd, punch_hole},
+	{"memfd-truncate", make_memfd, truncate_grow},
 };
 
 /* Page-aligned LEN bytes inside @buf (malloc's chunks are not). */

@@ -1029,7 +1029,8 @@ class TestDescriptors(KernelTest):
 
 class TestMrCache(KernelTest):
     CASES = ["munmap-mmap", "mmap-fixed", "mremap", "madv-dontneed", "brk",
-             "free-malloc-mmapped", "free-malloc-trimmed"]
+             "free-malloc-mmapped", "free-malloc-trimmed", "memfd-punch",
+             "memfd-truncate"]
 
     def cases(self, *args):
         r = run(prog("tests", "kernel", "mrcache-app"), "rxe0", *args,
@@ -1043,7 +1044,9 @@ class TestMrCache(KernelTest):
         """librdmad's registration cache with real MRs on rxe0: after each
         way a program changes a cached buffer's pages, an RDMA WRITE
         through the MR the cache returns lands in the memory the program
-        reads; without the monitor, every case corrupts (the check can
+        reads, shared memory whose pages a punch or truncate replaces
+        without an event included (it passes through); without the
+        monitor and the kind check, every case corrupts (the check can
         fail); a forked child never gets its parent's MR."""
         link_add("rxe0")
         wait_until(lambda: "rxe0" in verbs_names(), "rxe0 in libibverbs")

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * libclient/mrcache/: the index's interval logic, the cache's rules
+ * libclient/mrcache/: the index's interval logic, what kind of memory a
+ * range is (vma.c, both ways of asking the kernel), the cache's rules
  * (hits, merges, pass-through, eviction under the bounds, access, remote
  * access refused, bad environment, leaving devices, fork) and, against
  * this machine's kernel, the monitor: every way of changing a cached
@@ -16,6 +17,7 @@
  * real MRs and RDMA WRITEs is tests/kernel/mrcache-app.c.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <malloc.h>
 #include <pthread.h>
 #include <stdlib.h>
@@ -134,10 +136,52 @@ static void unmap_then_map(size_t first, size_t n)
 	end(first, n);
 }
 
-static void dontneed(size_t first, size_t n)
+static void advise(size_t first, size_t n, int advice)
 {
 	begin(first, n);
-	CHECK(madvise(page(first), n * ps, MADV_DONTNEED) == 0);
+	CHECK(madvise(page(first), n * ps, advice) == 0, "advice %d: %s",
+	      advice, strerror(errno));
+	end(first, n);
+}
+
+static void dontneed(size_t first, size_t n)
+{
+	advise(first, n, MADV_DONTNEED);
+}
+
+static void dontneed_locked(size_t first, size_t n)
+{
+	advise(first, n, MADV_DONTNEED_LOCKED);
+}
+
+static void lazy_free(size_t first, size_t n)
+{
+	advise(first, n, MADV_FREE);
+}
+
+/* The pages move away and the range stays mapped, empty (Linux 5.7). */
+static void mremap_dontunmap(size_t first, size_t n)
+{
+	void *away = anon(NULL, n * ps, 0);
+	size_t i;
+
+	begin(first, n);
+	for (i = 0; i < n; i++)
+		CHECK(mremap(page(first + i), ps, ps,
+			     MREMAP_MAYMOVE | MREMAP_FIXED | MREMAP_DONTUNMAP,
+			     (char *)away + i * ps) == (char *)away + i * ps,
+		      "%s", strerror(errno));
+	munmap(away, n * ps);
+	end(first, n);
+}
+
+/* A mapping shrunk in place: its tail is unmapped, then mapped again. */
+static void mremap_shrink(size_t first, size_t n)
+{
+	begin(first, n);
+	CHECK(mremap(page(first - 1), (n + 1) * ps, ps, 0) == page(first - 1),
+	      "%s", strerror(errno));
+	CHECK(anon(page(first), n * ps, MAP_FIXED_NOREPLACE) == page(first));
 	end(first, n);
 }
 
@@ -174,14 +218,16 @@ static struct mrc_entry *entry(uintptr_t start, uintptr_t end)
 static void test_index(void)
 {
 	struct mrc_index ix = {0};
+	struct mrc_garbage g = {0};
 	struct mrc_entry *e[3] = {entry(0x3000, 0x5000), entry(0x1000, 0x2000),
 				  entry(0x8000, 0xa000)};
 	size_t first, n, i;
 
 	for (i = 0; i < 3; i++) {
-		CHECK(mrc_index_reserve(&ix, 1) == 0);
+		CHECK(mrc_index_reserve(&ix, 1, &g) == 0);
 		mrc_index_insert(&ix, e[i]);
 	}
+	mrc_garbage_free(&g);
 	CHECK(ix.count == 3);
 	CHECK(ix.starts[0] == 0x1000 && ix.starts[1] == 0x3000 &&
 		      ix.starts[2] == 0x8000,
@@ -207,6 +253,106 @@ static void test_index(void)
 	mrc_index_free(&ix);
 	for (i = 0; i < 3; i++)
 		free(e[i]);
+}
+
+/* ---- what kind of memory a range is (vma.c) ------------------------------ */
+
+struct vma_row {
+	const char *name;
+	int expect;
+	char *map; /* 3 pages; the row's range is all of them */
+};
+
+static char *three_pages(int flags, int fd)
+{
+	return mmap(NULL, 3 * ps, PROT_READ | PROT_WRITE, flags, fd, 0);
+}
+
+/* The descriptor vma.c keeps for PROCMAP_QUERY, as a program sees it. */
+static int maps_number(void)
+{
+	char path[64], target[64];
+	ssize_t n;
+	int fd;
+
+	for (fd = 0; fd < 1024; fd++) {
+		snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+		n = readlink(path, target, sizeof(target) - 1);
+		if (n > 0 && (target[n] = '\0', strstr(target, "/maps")))
+			return fd;
+	}
+	return -1;
+}
+
+/* The kept descriptor replaced by the program, and a forked child's copy
+ * (which shows the parent): the answers stay the child's own. */
+static void test_vma_descriptor(void)
+{
+	char *m = three_pages(MAP_PRIVATE | MAP_ANONYMOUS, -1), *late;
+	uintptr_t s = (uintptr_t)m;
+	int fd, status;
+	pid_t pid;
+
+	CHECK(mrc_vma_private_anon(s, s + 3 * ps) == 1);
+	fd = maps_number();
+	if (fd >= 0) {
+		CHECK(dup2(open("/dev/null", O_RDONLY | O_CLOEXEC), fd) == fd);
+		CHECK(mrc_vma_private_anon(s, s + 3 * ps) == 1,
+		      "after the program replaced the descriptor");
+	}
+	pid = fork();
+	if (pid == 0) {
+		late = three_pages(MAP_PRIVATE | MAP_ANONYMOUS, -1);
+		_exit(mrc_vma_private_anon((uintptr_t)late,
+					   (uintptr_t)late + 3 * ps) == 1
+			      ? 0
+			      : 1);
+	}
+	CHECK(waitpid(pid, &status, 0) == pid && WIFEXITED(status) &&
+		      WEXITSTATUS(status) == 0,
+	      "a child asked its parent's maps");
+	munmap(m, 3 * ps);
+}
+
+/* Both methods, and the one the cache uses, give each row's answer;
+ * PROCMAP_QUERY only where the kernel has it (6.11). */
+static void test_vma(void)
+{
+	int memfd = memfd_create("test-vma", MFD_CLOEXEC);
+	struct vma_row rows[] = {
+		{"private anonymous", 1,
+		 three_pages(MAP_PRIVATE | MAP_ANONYMOUS, -1)},
+		{"private anonymous, three mappings", 1,
+		 three_pages(MAP_PRIVATE | MAP_ANONYMOUS, -1)},
+		{"shared anonymous", 0,
+		 three_pages(MAP_SHARED | MAP_ANONYMOUS, -1)},
+		{"a file mapped private", 0, NULL},
+		{"a hole", 0, three_pages(MAP_PRIVATE | MAP_ANONYMOUS, -1)},
+	};
+	uintptr_t start, end;
+	size_t i;
+	int fd, q;
+
+	CHECK(memfd >= 0 && ftruncate(memfd, (off_t)(3 * ps)) == 0);
+	rows[3].map = three_pages(MAP_PRIVATE, memfd);
+	CHECK(mprotect(rows[1].map + ps, ps, PROT_READ) == 0);
+	CHECK(munmap(rows[4].map + ps, ps) == 0);
+	for (i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+		start = (uintptr_t)rows[i].map;
+		end = start + 3 * ps;
+		fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
+		q = mrc_vma_query(fd, start, end);
+		CHECK(q == rows[i].expect || q == -ENOTTY, "%s: query %d",
+		      rows[i].name, q);
+		CHECK(mrc_vma_parse(fd, start, end) == rows[i].expect,
+		      "%s: parse", rows[i].name);
+		CHECK(mrc_vma_private_anon(start, end) == rows[i].expect, "%s",
+		      rows[i].name);
+		close(fd);
+		munmap(rows[i].map, 3 * ps);
+	}
+	close(memfd);
+	test_vma_descriptor();
 }
 
 /* ---- the cache's rules -------------------------------------------------- */
@@ -418,6 +564,10 @@ static void test_changes(void)
 	check_change("mmap MAP_FIXED", remap_fixed);
 	check_change("mremap away", mremap_away);
 	check_change("MADV_DONTNEED", dontneed);
+	check_change("MADV_DONTNEED_LOCKED", dontneed_locked);
+	check_change("MADV_FREE", lazy_free);
+	check_change("mremap MREMAP_DONTUNMAP", mremap_dontunmap);
+	check_change("mremap shrinking", mremap_shrink);
 }
 
 /* The heap's top, shrunk and grown again with sbrk() (glibc trims the
@@ -653,6 +803,7 @@ int main(void)
 	probe = mrc_cache_new_ops(NULL, NULL, &fake_ops, "probe0");
 	monitored = rdmad_mr_cache_is_caching(probe) == 1;
 	test_index();
+	test_vma();
 	test_hit_merge_pass();
 	test_bounds();
 	test_remote_and_env();

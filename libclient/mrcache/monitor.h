@@ -1,0 +1,79 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The memory monitor (monitor.c): the process's userfaultfd, the thread
+ * that reads it, the ranges it watches and the clients told of changes.
+ * It knows nothing of caches: a cache registers a client (callbacks and
+ * an argument), as UCX's rcache registers with ucm_set_event_handler(),
+ * so the monitor calls no cache by name and includes nothing above it.
+ */
+#ifndef RDMAD_MRCACHE_MONITOR_H
+#define RDMAD_MRCACHE_MONITOR_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct mrc_monitor_client {
+	/* On the monitor thread, or on a thread announcing a change: the
+	 * pages of [start, end) change.  It must not block, take a lock,
+	 * allocate or free (mrcache.h). */
+	void (*changed)(void *arg, uintptr_t start, uintptr_t end);
+	/* fork(): lock before, unlock after in the parent; in the child
+	 * forked() (still locked), then unlock. */
+	void (*lock)(void *arg);
+	void (*unlock)(void *arg);
+	void (*forked)(void *arg);
+};
+
+/* Start the process's monitor once: 0, or -errno with @why telling the
+ * reason in words (kept for the process's life). */
+int mrc_monitor_start(const char **why);
+/* Tell @client's callbacks (with @arg) of changes and forks from now on:
+ * 0, or -ENOSPC past MRC_MONITOR_CLIENTS clients. */
+#define MRC_MONITOR_CLIENTS 256
+int mrc_monitor_add(const struct mrc_monitor_client *client, void *arg);
+/* No callback with @arg runs once this returns. */
+void mrc_monitor_remove(void *arg);
+/* Call @fn(arg, data) for every client's argument, the list locked. */
+void mrc_monitor_each(void (*fn)(void *arg, const void *data),
+		      const void *data);
+
+/* Watch [start, end) (page aligned) for one user: 0, or -errno when it
+ * cannot be watched: -ENOSPC past the bound on watched ranges (each may
+ * split a mapping in three, so the bound keeps the process below
+ * vm.max_map_count), -ESTALE when the descriptor was lost, else the
+ * kernel's refusal. */
+int mrc_monitor_watch(uintptr_t start, uintptr_t end);
+/* One user of [start, end) is done: the parts no other user watches are
+ * unregistered, so their mappings merge back and their munmap() costs
+ * what an unwatched one does. */
+void mrc_monitor_unwatch(uintptr_t start, uintptr_t end);
+
+/* A change of the pages of [start, end) the program announces before it
+ * makes it (rdmad_mr_cache_begin_change()): the clients hear of it at
+ * once, the range stops being watched (so the kernel raises no event and
+ * the call does not wait for the monitor), and it is in flight until
+ * mrc_monitor_changed() with the same range, after the change, tells the
+ * clients again.  Not async-signal-safe. */
+#define MRC_MONITOR_FLYING 64
+void mrc_monitor_changing(uintptr_t start, uintptr_t end);
+void mrc_monitor_changed(uintptr_t start, uintptr_t end);
+/* Whether an announced change not yet done overlaps [start, end). */
+bool mrc_monitor_in_flight(uintptr_t start, uintptr_t end);
+
+/* Whether the descriptor is still the monitor's (fstat() of the number
+ * against the file it opened): false once the program closed it or put
+ * another file at its number; then nothing new is watched. */
+bool mrc_monitor_alive(void);
+/* Whether a check already found it lost (no syscall). */
+bool mrc_monitor_lost(void);
+/* The words for a lost descriptor (get_reason). */
+extern const char mrc_monitor_lost_why[];
+
+/* Wait until the monitor has handed every event it has read to its
+ * clients: a change whose call returned is known once this returns. */
+void mrc_monitor_quiesce(void);
+/* Whether it is reading or handing out events now. */
+bool mrc_monitor_busy(void);
+
+#endif
