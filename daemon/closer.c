@@ -450,8 +450,8 @@ static void on_exit_closer(evutil_socket_t fd, short what, void *arg)
 	flush(cl);
 }
 
-struct closer *closer_new(struct event_base *base,
-			  const struct closer_ops *ops, void *arg)
+struct closer *closer_new(struct event_base *base, const struct closer_ops *ops,
+			  void *arg)
 {
 	struct closer *cl = calloc(1, sizeof(*cl));
 	int err;

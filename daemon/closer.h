@@ -51,8 +51,8 @@ struct closer_ops {
 };
 
 /* Start the closer process.  NULL and errno on failure. */
-struct closer *closer_new(struct event_base *base,
-			  const struct closer_ops *ops, void *arg);
+struct closer *closer_new(struct event_base *base, const struct closer_ops *ops,
+			  void *arg);
 /* Stop it (SIGKILL).  Descriptors still held here are closed. */
 void closer_free(struct closer *cl);
 

@@ -240,8 +240,7 @@ static unsigned int minus(unsigned int a, unsigned int b)
 }
 
 /* @n of @uid's left rdmad's table (@let_go: and were let go of too). */
-static void count_done(struct reaper *r, uid_t uid, unsigned int n,
-		       bool let_go)
+static void count_done(struct reaper *r, uid_t uid, unsigned int n, bool let_go)
 {
 	struct reaper_count *c = count_of(r, uid);
 
