@@ -79,6 +79,25 @@ void server_free(struct server *srv);
 /* A table event: push it to every subscriber. */
 void server_device_event(struct server *srv, enum devices_event event,
 			 const struct device *dev, const char *old_name);
+
+/*
+ * The device table's listener: devices_set_listener(table,
+ * server_table_listener, relay).  Each change is logged, its generation
+ * goes to @note_generation before anything is published, it goes to the
+ * clients once a server listens, and then to @then (the verbs source,
+ * the metrics, the timers: modules that may not be reached from here
+ * without closing a circle of includes), in that order.
+ */
+struct server_relay {
+	struct devices *table;
+	struct server *server; /* NULL until it listens */
+	void (*note_generation)(void *userdata, uint64_t generation);
+	void (*then)(void *userdata, enum devices_event event,
+		     const struct device *dev);
+	void *userdata;
+};
+void server_table_listener(void *relay, enum devices_event event,
+			   const struct device *dev, const char *old_name);
 unsigned int server_client_count(const struct server *srv);
 /* Views (views.h) by kind: @counts has VIEW_KIND_COUNT entries. */
 void server_count_views(const struct server *srv, unsigned int *counts);

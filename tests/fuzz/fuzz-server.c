@@ -3,7 +3,7 @@
  * Fuzz target for the server's request handling, as a hostile local user
  * reaches it: the input is a sequence of datagrams (datagrams.h), sent by
  * one client over a
- * real SOCK_SEQPACKET connection to the real server (server.c and
+ * real SOCK_SEQPACKET connection to the real server (its rooms, and
  * export.c on a temporary socket, a table of four devices).  After every
  * input the server must still be there for the next client: a
  * well-behaved one says Hello and gets the whole snapshot.

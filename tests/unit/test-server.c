@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * server.c end to end: a real server on a temporary socket, driven by
- * this process's libevent loop, with the real device table behind it.
+ * The server end to end (server.c, client.c, requests.c, publish.c): a
+ * real server on a temporary socket, driven by this process's libevent
+ * loop, with the real device table behind it.
  * Clients are plain SEQPACKET sockets in the same process (and, for the
  * uid checks, in a child that dropped to nobody); while a client waits
  * for a reply the loop is pumped, so the server runs in between.
