@@ -42,7 +42,6 @@
 
 struct server;
 struct view;
-struct peer;
 
 enum client_state {
 	CLIENT_STATE_GREETING, /* connected, Hello not said yet */

@@ -9,12 +9,12 @@
  * the metrics and those timers (metrics.c includes server.h: the server
  * must not call it by name).
  *
- * Start-up: the order matters: the
- * generation store before the table (so generations never go back), the
- * udev monitor before the first full scan (so no uevent slips between),
- * the first scan before the socket listens (so the first client sees the
- * real list), and READY=1 last.  Tear-down runs the same list backwards
- * through the goto labels at the end of rdmad_run().
+ * In start-up the order matters: the generation store before the table
+ * (so generations never go back), the udev monitor before the first full
+ * scan (so no uevent slips between), the first scan before the socket
+ * listens (so the first client sees the real list), and READY=1 last.
+ * Tear-down runs the same list backwards through the goto labels at the
+ * end of rdmad_run().
  *
  * rdmad does not fork: under systemd (Type=notify) it runs in the
  * foreground, and started by hand without --foreground it only switches

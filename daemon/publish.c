@@ -378,7 +378,7 @@ static struct outbuf *slot_encoding(struct fanout_slot *s,
 /* Nobody of @v gets this event (NULL: of any view), so they resync. */
 static void resync_view(struct server *srv, const struct view *v)
 {
-	log_warnx("cannot encode an event: subscribers will resync");
+	log_warnx("cannot publish an event: subscribers will resync");
 	for (struct client *c = srv->clients; c; c = c->next)
 		if ((!v || c->view == v) && c->state == CLIENT_STATE_SUBSCRIBED)
 			client_drop_events(c);

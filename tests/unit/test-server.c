@@ -410,6 +410,71 @@ static void test_fanout(void)
 	pump();
 }
 
+/* ---- the table's listener ---- */
+
+static int relay_fd = -1;
+static uint64_t relay_noted;
+static bool noted_before_clients, then_after_clients;
+static int relay_thens;
+
+static bool readable(int fd)
+{
+	struct pollfd p = {.fd = fd, .events = POLLIN};
+
+	return poll(&p, 1, 0) == 1;
+}
+
+static void relay_note(void *userdata, uint64_t generation)
+{
+	relay_noted = generation;
+	noted_before_clients = !readable(relay_fd);
+}
+
+static void relay_then(void *userdata, enum devices_event event,
+		       const struct device *dev)
+{
+	relay_thens++;
+	then_after_clients = readable(relay_fd);
+}
+
+/* server_table_listener(): each change's generation is noted (main.c
+ * persists it) before any subscriber hears of it, and what follows
+ * (main.c's verbs source, metrics, timers) runs once they have; before
+ * a server listens, the change still reaches both. */
+static void test_table_listener(void)
+{
+	struct server_relay relay = {.table = table,
+				     .server = srv,
+				     .note_generation = relay_note,
+				     .then = relay_then};
+	uint64_t gen = 0;
+	Rdmad__Frame *f;
+
+	relay_fd = cl_hello();
+	cl_request(relay_fd, 2, RDMAD__FRAME__BODY_SUBSCRIBE, NULL);
+	cl_snapshot(relay_fd, 2, &gen, NULL);
+	devices_set_listener(table, server_table_listener, &relay);
+	bump();
+	CHECK(relay_thens == 1 && relay_noted == devices_generation(table),
+	      "noted %llu of %llu, %d thens", (unsigned long long)relay_noted,
+	      (unsigned long long)devices_generation(table), relay_thens);
+	CHECK(noted_before_clients, "generation noted before clients hear it");
+	CHECK(then_after_clients, "the rest runs after clients heard it");
+	f = cl_recv(relay_fd);
+	CHECK(f && f->body_case == RDMAD__FRAME__BODY_EVENT &&
+		      f->event->generation == gen + 1,
+	      "the subscriber got the event");
+	wire_free(f);
+	relay.server = NULL;
+	bump();
+	CHECK(relay_thens == 2 && relay_noted == devices_generation(table),
+	      "without a server: noted and handed on");
+	CHECK(!readable(relay_fd), "without a server: no client hears it");
+	devices_set_listener(table, on_table_event, NULL);
+	close(relay_fd);
+	pump();
+}
+
 static void test_bad_input(void)
 {
 	int good = cl_hello(), fd;
@@ -1055,6 +1120,7 @@ int main(void)
 	test_hello();
 	test_status_split();
 	test_fanout();
+	test_table_listener();
 	test_bad_input();
 	test_last_reply_queued();
 	test_holds();
