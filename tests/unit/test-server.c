@@ -410,6 +410,64 @@ static void test_fanout(void)
 	pump();
 }
 
+/* A frame of @body, or NULL, within a short wait. */
+static Rdmad__Frame *cl_next(int fd, Rdmad__Frame__BodyCase body)
+{
+	Rdmad__Frame *f;
+
+	pump();
+	f = cl_recv_fd(fd, 200, NULL, NULL);
+	if (f && f->body_case != body) {
+		wire_free(f);
+		return NULL;
+	}
+	return f;
+}
+
+/* A connection's states, row by row as client.h draws them. */
+static void test_states(void)
+{
+	int fd = cl_connect();
+	Rdmad__Frame frame, *f;
+	uint64_t gen = 0;
+
+	/* GREETING: nothing but Hello. */
+	cl_request(fd, 1, RDMAD__FRAME__BODY_GET_STATUS, NULL);
+	CHECK(cl_status(fd, 1) == RDMAD__STATUS__STATUS_BAD_REQUEST,
+	      "greeting: GetStatus before Hello refused");
+	/* GREETING -> WELCOMED: Welcome; no events yet. */
+	cl_request(fd, 2, RDMAD__FRAME__BODY_HELLO, NULL);
+	f = cl_next(fd, RDMAD__FRAME__BODY_WELCOME);
+	CHECK(f != NULL, "welcomed: Welcome");
+	wire_free(f);
+	bump();
+	f = cl_next(fd, RDMAD__FRAME__BODY_EVENT);
+	CHECK(f == NULL, "welcomed: no events before Subscribe");
+	wire_free(f);
+	/* WELCOMED -> SUBSCRIBED, and again: a snapshot, then events. */
+	for (uint64_t seq = 3; seq <= 4; seq++) {
+		cl_request(fd, seq, RDMAD__FRAME__BODY_SUBSCRIBE, NULL);
+		CHECK(cl_snapshot(fd, seq, &gen, NULL) == NDEVS,
+		      "subscribed (seq %llu): the snapshot",
+		      (unsigned long long)seq);
+		bump();
+		f = cl_next(fd, RDMAD__FRAME__BODY_EVENT);
+		CHECK(f && f->event->generation == gen + 1,
+		      "subscribed (seq %llu): the event after it",
+		      (unsigned long long)seq);
+		wire_free(f);
+	}
+	/* A protocol error: the reply, then closed. */
+	wire_frame_init(&frame, 5);
+	frame.version = 2;
+	cl_send(fd, &frame);
+	CHECK(cl_status(fd, 5) == RDMAD__STATUS__STATUS_UNSUPPORTED_VERSION,
+	      "hanging up: the reply that says why");
+	CHECK(cl_closed(fd), "hanging up: closed after it");
+	close(fd);
+	pump();
+}
+
 /* ---- the table's listener ---- */
 
 static int relay_fd = -1;
@@ -1120,6 +1178,7 @@ int main(void)
 	test_hello();
 	test_status_split();
 	test_fanout();
+	test_states();
 	test_table_listener();
 	test_bad_input();
 	test_last_reply_queued();
