@@ -21,7 +21,11 @@
  *
  * DEAD is not closed at once: a close could re-enter the fan-out through
  * devices_release_owner() (its holds go), so the write callback closes it
- * once the loop turns.  HANGING_UP and DEAD get no events.
+ * once the loop turns.  HANGING_UP and DEAD get no events.  A close goes
+ * in this order: out of the server's list (so the events it causes reach
+ * the others only), its socket to the closer (reaper.h) and its queue
+ * dropped, its holds released (table events, published at once), its
+ * view left (which may take a namespace's table along: settled later).
  *
  * Independent of the state, and of each other: reading may be paused
  * because replies wait in the queue (read_paused: backpressure) or
