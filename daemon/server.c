@@ -89,7 +89,7 @@ static bool peer_is_admin(const struct server *srv, int fd,
 	return cred->uid == 0 || in_group(fd, cred->gid, srv->opts.admin_group);
 }
 
-static void client_check_admin(struct client *c)
+static void check_admin(struct client *c)
 {
 	struct ucred cred = {c->peer.pid, c->peer.uid, c->peer.gid};
 
@@ -283,7 +283,7 @@ static bool accept_one(struct server *srv)
 		reaper_close_connection(srv->reaper, fd, peer.uid);
 		return true;
 	}
-	client_check_admin(c);
+	check_admin(c);
 	memset(srv->logged_refusal, 0, sizeof(srv->logged_refusal));
 	log_debug("client pid %d uid %d (%s) connected", c->peer.pid,
 		  c->peer.uid, c->peer.comm);
@@ -566,7 +566,7 @@ void server_set_limits(struct server *srv, const struct server_options *opts)
 	if (srv->opts.admin_group != opts->admin_group) {
 		srv->opts.admin_group = opts->admin_group;
 		for (struct client *c = srv->clients; c; c = c->next)
-			client_check_admin(c);
+			check_admin(c);
 	}
 }
 
