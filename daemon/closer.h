@@ -26,7 +26,7 @@
  *
  * rdmad's side never blocks: a batch the socket cannot take waits in
  * rdmad's table (closer_held()) until it can; the server counts those
- * against its descriptor ceiling (server.c).  A closer that dies (killed
+ * against its descriptor ceiling (server-int.h).  A closer that dies (killed
  * by hand) is started again; the batches it had not let go of are
  * released by its exit.
  */

@@ -10,8 +10,16 @@
  * memmove of pointers.
  *
  * Every event bumps the generation by one before the listener hears it,
- * so a listener can publish the generation it is told about.  Listeners
- * must not modify the table from inside the callback.
+ * so a listener can publish the generation it is told about.  A listener
+ * must not change the table's devices from inside the callback (a scan,
+ * a hold, a release, an expiry: each would emit an event inside an
+ * event).  It may move the generation alone (devices_bump_generation()):
+ * the server does, in exclusive network-namespace mode, when it reads
+ * other namespaces' tables from inside this listener and publishes their
+ * events first (publish.c), each under a daemon generation of its own.
+ * That is safe: emit() has stamped the device before the call and reads
+ * nothing after it, and the counter only goes up, so no generation
+ * published goes back.
  *
  * A device's life is one state, entered only through enter(), which emits
  * the event that says so.  The rules (PROTOCOL.md 8a draws the same):

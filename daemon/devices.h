@@ -88,8 +88,10 @@ struct holder {
 
 /*
  * Called after each visible change, with the generation already bumped.
- * @old_name is set for RENAMED.  For REMOVED of an unheld device and for
- * RELEASED, @dev is freed right after the call returns.
+ * It must not change the table's devices; it may bump the generation
+ * (devices.c says why).  @old_name is set for RENAMED.  For REMOVED of
+ * an unheld device and for RELEASED, @dev is freed right after the call
+ * returns.
  */
 typedef void (*devices_listener_fn)(void *userdata, enum devices_event event,
 				    const struct device *dev,

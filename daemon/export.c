@@ -134,7 +134,7 @@ static void fill_device(Rdmad__Device *msg, const struct device *dev,
 }
 
 const struct export_viewer export_viewer_all = {
-	.all = true, .lifecycle = true, .removing = true};
+	.all = true, .lifecycle = true, .wants_removing = true};
 
 static bool may_see(const struct export_viewer *viewer, const struct holder *h)
 {
@@ -270,7 +270,7 @@ Rdmad__EventType export_event_type(enum devices_event event,
 			       ? RDMAD__EVENT_TYPE__EVENT_TYPE_SETTLED
 			       : RDMAD__EVENT_TYPE__EVENT_TYPE_CHANGED;
 	case DEVICES_EVENT_REMOVING:
-		if (viewer->removing)
+		if (viewer->wants_removing)
 			return RDMAD__EVENT_TYPE__EVENT_TYPE_REMOVING;
 		return viewer->lifecycle
 			       ? RDMAD__EVENT_TYPE__EVENT_TYPE_UNREADY

@@ -32,7 +32,7 @@ struct export_viewer {
 	uid_t uid;	/* when !all */
 	uint64_t pidns; /* when !all; 0: unknown, as the holders' may be */
 	bool lifecycle; /* said "lifecycle" in Hello: AWAY, RETURNED, ... */
-	bool removing;	/* said "removing": REMOVING as it is */
+	bool wants_removing; /* said "removing": REMOVING as it is */
 	/* Its view (views.h): which devices, which are unusable.  NULL:
 	 * every device, none unusable. */
 	const struct view *view;

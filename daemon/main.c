@@ -1,11 +1,20 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * rdmad start-up and tear-down, nothing else.  The order matters: the
- * generation store before the table (so generations never go back), the
- * udev monitor before the first full scan (so no uevent slips between),
- * the first scan before the socket listens (so the first client sees the
- * real list), and READY=1 last.  Tear-down runs the same list backwards
- * through the goto labels at the end of rdmad_run().
+ * rdmad start-up and tear-down, and what belongs to the process as a
+ * whole: the command line and config, the signals (stop, reload), and
+ * three timers that no module owns: the save of the devices' lives (a
+ * second after a change), the next AWAY or SR-IOV deadline, and STATUS=.
+ * The device table's listener is server_table_listener() (publish.c); it
+ * hands each change back here (after_table_event()) for the verbs source,
+ * the metrics and those timers (metrics.c includes server.h: the server
+ * must not call it by name).
+ *
+ * In start-up the order matters: the generation store before the table
+ * (so generations never go back), the udev monitor before the first full
+ * scan (so no uevent slips between), the first scan before the socket
+ * listens (so the first client sees the real list), and READY=1 last.
+ * Tear-down runs the same list backwards through the goto labels at the
+ * end of rdmad_run().
  *
  * rdmad does not fork: under systemd (Type=notify) it runs in the
  * foreground, and started by hand without --foreground it only switches
@@ -72,6 +81,7 @@ struct rdmad {
 	struct netlink_source *netlink;
 	struct async_source *async;
 	struct server *server;
+	struct server_relay relay; /* the table's listener (server.h) */
 	struct metrics *metrics;
 	struct event *ev_term, *ev_int, *ev_hup, *ev_status;
 	struct event *ev_lives;	    /* saves the identities, a second after */
@@ -246,7 +256,7 @@ static const char *socket_path(const struct rdmad *d)
 	return RDMAD_DEFAULT_SOCKET;
 }
 
-/* ---- status and the table listener ---- */
+/* ---- status ---- */
 
 static void format_status(const struct rdmad *d, char *buf, size_t size)
 {
@@ -383,22 +393,13 @@ static void note_generation(void *userdata, uint64_t generation)
 	d->genstore_failed = r < 0;
 }
 
-/* The glue: every table change goes to the store, the verbs source and
- * the clients, in that order. */
-static void on_table_event(void *userdata, enum devices_event event,
-			   const struct device *dev, const char *old_name)
+/* After the store and the clients (server_table_listener()): the verbs
+ * source, the metrics and the timers hear each table change. */
+static void after_table_event(void *userdata, enum devices_event event,
+			      const struct device *dev)
 {
 	struct rdmad *d = userdata;
-	const struct device_record *info = device_info(dev);
 
-	log_debug("devices: %s %s (uverbs '%s', %u MAD nodes)",
-		  devices_event_name(event), info->name, info->uverbs,
-		  info->nmad_nodes);
-	note_generation(d, devices_generation(d->table));
-	/* Clients first: opening a new device for its async events takes
-	 * milliseconds (a device list, an open) and they need not wait. */
-	if (d->server)
-		server_device_event(d->server, event, dev, old_name);
 	if (d->async)
 		async_source_device_event(d->async, event, dev);
 	metrics_note_event(d->metrics, event);
@@ -676,6 +677,7 @@ static int start_server(struct rdmad *d)
 	d->server = server_new(d->base, d->table, d->scan, &o);
 	if (!d->server)
 		return -errno;
+	d->relay.server = d->server;
 	if (o.listen_fd >= 0)
 		log_info("listening on the socket passed by systemd");
 	else
@@ -712,7 +714,11 @@ static int start_table(struct rdmad *d)
 		return d->state_fd < 0 ? -errno : -ENOMEM;
 	load_lives(d);
 	apply_lifecycle(d, &d->cfg);
-	devices_set_listener(d->table, on_table_event, d);
+	d->relay = (struct server_relay){.table = d->table,
+					 .note_generation = note_generation,
+					 .then = after_table_event,
+					 .userdata = d};
+	devices_set_listener(d->table, server_table_listener, &d->relay);
 	log_debug("generation starts after %llu", (unsigned long long)start);
 	return 0;
 }
@@ -802,6 +808,7 @@ static int rdmad_run(struct rdmad *d)
 	/* Closing the clients releases their holds: table events nobody is
 	 * left to hear, and the modules they would reach are going away. */
 	devices_set_listener(d->table, NULL, NULL);
+	d->relay.server = NULL;
 	server_free(d->server);
 	d->server = NULL;
 	metrics_free(d->metrics);

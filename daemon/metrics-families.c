@@ -246,7 +246,7 @@ static void views(const struct metrics_state *st, struct expo *e)
 		expo_u64(e, LABELS("kind", view_kind_name(k)), counts[k]);
 }
 
-/* What each limit of server.c turned away, by the limit's rdmad.conf key. */
+/* What each limit of the server turned away, by the limit's rdmad.conf key. */
 static const char *const limit_key[SERVER_REFUSED_COUNT] = {
 	[SERVER_REFUSED_FULL] = "max_clients",
 	[SERVER_REFUSED_RESERVED] = "reserved_clients",

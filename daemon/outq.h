@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Per-client output queues of the server (server.c) and the encoded
+ * Per-client output queues of the server (client.c) and the encoded
  * frames they hold.  A frame is encoded once into a refcounted outbuf
  * that any number of queues share, so a broadcast costs one encoding
  * whatever the number of subscribers.  A queue is a ring that starts

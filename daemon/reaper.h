@@ -25,10 +25,10 @@
  * exits on SIGTERM and dies on SIGKILL.  Both helpers die with rdmad
  * (PR_SET_PDEATHSIG), once a close they are in returns.
  *
- * What waits is counted per uid of the client that passed it: server.c
- * reads no datagram of a uid that has REAPER_MAX_PENDING descriptors
- * waiting and admits no new connection of it, so a client that makes
- * closes hang holds at most that many (and one datagram's worth) of
+ * What waits is counted per uid of the client that passed it: the server
+ * (client.c, server.c) reads no datagram of a uid that has REAPER_MAX_PENDING
+ * descriptors waiting and admits no new connection of it, so a client that
+ * makes closes hang holds at most that many (and one datagram's worth) of
  * rdmad's descriptors, and nobody else's; reaper_held() says how many
  * are in rdmad's table, for the server's ceiling.
  */

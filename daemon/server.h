@@ -5,7 +5,9 @@
  * bounded output queue per client and fans device events out to
  * subscribers.  Client identity comes from SO_PEERCRED and the peer
  * process's namespaces (peer.h), never from what a client says; each
- * client sees its view (views.h).
+ * client sees its view (views.h).  Built in rooms: server.c (the
+ * listener, admission and what follows), client.c, requests.c and
+ * publish.c (server-int.h says which does what).
  */
 #ifndef RDMAD_SERVER_H
 #define RDMAD_SERVER_H
@@ -79,6 +81,26 @@ void server_free(struct server *srv);
 /* A table event: push it to every subscriber. */
 void server_device_event(struct server *srv, enum devices_event event,
 			 const struct device *dev, const char *old_name);
+
+/*
+ * The device table's listener: devices_set_listener(table,
+ * server_table_listener, relay).  Each change is logged, its generation
+ * goes to @note_generation before anything is published, it goes to the
+ * clients once a server listens, and then to @then, in that order.
+ * @then is main.c's: the verbs source, the metrics and its timers
+ * (metrics.c includes server.h, so the server calls it by no name).
+ */
+struct server_relay {
+	struct devices *table;
+	struct server *server; /* NULL until it listens */
+	void (*note_generation)(void *userdata, uint64_t generation);
+	void (*then)(void *userdata, enum devices_event event,
+		     const struct device *dev);
+	void *userdata;
+};
+void server_table_listener(void *relay, enum devices_event event,
+			   const struct device *dev, const char *old_name);
+
 unsigned int server_client_count(const struct server *srv);
 /* Views (views.h) by kind: @counts has VIEW_KIND_COUNT entries. */
 void server_count_views(const struct server *srv, unsigned int *counts);

@@ -17,6 +17,10 @@
 
 #include "record.h"
 
+/* EMFILE, ENFILE or ENOMEM (as -errno): the machine, not the device, is
+ * the problem; try again later and keep what is known. */
+bool sysfs_is_starvation(int r);
+
 /*
  * Scan every device under @sysroot (normally "/sys").  Returns 0 and a
  * malloc'd array (free with records_free()), or -errno when the
@@ -26,10 +30,6 @@
  * sysfs_is_starvation()) the whole scan fails with that error: a device
  * we could not read has not left.
  */
-/* EMFILE, ENFILE or ENOMEM (as -errno): the machine, not the device, is
- * the problem; try again later and keep what is known. */
-bool sysfs_is_starvation(int r);
-
 int sysfs_scan_all(const char *sysroot, struct device_record **ret_devices,
 		   size_t *ret_n, size_t *ret_skipped);
 

@@ -9,9 +9,9 @@
  * generation page of its own, so that a change nobody in it can see
  * neither bumps its generation nor wakes its clients.  Its counter starts
  * at the daemon's generation when the view is made and moves only when
- * the daemon's does (views_bump() moves both), so it never passes the
- * daemon's: a client that reconnects into a new view never sees its
- * generation go back.
+ * the daemon's does (publish.c moves the daemon's first, then calls
+ * view_next_generation()), so it never passes the daemon's: a client that
+ * reconnects into a new view never sees its generation go back.
  *
  * What a view is built from: what the kernel says, and what its clients
  * say about themselves (struct view_claim), never files a client
@@ -35,7 +35,7 @@
  *    kernel lists them through that socket (nstable.h), with the same
  *    mount rule.
  * A device that is removed or away stays in the views that had it.  The
- * views own no sockets but those tables': server.c fans events out.
+ * views own no sockets but those tables': publish.c fans events out.
  */
 #ifndef RDMAD_VIEWS_H
 #define RDMAD_VIEWS_H
@@ -67,13 +67,10 @@ static inline const char *views_netns_mode_name(enum views_netns_mode mode)
 					       : "unknown";
 }
 
-/* Encodings of one event a view may need: "lifecycle" x "removing". */
-#define VIEW_ENCODINGS 4
-
 struct views;
 
 /* What a client said of its place (PROTOCOL.md 8b Scope), as checked by
- * server.c.  Nothing here is trusted beyond the client's own view. */
+ * requests.c.  Nothing here is trusted beyond the client's own view. */
 struct view_claim {
 	bool reported;	       /* it sent a Scope */
 	uint64_t mntns;	       /* its mount namespace, as it says */
@@ -121,9 +118,6 @@ struct view {
 	size_t nmembers, cap;
 	struct view_unusable *unusable;
 	size_t nunusable, ucap;
-	/* The fan-out's per-event encodings, one per set of features. */
-	void *scratch[VIEW_ENCODINGS]; /* (server.c) */
-	int change; /* the fan-out's per-event change (server.c) */
 };
 
 /* What an event is for a view. */

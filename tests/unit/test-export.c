@@ -248,7 +248,7 @@ static void test_removing_by_features(void)
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		struct export_viewer v = {.all = true,
 					  .lifecycle = cases[i].lifecycle,
-					  .removing = cases[i].removing};
+					  .wants_removing = cases[i].removing};
 
 		CHECK(export_event_type(DEVICES_EVENT_REMOVING, &v) ==
 			      cases[i].want,

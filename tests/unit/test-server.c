@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * server.c end to end: a real server on a temporary socket, driven by
- * this process's libevent loop, with the real device table behind it.
+ * The server end to end (server.c, client.c, requests.c, publish.c): a
+ * real server on a temporary socket, driven by this process's libevent
+ * loop, with the real device table behind it.
  * Clients are plain SEQPACKET sockets in the same process (and, for the
  * uid checks, in a child that dropped to nobody); while a client waits
  * for a reply the loop is pumped, so the server runs in between.
@@ -406,6 +407,129 @@ static void test_fanout(void)
 	       (unsigned long long)(now_ms() - start));
 	for (int i = 0; i < NSUBS; i++)
 		close(fds[i]);
+	pump();
+}
+
+/* A frame of @body, or NULL, within a short wait. */
+static Rdmad__Frame *cl_next(int fd, Rdmad__Frame__BodyCase body)
+{
+	Rdmad__Frame *f;
+
+	pump();
+	f = cl_recv_fd(fd, 200, NULL, NULL);
+	if (f && f->body_case != body) {
+		wire_free(f);
+		return NULL;
+	}
+	return f;
+}
+
+/* A connection's states, row by row as client.h draws them. */
+static void test_states(void)
+{
+	int fd = cl_connect();
+	Rdmad__Frame frame, *f;
+	uint64_t gen = 0;
+
+	/* GREETING: nothing but Hello. */
+	cl_request(fd, 1, RDMAD__FRAME__BODY_GET_STATUS, NULL);
+	CHECK(cl_status(fd, 1) == RDMAD__STATUS__STATUS_BAD_REQUEST,
+	      "greeting: GetStatus before Hello refused");
+	/* GREETING -> WELCOMED: Welcome; no events yet. */
+	cl_request(fd, 2, RDMAD__FRAME__BODY_HELLO, NULL);
+	f = cl_next(fd, RDMAD__FRAME__BODY_WELCOME);
+	CHECK(f != NULL, "welcomed: Welcome");
+	wire_free(f);
+	bump();
+	f = cl_next(fd, RDMAD__FRAME__BODY_EVENT);
+	CHECK(f == NULL, "welcomed: no events before Subscribe");
+	wire_free(f);
+	/* WELCOMED -> SUBSCRIBED, and again: a snapshot, then events. */
+	for (uint64_t seq = 3; seq <= 4; seq++) {
+		cl_request(fd, seq, RDMAD__FRAME__BODY_SUBSCRIBE, NULL);
+		CHECK(cl_snapshot(fd, seq, &gen, NULL) == NDEVS,
+		      "subscribed (seq %llu): the snapshot",
+		      (unsigned long long)seq);
+		bump();
+		f = cl_next(fd, RDMAD__FRAME__BODY_EVENT);
+		CHECK(f && f->event->generation == gen + 1,
+		      "subscribed (seq %llu): the event after it",
+		      (unsigned long long)seq);
+		wire_free(f);
+	}
+	/* A protocol error: the reply, then closed. */
+	wire_frame_init(&frame, 5);
+	frame.version = 2;
+	cl_send(fd, &frame);
+	CHECK(cl_status(fd, 5) == RDMAD__STATUS__STATUS_UNSUPPORTED_VERSION,
+	      "hanging up: the reply that says why");
+	CHECK(cl_closed(fd), "hanging up: closed after it");
+	close(fd);
+	pump();
+}
+
+/* ---- the table's listener ---- */
+
+static int relay_fd = -1;
+static uint64_t relay_noted;
+static bool noted_before_clients, then_after_clients;
+static int relay_thens;
+
+static bool readable(int fd)
+{
+	struct pollfd p = {.fd = fd, .events = POLLIN};
+
+	return poll(&p, 1, 0) == 1;
+}
+
+static void relay_note(void *userdata, uint64_t generation)
+{
+	relay_noted = generation;
+	noted_before_clients = !readable(relay_fd);
+}
+
+static void relay_then(void *userdata, enum devices_event event,
+		       const struct device *dev)
+{
+	relay_thens++;
+	then_after_clients = readable(relay_fd);
+}
+
+/* server_table_listener(): each change's generation is noted (main.c
+ * persists it) before any subscriber hears of it, and what follows
+ * (main.c's verbs source, metrics, timers) runs once they have; before
+ * a server listens, the change still reaches both. */
+static void test_table_listener(void)
+{
+	struct server_relay relay = {.table = table,
+				     .server = srv,
+				     .note_generation = relay_note,
+				     .then = relay_then};
+	uint64_t gen = 0;
+	Rdmad__Frame *f;
+
+	relay_fd = cl_hello();
+	cl_request(relay_fd, 2, RDMAD__FRAME__BODY_SUBSCRIBE, NULL);
+	cl_snapshot(relay_fd, 2, &gen, NULL);
+	devices_set_listener(table, server_table_listener, &relay);
+	bump();
+	CHECK(relay_thens == 1 && relay_noted == devices_generation(table),
+	      "noted %llu of %llu, %d thens", (unsigned long long)relay_noted,
+	      (unsigned long long)devices_generation(table), relay_thens);
+	CHECK(noted_before_clients, "generation noted before clients hear it");
+	CHECK(then_after_clients, "the rest runs after clients heard it");
+	f = cl_recv(relay_fd);
+	CHECK(f && f->body_case == RDMAD__FRAME__BODY_EVENT &&
+		      f->event->generation == gen + 1,
+	      "the subscriber got the event");
+	wire_free(f);
+	relay.server = NULL;
+	bump();
+	CHECK(relay_thens == 2 && relay_noted == devices_generation(table),
+	      "without a server: noted and handed on");
+	CHECK(!readable(relay_fd), "without a server: no client hears it");
+	devices_set_listener(table, on_table_event, NULL);
+	close(relay_fd);
 	pump();
 }
 
@@ -1054,6 +1178,8 @@ int main(void)
 	test_hello();
 	test_status_split();
 	test_fanout();
+	test_states();
+	test_table_listener();
 	test_bad_input();
 	test_last_reply_queued();
 	test_holds();

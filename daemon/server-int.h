@@ -1,0 +1,89 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * What the server's rooms share, and nobody else includes: the server
+ * itself.  The rooms, from the top down, each including only those below
+ * it:
+ *   server.c    the listener and admission, server_new() and the rest of
+ *               server.h's lifecycle;
+ *   requests.c  the request table and its handlers;
+ *   publish.c   snapshots and events to views, and the table's listener;
+ *   client.c    one connection: its state, output queue, read loop and
+ *               close.
+ * client.c reaches the two rooms above it only through struct
+ * server_hooks, which server_new() fills in.
+ */
+#ifndef RDMAD_SERVER_INT_H
+#define RDMAD_SERVER_INT_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "reaper.h"
+#include "server.h"
+#include "views.h"
+#include "wire.h"
+
+struct client;
+struct publish;
+
+/* What a connection needs of the rooms above it. */
+struct server_hooks {
+	/* One datagram of @n bytes in srv->rxbuf (or -errno) with @fds:
+	 * 0, or -errno when the connection must go (requests.c). */
+	int (*handle)(struct client *c, ssize_t n, const struct wire_fds *fds);
+	/* The snapshot an overflowed subscriber is owed (publish.c). */
+	int (*resync)(struct client *c);
+};
+
+struct server {
+	struct event_base *base;
+	struct devices *table;
+	struct scan *scan;
+	struct server_options opts;
+	struct server_hooks hooks;
+	char *socket_path; /* set when we bound it, to unlink at exit */
+	int listen_fd;
+	struct event *ev_accept;
+	struct event *ev_backoff;
+	struct event *ev_settle; /* views_settle() after a table's last view */
+	struct event *ev_nsscan; /* other namespaces' tables, now and then */
+	bool logged_emfile;
+	bool logged_room;
+	bool logged_ctrunc;
+	bool accept_waiting_room; /* accept paused for the table's room */
+	unsigned int fd_ceiling;  /* descriptors clients may cost, in all */
+	bool identifies_others;	  /* peer_can_identify_others() */
+	bool logged_refusal[SERVER_REFUSED_COUNT];
+	uint64_t refusals[SERVER_REFUSED_COUNT];
+	struct client *clients;
+	unsigned int nclients;
+	struct views *views;	 /* one generation page each */
+	struct reaper *reaper;	 /* closes what clients pass (reaper.h) */
+	struct publish *publish; /* the fan-out's state (publish.c) */
+	uint64_t serials;	 /* connections accepted */
+	uint8_t rxbuf[WIRE_MAX_REQUEST];
+};
+
+/*
+ * Room in rdmad's table, one rule for admission (server.c) and for each
+ * receive (client.c).  A receive may install up to WIRE_MAX_PASSED_FDS
+ * descriptors, so rdmad receives only while that many fit under its
+ * ceiling (its open file limit less what it keeps for its own work,
+ * fd_ceiling() in server.c) beside what clients cost already: their
+ * connections and what they passed that still waits to be closed.  So
+ * the kernel never has to drop a descriptor in this thread (MSG_CTRUNC),
+ * whatever clients send; see docs/security.md.
+ */
+static inline unsigned int server_fds_for_clients(const struct server *srv)
+{
+	return srv->nclients * SERVER_FDS_PER_CLIENT + reaper_held(srv->reaper);
+}
+
+static inline bool server_room_for(const struct server *srv, unsigned int more)
+{
+	return server_fds_for_clients(srv) + more + WIRE_MAX_PASSED_FDS <=
+	       srv->fd_ceiling;
+}
+
+#endif
