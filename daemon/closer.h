@@ -28,7 +28,10 @@
  * rdmad's table (closer_held()) until it can; the server counts those
  * against its descriptor ceiling (server-int.h).  A closer that dies (killed
  * by hand) is started again; the batches it had not let go of are
- * released by its exit.
+ * released by its exit.  The new one is forked from rdmad as it is then
+ * and closes its copy of rdmad's table first: should a file a client
+ * passed wait there for the remover (a FUSE file whose FLUSH nobody
+ * answers), the new closer waits in that FLUSH too before it starts.
  */
 #ifndef RDMAD_CLOSER_H
 #define RDMAD_CLOSER_H
