@@ -21,8 +21,8 @@
  * nothing after it, and the counter only goes up, so no generation
  * published goes back.
  *
- * A device's life is one state, entered only through enter(), which emits
- * the event that says so.  The rules (PROTOCOL.md 8a draws the same):
+ * A device's life is one state, entered only through enter_life(), which
+ * emits the event that says so.  The rules (PROTOCOL.md 8a draws the same):
  *
  *   from                  what rdmad learns                 to       event
  *   -                     a registration, usable            READY    ADDED,
@@ -63,7 +63,8 @@
 
 #define INITIAL_BUCKETS 64
 
-/* The states of the table at the top. */
+/* The states of the table at the top; what clients see of them is enum
+ * device_state (devices.h). */
 enum device_life {
 	LIFE_READY,
 	LIFE_UNREADY,
@@ -289,8 +290,9 @@ static void emit(struct devices *t, enum devices_event event, struct device *d,
 }
 
 /* The one way into a state: @d enters @life, and @event says so. */
-static void enter(struct devices *t, struct device *d, enum device_life life,
-		  enum devices_event event, const char *old_name)
+static void enter_life(struct devices *t, struct device *d,
+		       enum device_life life, enum devices_event event,
+		       const char *old_name)
 {
 	d->life = life;
 	if (life != LIFE_AWAY)
@@ -335,7 +337,7 @@ static void drop_device(struct devices *t, struct device *d,
 {
 	unlink_device(t, d);
 	/* What goes is no longer present: clients see it as removed. */
-	enter(t, d, LIFE_GONE, event, NULL);
+	enter_life(t, d, LIFE_GONE, event, NULL);
 	free_device(d);
 }
 
@@ -356,7 +358,7 @@ static bool remove_device(struct devices *t, struct device *d)
 		return true;
 	}
 	id_remove(t, d);
-	enter(t, d, LIFE_REMOVED, DEVICES_EVENT_REMOVED, NULL);
+	enter_life(t, d, LIFE_REMOVED, DEVICES_EVENT_REMOVED, NULL);
 	return false;
 }
 
@@ -380,7 +382,7 @@ static bool device_gone(struct devices *t, struct device *d)
 	if (!grace || !present(d))
 		return remove_device(t, d);
 	d->away_deadline = t->now_ms() + grace;
-	enter(t, d, LIFE_AWAY, DEVICES_EVENT_REMOVED, NULL);
+	enter_life(t, d, LIFE_AWAY, DEVICES_EVENT_REMOVED, NULL);
 	return false;
 }
 
@@ -461,8 +463,9 @@ static int add_device(struct devices *t, struct device_record *info)
 	name_insert(t, d);
 	order_insert(t, d);
 	assign_aliases(t, d);
-	enter(t, d, registered_life(&d->info),
-	      returned ? DEVICES_EVENT_RETURNED : DEVICES_EVENT_ADDED, NULL);
+	enter_life(t, d, registered_life(&d->info),
+		   returned ? DEVICES_EVENT_RETURNED : DEVICES_EVENT_ADDED,
+		   NULL);
 	return 1;
 }
 
@@ -480,7 +483,8 @@ static int revive_device(struct devices *t, struct device *d,
 	name_insert(t, d);
 	order_insert(t, d);
 	assign_aliases(t, d);
-	enter(t, d, registered_life(&d->info), DEVICES_EVENT_RETURNED, NULL);
+	enter_life(t, d, registered_life(&d->info), DEVICES_EVENT_RETURNED,
+		   NULL);
 	return 1;
 }
 
@@ -495,13 +499,13 @@ static void rename_device(struct devices *t, struct device *d,
 	take_info(d, info);
 	name_insert(t, d);
 	order_insert(t, d);
-	enter(t, d, registered_life(&d->info), DEVICES_EVENT_RENAMED, old);
+	enter_life(t, d, registered_life(&d->info), DEVICES_EVENT_RENAMED, old);
 }
 
 /* The kernel is unregistering present device @d (devices.h). */
 static int mark_removing(struct devices *t, struct device *d)
 {
-	enter(t, d, LIFE_REMOVING, DEVICES_EVENT_REMOVING, NULL);
+	enter_life(t, d, LIFE_REMOVING, DEVICES_EVENT_REMOVING, NULL);
 	return 1;
 }
 
@@ -515,7 +519,7 @@ static void enter_registered(struct devices *t, struct device *d)
 	if ((life == LIFE_READY) != (d->life == LIFE_READY))
 		event = life == LIFE_READY ? DEVICES_EVENT_READY
 					   : DEVICES_EVENT_UNREADY;
-	enter(t, d, life, event, NULL);
+	enter_life(t, d, life, event, NULL);
 }
 
 /* A new scan of a present device: RENAMED, CHANGED or nothing.  A rename

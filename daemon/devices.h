@@ -49,6 +49,14 @@
 struct devices;
 struct device;
 
+/*
+ * What clients see of a device's life: the "state" of rdmactl's JSON and
+ * of the protocol's Device.  The life itself (enum device_life, private to
+ * devices.c, its transition table at its top) has more: READY, UNREADY
+ * and REMOVING are all PRESENT here (device_ready() and the REMOVING event
+ * tell them apart), AWAY is AWAY, REMOVED is REMOVED; a GONE device is
+ * not listed at all.
+ */
 enum device_state {
 	DEVICE_STATE_PRESENT,
 	DEVICE_STATE_REMOVED,
