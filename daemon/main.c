@@ -4,7 +4,7 @@
  * whole: the command line and config, the signals (stop, reload), and
  * three timers that no module owns: the save of the devices' lives (a
  * second after a change), the next AWAY or SR-IOV deadline, and STATUS=.
- * The device table's listener is server_table_listener() (publish.c); it
+ * The device table's listener is publish_table_listener() (publish.c); it
  * hands each change back here (after_table_event()) for the verbs source,
  * the metrics and those timers (metrics.c includes server.h: the server
  * must not call it by name).
@@ -42,6 +42,7 @@
 #include "metrics.h"
 #include "notify.h"
 #include "rdmad-config.h"
+#include "publish.h"
 #include "server.h"
 #include "async.h"
 #include "netlink.h"
@@ -81,7 +82,7 @@ struct rdmad {
 	struct netlink_source *netlink;
 	struct async_source *async;
 	struct server *server;
-	struct server_relay relay; /* the table's listener (server.h) */
+	struct publish_relay relay; /* the table's listener (server.h) */
 	struct metrics *metrics;
 	struct event *ev_term, *ev_int, *ev_hup, *ev_status;
 	struct event *ev_lives;	    /* saves the identities, a second after */
@@ -393,7 +394,7 @@ static void note_generation(void *userdata, uint64_t generation)
 	d->genstore_failed = r < 0;
 }
 
-/* After the store and the clients (server_table_listener()): the verbs
+/* After the store and the clients (publish_table_listener()): the verbs
  * source, the metrics and the timers hear each table change. */
 static void after_table_event(void *userdata, enum devices_event event,
 			      const struct device *dev)
@@ -714,11 +715,11 @@ static int start_table(struct rdmad *d)
 		return d->state_fd < 0 ? -errno : -ENOMEM;
 	load_lives(d);
 	apply_lifecycle(d, &d->cfg);
-	d->relay = (struct server_relay){.table = d->table,
-					 .note_generation = note_generation,
-					 .then = after_table_event,
-					 .userdata = d};
-	devices_set_listener(d->table, server_table_listener, &d->relay);
+	d->relay = (struct publish_relay){.table = d->table,
+					  .note_generation = note_generation,
+					  .then = after_table_event,
+					  .userdata = d};
+	devices_set_listener(d->table, publish_table_listener, &d->relay);
 	log_debug("generation starts after %llu", (unsigned long long)start);
 	return 0;
 }

@@ -19,6 +19,7 @@
 #include "netlink.h"
 #include "rdmad-config.h"
 #include "scan.h"
+#include "publish.h"
 #include "server.h"
 #include "views.h"
 
@@ -241,7 +242,7 @@ static void views(const struct metrics_state *st, struct expo *e)
 	unsigned int counts[VIEW_KIND_COUNT] = {0};
 
 	if (st->src.srv)
-		server_count_views(st->src.srv, counts);
+		publish_count_views(st->src.srv, counts);
 	for (enum view_kind k = 0; k < VIEW_KIND_COUNT; k++)
 		expo_u64(e, LABELS("kind", view_kind_name(k)), counts[k]);
 }

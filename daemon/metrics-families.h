@@ -8,12 +8,25 @@
 #define RDMAD_METRICS_FAMILIES_H
 
 #include <stdint.h>
+#include <time.h>
 
 #include "devices.h"
 #include "metrics-expo.h"
-#include "metrics.h"
+
+struct server;
+struct scan;
+struct netlink_source;
 
 #define METRICS_N_EVENTS DEVICES_EVENT_COUNT
+
+/* What the metrics report on; any but @table may be NULL. */
+struct metrics_sources {
+	const struct devices *table;
+	const struct server *srv;
+	const struct scan *scan;
+	const struct netlink_source *netlink;
+	struct timespec start_time; /* CLOCK_REALTIME when rdmad started */
+};
 
 struct metrics_state {
 	struct metrics_sources src;

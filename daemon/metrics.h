@@ -10,26 +10,13 @@
 #define RDMAD_METRICS_H
 
 #include <stddef.h>
-#include <time.h>
 
 #include "metrics-expo.h"
+#include "metrics-families.h"
 
 struct event_base;
-struct devices;
-struct server;
-struct scan;
-struct netlink_source;
 struct metrics;
 enum devices_event;
-
-/* What the metrics report on; any but @table may be NULL. */
-struct metrics_sources {
-	const struct devices *table;
-	const struct server *srv;
-	const struct scan *scan;
-	const struct netlink_source *netlink;
-	struct timespec start_time; /* CLOCK_REALTIME when rdmad started */
-};
 
 /* @listen is "host:port" or "[v6]:port".  NULL with errno set. */
 struct metrics *metrics_new(struct event_base *base, const char *listen,

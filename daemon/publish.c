@@ -491,8 +491,8 @@ static void table_event(struct server *srv, const struct view_event *ve,
 		views_forget(srv->views, ve->dev);
 }
 
-void server_device_event(struct server *srv, enum devices_event event,
-			 const struct device *dev, const char *old_name)
+void publish_device_event(struct server *srv, enum devices_event event,
+			  const struct device *dev, const char *old_name)
 {
 	struct view_event ve = {event, dev, old_name, VIEW_SEEN, NULL, NULL};
 
@@ -512,7 +512,7 @@ void publish_ns_event(void *ud, struct nstable *t, enum devices_event event,
 	table_event(srv, &ve, t->table);
 }
 
-void server_count_views(const struct server *srv, unsigned int *counts)
+void publish_count_views(const struct server *srv, unsigned int *counts)
 {
 	memset(counts, 0, VIEW_KIND_COUNT * sizeof(*counts));
 	for (struct view *v = views_first(srv->views); v; v = v->next)
@@ -521,10 +521,10 @@ void server_count_views(const struct server *srv, unsigned int *counts)
 
 /* ---- the device table's listener ---- */
 
-void server_table_listener(void *userdata, enum devices_event event,
-			   const struct device *dev, const char *old_name)
+void publish_table_listener(void *userdata, enum devices_event event,
+			    const struct device *dev, const char *old_name)
 {
-	struct server_relay *relay = userdata;
+	struct publish_relay *relay = userdata;
 	const struct device_record *info = device_info(dev);
 
 	log_debug("devices: %s %s (uverbs '%s', %u MAD nodes)",
@@ -536,7 +536,7 @@ void server_table_listener(void *userdata, enum devices_event event,
 	/* Clients first: what comes after (opening a new device for its
 	 * async events) takes milliseconds and they need not wait. */
 	if (relay->server)
-		server_device_event(relay->server, event, dev, old_name);
+		publish_device_event(relay->server, event, dev, old_name);
 	if (relay->then)
 		relay->then(relay->userdata, event, dev);
 }

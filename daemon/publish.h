@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The server's publishing room (server-int.h names the rooms): snapshots
- * and events to the views and their subscribers.  Its public half is in
- * server.h: server_device_event(), server_table_listener(),
- * server_count_views().
+ * and events to the views and their subscribers.  Its public half, for
+ * main.c and the metrics: publish_table_listener() with its relay,
+ * publish_device_event() and publish_count_views().
  */
 #ifndef RDMAD_PUBLISH_H
 #define RDMAD_PUBLISH_H
@@ -36,5 +36,31 @@ void publish_view_event(struct server *srv, struct view *v,
 /* Events of other network namespaces' tables (views_new()'s listener). */
 void publish_ns_event(void *srv, struct nstable *t, enum devices_event event,
 		      const struct device *dev, const char *old_name);
+
+/* A table event: push it to every subscriber. */
+void publish_device_event(struct server *srv, enum devices_event event,
+			  const struct device *dev, const char *old_name);
+
+/*
+ * The device table's listener: devices_set_listener(table,
+ * publish_table_listener, relay).  Each change is logged, its generation
+ * goes to @note_generation before anything is published, it goes to the
+ * clients once a server listens, and then to @then, in that order.
+ * @then is main.c's: the verbs source, the metrics and its timers
+ * (main.c includes this header: publishing calls it by no name).
+ */
+struct publish_relay {
+	struct devices *table;
+	struct server *server; /* NULL until it listens */
+	void (*note_generation)(void *userdata, uint64_t generation);
+	void (*then)(void *userdata, enum devices_event event,
+		     const struct device *dev);
+	void *userdata;
+};
+void publish_table_listener(void *relay, enum devices_event event,
+			    const struct device *dev, const char *old_name);
+
+/* Views (views.h) by kind: @counts has VIEW_KIND_COUNT entries. */
+void publish_count_views(const struct server *srv, unsigned int *counts);
 
 #endif

@@ -20,7 +20,7 @@
 #include <sys/types.h>
 
 #include "reaper.h"
-#include "server.h"
+#include "server-options.h"
 #include "views.h"
 #include "wire.h"
 

@@ -230,12 +230,6 @@ int commands_rescan(const struct rdmactl_ctx *ctx)
 	return r;
 }
 
-int commands_help(const struct rdmactl_ctx *ctx)
-{
-	parser_usage(ctx->out);
-	return RDMACTL_EXIT_OK;
-}
-
 int commands_version(const struct rdmactl_ctx *ctx)
 {
 	fprintf(ctx->out, "rdmactl %s (protocol %d)\n", RDMAD_VERSION,

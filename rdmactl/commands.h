@@ -6,7 +6,7 @@
 #ifndef RDMACTL_COMMANDS_H
 #define RDMACTL_COMMANDS_H
 
-#include "parser.h"
+#include "ctx.h"
 #include "session.h"
 
 int commands_status(const struct rdmactl_ctx *ctx);
@@ -15,7 +15,6 @@ int commands_monitor(const struct rdmactl_ctx *ctx);
 int commands_rescan(const struct rdmactl_ctx *ctx);
 int commands_wait(const struct rdmactl_ctx *ctx);
 int commands_env(const struct rdmactl_ctx *ctx);
-int commands_help(const struct rdmactl_ctx *ctx);
 int commands_version(const struct rdmactl_ctx *ctx);
 
 /* Shared by the handlers (commands.c, ready.c): connect and say Hello,

@@ -37,7 +37,7 @@ static const struct parser_verb verbs[] = {
 	 false, PARSER_OPT_NCCL | PARSER_OPT_UCX | PARSER_OPT_NETNS},
 	{"rescan", commands_rescan,
 	 "ask rdmad to rescan sysfs now (root or admin group)"},
-	{"help", commands_help, "show this help"},
+	{"help", parser_help, "show this help"},
 	{"version", commands_version, "show rdmactl's version"},
 };
 
@@ -348,4 +348,10 @@ int parser_parse(int argc, char **argv, struct rdmactl_ctx *ctx,
 	if (r != RDMACTL_EXIT_OK)
 		*ret_verb = NULL;
 	return r;
+}
+
+int parser_help(const struct rdmactl_ctx *ctx)
+{
+	parser_usage(ctx->out);
+	return RDMACTL_EXIT_OK;
 }

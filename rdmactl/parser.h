@@ -12,17 +12,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
-/* Exit statuses (rdmactl(8)). */
-enum rdmactl_exit {
-	RDMACTL_EXIT_OK = 0,
-	RDMACTL_EXIT_FAILURE = 1, /* the daemon refused or answered oddly */
-	RDMACTL_EXIT_USAGE = 2,
-	RDMACTL_EXIT_UNREACHABLE = 3, /* no daemon, no answer, or it left */
-};
-
-#define RDMACTL_DEFAULT_TIMEOUT_MS 5000
-/* `wait`'s default limit, systemd-networkd-wait-online's. */
-#define RDMACTL_WAIT_DEFAULT_TIMEOUT_MS 120000
+#include "ctx.h"
 
 /* Options that only some verbs take (parser_verb.options). */
 enum parser_opt {
@@ -35,23 +25,6 @@ enum parser_opt {
 	PARSER_OPT_UNTIL = 1 << 4,
 	PARSER_OPT_NETNS = 1 << 5,	    /* --netns ID */
 	PARSER_OPT_ALL_NAMESPACES = 1 << 6, /* -A, --all-namespaces */
-};
-
-/* What a verb's handler gets: the resolved options and where to print. */
-struct rdmactl_ctx {
-	const char *socket_path;
-	bool json;
-	bool pretty;	    /* JSON indented (-p), as `rdma -j -p` */
-	const char *device; /* the verb's DEVICE argument or --device */
-	bool ready;	    /* --ready */
-	bool nccl, ucx;	    /* env: which variables */
-	/* Which network namespace's devices (PROTOCOL.md 8b): --netns ID
-	 * (an inode or a cookie), 0 for rdmad's own; or every one. */
-	uint64_t netns;
-	bool all_namespaces;
-	int timeout_ms; /* -1: no limit (wait --timeout 0) */
-	FILE *out;
-	FILE *err;
 };
 
 typedef int (*parser_handler_fn)(const struct rdmactl_ctx *ctx);
@@ -77,5 +50,7 @@ const struct parser_verb *parser_find_verb(const char *name);
  * the end. */
 const struct parser_verb *parser_verb_at(size_t index);
 void parser_usage(FILE *f);
+/* The help verb's handler: parser_usage() on ctx->out. */
+int parser_help(const struct rdmactl_ctx *ctx);
 
 #endif

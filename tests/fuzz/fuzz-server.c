@@ -24,6 +24,7 @@
 #include "devices.h"
 #include "log.h"
 #include "scan.h"
+#include "publish.h"
 #include "server.h"
 #include "wire.h"
 
@@ -46,7 +47,7 @@ static void on_table_event(void *userdata, enum devices_event event,
 			   const struct device *dev, const char *old_name)
 {
 	if (srv)
-		server_device_event(srv, event, dev, old_name);
+		publish_device_event(srv, event, dev, old_name);
 }
 
 static char dir[] = "/tmp/fuzz-server-XXXXXX";

@@ -29,6 +29,7 @@
 
 #include "devices.h"
 #include "genpage.h"
+#include "publish.h"
 #include "server.h"
 #include "scan.h"
 #include "check.h"
@@ -57,7 +58,7 @@ static void on_table_event(void *userdata, enum devices_event event,
 			   const struct device *dev, const char *old_name)
 {
 	if (srv)
-		server_device_event(srv, event, dev, old_name);
+		publish_device_event(srv, event, dev, old_name);
 }
 
 static uint64_t now_ms(void)
@@ -495,23 +496,23 @@ static void relay_then(void *userdata, enum devices_event event,
 	then_after_clients = readable(relay_fd);
 }
 
-/* server_table_listener(): each change's generation is noted (main.c
+/* publish_table_listener(): each change's generation is noted (main.c
  * persists it) before any subscriber hears of it, and what follows
  * (main.c's verbs source, metrics, timers) runs once they have; before
  * a server listens, the change still reaches both. */
 static void test_table_listener(void)
 {
-	struct server_relay relay = {.table = table,
-				     .server = srv,
-				     .note_generation = relay_note,
-				     .then = relay_then};
+	struct publish_relay relay = {.table = table,
+				      .server = srv,
+				      .note_generation = relay_note,
+				      .then = relay_then};
 	uint64_t gen = 0;
 	Rdmad__Frame *f;
 
 	relay_fd = cl_hello();
 	cl_request(relay_fd, 2, RDMAD__FRAME__BODY_SUBSCRIBE, NULL);
 	cl_snapshot(relay_fd, 2, &gen, NULL);
-	devices_set_listener(table, server_table_listener, &relay);
+	devices_set_listener(table, publish_table_listener, &relay);
 	bump();
 	CHECK(relay_thens == 1 && relay_noted == devices_generation(table),
 	      "noted %llu of %llu, %d thens", (unsigned long long)relay_noted,

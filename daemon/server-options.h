@@ -1,0 +1,66 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The server's options, its descriptor arithmetic and why it turns a
+ * connection away: what server.h's callers and the server's rooms
+ * (server-int.h) both need, in a header of its own so that the rooms
+ * never include the server's public header.
+ */
+#ifndef RDMAD_SERVER_OPTIONS_H
+#define RDMAD_SERVER_OPTIONS_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "views.h"
+
+/* Descriptors kept for all but clients: listeners, event sources, the
+ * verbs contexts of the devices, metrics, the scanner's reserve. */
+#define SERVER_FDS_NOT_FOR_CLIENTS 256
+/* What one client may cost at most: its socket and, alone in its view
+ * (views.h), the view's generation page and its namespace table's RDMA
+ * netlink socket. */
+#define SERVER_FDS_PER_CLIENT 3
+
+struct server_options {
+	const char *socket_path;
+	mode_t socket_mode;	  /* e.g. 0666 */
+	gid_t socket_group;	  /* (gid_t)-1: leave as is */
+	gid_t admin_group;	  /* may send admin requests; root always */
+	unsigned int max_clients; /* e.g. 4096 */
+	unsigned int max_clients_per_uid; /* but root and the admin group */
+	/* ...and of those, per set of namespaces (a container) where the
+	 * kernel says which the peer is in (peer.h, known); where rdmad may
+	 * read other users' namespaces, the peers whose namespaces it could
+	 * not read share one such bucket per uid */
+	unsigned int max_clients_per_namespace;
+	unsigned int reserved_clients; /* of max_clients, for root and admins */
+	unsigned int hello_timeout_ms; /* to say Hello after connecting */
+	unsigned int max_holds;	       /* per client, e.g. 1024 */
+	unsigned int max_holds_per_uid; /* but root and the admin group */
+	unsigned int max_queue;		/* frames queued per client, e.g. 256 */
+	int listen_fd;			/* from sd_listen_fds, or -1 to bind */
+	enum views_netns_mode netns_mode; /* the kernel's RDMA netns mode */
+	/* A generation is about to be published that no table event
+	 * announced (a view's own change): persist it. */
+	void (*note_generation)(void *userdata, uint64_t generation);
+	void *userdata;
+};
+
+/* Why a connection was turned away (counted, see server_refusals()). */
+enum server_refusal {
+	SERVER_REFUSED_NONE,
+	SERVER_REFUSED_FULL,	      /* max_clients */
+	SERVER_REFUSED_RESERVED,      /* the reserved slots, for a non-admin */
+	SERVER_REFUSED_PER_UID,	      /* max_clients_per_uid */
+	SERVER_REFUSED_PER_NAMESPACE, /* max_clients_per_namespace */
+	SERVER_REFUSED_REAPING,	 /* its passed descriptors wait (reaper.h) */
+	SERVER_REFUSED_NO_HELLO, /* closed: no Hello within the timeout */
+	/* Not connections: requests and events refused by a limit. */
+	SERVER_REFUSED_HOLDS,	      /* a Hold past max_holds_per_client */
+	SERVER_REFUSED_HOLDS_PER_UID, /* a Hold past max_holds_per_uid */
+	SERVER_REFUSED_QUEUE,	      /* max_queue overflowed: a resync */
+	SERVER_REFUSED_COUNT,
+};
+
+#endif
