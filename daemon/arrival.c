@@ -3,18 +3,18 @@
  * Arrival: see arrival.h.  The rules, one row each, state by state:
  *
  *   state        signal                    next         action
- *   NONE         a look: new registration  REGISTERING  HOLD   (1)
- *   NONE         the kernel's word         ANNOUNCED    LOOK_NOW (2)
+ *   NONE         a look: new registration  REGISTERING  HOLD      (1)
+ *   NONE         the kernel's word         ANNOUNCED    LOOK_NOW  (2)
  *   NONE         a look: listed, or none   NONE         APPLY
  *   NONE         wait over                 NONE         LOOK
  *   REGISTERING  a look: new registration  REGISTERING  HOLD
- *   REGISTERING  the kernel's word         ANNOUNCED    LOOK_NOW (2)
- *   REGISTERING  a look: listed, or none   NONE         APPLY  (3)
- *   REGISTERING  wait over                 ANNOUNCED    LOOK   (4)
- *   ANNOUNCED    a look: new registration  NONE         APPLY  (5)
+ *   REGISTERING  the kernel's word         ANNOUNCED    LOOK_NOW  (2)
+ *   REGISTERING  a look: listed, or none   NONE         APPLY     (3)
+ *   REGISTERING  wait over                 ANNOUNCED    LOOK      (4)
+ *   ANNOUNCED    a look: new registration  NONE         APPLY     (5)
  *   ANNOUNCED    the kernel's word         ANNOUNCED    LOOK_NOW
  *   ANNOUNCED    a look: listed, or none   NONE         APPLY
- *   ANNOUNCED    wait over                 NONE         LOOK   (6)
+ *   ANNOUNCED    wait over                 NONE         LOOK      (6)
  *
  * (1) The device's sysfs directory is there before its clients' nodes
  *     (ib_register_device(): device_add() with its uevent suppressed, then
