@@ -9,9 +9,9 @@
  * $BENCH_NOTIFY_NO_STALL is set, for comparison), then open
  * N clients, print "ready", and read lines "KIND T0 T1 NAME" from stdin:
  * the driver sent one uevent (KIND change) or plugged a device (KIND
- * plug; its last uevent is the uverbs one) between CLOCK_MONOTONIC T0 and
- * T1.  "end" closes the run.  Every event is one generation, so event i
- * is generation G0 + 1 + i.
+ * plug; its last uevent is the ib device's own add, the kernel's word
+ * that it is complete) between CLOCK_MONOTONIC T0 and T1.  "end" closes the
+ * run.  Every event is one generation, so event i is generation G0 + 1 + i.
  *
  * Receivers are as cheap as we can make them: two threads (one a core),
  * each with one epoll over its half of the clients' fds, calling

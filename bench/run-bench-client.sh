@@ -43,8 +43,9 @@ def change(i):
 
 
 def plug(n, i):
-    """A hot-plug: PCI, ib and uverbs devices, each with its add uevent;
-    the uverbs one, last, completes the device."""
+    """A hot-plug: PCI function, MAD and uverbs nodes, ib device, each
+    with its add uevent in the kernel's order; the ib device's, last, is
+    the kernel's word that the device is complete."""
     name = "hot%d_%d" % (n, i)
     t0 = now()
     tb.plug(name, "mlx5-ib")

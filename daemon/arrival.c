@@ -3,18 +3,18 @@
  * Arrival: see arrival.h.  The rules, one row each, state by state:
  *
  *   state        signal                    next         action
- *   NONE         a look: new registration  REGISTERING  HOLD   (1)
- *   NONE         the kernel's word         ANNOUNCED    LOOK   (2)
+ *   NONE         a look: new registration  REGISTERING  HOLD      (1)
+ *   NONE         the kernel's word         ANNOUNCED    LOOK_NOW  (2)
  *   NONE         a look: listed, or none   NONE         APPLY
  *   NONE         wait over                 NONE         LOOK
  *   REGISTERING  a look: new registration  REGISTERING  HOLD
- *   REGISTERING  the kernel's word         ANNOUNCED    LOOK   (2)
- *   REGISTERING  a look: listed, or none   NONE         APPLY  (3)
- *   REGISTERING  wait over                 ANNOUNCED    LOOK   (4)
- *   ANNOUNCED    a look: new registration  NONE         APPLY  (5)
- *   ANNOUNCED    the kernel's word         ANNOUNCED    LOOK
+ *   REGISTERING  the kernel's word         ANNOUNCED    LOOK_NOW  (2)
+ *   REGISTERING  a look: listed, or none   NONE         APPLY     (3)
+ *   REGISTERING  wait over                 ANNOUNCED    LOOK      (4)
+ *   ANNOUNCED    a look: new registration  NONE         APPLY     (5)
+ *   ANNOUNCED    the kernel's word         ANNOUNCED    LOOK_NOW
  *   ANNOUNCED    a look: listed, or none   NONE         APPLY
- *   ANNOUNCED    wait over                 NONE         LOOK   (6)
+ *   ANNOUNCED    wait over                 NONE         LOOK      (6)
  *
  * (1) The device's sysfs directory is there before its clients' nodes
  *     (ib_register_device(): device_add() with its uevent suppressed, then
@@ -25,6 +25,9 @@
  *     the next look sees every node those clients make.  A client module
  *     that loads later (rdma-core's udev rules load ib_umad on the first
  *     device) adds its nodes later: a CHANGED (READY for uverbs) follows.
+ *     The word's look is taken at once, not after the debounce window
+ *     the node uevents before it opened: there is nothing left to wait
+ *     for.
  * (3) The table lists it: a rename (the same registration under its new
  *     name), a device plugged again between two looks, or gone.
  * (4) The one bounded wait.  The word is lost only with the uevent
@@ -59,7 +62,7 @@ static const struct transition rules[NSTATES][NSIGNALS] = {
 			[ARRIVAL_LOOK_NEW] = {ARRIVAL_REGISTERING,
 					      ARRIVAL_HOLD},
 			[ARRIVAL_KERNEL_ADDED] = {ARRIVAL_ANNOUNCED,
-						  ARRIVAL_LOOK},
+						  ARRIVAL_LOOK_NOW},
 			[ARRIVAL_LOOK_KNOWN] = {ARRIVAL_NONE, ARRIVAL_APPLY},
 			[ARRIVAL_LOOK_GONE] = {ARRIVAL_NONE, ARRIVAL_APPLY},
 			[ARRIVAL_WAIT_OVER] = {ARRIVAL_NONE, ARRIVAL_LOOK},
@@ -69,7 +72,7 @@ static const struct transition rules[NSTATES][NSIGNALS] = {
 			[ARRIVAL_LOOK_NEW] = {ARRIVAL_REGISTERING,
 					      ARRIVAL_HOLD},
 			[ARRIVAL_KERNEL_ADDED] = {ARRIVAL_ANNOUNCED,
-						  ARRIVAL_LOOK},
+						  ARRIVAL_LOOK_NOW},
 			[ARRIVAL_LOOK_KNOWN] = {ARRIVAL_NONE, ARRIVAL_APPLY},
 			[ARRIVAL_LOOK_GONE] = {ARRIVAL_NONE, ARRIVAL_APPLY},
 			[ARRIVAL_WAIT_OVER] = {ARRIVAL_ANNOUNCED, ARRIVAL_LOOK},
@@ -78,7 +81,7 @@ static const struct transition rules[NSTATES][NSIGNALS] = {
 		{
 			[ARRIVAL_LOOK_NEW] = {ARRIVAL_NONE, ARRIVAL_APPLY},
 			[ARRIVAL_KERNEL_ADDED] = {ARRIVAL_ANNOUNCED,
-						  ARRIVAL_LOOK},
+						  ARRIVAL_LOOK_NOW},
 			[ARRIVAL_LOOK_KNOWN] = {ARRIVAL_NONE, ARRIVAL_APPLY},
 			[ARRIVAL_LOOK_GONE] = {ARRIVAL_NONE, ARRIVAL_APPLY},
 			[ARRIVAL_WAIT_OVER] = {ARRIVAL_NONE, ARRIVAL_LOOK},

@@ -51,9 +51,10 @@ enum arrival_signal {
 
 /* What to do. */
 enum arrival_action {
-	ARRIVAL_APPLY, /* apply the look to the table */
-	ARRIVAL_HOLD,  /* leave the table as it is: the word will come */
-	ARRIVAL_LOOK,  /* look at the name again now */
+	ARRIVAL_APPLY,	  /* apply the look to the table */
+	ARRIVAL_HOLD,	  /* leave the table as it is: the word will come */
+	ARRIVAL_LOOK,	  /* look at the name again, with the other requests */
+	ARRIVAL_LOOK_NOW, /* look at it now, ahead of the debounce window */
 };
 
 /* How long a registration waits for the kernel's word (see arrival.c). */

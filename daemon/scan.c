@@ -12,7 +12,8 @@
  * asks arrival.c what to do: until the kernel has said the device is
  * complete (its own add, which comes after every client's nodes), the
  * registration is held back, and the look that word brings announces it
- * (arrival.h).  Its one bounded wait is a timer here (arrival_timer).
+ * (arrival.h), at once, ahead of the debounce window the node uevents
+ * opened.  Its one bounded wait is a timer here (arrival_timer).
  *
  * A device caught half-created or half-removed (sysfs_scan_device() says
  * -EBADMSG), or whose removal was announced while sysfs may still show
@@ -203,6 +204,7 @@ static int ibdev_of_uverbs(void *arg, const char *uverbs,
 
 static bool look_again(struct scan *scan, const char *name, enum scan_try try);
 static bool held_back(struct scan *scan, const struct device_record *info);
+static void scan_one(struct scan *scan, const char *name, enum scan_try try);
 
 /* A full pass leaves out the registrations arrival holds back. */
 static void hold_back_new(struct scan *scan, struct device_record *devs,
@@ -326,13 +328,23 @@ static bool held_back(struct scan *scan, const struct device_record *info)
 	return action == ARRIVAL_HOLD;
 }
 
-/* Arrival's answer to the kernel's word, or to a wait's end: a look. */
+/* Arrival's answer to the kernel's word, or to a wait's end: a look, at
+ * once for the word (the device is complete: no window to wait for). */
 static void arrival_says(struct scan *scan, const char *name,
 			 enum arrival_signal signal)
 {
-	if (arrival_observe(scan->arrival, name, signal,
-			    clock_monotonic_ms()) == ARRIVAL_LOOK)
+	switch (arrival_observe(scan->arrival, name, signal,
+				clock_monotonic_ms())) {
+	case ARRIVAL_LOOK_NOW:
+		scan_one(scan, name, SCAN_TRY_FIRST);
+		break;
+	case ARRIVAL_LOOK:
 		scan_request(scan, name);
+		break;
+	case ARRIVAL_APPLY:
+	case ARRIVAL_HOLD:
+		break;
+	}
 	arm_arrival(scan);
 }
 

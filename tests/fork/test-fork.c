@@ -696,8 +696,9 @@ static int case_hugepages(void)
 	p = mmap(NULL, 2 * huge, PROT_READ | PROT_WRITE,
 		 MAP_PRIVATE | MAP_ANONYMOUS | MAP_HUGETLB, -1, 0);
 	if (p == MAP_FAILED) {
-		printf("  hugepages: no 2 MiB huge page to map (%s)\n",
-		       strerror(errno));
+		printf("  hugepages: no 2 MiB huge page to map (%s)%s\n",
+		       strerror(errno),
+		       geteuid() ? "; reserving one needs root" : "");
 		return SKIP;
 	}
 	memset(p, 1, 2 * huge);

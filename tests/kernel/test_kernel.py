@@ -77,6 +77,35 @@ def timed_delete(name, timeout=DEADLINE):
     return time.monotonic() - start
 
 
+# test_rdmad_never_holds_a_device_back: deletes of each kind, and how far
+# apart their medians may be.  The allowance is HOLD_SPREADS times the
+# deletes' own spread (the larger median absolute deviation of the two
+# kinds), so a busy host that makes every delete vary widely widens it;
+# never under HOLD_FLOOR_MS, what rdmad's own reaction (the uverbs node's
+# uevent, then closing its context) costs in an idle emulated guest.  A
+# device held back (rdmad closing its context late, or never: then the
+# delete hangs) moves every delete with rdmad running alike, which widens
+# no spread.
+HOLD_ROUNDS = 7
+HOLD_SPREADS = 4
+HOLD_FLOOR_MS = 50
+
+
+def ms(times):
+    return [round(t * 1000) for t in times]
+
+
+def spread(times):
+    """The median absolute deviation of @times."""
+    m = statistics.median(times)
+    return statistics.median(abs(t - m) for t in times)
+
+
+def hold_allowance(stopped, running):
+    return max(HOLD_FLOOR_MS / 1000,
+               HOLD_SPREADS * max(spread(stopped), spread(running)))
+
+
 def wait_until(fn, what, timeout=DEADLINE, interval=0.05):
     deadline = time.monotonic() + timeout
     while True:
@@ -234,7 +263,8 @@ class KernelTest(unittest.TestCase):
         return p
 
     def start_daemon(self):
-        self.log = open(os.path.join(self.work, "rdmad.log"), "w")
+        # Appended to: a test may start rdmad more than once.
+        self.log = open(os.path.join(self.work, "rdmad.log"), "a")
         self.daemon = subprocess.Popen(
             [prog("daemon", "rdmad"), "--foreground", "--debug",
              "--socket", self.sock, "--state-dir",
@@ -322,27 +352,30 @@ class TestLives(KernelTest):
 
     def test_rdmad_never_holds_a_device_back(self):
         """`rdma link delete` with rdmad running (its own verbs context on
-        the device) takes as long as with rdmad stopped."""
-        def delete_times(n, running):
-            times = []
-            for _ in range(n):
-                link_add("rxe0")
-                if running:
-                    self.present("rxe0")
-                times.append(timed_delete("rxe0"))
-            return times
-        self.start_daemon()
-        running = delete_times(5, True)
-        self.stop_daemon()
-        stopped = delete_times(5, False)
+        the device) takes as long as with rdmad stopped, within what the
+        deletes themselves vary by in this guest."""
+        def delete_time(running):
+            if running:
+                self.start_daemon()
+            link_add("rxe0")
+            if running:
+                self.present("rxe0")
+            t = timed_delete("rxe0")
+            self.stop_daemon()
+            return t
+        # Rounds, one delete of each kind a round: a host whose load
+        # changes while they run slows both alike.
+        stopped, running = [], []
+        for _ in range(HOLD_ROUNDS):
+            stopped.append(delete_time(False))
+            running.append(delete_time(True))
         r, s = statistics.median(running), statistics.median(stopped)
+        allowance = hold_allowance(stopped, running)
         print("rdma link delete: rdmad running median %.0f ms %s, "
-              "stopped median %.0f ms %s"
-              % (r * 1000, [round(t * 1000) for t in running],
-                 s * 1000, [round(t * 1000) for t in stopped]))
-        # run-in-vm.sh passes the bound (50 ms).
-        slack = int(os.environ.get("RDMAD_KERNEL_SLACK_MS", "50")) / 1000
-        self.assertLessEqual(r, s + slack)
+              "stopped median %.0f ms %s, allowed %.0f ms more"
+              % (r * 1000, ms(running), s * 1000, ms(stopped),
+                 allowance * 1000))
+        self.assertLessEqual(r, s + allowance)
 
     def test_application_closes_on_removing(self):
         """An application with an open context and PD that closes on

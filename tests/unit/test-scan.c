@@ -450,9 +450,10 @@ static void test_netdev_and_uverbs(void)
 	CHECK(nscan_all == 1, "%u full passes", nscan_all);
 }
 
-/* An isolated request is served at once; requests inside the window,
- * the kernel's word among them, wait for its end.  Windows of a second
- * keep this independent of the machine's speed. */
+/* An isolated request is served at once; requests inside the window
+ * wait for its end, but not the kernel's word: it says the device is
+ * complete, and its look is taken at once.  Windows of a second keep
+ * this independent of the machine's speed. */
 static void test_leading_edge(void)
 {
 	struct scan_options opts = {
@@ -462,6 +463,7 @@ static void test_leading_edge(void)
 	};
 	struct scan *slow = scan_new(base, table, &opts);
 	struct scan *fresh = scan_new(base, table, &opts);
+	const struct device *dev7;
 
 	/* As the daemon starts (main.c): what is there is taken as it is. */
 	scan_full_now(slow);
@@ -475,10 +477,16 @@ static void test_leading_edge(void)
 	      fake_calls_dump());
 	put("class/infiniband_verbs/uverbs7/ibdev", "dev7\n");
 	scan_kernel_added(slow, "dev7");
+	CHECK(fake_calls_count("added:dev7") == 1 && fake_calls_total() == 1,
+	      "the kernel's word, inside the window: %s", fake_calls_dump());
+	dev7 = devices_find(table, "dev7");
+	CHECK(dev7 && strcmp(device_info(dev7)->uverbs, "uverbs7") == 0,
+	      "with its node: uverbs '%s'",
+	      dev7 ? device_info(dev7)->uverbs : "(not listed)");
 	put("class/infiniband/dev0/ports/1/state", "1: DOWN\n");
 	scan_request(slow, "dev0");
 	run_for(5);
-	CHECK(fake_calls_total() == 0, "inside the window: %s",
+	CHECK(fake_calls_total() == 1, "inside the window: %s",
 	      fake_calls_dump());
 	run_for(600);
 	run_for(600);
