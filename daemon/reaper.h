@@ -43,8 +43,9 @@
 #include <event2/event.h>
 
 /* Descriptors of one uid that may wait in rdmad's table for a helper
- * before that uid is read from no more and its new connections are
- * refused: one Hello's worth (wire.h). */
+ * before that uid is read from no more (reaper_held_by()), and that may
+ * wait anywhere (reaper_waiting(), the closer's queue too) before its new
+ * connections are refused: one Hello's worth (wire.h). */
 #define REAPER_MAX_PENDING 253
 
 /* Nothing of a uid's let go of for this long while its descriptors

@@ -201,7 +201,11 @@ static enum server_refusal refusal_of_uid(const struct server *srv, int fd,
 		return SERVER_REFUSED_RESERVED;
 	if (clients_of_uid(srv, cred->uid) >= o->max_clients_per_uid)
 		return SERVER_REFUSED_PER_UID;
-	if (reaper_held_by(srv->reaper, cred->uid) >= REAPER_MAX_PENDING)
+	/* Everything of the uid's not let go of yet counts here, in the
+	 * closer's queue too: a uid that floods connections, each with
+	 * descriptors queued, is turned away cheaply while the closer
+	 * catches up.  Reading (client.c) counts only rdmad's table. */
+	if (reaper_waiting(srv->reaper, cred->uid) >= REAPER_MAX_PENDING)
 		return SERVER_REFUSED_REAPING;
 	return SERVER_REFUSED_NONE;
 }
