@@ -19,26 +19,7 @@
 #include <unistd.h>
 
 #include "fork.h"
-
-/* From <linux/fs.h> of Linux 6.11; Debian 12's headers predate it. */
-struct hugepage_procmap_query {
-	uint64_t size;
-	uint64_t query_flags;
-	uint64_t query_addr;
-	uint64_t vma_start;
-	uint64_t vma_end;
-	uint64_t vma_flags;
-	uint64_t vma_page_size;
-	uint64_t vma_offset;
-	uint64_t inode;
-	uint32_t dev_major;
-	uint32_t dev_minor;
-	uint32_t vma_name_size;
-	uint32_t build_id_size;
-	uint64_t vma_name_addr;
-	uint64_t build_id_addr;
-};
-#define HUGEPAGE_PROCMAP_QUERY _IOWR('f', 17, struct hugepage_procmap_query)
+#include "procmap.h"
 
 struct vma {
 	uintptr_t start;
@@ -59,7 +40,7 @@ static size_t base_page(void)
 /* 0 and the size, -ENOTTY when the kernel lacks the ioctl, -errno else. */
 static int query_ioctl(uintptr_t addr, size_t *ret_size)
 {
-	struct hugepage_procmap_query q = {.size = sizeof(q)};
+	struct rdmad_procmap_query q = {.size = sizeof(q)};
 	int fd = __atomic_load_n(&maps_fd, __ATOMIC_ACQUIRE);
 
 	if (fd == -2)
@@ -77,7 +58,7 @@ static int query_ioctl(uintptr_t addr, size_t *ret_size)
 		}
 	}
 	q.query_addr = addr;
-	if (ioctl(fd, HUGEPAGE_PROCMAP_QUERY, &q) == 0) {
+	if (ioctl(fd, RDMAD_PROCMAP_QUERY, &q) == 0) {
 		*ret_size = q.vma_page_size;
 		return 0;
 	}

@@ -21,30 +21,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "procmap.h"
 #include "vma.h"
-
-#ifndef PROCMAP_QUERY
-/* <linux/fs.h> of 6.11, for older headers. */
-struct procmap_query {
-	uint64_t size;
-	uint64_t query_flags;
-	uint64_t query_addr;
-	uint64_t vma_start;
-	uint64_t vma_end;
-	uint64_t vma_flags;
-	uint64_t vma_page_size;
-	uint64_t vma_offset;
-	uint64_t inode;
-	uint32_t dev_major;
-	uint32_t dev_minor;
-	uint32_t vma_name_size;
-	uint32_t build_id_size;
-	uint64_t vma_name_addr;
-	uint64_t build_id_addr;
-};
-#define PROCMAP_QUERY _IOWR('f', 17, struct procmap_query)
-#define PROCMAP_QUERY_VMA_SHARED 0x08
-#endif
 
 static bool anon_private(bool shared, uint64_t inode, unsigned int major,
 			 unsigned int minor)
@@ -54,16 +32,16 @@ static bool anon_private(bool shared, uint64_t inode, unsigned int major,
 
 int mrc_vma_query(int fd, uintptr_t start, uintptr_t end)
 {
-	struct procmap_query q;
+	struct rdmad_procmap_query q;
 	uintptr_t at = start;
 
 	while (at < end) {
 		memset(&q, 0, sizeof(q));
 		q.size = sizeof(q);
 		q.query_addr = at;
-		if (ioctl(fd, PROCMAP_QUERY, &q) < 0)
+		if (ioctl(fd, RDMAD_PROCMAP_QUERY, &q) < 0)
 			return errno == ENOENT ? 0 : -errno;
-		if (!anon_private(q.vma_flags & PROCMAP_QUERY_VMA_SHARED,
+		if (!anon_private(q.vma_flags & RDMAD_PROCMAP_QUERY_VMA_SHARED,
 				  q.inode, q.dev_major, q.dev_minor) ||
 		    q.vma_page_size != (uint64_t)sysconf(_SC_PAGESIZE))
 			return 0;

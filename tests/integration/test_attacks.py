@@ -503,6 +503,17 @@ class AttackTest(DaemonTest):
             conn["n"] = mounted[0].split()[1]
         return a, release
 
+    def metrics_config(self):
+        """An rdmad.conf that puts the metrics endpoint on a free loopback
+        port: (its path, the port)."""
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]
+        conf = os.path.join(self.work, "metrics.conf")
+        with open(conf, "w") as f:
+            f.write("[metrics]\nlisten = 127.0.0.1:%d\n" % port)
+        return conf, port
+
     def expect(self, ok, msg):
         """A soft assertion: every figure of a case is measured before
         the case fails (verdict())."""
@@ -1070,12 +1081,7 @@ class TestMetricsOwners(AttackTest):
         """F3: uid 65534 connects and closes as fast as it can; root's
         scraper, scraping meanwhile, is served every time."""
         self.need_userns()
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            port = s.getsockname()[1]
-        conf = os.path.join(self.work, "rdmad.conf")
-        with open(conf, "w") as f:
-            f.write("[metrics]\nlisten = 127.0.0.1:%d\n" % port)
+        conf, port = self.metrics_config()
         self.tb.plug("mlx5_0")
         self.start_daemon(config=conf)
         self.assertTrue(self.scrape(port), "no scrape before the attack")
@@ -1628,12 +1634,7 @@ class TestDescriptorTable(AttackTest):
         serves within 1 s."""
         self.need_userns()
         self.tb.plug("mlx5_0")
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            port = s.getsockname()[1]
-        conf = os.path.join(self.work, "t3.conf")
-        with open(conf, "w") as f:
-            f.write("[metrics]\nlisten = 127.0.0.1:%d\n" % port)
+        conf, port = self.metrics_config()
         self.start_daemon(config=conf)
         w = self.flush_held()
         time.sleep(1.2)  # REAPER_BEHIND_MS
