@@ -31,6 +31,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <infiniband/verbs.h>
@@ -168,7 +169,18 @@ struct unmaps {
 	bool recache; /* cache each page before it is unmapped */
 	bool gone;    /* cache each page, then flush its entry */
 	bool told;    /* announce the munmap (rdmad_mr_cache_begin_change) */
+	bool raw;     /* by a raw syscall, past the hooks (glibc's own) */
 };
+
+/* munmap() through libc (librdmad's hooks), or the system call alone, as
+ * glibc makes it inside free(): the kernel's event is then the monitor. */
+static void unmap(void *addr, size_t len, bool raw)
+{
+	if (raw)
+		syscall(SYS_munmap, addr, len);
+	else
+		munmap(addr, len);
+}
 
 static double unmap_pages(void *arg)
 {
@@ -188,7 +200,7 @@ static double unmap_pages(void *arg)
 		t0 = now_ns();
 		if (u->told)
 			rdmad_mr_cache_begin_change(u->base + i * 2 * ps, ps);
-		munmap(u->base + i * 2 * ps, ps);
+		unmap(u->base + i * 2 * ps, ps, u->raw);
 		if (u->told)
 			rdmad_mr_cache_end_change(u->base + i * 2 * ps, ps);
 		spent += now_ns() - t0;
@@ -204,7 +216,8 @@ static int native(void)
 					   .max_bytes = (size_t)1 << 40};
 	struct unmaps plain = {.n = 2000}, cached = {.n = 2000, .recache = 1},
 		      gone = {.n = 2000, .gone = 1},
-		      told = {.n = 2000, .recache = 1, .told = 1};
+		      told = {.n = 2000, .recache = 1, .told = 1},
+		      kernel = {.n = 2000, .recache = 1, .raw = 1};
 	double hit, floor, base;
 	unsigned int i, j, t;
 
@@ -240,11 +253,13 @@ static int native(void)
 	/* Cached once, its entry flushed (and its range unwatched). */
 	gone.base = anon(NULL, 2 * gone.n * ps, 0);
 	told.base = anon(NULL, 2 * told.n * ps, 0);
+	kernel.base = anon(NULL, 2 * kernel.n * ps, 0);
 	base = median(unmap_pages, &plain);
 	figure("munmap-unwatched", ps, base);
 	figure("munmap-cached", ps, median(unmap_pages, &cached));
 	figure("munmap-gone", ps, median(unmap_pages, &gone));
 	figure("munmap-announced", ps, median(unmap_pages, &told));
+	figure("munmap-kernel", ps, median(unmap_pages, &kernel));
 	return 0;
 }
 
@@ -400,6 +415,7 @@ struct unmap_case {
 	const struct registrar *r; /* NULL: never registered */
 	bool flush;		   /* the entry flushed before the munmap */
 	bool told;		   /* announced (rdmad_mr_cache_begin_change) */
+	bool raw;		   /* by a raw syscall (the kernel's event) */
 };
 
 static double unmap_after(void *arg)
@@ -416,7 +432,7 @@ static double unmap_after(void *arg)
 		t0 = now_ns();
 		if (u->told)
 			rdmad_mr_cache_begin_change(v.buf, v.len);
-		munmap(v.buf, v.len);
+		unmap(v.buf, v.len, u->raw);
 		if (u->told)
 			rdmad_mr_cache_end_change(v.buf, v.len);
 		spent += now_ns() - t0;
@@ -439,13 +455,15 @@ static void unmaps(void)
 	const struct unmap_case cached = {&cached_mr, false, false},
 				told = {&cached_mr, false, true},
 				gone = {&cached_mr, true, false},
-				never = {NULL, false, false};
+				never = {NULL, false, false},
+				kernel = {&cached_mr, false, false, true};
 
 	v.n = 50;
 	figure("munmap-cached", v.len, median(unmap_after, (void *)&cached));
 	figure("munmap-announced", v.len, median(unmap_after, (void *)&told));
 	figure("munmap-gone", v.len, median(unmap_after, (void *)&gone));
 	figure("munmap-never", v.len, median(unmap_after, (void *)&never));
+	figure("munmap-kernel", v.len, median(unmap_after, (void *)&kernel));
 }
 
 static int verbs(const char *device)

@@ -59,16 +59,16 @@ print("\n1 MiB: munmap, mmap MAP_FIXED, next registration")
 for name, remap in rows:
     if remap:
         print("  %-22s %9.0f ns" % (name, remap))
-print("\nmunmap() alone     %10s %10s %10s %10s %10s %10s %8s %8s" % (
-    "cached", "announced", "gone", "never", "fi-uffd", "fi-hooks",
+print("\nmunmap() alone     %10s %10s %10s %10s %10s %10s %10s %8s %8s" % (
+    "cached", "announced", "kernel", "gone", "never", "fi-uffd", "fi-hooks",
     "c/hooks", "g/never"))
 for size in (4096, mib):
-    c, a, gone, never, fu, fm = (g(n, size) for n in (
-        "munmap-cached", "munmap-announced", "munmap-gone", "munmap-never",
-        "uffd-munmap-cached", "memhooks-munmap-cached"))
+    c, a, k, gone, never, fu, fm = (g(n, size) for n in (
+        "munmap-cached", "munmap-announced", "munmap-kernel", "munmap-gone",
+        "munmap-never", "uffd-munmap-cached", "memhooks-munmap-cached"))
     if c:
-        print("  %-16s %9.0fn %9.0fn %9.0fn %9.0fn %10s %10s %8s %7.2fx" % (
-            "%dK" % (size // 1024), c, a, gone, never,
+        print("  %-16s %9.0fn %9.0fn %9.0fn %9.0fn %9.0fn %10s %10s %8s %7.2fx" % (
+            "%dK" % (size // 1024), c, a, k or 0, gone, never,
             "%.0fn" % fu if fu else "-", "%.0fn" % fm if fm else "-",
             "%.2fx" % (c / fm) if fm else "-", gone / never))
 PY

@@ -84,6 +84,10 @@ static struct {
 	dev_t dev; /* the file it opened */
 	ino_t ino;
 	atomic_bool lost;
+	bool hooks; /* the program's calls are announced (hooks.c) */
+	/* Events read (UNMAP, REMOVE, REMAP): a call the hooks announced
+	 * raises none. */
+	atomic_ulong events;
 	/* Busy from before a read to after its events are handed out;
 	 * batches counts the ends. */
 	atomic_uint busy;
@@ -114,6 +118,24 @@ static struct {
 	.watch_lock = PTHREAD_MUTEX_INITIALIZER,
 	.flight_lock = PTHREAD_MUTEX_INITIALIZER,
 };
+
+/* How many of the monitor's locks this thread holds: a call the hooks
+ * see on a thread that holds one (a signal handler's munmap()) is not
+ * announced, which would wait for that very lock, but left to the
+ * kernel's event, which the thread reads without any lock. */
+static __thread unsigned int held __attribute__((tls_model("initial-exec")));
+
+static void lock(pthread_mutex_t *m)
+{
+	held++;
+	pthread_mutex_lock(m);
+}
+
+static void unlock(pthread_mutex_t *m)
+{
+	pthread_mutex_unlock(m);
+	held--;
+}
 
 /* ---- the userfaultfd ---------------------------------------------------- */
 
@@ -221,9 +243,11 @@ static void apply(int fd, const struct uffd_msg *msg)
 	switch (msg->event) {
 	case UFFD_EVENT_UNMAP:
 	case UFFD_EVENT_REMOVE:
+		atomic_fetch_add(&mon.events, 1);
 		tell_clients(msg->arg.remove.start, msg->arg.remove.end);
 		break;
 	case UFFD_EVENT_REMAP:
+		atomic_fetch_add(&mon.events, 1);
 		tell_clients(msg->arg.remap.from,
 			     msg->arg.remap.from + msg->arg.remap.len);
 		break;
@@ -322,6 +346,15 @@ static size_t watch_bound(void)
 	return max < 16 ? 16 : (size_t)max;
 }
 
+/* RDMAD_MR_CACHE_HOOKS=off: the program's calls are left to the kernel's
+ * events, for a program whose own hooks must be the only ones. */
+static bool hooks_wanted(void)
+{
+	const char *env = getenv("RDMAD_MR_CACHE_HOOKS");
+
+	return !env || (strcmp(env, "off") && strcmp(env, "0"));
+}
+
 static int start(const char **why)
 {
 	const char *env = getenv("RDMAD_MR_CACHE_MONITOR");
@@ -354,11 +387,12 @@ static int start(const char **why)
 	}
 	mon.dev = st.st_dev;
 	mon.ino = st.st_ino;
-	mon.fd = fd;
+	__atomic_store_n(&mon.hooks, hooks_wanted(), __ATOMIC_RELAXED);
 	atomic_store(&mon.lost, false);
+	__atomic_store_n(&mon.fd, fd, __ATOMIC_RELEASE);
 	err = spawn();
 	if (err < 0) {
-		mon.fd = -1;
+		__atomic_store_n(&mon.fd, -1, __ATOMIC_RELAXED);
 		close(fd);
 		*why = "no thread for the monitor";
 		return err;
@@ -403,9 +437,9 @@ bool mrc_monitor_alive(void)
 {
 	bool alive;
 
-	pthread_mutex_lock(&mon.watch_lock);
+	lock(&mon.watch_lock);
 	alive = ours();
-	pthread_mutex_unlock(&mon.watch_lock);
+	unlock(&mon.watch_lock);
 	return alive;
 }
 
@@ -424,7 +458,7 @@ int mrc_monitor_watch(uintptr_t start, uintptr_t end)
 	};
 	int err = 0;
 
-	pthread_mutex_lock(&mon.watch_lock);
+	lock(&mon.watch_lock);
 	if (mon.nwatched == mon.max_watched)
 		err = -ENOSPC;
 	else if (!ours())
@@ -436,7 +470,7 @@ int mrc_monitor_watch(uintptr_t start, uintptr_t end)
 		err = -errno;
 	if (!err)
 		mon.watched[mon.nwatched++] = (struct range){start, end};
-	pthread_mutex_unlock(&mon.watch_lock);
+	unlock(&mon.watch_lock);
 	return err;
 }
 
@@ -494,7 +528,7 @@ void mrc_monitor_unwatch(uintptr_t start, uintptr_t end)
 {
 	size_t i;
 
-	pthread_mutex_lock(&mon.watch_lock);
+	lock(&mon.watch_lock);
 	for (i = 0; i < mon.nwatched; i++)
 		if (mon.watched[i].start == start && mon.watched[i].end == end)
 			break;
@@ -503,7 +537,7 @@ void mrc_monitor_unwatch(uintptr_t start, uintptr_t end)
 		if (ours())
 			unregister_unused(start, end);
 	}
-	pthread_mutex_unlock(&mon.watch_lock);
+	unlock(&mon.watch_lock);
 }
 
 /* ---- changes the program announces --------------------------------------- */
@@ -518,19 +552,19 @@ static void unregister_for_change(uintptr_t start, uintptr_t end)
 	size_t i;
 	bool any = false;
 
-	pthread_mutex_lock(&mon.watch_lock);
+	lock(&mon.watch_lock);
 	for (i = 0; i < mon.nwatched && !any; i++)
 		any = overlap(&mon.watched[i], start, end);
 	if (any && ours())
 		ioctl(mon.fd, UFFDIO_UNREGISTER, &r);
-	pthread_mutex_unlock(&mon.watch_lock);
+	unlock(&mon.watch_lock);
 }
 
 void mrc_monitor_changing(uintptr_t start, uintptr_t end)
 {
 	size_t i;
 
-	pthread_mutex_lock(&mon.flight_lock);
+	lock(&mon.flight_lock);
 	for (i = 0; i < MRC_MONITOR_FLYING; i++)
 		if (mon.flying[i].start == mon.flying[i].end)
 			break;
@@ -538,7 +572,7 @@ void mrc_monitor_changing(uintptr_t start, uintptr_t end)
 		mon.flying[i] = (struct range){start, end};
 	else
 		mon.flying_over++;
-	pthread_mutex_unlock(&mon.flight_lock);
+	unlock(&mon.flight_lock);
 	tell_clients(start, end);
 	unregister_for_change(start, end);
 }
@@ -549,7 +583,7 @@ void mrc_monitor_changed(uintptr_t start, uintptr_t end)
 
 	/* Again: a registration that began during the change sees it. */
 	tell_clients(start, end);
-	pthread_mutex_lock(&mon.flight_lock);
+	lock(&mon.flight_lock);
 	for (i = 0; i < MRC_MONITOR_FLYING; i++)
 		if (mon.flying[i].start == start && mon.flying[i].end == end &&
 		    start != end)
@@ -558,7 +592,7 @@ void mrc_monitor_changed(uintptr_t start, uintptr_t end)
 		mon.flying[i] = (struct range){0, 0};
 	else if (mon.flying_over)
 		mon.flying_over--;
-	pthread_mutex_unlock(&mon.flight_lock);
+	unlock(&mon.flight_lock);
 }
 
 bool mrc_monitor_in_flight(uintptr_t start, uintptr_t end)
@@ -566,12 +600,37 @@ bool mrc_monitor_in_flight(uintptr_t start, uintptr_t end)
 	bool in = false;
 	size_t i;
 
-	pthread_mutex_lock(&mon.flight_lock);
+	lock(&mon.flight_lock);
 	in = mon.flying_over > 0;
 	for (i = 0; i < MRC_MONITOR_FLYING && !in; i++)
 		in = overlap(&mon.flying[i], start, end);
-	pthread_mutex_unlock(&mon.flight_lock);
+	unlock(&mon.flight_lock);
 	return in;
+}
+
+/* ---- the program's calls, seen by the hooks ------------------------------ */
+
+bool mrc_monitor_hooked(uintptr_t start, uintptr_t end, bool always)
+{
+	bool any = always;
+	size_t i;
+
+	if (held || __atomic_load_n(&mon.fd, __ATOMIC_ACQUIRE) < 0 ||
+	    !__atomic_load_n(&mon.hooks, __ATOMIC_RELAXED) ||
+	    atomic_load(&mon.lost))
+		return false;
+	if (any)
+		return true;
+	lock(&mon.watch_lock);
+	for (i = 0; i < mon.nwatched && !any; i++)
+		any = overlap(&mon.watched[i], start, end);
+	unlock(&mon.watch_lock);
+	return any;
+}
+
+unsigned long mrc_monitor_events(void)
+{
+	return atomic_load(&mon.events);
 }
 
 /* ---- waiting for the thread ---------------------------------------------- */
@@ -613,14 +672,14 @@ static void atfork_prepare(void)
 	pthread_mutex_lock(&mon.start_lock);
 	pthread_mutex_lock(&mon.list_lock);
 	lock_clients(true);
-	pthread_mutex_lock(&mon.watch_lock);
-	pthread_mutex_lock(&mon.flight_lock);
+	lock(&mon.watch_lock);
+	lock(&mon.flight_lock);
 }
 
 static void atfork_parent(void)
 {
-	pthread_mutex_unlock(&mon.flight_lock);
-	pthread_mutex_unlock(&mon.watch_lock);
+	unlock(&mon.flight_lock);
+	unlock(&mon.watch_lock);
 	lock_clients(false);
 	pthread_mutex_unlock(&mon.list_lock);
 	pthread_mutex_unlock(&mon.start_lock);
@@ -635,17 +694,17 @@ static void atfork_child(void)
 
 	if (mon.fd >= 0 && !atomic_load(&mon.lost))
 		close(mon.fd);
-	mon.fd = -1;
+	__atomic_store_n(&mon.fd, -1, __ATOMIC_RELAXED);
 	if (mon.state == 1 || mon.state == -ESTALE)
 		mon.state = 0;
 	mon.nwatched = 0;
 	memset(mon.flying, 0, sizeof(mon.flying));
 	mon.flying_over = 0;
-	pthread_mutex_unlock(&mon.flight_lock);
+	unlock(&mon.flight_lock);
 	atomic_store(&mon.busy, 0);
 	pthread_mutex_init(&mon.quiet_lock, NULL);
 	pthread_cond_init(&mon.quiet, NULL);
-	pthread_mutex_unlock(&mon.watch_lock);
+	unlock(&mon.watch_lock);
 	for (i = 0; i < MRC_MONITOR_CLIENTS; i++)
 		if (mon.clients[i].ops) {
 			mon.clients[i].ops->forked(mon.clients[i].arg);

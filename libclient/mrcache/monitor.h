@@ -61,6 +61,18 @@ void mrc_monitor_changed(uintptr_t start, uintptr_t end);
 /* Whether an announced change not yet done overlaps [start, end). */
 bool mrc_monitor_in_flight(uintptr_t start, uintptr_t end);
 
+/* For the hooks (hooks.c): whether the program's change of [start, end)
+ * is to be announced around its call.  @always for the calls the kernel
+ * tells late (madvise()'s discards: REMOVE comes before the zap) or not at
+ * all (guard regions); otherwise only when a watched range overlaps it,
+ * since an unwatched range raises no event to wait for.  False when no
+ * monitor runs, RDMAD_MR_CACHE_HOOKS=off, or this thread holds one of the
+ * monitor's locks (a signal handler's call): the kernel's event, which
+ * the thread reads without a lock, then covers the call. */
+bool mrc_monitor_hooked(uintptr_t start, uintptr_t end, bool always);
+/* Events the thread has read (UNMAP, REMOVE, REMAP), for the tests. */
+unsigned long mrc_monitor_events(void);
+
 /* Whether the descriptor is still the monitor's (fstat() of the number
  * against the file it opened): false once the program closed it or put
  * another file at its number; then nothing new is watched. */
