@@ -449,14 +449,17 @@ static unsigned int rounds_for(size_t len)
 	return len >= (16 << 20) ? 20 : len >= (1 << 20) ? 100 : 400;
 }
 
-/* munmap() of v.buf: cached, announced, its entry gone, never cached. */
+/* munmap() of v.buf: cached (through the hooks), announced, by a raw
+ * syscall (the kernel's event), its entry gone, never cached, and
+ * registered and deregistered by plain verbs. */
 static void unmaps(void)
 {
 	const struct unmap_case cached = {&cached_mr, false, false},
 				told = {&cached_mr, false, true},
 				gone = {&cached_mr, true, false},
 				never = {NULL, false, false},
-				kernel = {&cached_mr, false, false, true};
+				kernel = {&cached_mr, false, false, true},
+				dereg = {&verbs_mr, false, false, false};
 
 	v.n = 50;
 	figure("munmap-cached", v.len, median(unmap_after, (void *)&cached));
@@ -464,6 +467,41 @@ static void unmaps(void)
 	figure("munmap-gone", v.len, median(unmap_after, (void *)&gone));
 	figure("munmap-never", v.len, median(unmap_after, (void *)&never));
 	figure("munmap-kernel", v.len, median(unmap_after, (void *)&kernel));
+	/* Registered and deregistered without a cache: what a gone entry's
+	 * memory went through, less the cache. */
+	figure("munmap-dereg", v.len, median(unmap_after, (void *)&dereg));
+}
+
+/* What a miss adds to ibv_reg_mr(), part by part: watching the range
+ * (UFFDIO_REGISTER, after fstat() checks the descriptor; the unwatch at
+ * the entry's end is not timed) and asking what memory it is
+ * (PROCMAP_QUERY, after fstat() checks /proc/self/maps). */
+static double miss_watch(void *arg)
+{
+	uintptr_t s = (uintptr_t)v.buf, e = s + v.len;
+	uint64_t spent = 0, t0;
+	unsigned int i;
+
+	(void)arg;
+	for (i = 0; i < v.n; i++) {
+		t0 = now_ns();
+		mrc_monitor_watch(s, e);
+		spent += now_ns() - t0;
+		mrc_monitor_unwatch(s, e);
+	}
+	return (double)spent / v.n;
+}
+
+static double miss_kind(void *arg)
+{
+	uintptr_t s = (uintptr_t)v.buf;
+	uint64_t t0 = now_ns();
+	unsigned int i;
+
+	(void)arg;
+	for (i = 0; i < v.n; i++)
+		mrc_vma_private_anon(s, s + v.len);
+	return (double)(now_ns() - t0) / v.n;
 }
 
 static int verbs(const char *device)
@@ -487,6 +525,8 @@ static int verbs(const char *device)
 		miss_and_reg(&miss, &reg);
 		figure("verbs-reg", v.len, reg);
 		figure("cache-miss", v.len, miss);
+		figure("miss-watch", v.len, median(miss_watch, NULL));
+		figure("miss-kind", v.len, median(miss_kind, NULL));
 		figure("cache-hit", v.len, median(again, (void *)&cached_mr));
 		if (v.len == 1 << 20) {
 			v.n = 50;

@@ -50,6 +50,11 @@ for size in sorted({s for (n, s) in f if n == "verbs-pair"}):
         "%dK" % (size // 1024), pair, reg, miss, hit,
         "%.0fn" % fu if fu else "-", "%.0fn" % fm if fm else "-",
         "%.2fx" % (hit / best) if best else "-", miss / reg))
+print("\nwhat a miss adds: watch (fstat + UFFDIO_REGISTER), kind (fstat + PROCMAP_QUERY)")
+for size in sorted({s for (n, s) in f if n == "miss-watch"}):
+    print("  %-8s watch %7.0fn  kind %7.0fn  miss - reg %7.0fn" % (
+        "%dK" % (size // 1024), g("miss-watch", size), g("miss-kind", size),
+        g("cache-miss", size) - g("verbs-reg", size)))
 mib = 1 << 20
 rows = [("no cache", g("remap-nocache", mib)),
         ("librdmad", g("remap-cache", mib)),
@@ -59,16 +64,18 @@ print("\n1 MiB: munmap, mmap MAP_FIXED, next registration")
 for name, remap in rows:
     if remap:
         print("  %-22s %9.0f ns" % (name, remap))
-print("\nmunmap() alone     %10s %10s %10s %10s %10s %10s %10s %8s %8s" % (
-    "cached", "announced", "kernel", "gone", "never", "fi-uffd", "fi-hooks",
-    "c/hooks", "g/never"))
+print("\nmunmap() alone %10s %10s %10s %10s %10s %10s %10s %10s %8s %8s %8s" % (
+    "cached", "announced", "kernel", "gone", "never", "dereg", "fi-uffd",
+    "fi-hooks", "c/hooks", "g/never", "g/dereg"))
 for size in (4096, mib):
-    c, a, k, gone, never, fu, fm = (g(n, size) for n in (
+    c, a, k, gone, never, dereg, fu, fm = (g(n, size) for n in (
         "munmap-cached", "munmap-announced", "munmap-kernel", "munmap-gone",
-        "munmap-never", "uffd-munmap-cached", "memhooks-munmap-cached"))
+        "munmap-never", "munmap-dereg", "uffd-munmap-cached",
+        "memhooks-munmap-cached"))
     if c:
-        print("  %-16s %9.0fn %9.0fn %9.0fn %9.0fn %9.0fn %10s %10s %8s %7.2fx" % (
-            "%dK" % (size // 1024), c, a, k or 0, gone, never,
+        print("  %-10s %9.0fn %9.0fn %9.0fn %9.0fn %9.0fn %9.0fn %10s %10s %8s %7.2fx %8s" % (
+            "%dK" % (size // 1024), c, a, k or 0, gone, never, dereg or 0,
             "%.0fn" % fu if fu else "-", "%.0fn" % fm if fm else "-",
-            "%.2fx" % (c / fm) if fm else "-", gone / never))
+            "%.2fx" % (c / fm) if fm else "-", gone / never,
+            "%.2fx" % (gone / dereg) if dereg else "-"))
 PY
