@@ -50,10 +50,12 @@ for size in sorted({s for (n, s) in f if n == "verbs-pair"}):
         "%dK" % (size // 1024), pair, reg, miss, hit,
         "%.0fn" % fu if fu else "-", "%.0fn" % fm if fm else "-",
         "%.2fx" % (hit / best) if best else "-", miss / reg))
-print("\nwhat a miss adds: watch (fstat + UFFDIO_REGISTER), kind (fstat + PROCMAP_QUERY)")
+print("\nwhat a miss adds: watch (fstat + UFFDIO_REGISTER), kind (fstat + PROCMAP_QUERY),")
+print("ibv_reg_mr() of a watched range less of an unwatched one (same run)")
 for size in sorted({s for (n, s) in f if n == "miss-watch"}):
-    print("  %-8s watch %7.0fn  kind %7.0fn  miss - reg %7.0fn" % (
+    print("  %-8s watch %7.0fn  kind %7.0fn  reg-watched - reg %7.0fn  miss - reg %7.0fn" % (
         "%dK" % (size // 1024), g("miss-watch", size), g("miss-kind", size),
+        (g("reg-watched", size) or 0) - g("verbs-reg", size),
         g("cache-miss", size) - g("verbs-reg", size)))
 mib = 1 << 20
 rows = [("no cache", g("remap-nocache", mib)),
