@@ -209,6 +209,45 @@ static double unmap_pages(void *arg)
 	return (double)spent / u->n;
 }
 
+/* What a miss adds to the registration, part by part, for the range
+ * @arg (a struct span): watching it (UFFDIO_REGISTER, after fstat() checks
+ * the descriptor; the unwatch at the entry's end is not timed) and asking
+ * what memory it is (PROCMAP_QUERY, after fstat() checks
+ * /proc/self/maps). */
+struct span {
+	char *buf;
+	size_t len;
+	unsigned int n;
+};
+
+static double miss_watch(void *arg)
+{
+	const struct span *r = arg;
+	uintptr_t s = (uintptr_t)r->buf, e = s + r->len;
+	uint64_t spent = 0, t0;
+	unsigned int i;
+
+	for (i = 0; i < r->n; i++) {
+		t0 = now_ns();
+		mrc_monitor_watch(s, e);
+		spent += now_ns() - t0;
+		mrc_monitor_unwatch(s, e);
+	}
+	return (double)spent / r->n;
+}
+
+static double miss_kind(void *arg)
+{
+	const struct span *r = arg;
+	uintptr_t s = (uintptr_t)r->buf;
+	uint64_t t0 = now_ns();
+	unsigned int i;
+
+	for (i = 0; i < r->n; i++)
+		mrc_vma_private_anon(s, s + r->len);
+	return (double)(now_ns() - t0) / r->n;
+}
+
 static int native(void)
 {
 	static const struct mrc_ops ops = {fake_reg, fake_dereg};
@@ -218,6 +257,7 @@ static int native(void)
 		      gone = {.n = 2000, .gone = 1},
 		      told = {.n = 2000, .recache = 1, .told = 1},
 		      kernel = {.n = 2000, .recache = 1, .raw = 1};
+	struct span parts;
 	double hit, floor, base;
 	unsigned int i, j, t;
 
@@ -260,6 +300,9 @@ static int native(void)
 	figure("munmap-gone", ps, median(unmap_pages, &gone));
 	figure("munmap-announced", ps, median(unmap_pages, &told));
 	figure("munmap-kernel", ps, median(unmap_pages, &kernel));
+	parts = (struct span){plain.base, ps, 2000};
+	figure("miss-watch", ps, median(miss_watch, &parts));
+	figure("miss-kind", ps, median(miss_kind, &parts));
 	return 0;
 }
 
@@ -472,38 +515,6 @@ static void unmaps(void)
 	figure("munmap-dereg", v.len, median(unmap_after, (void *)&dereg));
 }
 
-/* What a miss adds to ibv_reg_mr(), part by part: watching the range
- * (UFFDIO_REGISTER, after fstat() checks the descriptor; the unwatch at
- * the entry's end is not timed) and asking what memory it is
- * (PROCMAP_QUERY, after fstat() checks /proc/self/maps). */
-static double miss_watch(void *arg)
-{
-	uintptr_t s = (uintptr_t)v.buf, e = s + v.len;
-	uint64_t spent = 0, t0;
-	unsigned int i;
-
-	(void)arg;
-	for (i = 0; i < v.n; i++) {
-		t0 = now_ns();
-		mrc_monitor_watch(s, e);
-		spent += now_ns() - t0;
-		mrc_monitor_unwatch(s, e);
-	}
-	return (double)spent / v.n;
-}
-
-static double miss_kind(void *arg)
-{
-	uintptr_t s = (uintptr_t)v.buf;
-	uint64_t t0 = now_ns();
-	unsigned int i;
-
-	(void)arg;
-	for (i = 0; i < v.n; i++)
-		mrc_vma_private_anon(s, s + v.len);
-	return (double)(now_ns() - t0) / v.n;
-}
-
 /* ibv_reg_mr() alone of a range the monitor watches (watched and
  * unwatched untimed): what pinning costs on a write-protect-registered
  * mapping beside an unregistered one. */
@@ -528,6 +539,7 @@ static double reg_watched(void *arg)
 
 static int verbs(const char *device)
 {
+	struct span span;
 	double miss, reg;
 	size_t k;
 
@@ -547,8 +559,9 @@ static int verbs(const char *device)
 		miss_and_reg(&miss, &reg);
 		figure("verbs-reg", v.len, reg);
 		figure("cache-miss", v.len, miss);
-		figure("miss-watch", v.len, median(miss_watch, NULL));
-		figure("miss-kind", v.len, median(miss_kind, NULL));
+		span = (struct span){v.buf, v.len, v.n};
+		figure("miss-watch", v.len, median(miss_watch, &span));
+		figure("miss-kind", v.len, median(miss_kind, &span));
 		figure("reg-watched", v.len, median(reg_watched, NULL));
 		figure("cache-hit", v.len, median(again, (void *)&cached_mr));
 		if (v.len == 1 << 20) {

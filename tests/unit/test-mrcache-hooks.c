@@ -42,7 +42,7 @@ static void check_owner(const char *name, const char *version)
 	/* A sanitizer's runtime comes first and interposes these itself;
 	 * its interceptor then calls libc's default version, past ours. */
 	base = strrchr(info.dli_fname, '/') ? strrchr(info.dli_fname, '/') + 1
-					     : info.dli_fname;
+					    : info.dli_fname;
 	if (strstr(base, "asan") || strstr(base, "tsan") ||
 	    strstr(base, "clang_rt")) {
 		printf("SKIP %s: a sanitizer's runtime (%s) interposes it "
