@@ -450,6 +450,54 @@ bool mrc_monitor_lost(void)
 
 /* ---- watched ranges ------------------------------------------------------ */
 
+/* Where watched ranges are, coarsely, for the hooks' question "does this
+ * call touch a watched range?" without the lock or a walk of the list:
+ * a count per 2 MiB region, hashed into a fixed table (a collision only
+ * makes the hooks walk the list), and a count of ranges too large to
+ * count region by region.  Changed with the list, under watch_lock. */
+#define REGION_SHIFT 21
+#define REGIONS 4096
+#define REGIONS_MAX 512 /* regions a range is counted in, at most */
+
+static unsigned int region_count[REGIONS];
+static unsigned int regions_huge;
+
+static size_t region_slot(uintptr_t region)
+{
+	return (size_t)((region * 0x9E3779B97F4A7C15ull) >> 52) % REGIONS;
+}
+
+static void count_regions(uintptr_t start, uintptr_t end, int by)
+{
+	uintptr_t first = start >> REGION_SHIFT,
+		  last = (end - 1) >> REGION_SHIFT, r;
+
+	if (last - first >= REGIONS_MAX) {
+		__atomic_add_fetch(&regions_huge, (unsigned int)by,
+				   __ATOMIC_RELEASE);
+		return;
+	}
+	for (r = first; r <= last; r++)
+		__atomic_add_fetch(&region_count[region_slot(r)],
+				   (unsigned int)by, __ATOMIC_RELEASE);
+}
+
+/* False only when no watched range can overlap [start, end). */
+static bool maybe_watched(uintptr_t start, uintptr_t end)
+{
+	uintptr_t first = start >> REGION_SHIFT,
+		  last = (end - 1) >> REGION_SHIFT, r;
+
+	if (__atomic_load_n(&regions_huge, __ATOMIC_ACQUIRE) ||
+	    last - first >= REGIONS_MAX)
+		return true;
+	for (r = first; r <= last; r++)
+		if (__atomic_load_n(&region_count[region_slot(r)],
+				    __ATOMIC_ACQUIRE))
+			return true;
+	return false;
+}
+
 int mrc_monitor_watch(uintptr_t start, uintptr_t end)
 {
 	struct uffdio_register reg = {
@@ -468,8 +516,10 @@ int mrc_monitor_watch(uintptr_t start, uintptr_t end)
 	 * the mapping. */
 	else if (ioctl(mon.fd, UFFDIO_REGISTER, &reg) < 0)
 		err = -errno;
-	if (!err)
+	if (!err) {
 		mon.watched[mon.nwatched++] = (struct range){start, end};
+		count_regions(start, end, 1);
+	}
 	unlock(&mon.watch_lock);
 	return err;
 }
@@ -533,6 +583,7 @@ void mrc_monitor_unwatch(uintptr_t start, uintptr_t end)
 		if (mon.watched[i].start == start && mon.watched[i].end == end)
 			break;
 	if (i < mon.nwatched) {
+		count_regions(start, end, -1);
 		mon.watched[i] = mon.watched[--mon.nwatched];
 		if (ours())
 			unregister_unused(start, end);
@@ -621,6 +672,8 @@ bool mrc_monitor_hooked(uintptr_t start, uintptr_t end, bool always)
 		return false;
 	if (any)
 		return true;
+	if (!maybe_watched(start, end))
+		return false;
 	lock(&mon.watch_lock);
 	for (i = 0; i < mon.nwatched && !any; i++)
 		any = overlap(&mon.watched[i], start, end);
@@ -698,6 +751,8 @@ static void atfork_child(void)
 	if (mon.state == 1 || mon.state == -ESTALE)
 		mon.state = 0;
 	mon.nwatched = 0;
+	memset(region_count, 0, sizeof(region_count));
+	regions_huge = 0;
 	memset(mon.flying, 0, sizeof(mon.flying));
 	mon.flying_over = 0;
 	unlock(&mon.flight_lock);
