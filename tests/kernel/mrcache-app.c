@@ -6,7 +6,9 @@
  * cache again and RDMA WRITE a pattern through the MR it returns (an RC
  * QP connected to itself); the program must then read the pattern in its
  * buffer.  With --unmonitored the cache runs without its monitor (and
- * caches memory of any kind), and every case must corrupt instead (the
+ * caches memory of any kind) nor librdmad's hooks (linked here as a
+ * program linked with librdmad gets them), and every case must corrupt
+ * instead (the
  * data lands in the old pages), which shows that the check can fail.  Then a
  * forked child asks the cache it inherited and must not get the parent's MR.
  *
@@ -444,6 +446,8 @@ int main(int argc, char **argv)
 			       argv[0]),
 		       2;
 	app.unmonitored = argc > 2 && !strcmp(argv[2], "--unmonitored");
+	if (app.unmonitored)
+		setenv("RDMAD_MR_CACHE_HOOKS", "off", 1);
 	app.ps = (size_t)sysconf(_SC_PAGESIZE);
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	rdmad_fork_init();

@@ -1065,9 +1065,9 @@ class TestMrCache(KernelTest):
              "free-malloc-mmapped", "free-malloc-trimmed", "memfd-punch",
              "memfd-truncate"]
 
-    def cases(self, *args):
+    def cases(self, *args, env=None):
         r = run(prog("tests", "kernel", "mrcache-app"), "rxe0", *args,
-                check=False)
+                check=False, env=env)
         print(r.stdout, end="")
         got = dict(re.findall(r"^case (\S+): (\w+)", r.stdout, re.M))
         self.assertEqual(sorted(got), sorted(self.CASES), r.stdout)
@@ -1078,7 +1078,8 @@ class TestMrCache(KernelTest):
         way a program changes a cached buffer's pages, an RDMA WRITE
         through the MR the cache returns lands in the memory the program
         reads, shared memory whose pages a punch or truncate replaces
-        without an event included (it passes through); without the
+        without an event included (it passes through), through librdmad's
+        hooks and with them off (the kernel's events alone); without the
         monitor and the kind check, every case corrupts (the check can
         fail); a forked child never gets its parent's MR."""
         link_add("rxe0")
@@ -1089,6 +1090,10 @@ class TestMrCache(KernelTest):
         self.assertIn("fork: the child's get ", r.stdout)
         self.assertNotIn("parent's MR\n", r.stdout)
         self.assertEqual(r.returncode, 0, r.stdout)
+        # The program's munmap(), mremap() and madvise() go through
+        # librdmad's hooks above; with them off, the kernel's events alone.
+        got, r = self.cases(env=dict(os.environ, RDMAD_MR_CACHE_HOOKS="off"))
+        self.assertEqual(got, {c: "ok" for c in self.CASES}, r.stdout)
         got, r = self.cases("--unmonitored")
         self.assertEqual(got, {c: "corrupt" for c in self.CASES}, r.stdout)
 
