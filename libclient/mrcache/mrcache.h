@@ -9,6 +9,10 @@
  * entry), entry.c (an entry's life), changes.c (a cache's ring of changes
  * the monitor told), cache.c (the public rdmad_mr_cache_* calls, devices
  * leaving, fork; it registers each cache with the monitor as a client).
+ * hooks.c, beside them, is libc's munmap(), mremap(), madvise() and
+ * process_madvise() as librdmad defines them: it calls only monitor.c,
+ * which announces the change to the caches as rdmad_mr_cache_begin_change()
+ * does.
  *
  * Locks, outermost first: the list of clients (monitor.c), then one
  * cache's lock, then the watched ranges' and the announced changes' locks
