@@ -34,7 +34,9 @@
  * Descriptors.  A local user can fill rdmad's descriptor table (clients,
  * metrics connections); a scan that then fails to open a device's files
  * must not take the device for gone.  So the scanner keeps a few
- * descriptors in reserve and gives them back just for the sysfs read, and
+ * descriptors in reserve and gives them back to a sysfs read that ran
+ * short, which is then read again (a read that did not run short, the
+ * rule, costs no descriptor churn: it is on the way of every event), and
  * a scan that still runs out of descriptors or memory fails as a whole:
  * the table keeps what it had, and the pass is tried again a second later.
  */
@@ -145,6 +147,23 @@ static void reserve_release(struct scan *scan)
 	}
 }
 
+/* A read of sysfs into @out; -errno as sysfs.h says. */
+typedef int (*sysfs_read_fn)(const struct scan *scan, void *out);
+
+/* @read, and where it ran short, @read again with the reserve given
+ * back to it. */
+static int read_reserved(struct scan *scan, sysfs_read_fn read, void *out)
+{
+	int r = read(scan, out);
+
+	if (!sysfs_is_starvation(r))
+		return r;
+	reserve_release(scan);
+	r = read(scan, out);
+	reserve_take(scan);
+	return r;
+}
+
 /* Out of descriptors or memory: keep the table, try again later. */
 static void starved(struct scan *scan, const char *name, int r)
 {
@@ -220,15 +239,31 @@ static void hold_back_new(struct scan *scan, struct device_record *devs,
 	}
 }
 
+/* A full pass's read (read_reserved()). */
+struct all_read {
+	struct device_record *devs;
+	size_t n, skipped;
+};
+
+static int read_class(const struct scan *scan, void *out)
+{
+	struct all_read *all = out;
+
+	return sysfs_scan_all(scan->sysroot, &all->devs, &all->n,
+			      &all->skipped);
+}
+
 static int read_all(struct scan *scan)
 {
-	struct device_record *devs = NULL;
-	size_t n = 0, skipped = 0;
+	struct all_read all = {0};
+	struct device_record *devs;
+	size_t n, skipped;
 	int r, kept;
 
-	reserve_release(scan);
-	r = sysfs_scan_all(scan->sysroot, &devs, &n, &skipped);
-	reserve_take(scan);
+	r = read_reserved(scan, read_class, &all);
+	devs = all.devs;
+	n = all.n;
+	skipped = all.skipped;
 	if (sysfs_is_starvation(r)) {
 		starved(scan, NULL, r);
 		return r;
@@ -371,6 +406,19 @@ void scan_kernel_added(struct scan *scan, const char *ibdev)
 	arrival_says(scan, ibdev, ARRIVAL_KERNEL_ADDED);
 }
 
+/* One device's read (read_reserved()). */
+struct device_read {
+	const char *name;
+	struct device_record *info;
+};
+
+static int read_device(const struct scan *scan, void *out)
+{
+	struct device_read *one = out;
+
+	return sysfs_scan_device(scan->sysroot, one->name, one->info);
+}
+
 /* Look at @name; @follow: where it is gone, at the name it took. */
 static void read_one(struct scan *scan, const char *name, enum scan_try try,
 		     bool follow)
@@ -380,9 +428,8 @@ static void read_one(struct scan *scan, const char *name, enum scan_try try,
 	int r;
 
 	memset(&info, 0, sizeof(info));
-	reserve_release(scan);
-	r = sysfs_scan_device(scan->sysroot, name, &info);
-	reserve_take(scan);
+	r = read_reserved(scan, read_device,
+			  &(struct device_read){.name = name, .info = &info});
 	if (sysfs_is_starvation(r)) {
 		starved(scan, name, r);
 		return;
