@@ -147,23 +147,6 @@ static void reserve_release(struct scan *scan)
 	}
 }
 
-/* A read of sysfs into @out; -errno as sysfs.h says. */
-typedef int (*sysfs_read_fn)(const struct scan *scan, void *out);
-
-/* @read, and where it ran short, @read again with the reserve given
- * back to it. */
-static int read_reserved(struct scan *scan, sysfs_read_fn read, void *out)
-{
-	int r = read(scan, out);
-
-	if (!sysfs_is_starvation(r))
-		return r;
-	reserve_release(scan);
-	r = read(scan, out);
-	reserve_take(scan);
-	return r;
-}
-
 /* Out of descriptors or memory: keep the table, try again later. */
 static void starved(struct scan *scan, const char *name, int r)
 {
@@ -239,31 +222,18 @@ static void hold_back_new(struct scan *scan, struct device_record *devs,
 	}
 }
 
-/* A full pass's read (read_reserved()). */
-struct all_read {
-	struct device_record *devs;
-	size_t n, skipped;
-};
-
-static int read_class(const struct scan *scan, void *out)
-{
-	struct all_read *all = out;
-
-	return sysfs_scan_all(scan->sysroot, &all->devs, &all->n,
-			      &all->skipped);
-}
-
 static int read_all(struct scan *scan)
 {
-	struct all_read all = {0};
-	struct device_record *devs;
-	size_t n, skipped;
+	struct device_record *devs = NULL;
+	size_t n = 0, skipped = 0;
 	int r, kept;
 
-	r = read_reserved(scan, read_class, &all);
-	devs = all.devs;
-	n = all.n;
-	skipped = all.skipped;
+	r = sysfs_scan_all(scan->sysroot, &devs, &n, &skipped);
+	if (sysfs_is_starvation(r)) {
+		reserve_release(scan); /* this read's, now */
+		r = sysfs_scan_all(scan->sysroot, &devs, &n, &skipped);
+		reserve_take(scan);
+	}
 	if (sysfs_is_starvation(r)) {
 		starved(scan, NULL, r);
 		return r;
@@ -406,19 +376,6 @@ void scan_kernel_added(struct scan *scan, const char *ibdev)
 	arrival_says(scan, ibdev, ARRIVAL_KERNEL_ADDED);
 }
 
-/* One device's read (read_reserved()). */
-struct device_read {
-	const char *name;
-	struct device_record *info;
-};
-
-static int read_device(const struct scan *scan, void *out)
-{
-	struct device_read *one = out;
-
-	return sysfs_scan_device(scan->sysroot, one->name, one->info);
-}
-
 /* Look at @name; @follow: where it is gone, at the name it took. */
 static void read_one(struct scan *scan, const char *name, enum scan_try try,
 		     bool follow)
@@ -428,8 +385,12 @@ static void read_one(struct scan *scan, const char *name, enum scan_try try,
 	int r;
 
 	memset(&info, 0, sizeof(info));
-	r = read_reserved(scan, read_device,
-			  &(struct device_read){.name = name, .info = &info});
+	r = sysfs_scan_device(scan->sysroot, name, &info);
+	if (sysfs_is_starvation(r)) {
+		reserve_release(scan); /* this read's, now */
+		r = sysfs_scan_device(scan->sysroot, name, &info);
+		reserve_take(scan);
+	}
 	if (sysfs_is_starvation(r)) {
 		starved(scan, name, r);
 		return;
