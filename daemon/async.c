@@ -16,9 +16,19 @@
  * (no kernel behind it, no permission) this says so once at debug level
  * and leaves it be.
  *
- * libibverbs' device list is only fetched when an added device is not in
- * the cached one (or a removal made it stale): each ibv_get_device_list()
- * rescans sysfs, and a storm of 512 VFs added must not cost 512 rescans.
+ * A device announced (ADDED, RETURNED, READY) gets its context
+ * ASYNC_OPEN_DELAY_MS later, not in the turn of the loop that told the
+ * clients: opening it reads libibverbs' device list again (each
+ * ibv_get_device_list() rescans sysfs, every device's files), work that
+ * would take the CPU from the clients taking in the event on a small
+ * host, and the devices announced within the delay share one list, so
+ * a storm of 512 VFs added does not cost 512 rescans.  The list is
+ * fetched only when a device to open is not in the cached one (or a
+ * removal made it stale).  Once open, the device is looked at again
+ * (scan_request()): a port that changed before its context could hear
+ * it is seen then.  Until then the daemon holds no context on it, so a
+ * driver that cannot disassociate lets it go at once (PROTOCOL.md 8a:
+ * REMOVED without REMOVING).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -34,12 +44,16 @@
 #include "async.h"
 #include "scan.h"
 
+/* How long an announced device waits for its context (above). */
+#define ASYNC_OPEN_DELAY_MS 10
+
 struct async_dev {
 	struct async_source *src;
 	char id[sizeof(((struct device_record *)0)->id)];
 	char name[RECORD_NAME_MAX];
 	struct ibv_context *ctx;
 	struct event *ev;
+	bool pending; /* announced, its context not tried yet */
 	struct async_dev *next;
 };
 
@@ -48,7 +62,8 @@ struct async_source {
 	struct devices *table;
 	struct scan *scan;
 	struct async_dev *devs;
-	struct ibv_device **list; /* cached; refreshed on ADDED */
+	struct event *open_timer; /* the pending devices' delay */
+	struct ibv_device **list; /* cached; refreshed for a new device */
 	int nlist;
 	bool list_stale; /* a device went or was renamed */
 	unsigned int open_count;
@@ -164,11 +179,11 @@ static struct async_dev *find_dev(struct async_source *src, const char *id)
 	return NULL;
 }
 
+/* Listed, to be opened by open_pending(). */
 static void add_device(struct async_source *src, const struct device *dev)
 {
 	const struct device_record *info = device_info(dev);
 	struct async_dev *d;
-	int r;
 
 	if (device_state(dev) != DEVICE_STATE_PRESENT || device_removing(dev) ||
 	    find_dev(src, info->id))
@@ -179,16 +194,43 @@ static void add_device(struct async_source *src, const struct device *dev)
 	d->src = src;
 	snprintf(d->id, sizeof(d->id), "%s", info->id);
 	snprintf(d->name, sizeof(d->name), "%s", info->name);
+	d->pending = true;
 	d->next = src->devs;
 	src->devs = d;
-	/* A failed device stays listed, closed, so it is not retried on
-	 * every event; it is forgotten when it goes away. */
-	r = dev_open(d);
-	if (r < 0) {
-		log_debug("async: %s: no verbs async events: %s", d->name,
-			  strerror(-r));
-		dev_close(d);
+}
+
+/* Open every pending device, with one fresh list where one of them is
+ * not in the cached one; @look_again: ask for a look at each opened.  A
+ * failed device stays listed, closed, so it is not retried on every
+ * event; it is forgotten when it goes away. */
+static void open_pending(struct async_source *src, bool look_again)
+{
+	bool refresh = src->list_stale;
+	struct async_dev *d;
+	int r;
+
+	for (d = src->devs; d && !refresh; d = d->next)
+		refresh = d->pending && !find_ibv(src, d->name);
+	if (refresh)
+		refresh_list(src);
+	for (d = src->devs; d; d = d->next) {
+		if (!d->pending)
+			continue;
+		d->pending = false;
+		r = dev_open(d);
+		if (r < 0) {
+			log_debug("async: %s: no verbs async events: %s",
+				  d->name, strerror(-r));
+			dev_close(d);
+		} else if (look_again && src->scan) {
+			scan_request(src->scan, d->name);
+		}
 	}
+}
+
+static void on_open_timer(evutil_socket_t fd, short what, void *arg)
+{
+	open_pending(arg, true);
 }
 
 static void remove_device(struct async_source *src, const char *id)
@@ -227,10 +269,16 @@ struct async_source *async_source_new(struct event_base *base,
 	src->base = base;
 	src->table = table;
 	src->scan = scan;
-	if (devices_count(table) > 0)
-		refresh_list(src);
+	src->open_timer = evtimer_new(base, on_open_timer, src);
+	if (!src->open_timer) {
+		free(src);
+		errno = ENOMEM;
+		return NULL;
+	}
+	/* At start-up no client waits: open at once. */
 	for (dev = devices_first(table); dev; dev = devices_next(table, dev))
 		add_device(src, dev);
+	open_pending(src, false);
 	return src;
 }
 
@@ -240,6 +288,7 @@ void async_source_free(struct async_source *src)
 
 	if (!src)
 		return;
+	event_free(src->open_timer);
 	while ((d = src->devs)) {
 		src->devs = d->next;
 		dev_close(d);
@@ -254,15 +303,17 @@ void async_source_device_event(struct async_source *src,
 			       enum devices_event event,
 			       const struct device *dev)
 {
+	const struct timeval delay = {.tv_usec = ASYNC_OPEN_DELAY_MS * 1000};
+
 	switch (event) {
 	case DEVICES_EVENT_ADDED:
 	case DEVICES_EVENT_RETURNED: /* a new registration: a new context */
 	case DEVICES_EVENT_READY:    /* maybe a removal that did not end */
 		if (find_dev(src, device_info(dev)->id))
 			break;
-		if (src->list_stale || !find_ibv(src, device_info(dev)->name))
-			refresh_list(src);
 		add_device(src, dev);
+		if (!evtimer_pending(src->open_timer, NULL))
+			evtimer_add(src->open_timer, &delay);
 		break;
 	case DEVICES_EVENT_RENAMED:
 		src->list_stale = true;

@@ -34,7 +34,9 @@
  * Descriptors.  A local user can fill rdmad's descriptor table (clients,
  * metrics connections); a scan that then fails to open a device's files
  * must not take the device for gone.  So the scanner keeps a few
- * descriptors in reserve and gives them back just for the sysfs read, and
+ * descriptors in reserve and gives them back to a sysfs read that ran
+ * short, which is then read again (a read that did not run short, the
+ * rule, costs no descriptor churn: it is on the way of every event), and
  * a scan that still runs out of descriptors or memory fails as a whole:
  * the table keeps what it had, and the pass is tried again a second later.
  */
@@ -226,9 +228,12 @@ static int read_all(struct scan *scan)
 	size_t n = 0, skipped = 0;
 	int r, kept;
 
-	reserve_release(scan);
 	r = sysfs_scan_all(scan->sysroot, &devs, &n, &skipped);
-	reserve_take(scan);
+	if (sysfs_is_starvation(r)) {
+		reserve_release(scan); /* this read's, now */
+		r = sysfs_scan_all(scan->sysroot, &devs, &n, &skipped);
+		reserve_take(scan);
+	}
 	if (sysfs_is_starvation(r)) {
 		starved(scan, NULL, r);
 		return r;
@@ -380,9 +385,12 @@ static void read_one(struct scan *scan, const char *name, enum scan_try try,
 	int r;
 
 	memset(&info, 0, sizeof(info));
-	reserve_release(scan);
 	r = sysfs_scan_device(scan->sysroot, name, &info);
-	reserve_take(scan);
+	if (sysfs_is_starvation(r)) {
+		reserve_release(scan); /* this read's, now */
+		r = sysfs_scan_device(scan->sysroot, name, &info);
+		reserve_take(scan);
+	}
 	if (sysfs_is_starvation(r)) {
 		starved(scan, name, r);
 		return;

@@ -512,29 +512,45 @@ class TestLives(KernelTest):
 
     def test_replug_storm(self):
         """STORM deletes and re-adds of rxe0: one identity, and per cycle
-        exactly removing, removed, returned (and ready where the return
-        was not ready yet) for a root subscriber; no ghost."""
+        the old life's end and the next life, in order, for a root
+        subscriber (PROTOCOL.md 8a): removing where rdmad heard the uverbs
+        node go, then removed, then returned (and ready where the return
+        was not ready yet); no ghost."""
         self.start_daemon()
         link_add("rxe0")
         first = self.lives(self.present("rxe0"), "rxe0")[0]
         m = self.monitor()
         start = time.monotonic()
+        unheard = 0
         for cycle in range(STORM):
             timed_delete("rxe0")
             link_add("rxe0")
             got = m.until("returned", "rxe0")
             if not got[-1]["device"]["ready"]:
                 got += m.until("ready", "rxe0")
-            seen = kinds(got)
-            self.assertEqual([k for k in seen if k != "ready"],
-                             ["removing", "removed", "returned"],
+            ends = [e for e in got if e["kind"] != "ready"]
+            seen = kinds(ends)
+            # 8a: REMOVED may follow READY straight where the
+            # registration changed between two looks: rxe went at once
+            # (rdmad opens its own context only after the clients heard
+            # of the return) and was back under the same uverbs node
+            # before rdmad read the node's removal.  A lost or reordered
+            # announcement still fails here.
+            self.assertIn(seen, (["removing", "removed", "returned"],
+                                 ["removed", "returned"]),
+                          "cycle %d:\n%s" % (cycle, told(got)))
+            unheard += seen[0] != "removing"
+            old = first["incarnation"] + cycle
+            self.assertEqual([e["device"]["incarnation"] for e in ends],
+                             [old] * (len(ends) - 1) + [old + 1],
                              "cycle %d:\n%s" % (cycle, told(got)))
+            if seen[0] == "removing":
+                self.assertTrue(ends[0]["device"].get("removing"))
+                self.assertFalse(ends[0]["device"]["ready"])
             self.assertEqual({e["device"]["identity"] for e in got},
                              {first["identity"]})
-            self.assertEqual(got[-1]["device"]["incarnation"],
-                             first["incarnation"] + cycle + 1)
-        print("%d re-plug cycles in %.1f s" % (STORM,
-                                               time.monotonic() - start))
+        print("%d re-plug cycles in %.1f s, %d ended without removing"
+              % (STORM, time.monotonic() - start, unheard))
         self.assertEqual(kinds(m.quiet(1.0)), [])
         st = self.present("rxe0")
         self.assertEqual(len(st["devices"]), 1)

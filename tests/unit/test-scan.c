@@ -31,6 +31,8 @@ static char root[64];
 static unsigned int nscan_all, nscan_device;
 static int starve; /* -errno the wrapped scans fail with, or 0 */
 static char last_scanned[RECORD_NAME_MAX];
+/* The lowest free descriptor while the last device was read. */
+static int free_fd_in_read = -1;
 static struct event_base *base;
 static struct devices *table;
 static struct scan *scan;
@@ -53,10 +55,21 @@ int __wrap_sysfs_scan_all(const char *sysroot, struct device_record **ret,
 	return __real_sysfs_scan_all(sysroot, ret, ret_n, ret_skipped);
 }
 
+/* The lowest free descriptor (-1 where none is). */
+static int lowest_free_fd(void)
+{
+	int fd = fcntl(0, F_DUPFD, 0);
+
+	if (fd >= 0)
+		close(fd);
+	return fd;
+}
+
 int __wrap_sysfs_scan_device(const char *sysroot, const char *name,
 			     struct device_record *ret)
 {
 	nscan_device++;
+	free_fd_in_read = lowest_free_fd();
 	snprintf(last_scanned, sizeof(last_scanned), "%s", name);
 	if (starve)
 		return starve;
@@ -514,8 +527,30 @@ static unsigned int present(void)
 	return n;
 }
 
+/* A look that has descriptors to spare keeps the reserve: the common
+ * read, on the way of every event, opens and closes nothing for it. */
+static void test_reserve_kept(void)
+{
+	int lowest = lowest_free_fd();
+
+	reset_counts();
+	put("class/infiniband/dev0/ports/1/state", "1: DOWN\n");
+	scan_request(scan, "dev0");
+	run_for(5 * DEBOUNCE_MS);
+	CHECK(nscan_device == 1, "%u device passes", nscan_device);
+	CHECK(free_fd_in_read == lowest,
+	      "lowest free descriptor %d in the read, %d outside it: the "
+	      "reserve was given back",
+	      free_fd_in_read, lowest);
+	CHECK(lowest_free_fd() == lowest, "a descriptor leaked or moved");
+	put("class/infiniband/dev0/ports/1/state", "4: ACTIVE\n");
+	scan_request(scan, "dev0");
+	run_for(5 * DEBOUNCE_MS);
+}
+
 /* Every descriptor taken, as a local user filling rdmad's table with
- * connections would: the scanner's reserve still reads sysfs whole. */
+ * connections would: the scanner's reserve still reads sysfs whole (each
+ * read runs short first, then is read again with the reserve). */
 static void test_fd_table_full(void)
 {
 	static int fds[4096];
@@ -537,7 +572,7 @@ static void test_fd_table_full(void)
 	while (n > 0)
 		close(fds[--n]);
 	setrlimit(RLIMIT_NOFILE, &old);
-	CHECK(nscan_all == 1 && nscan_device == 1, "%u full, %u one", nscan_all,
+	CHECK(nscan_all == 2 && nscan_device == 2, "%u full, %u one", nscan_all,
 	      nscan_device);
 	CHECK(fake_calls_total() == 0, "events: %s", fake_calls_dump());
 	CHECK(present() == before, "%u of %u present", present(), before);
@@ -736,6 +771,7 @@ int main(void)
 	test_uverbs_gone();
 	test_netdev_and_uverbs();
 	test_leading_edge();
+	test_reserve_kept();
 	test_fd_table_full();
 	test_starved();
 	test_replug();
