@@ -87,14 +87,16 @@ typedef void *mremap_fn(void *, size_t, size_t, int, ...);
 typedef ssize_t process_madvise_fn(int, const struct iovec *, size_t, int,
 				   unsigned int);
 
-#define NEXT(name, fallback)                                                   \
+/* next_NAME(): the next definition of NAME under libc's version
+ * (MRC_LIBC_UPPER), looked up once; NULL leaves the raw syscall. */
+#define NEXT(name, upper)                                                      \
 	static name##_fn *next_##name(void)                                    \
 	{                                                                      \
 		static name##_fn *fn;                                          \
 		name##_fn *f = __atomic_load_n(&fn, __ATOMIC_RELAXED);         \
                                                                                \
 		if (!f) {                                                      \
-			f = (name##_fn *)next(#name, MRC_LIBC_##fallback);     \
+			f = (name##_fn *)next(#name, MRC_LIBC_##upper);        \
 			__atomic_store_n(&fn, f, __ATOMIC_RELAXED);            \
 		}                                                              \
 		return f;                                                      \
