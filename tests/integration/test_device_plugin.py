@@ -99,10 +99,16 @@ class Kubelet(Lines):
         self.expect(lambda o: o["event"] == "ready", "ready")
 
     def registrations(self, what, n=2):
-        """The next @n registrations (one a resource), by resource."""
-        regs = [self.expect(lambda o: o["event"] == "register", what)
-                for _ in range(n)]
-        return {r["resource"]: r for r in regs}
+        """The next registrations until @n resources have registered, the
+        first of each by resource.  The plugin may cancel a Register it
+        began and make it again (seen after a restart: "registering
+        rdmad.io/hca: ... context canceled", then hca again before roce),
+        so a resource may register twice; a kubelet takes that."""
+        regs = {}
+        while len(regs) < n:
+            r = self.expect(lambda o: o["event"] == "register", what)
+            regs.setdefault(r["resource"], r)
+        return regs
 
     def restart(self, **opts):
         """Restart as a kubelet does (@opts: fake-kubelet's); its time."""
