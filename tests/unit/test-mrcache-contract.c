@@ -36,6 +36,7 @@
 #include <infiniband/verbs.h>
 
 #include "check.h"
+#include "proc-fd.h"
 #include "mrcache/mrcache.h"
 
 #define W IBV_ACCESS_LOCAL_WRITE
@@ -358,25 +359,6 @@ static void test_unmap_inside_reg(void)
 
 /* ---- the monitor's descriptor ------------------------------------------- */
 
-/* The userfaultfd's number, as a program closing descriptors sees it. */
-static int find_uffd(void)
-{
-	char path[64], target[64];
-	ssize_t n;
-	int fd;
-
-	for (fd = 0; fd < 1024; fd++) {
-		snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
-		n = readlink(path, target, sizeof(target) - 1);
-		if (n <= 0)
-			continue;
-		target[n] = '\0';
-		if (strstr(target, "userfaultfd"))
-			return fd;
-	}
-	return -1;
-}
-
 /* A cache in a child (its own monitor), one entry over @m's 2 pages. */
 static struct rdmad_mr_cache *child_cache(char **m)
 {
@@ -395,7 +377,7 @@ static int closed_descriptor(void)
 	char *m;
 	struct rdmad_mr_cache *c = child_cache(&m);
 	struct ibv_mr *b;
-	int fd = find_uffd();
+	int fd = fd_naming("userfaultfd");
 
 	if (fd < 0 || stats(c).entries != 1)
 		return 2;
@@ -417,7 +399,7 @@ static int replaced_descriptor(void)
 	char *m;
 	struct rdmad_mr_cache *c = child_cache(&m);
 	struct ibv_mr *b;
-	int fd = find_uffd(), p[2];
+	int fd = fd_naming("userfaultfd"), p[2];
 
 	if (fd < 0 || pipe(p) < 0 || dup2(p[0], fd) < 0)
 		return 2;

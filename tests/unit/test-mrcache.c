@@ -29,6 +29,7 @@
 #include <infiniband/verbs.h>
 
 #include "check.h"
+#include "proc-fd.h"
 #include "mrcache/mrcache.h"
 
 #define PAGES 256
@@ -268,22 +269,6 @@ static char *three_pages(int flags, int fd)
 	return mmap(NULL, 3 * ps, PROT_READ | PROT_WRITE, flags, fd, 0);
 }
 
-/* The descriptor vma.c keeps for PROCMAP_QUERY, as a program sees it. */
-static int maps_number(void)
-{
-	char path[64], target[64];
-	ssize_t n;
-	int fd;
-
-	for (fd = 0; fd < 1024; fd++) {
-		snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
-		n = readlink(path, target, sizeof(target) - 1);
-		if (n > 0 && (target[n] = '\0', strstr(target, "/maps")))
-			return fd;
-	}
-	return -1;
-}
-
 /* The kept descriptor replaced by the program, and a forked child's copy
  * (which shows the parent): the answers stay the child's own. */
 static void test_vma_descriptor(void)
@@ -294,7 +279,7 @@ static void test_vma_descriptor(void)
 	pid_t pid;
 
 	CHECK(mrc_vma_private_anon(s, s + 3 * ps) == 1);
-	fd = maps_number();
+	fd = fd_naming("/maps");
 	if (fd >= 0) {
 		CHECK(dup2(open("/dev/null", O_RDONLY | O_CLOEXEC), fd) == fd);
 		CHECK(mrc_vma_private_anon(s, s + 3 * ps) == 1,
