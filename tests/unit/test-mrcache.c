@@ -160,18 +160,26 @@ static void lazy_free(size_t first, size_t n)
 	advise(first, n, MADV_FREE);
 }
 
+/* Move the pages of [first, first + n) to @away with mremap() and
+ * @flags, a page at a time (a range may span mappings the cache split). */
+static void move_pages(size_t first, size_t n, char *away, int flags)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		CHECK(mremap(page(first + i), ps, ps,
+			     MREMAP_MAYMOVE | MREMAP_FIXED | flags,
+			     away + i * ps) == away + i * ps,
+		      "%s", strerror(errno));
+}
+
 /* The pages move away and the range stays mapped, empty (Linux 5.7). */
 static void mremap_dontunmap(size_t first, size_t n)
 {
-	void *away = anon(NULL, n * ps, 0);
-	size_t i;
+	char *away = anon(NULL, n * ps, 0);
 
 	begin(first, n);
-	for (i = 0; i < n; i++)
-		CHECK(mremap(page(first + i), ps, ps,
-			     MREMAP_MAYMOVE | MREMAP_FIXED | MREMAP_DONTUNMAP,
-			     (char *)away + i * ps) == (char *)away + i * ps,
-		      "%s", strerror(errno));
+	move_pages(first, n, away, MREMAP_DONTUNMAP);
 	munmap(away, n * ps);
 	end(first, n);
 }
@@ -186,20 +194,14 @@ static void mremap_shrink(size_t first, size_t n)
 	end(first, n);
 }
 
-/* Move the pages elsewhere with mremap(), a page at a time (a range may
- * span mappings the cache split), and map new memory in their place, as a
+/* Move the pages elsewhere and map new memory in their place, as a
  * program that moves a buffer and maps another where it was. */
 static void mremap_away(size_t first, size_t n)
 {
-	void *away = anon(NULL, n * ps, 0);
-	size_t i;
+	char *away = anon(NULL, n * ps, 0);
 
 	begin(first, n);
-	for (i = 0; i < n; i++)
-		CHECK(mremap(page(first + i), ps, ps,
-			     MREMAP_MAYMOVE | MREMAP_FIXED,
-			     (char *)away + i * ps) == (char *)away + i * ps,
-		      "%s", strerror(errno));
+	move_pages(first, n, away, 0);
 	CHECK(anon(page(first), n * ps, MAP_FIXED) == page(first));
 	munmap(away, n * ps);
 	end(first, n);
