@@ -529,6 +529,18 @@ static bool overlap(const struct range *r, uintptr_t start, uintptr_t end)
 	return r->start < end && start < r->end;
 }
 
+/* Whether a watched range overlaps [start, end), watch_lock held; the
+ * hooks and an announced change ask maybe_watched() first. */
+static bool any_watched(uintptr_t start, uintptr_t end)
+{
+	size_t i;
+
+	for (i = 0; i < mon.nwatched; i++)
+		if (overlap(&mon.watched[i], start, end))
+			return true;
+	return false;
+}
+
 /* Cut @r out of the pieces [0, *n) (at most @cap): false when they would
  * not fit. */
 static bool cut(struct range *pieces, size_t *n, size_t cap,
@@ -600,13 +612,11 @@ void mrc_monitor_unwatch(uintptr_t start, uintptr_t end)
 static void unregister_for_change(uintptr_t start, uintptr_t end)
 {
 	struct uffdio_range r = {start, end - start};
-	size_t i;
-	bool any = false;
 
+	if (!maybe_watched(start, end))
+		return;
 	lock(&mon.watch_lock);
-	for (i = 0; i < mon.nwatched && !any; i++)
-		any = overlap(&mon.watched[i], start, end);
-	if (any && ours())
+	if (any_watched(start, end) && ours())
 		ioctl(mon.fd, UFFDIO_UNREGISTER, &r);
 	unlock(&mon.watch_lock);
 }
@@ -663,20 +673,18 @@ bool mrc_monitor_in_flight(uintptr_t start, uintptr_t end)
 
 bool mrc_monitor_hooked(uintptr_t start, uintptr_t end, bool always)
 {
-	bool any = always;
-	size_t i;
+	bool any;
 
 	if (held || __atomic_load_n(&mon.fd, __ATOMIC_ACQUIRE) < 0 ||
 	    !__atomic_load_n(&mon.hooks, __ATOMIC_RELAXED) ||
 	    atomic_load(&mon.lost))
 		return false;
-	if (any)
+	if (always)
 		return true;
 	if (!maybe_watched(start, end))
 		return false;
 	lock(&mon.watch_lock);
-	for (i = 0; i < mon.nwatched && !any; i++)
-		any = overlap(&mon.watched[i], start, end);
+	any = any_watched(start, end);
 	unlock(&mon.watch_lock);
 	return any;
 }
