@@ -80,4 +80,20 @@ for size in (4096, mib):
             "%.0fn" % fu if fu else "-", "%.0fn" % fm if fm else "-",
             "%.2fx" % (c / fm) if fm else "-", gone / never,
             "%.2fx" % (gone / dereg) if dereg else "-"))
+# The floors: what the contract makes every miss and every hooked munmap
+# of a cached range do, beside what they are compared with (same run).
+print("\nthe floors, same run: a miss must watch the range and ask what memory it is;")
+print("a hooked munmap of a cached range must unregister it (its announcement alone)")
+for size in sorted({s for (n, s) in f if n == "miss-watch"}):
+    reg, miss, w, k = (g(n, size) for n in (
+        "verbs-reg", "cache-miss", "miss-watch", "miss-kind"))
+    floor = reg + w + k
+    print("  %-8s miss floor (reg + watch + kind) %5.2fx reg   miss / floor %5.2fx" % (
+        "%dK" % (size // 1024), floor / reg, miss / floor))
+for size in (4096, mib):
+    c, alone, fm = (g(n, size) for n in (
+        "munmap-cached", "announce-alone", "memhooks-munmap-cached"))
+    if c and alone and fm:
+        print("  %-8s munmap floor (memhooks + announce alone %.0fn) %5.2fx memhooks   cached / floor %5.2fx" % (
+            "%dK" % (size // 1024), alone, (fm + alone) / fm, c / (fm + alone)))
 PY
