@@ -422,10 +422,12 @@ kvm) accel=(-enable-kvm -cpu host) ;;
 # Under emulation the vCPUs take turns on one host thread (thread=single).
 # With a thread each (multi-threaded TCG, QEMU 7.2), a guest kernel now and
 # then executes an int3 that text_poke_bp() had already replaced: an
-# "Oops: int3" in get_page_from_freelist or kmem_cache_alloc while podman
-# makes or removes a cgroup (cpusets_enabled_key and the like flip then),
-# twice in a row in one CI guest.  Taking turns loses little: the suite
-# runs two guests at once on two cores.
+# "Oops: int3" in get_page_from_freelist or kmem_cache_alloc in conmon,
+# twice in a row in one CI guest (our reading: podman's cgroups flip static
+# keys such as cpusets_enabled_key, and a vCPU on another host thread ran
+# code translated before the patch).  Taking turns, no vCPU runs while
+# another patches.  It loses little: the suite runs two guests at once on
+# two cores.
 tcg) accel=(-accel "tcg,thread=${RDMAD_VM_TCG_THREAD:-single}"
 	-cpu "${RDMAD_VM_TCG_CPU:-max}") ;;
 *) die "RDMAD_VM_ACCEL must be kvm or tcg" ;;

@@ -9,9 +9,9 @@
 # Under emulation (TCG) a guest's kernel now and then faulted on its own
 # (seen with a host thread per vCPU: int3 in __kmalloc_noprof from 9p, in
 # conmon; a panic in sched_clock_cpu): the VM stops without the suite's
-# exit status (125).  rdma-kernel-vm.sh now runs the vCPUs on one thread
-# and passes tsc=reliable, which removed the causes we know of; this stays
-# for the ones we do not.
+# exit status (125).  rdma-kernel-vm.sh now runs the vCPUs on one host
+# thread (against the int3) and passes tsc=reliable (against the clock
+# panic); this stays for faults neither covers.
 # Such a guest is run once more, and the line "kernel-suite: rerun: ..."
 # says so (scripts/kernel-suite.sh puts it in its summary), unless the
 # fault names rdmad (Comm: rdmad): that one is ours and stays a failure.
