@@ -453,6 +453,10 @@ static double remap_then(void *arg)
 	return (double)t0 / v.n;
 }
 
+/* munmap() of a range registered and let go (cached), timed alone, this
+ * many times a round (each munmap's own cost moves with the guest's
+ * scheduling: at 50 the ratios moved by 1.5x between runs). */
+#define UNMAP_N 200
 /* munmap() of a range registered and let go (cached), timed alone. */
 struct unmap_case {
 	const struct registrar *r; /* NULL: never registered */
@@ -511,7 +515,7 @@ static void unmaps(void)
 				kernel = {&cached_mr, false, false, true},
 				dereg = {&verbs_mr, false, false, false};
 
-	v.n = 50;
+	v.n = UNMAP_N;
 	figure("munmap-cached", v.len, median(unmap_after, (void *)&cached));
 	figure("munmap-announced", v.len, median(unmap_after, (void *)&told));
 	figure("announce-alone", v.len, median(unmap_after, (void *)&alone));
@@ -643,7 +647,7 @@ static int fabric(const char *device)
 		if (v.len == 4096 || v.len == 1 << 20) {
 			const struct unmap_case u = {&fabric_mr, false, false};
 
-			v.n = 50;
+			v.n = UNMAP_N;
 			figure("fabric-munmap-cached", v.len,
 			       median(unmap_after, (void *)&u));
 		}
