@@ -507,13 +507,15 @@ static unsigned int rounds_for(size_t len)
  * unregistered from userfaultfd, so that the munmap raises no event). */
 static void unmaps(void)
 {
-	const struct unmap_case cached = {&cached_mr, false, false},
-				told = {&cached_mr, false, true},
-				alone = {&cached_mr, false, true, false, true},
-				gone = {&cached_mr, true, false},
-				never = {NULL, false, false},
-				kernel = {&cached_mr, false, false, true},
-				dereg = {&verbs_mr, false, false, false};
+	const struct unmap_case cached = {.r = &cached_mr},
+				told = {.r = &cached_mr, .told = true},
+				alone = {.r = &cached_mr,
+					 .told = true,
+					 .alone = true},
+				gone = {.r = &cached_mr, .flush = true},
+				never = {.r = NULL},
+				kernel = {.r = &cached_mr, .raw = true},
+				dereg = {.r = &verbs_mr};
 
 	v.n = UNMAP_N;
 	figure("munmap-cached", v.len, median(unmap_after, (void *)&cached));
@@ -645,7 +647,7 @@ static int fabric(const char *device)
 			       median(remap_then, (void *)&fabric_mr));
 		}
 		if (v.len == 4096 || v.len == 1 << 20) {
-			const struct unmap_case u = {&fabric_mr, false, false};
+			const struct unmap_case u = {.r = &fabric_mr};
 
 			v.n = UNMAP_N;
 			figure("fabric-munmap-cached", v.len,
