@@ -275,7 +275,7 @@ void client_let_go(struct client *c, int fd)
 	if (nlquery_check_socket(fd, &cookie) == 0)
 		close(fd);
 	else
-		reaper_put(c->srv->reaper, fd, c->peer.uid);
+		reaper_put(c->srv->reaper, fd, c->peer.owner);
 }
 
 void client_let_go_all(struct client *c, const struct wire_fds *fds)
@@ -286,12 +286,17 @@ void client_let_go_all(struct client *c, const struct wire_fds *fds)
 
 /* ---- the read loop ---- */
 
-/* Room in rdmad's table (server-int.h), and a uid with
- * REAPER_MAX_PENDING descriptors waiting is not read either. */
+/* Room in rdmad's table (server-int.h); an owner with
+ * REAPER_MAX_PENDING descriptors waiting anywhere is not read, nor one
+ * with any waiting once the budget is spent. */
 static bool may_receive(const struct client *c)
 {
-	return server_room_for(c->srv, 0) &&
-	       reaper_held_by(c->srv->reaper, c->peer.uid) < REAPER_MAX_PENDING;
+	unsigned int waiting = reaper_waiting(c->srv->reaper, c->peer.owner);
+
+	if (!server_room_for(c->srv, 0, c->control))
+		return false;
+	return c->control || waiting == 0 ||
+	       (waiting < REAPER_MAX_PENDING && server_budget_left(c->srv));
 }
 
 static void wait_for_room(struct client *c)
@@ -302,10 +307,11 @@ static void wait_for_room(struct client *c)
 	event_del(c->ev_read);
 	if (!srv->logged_room)
 		log_warnx("client pid %d uid %u: not read until descriptors "
-			  "clients passed are closed (its own %u, all "
-			  "clients' %u, ceiling %u; logged once)",
+			  "clients passed are closed (its owner's %u waiting, "
+			  "%u in rdmad's table for clients, ceiling %u; "
+			  "logged once)",
 			  c->peer.pid, (unsigned int)c->peer.uid,
-			  reaper_held_by(srv->reaper, c->peer.uid),
+			  reaper_waiting(srv->reaper, c->peer.owner),
 			  server_fds_for_clients(srv), srv->fd_ceiling);
 	srv->logged_room = true;
 }
@@ -422,6 +428,7 @@ static void client_link(struct server *srv, struct client *c)
 		srv->clients->prev = c;
 	srv->clients = c;
 	srv->nclients++;
+	srv->ncontrol += c->control;
 }
 
 static void client_unlink(struct server *srv, struct client *c)
@@ -433,9 +440,11 @@ static void client_unlink(struct server *srv, struct client *c)
 	if (c->next)
 		c->next->prev = c->prev;
 	srv->nclients--;
+	srv->ncontrol -= c->control;
 }
 
-struct client *client_new(struct server *srv, int fd, const struct peer *peer)
+struct client *client_new(struct server *srv, int fd, const struct peer *peer,
+			  bool control)
 {
 	struct client *c = calloc(1, sizeof(*c));
 	struct timeval tv = {
@@ -451,6 +460,7 @@ struct client *client_new(struct server *srv, int fd, const struct peer *peer)
 	c->passed_fd = -1;
 	c->serial = ++srv->serials;
 	c->peer = *peer;
+	c->control = control;
 	c->ev_read = event_new(srv->base, fd, EV_READ | EV_PERSIST,
 			       on_client_read, c);
 	c->ev_write = event_new(srv->base, fd, EV_WRITE | EV_PERSIST,
@@ -478,7 +488,7 @@ void client_close(struct client *c)
 	log_debug("client pid %d (%s) gone", c->peer.pid, c->peer.comm);
 	client_unlink(srv, c);
 	client_free_events(c);
-	reaper_close_connection(srv->reaper, c->fd, c->peer.uid);
+	reaper_close_connection(srv->reaper, c->fd, c->peer.owner);
 	outq_clear(&c->out);
 	/* Unlinked first: the events this causes go to the others only;
 	 * and before its view goes, which may take its table along. */

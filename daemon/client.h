@@ -71,6 +71,7 @@ struct client {
 	bool read_once;	     /* its first datagram was read */
 	bool verified;	     /* its view is known or said, not assumed */
 	bool admin;	     /* root or the admin group: admin requests */
+	bool control;	     /* came through the control socket */
 	bool lifecycle;	     /* said the "lifecycle" feature in Hello */
 	bool wants_removing; /* said the "removing" feature in Hello */
 	bool resync;	     /* overflowed: owes a seq-0 snapshot */
@@ -91,7 +92,8 @@ bool client_hears_events(const struct client *c);
 
 /* A connection in GREETING, linked into the server's list; NULL on
  * ENOMEM (the caller still owns @fd). */
-struct client *client_new(struct server *srv, int fd, const struct peer *peer);
+struct client *client_new(struct server *srv, int fd, const struct peer *peer,
+			  bool control);
 /* Close it now: its holds go, its view is left, its socket goes to the
  * closer (reaper.h). */
 void client_close(struct client *c);

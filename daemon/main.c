@@ -445,10 +445,12 @@ static unsigned int clients_within_fd_limit(unsigned int want)
 
 	if (getrlimit(RLIMIT_NOFILE, &rl) < 0 || rl.rlim_cur == RLIM_INFINITY)
 		return want;
-	room = (rl.rlim_cur > 2 * SERVER_FDS_NOT_FOR_CLIENTS
-			? rl.rlim_cur - SERVER_FDS_NOT_FOR_CLIENTS
-			: rl.rlim_cur / 2) /
-	       SERVER_FDS_PER_CLIENT;
+	/* The public socket's room (server-int.h) less one receive. */
+	room = rl.rlim_cur >= SERVER_FDS_MIN
+		       ? (server_fd_ceiling(rl.rlim_cur) - SERVER_CONTROL_ROOM -
+			  WIRE_MAX_PASSED_FDS) /
+				 SERVER_FDS_PER_CLIENT
+		       : 0;
 	if (want <= room)
 		return want;
 	log_warnx("max_clients = %u, but the open file limit is %llu: "
@@ -488,6 +490,7 @@ static struct server_options server_options(const struct rdmad *d,
 		.max_holds_per_uid = cfg->max_holds_per_uid,
 		.max_queue = cfg->max_queue,
 		.listen_fd = -1,
+		.control_fd = -1,
 		.netns_mode = netns_mode(d),
 		.note_generation = note_generation,
 		.userdata = (void *)d,
@@ -632,34 +635,15 @@ static void describe_socket(int fd, char *buf, size_t size)
 		 listening ? "listening" : "not listening");
 }
 
-/*
- * The socket systemd passed us (rdmad.socket): its descriptor, -ENOENT
- * when none was passed, or another -errno when what was passed cannot be
- * served.  Then rdmad must not bind a path of its own instead: clients of
- * the passed sockets would wait for replies that never come.
- */
-static int activated_socket(void)
+/* Is the passed descriptor @fd a listening AF_UNIX SOCK_SEQPACKET
+ * socket?  Else say what it is. */
+static int check_passed(int fd)
 {
 	char what[96];
-	int n = sd_listen_fds(1);
 
-	if (n == 0)
-		return -ENOENT;
-	if (n < 0) {
-		log_warnc(n, "socket activation: LISTEN_FDS is unusable");
-		return n;
-	}
-	if (n > 1) {
-		log_warnx("socket activation: %d sockets passed; rdmad serves "
-			  "exactly one (one ListenSequentialPacket= in "
-			  "rdmad.socket)",
-			  n);
-		return -EINVAL;
-	}
-	if (sd_is_socket_unix(SD_LISTEN_FDS_START, SOCK_SEQPACKET, 1, NULL, 0) >
-	    0)
-		return SD_LISTEN_FDS_START;
-	describe_socket(SD_LISTEN_FDS_START, what, sizeof(what));
+	if (sd_is_socket_unix(fd, SOCK_SEQPACKET, 1, NULL, 0) > 0)
+		return fd;
+	describe_socket(fd, what, sizeof(what));
 	log_warnx("socket activation: the passed descriptor is %s; rdmad "
 		  "needs a listening AF_UNIX SOCK_SEQPACKET socket "
 		  "(ListenSequentialPacket=)",
@@ -667,22 +651,79 @@ static int activated_socket(void)
 	return -EPROTOTYPE;
 }
 
+/* The control socket's name among those passed: FileDescriptorName= of
+ * rdmad-control.socket, or that unit's name where it sets none. */
+static bool control_name(const char *name)
+{
+	return name && (!strcmp(name, "control") ||
+			!strcmp(name, "rdmad-control.socket"));
+}
+
+/*
+ * The sockets systemd passed us (rdmad.socket, rdmad-control.socket):
+ * the public one in *@public, the control one in *@control (-1 when not
+ * passed; rdmad binds it beside the public one).  0, -ENOENT when none
+ * was passed, or another -errno when what was passed cannot be served.
+ * Then rdmad must not bind a path of its own instead: clients of the
+ * passed sockets would wait for replies that never come.
+ */
+static int activated_sockets(int *public, int *control)
+{
+	char **names = NULL;
+	int n = sd_listen_fds_with_names(1, &names), r = 0;
+
+	*public = *control = -1;
+	if (n <= 0) {
+		if (n < 0)
+			log_warnc(n,
+				  "socket activation: LISTEN_FDS is unusable");
+		return n ? n : -ENOENT;
+	}
+	for (int i = 0; i < n && r == 0; i++) {
+		int *slot = control_name(names ? names[i] : NULL) ? control
+								  : public;
+
+		if (*slot >= 0) {
+			log_warnx("socket activation: %d sockets passed; rdmad "
+				  "serves one public socket (rdmad.socket) and "
+				  "one control socket (rdmad-control.socket, "
+				  "FileDescriptorName=control)",
+				  n);
+			r = -EINVAL;
+		} else {
+			r = check_passed(SD_LISTEN_FDS_START + i);
+			*slot = r;
+			r = r < 0 ? r : 0;
+		}
+	}
+	if (r == 0 && *public < 0) {
+		log_warnx("socket activation: no public socket passed "
+			  "(rdmad.socket)");
+		r = -EINVAL;
+	}
+	for (int i = 0; names && i < n; i++)
+		free(names[i]);
+	free(names);
+	return r;
+}
+
 static int start_server(struct rdmad *d)
 {
 	struct server_options o = server_options(d, &d->cfg);
-	int r = activated_socket();
+	int r = activated_sockets(&o.listen_fd, &o.control_fd);
 
 	if (r < 0 && r != -ENOENT)
 		return r;
-	o.listen_fd = r >= 0 ? r : -1;
 	d->server = server_new(d->base, d->table, d->scan, &o);
 	if (!d->server)
 		return -errno;
 	d->relay.server = d->server;
 	if (o.listen_fd >= 0)
-		log_info("listening on the socket passed by systemd");
+		log_info("listening on the socket passed by systemd%s",
+			 o.control_fd >= 0 ? ", and its control socket" : "");
 	else
-		log_info("listening on %s", d->socket_path);
+		log_info("listening on %s and %s%s", d->socket_path,
+			 d->socket_path, SERVER_CONTROL_SUFFIX);
 	return 0;
 }
 
@@ -779,12 +820,33 @@ static void raise_fd_limit(void)
 		log_warn("cannot raise the open file limit");
 }
 
+/* Below SERVER_FDS_MIN rdmad could not keep its promises (the control
+ * socket's room, the budget for passed descriptors): it says so and
+ * does not start, rather than run deaf. */
+static int check_fd_limit(void)
+{
+	struct rlimit rl;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) < 0 || rl.rlim_cur >= SERVER_FDS_MIN)
+		return 0;
+	log_warnx("the open file limit is %llu (hard %llu); rdmad needs at "
+		  "least %d: raise it (LimitNOFILE= in rdmad.service, or "
+		  "ulimit -n)",
+		  (unsigned long long)rl.rlim_cur,
+		  (unsigned long long)rl.rlim_max, SERVER_FDS_MIN);
+	return -EMFILE;
+}
+
 static int rdmad_run(struct rdmad *d)
 {
 	char status[128];
 	int r = -ENOMEM;
 
 	raise_fd_limit();
+	r = check_fd_limit();
+	if (r < 0)
+		goto out;
+	r = -ENOMEM;
 	d->base = event_base_new();
 	if (!d->base)
 		goto out;

@@ -254,6 +254,7 @@ static const char *const limit_key[SERVER_REFUSED_COUNT] = {
 	[SERVER_REFUSED_PER_UID] = "max_clients_per_uid",
 	[SERVER_REFUSED_PER_NAMESPACE] = "max_clients_per_namespace",
 	[SERVER_REFUSED_REAPING] = "passed_descriptors",
+	[SERVER_REFUSED_CONTROL] = "control_socket",
 	[SERVER_REFUSED_NO_HELLO] = "hello_timeout",
 	[SERVER_REFUSED_HOLDS] = "max_holds_per_client",
 	[SERVER_REFUSED_HOLDS_PER_UID] = "max_holds_per_uid",
@@ -286,7 +287,7 @@ static void client_resyncs(const struct metrics_state *st, struct expo *e)
 }
 
 /* Descriptors clients passed that rdmad's helpers have not closed, by
- * uid, only while they are behind (reaper.h). */
+ * owner (its uid: owner.h), only while they are behind (reaper.h). */
 static void closing_behind(const struct metrics_state *st, struct expo *e)
 {
 	struct reaper_behind behind[64];
@@ -295,7 +296,7 @@ static void closing_behind(const struct metrics_state *st, struct expo *e)
 			       : 0;
 
 	for (size_t i = 0; i < n; i++) {
-		snprintf(uid, sizeof(uid), "%u", (unsigned int)behind[i].uid);
+		snprintf(uid, sizeof(uid), "%u", (unsigned int)behind[i].owner);
 		expo_u64(e, LABELS("uid", uid), behind[i].pending);
 	}
 }

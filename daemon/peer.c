@@ -24,6 +24,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "owner.h"
 #include "peer.h"
 
 #ifndef SO_PEERPIDFD
@@ -34,6 +35,7 @@
 #define RDMAD_PIDFD_GET_MNT_NAMESPACE _IO(PIDFS_IOCTL_MAGIC, 3)
 #define RDMAD_PIDFD_GET_NET_NAMESPACE _IO(PIDFS_IOCTL_MAGIC, 4)
 #define RDMAD_PIDFD_GET_PID_NAMESPACE _IO(PIDFS_IOCTL_MAGIC, 5)
+#define RDMAD_PIDFD_GET_USER_NAMESPACE _IO(PIDFS_IOCTL_MAGIC, 9)
 
 static int peer_pidfd(int fd, pid_t pid)
 {
@@ -243,12 +245,26 @@ static void read_details(struct peer *p, int proc_fd)
 		peer_parse_pod_uid(buf, p->pod_uid);
 }
 
+/* Its owner (owner.h), from its user namespace: the pidfd's where the
+ * kernel has one, else /proc/PID's, checked like the others (below). */
+static void read_owner(struct peer *p, int pidfd, int proc_fd, bool exact)
+{
+	int ns = exact ? ioctl(pidfd, RDMAD_PIDFD_GET_USER_NAMESPACE, 0) : -1;
+
+	if (ns < 0)
+		ns = openat(proc_fd, "ns/user", O_RDONLY | O_CLOEXEC);
+	p->owner = owner_of(p->uid, ns);
+	if (ns >= 0)
+		close(ns);
+}
+
 static void forget(struct peer *p)
 {
 	p->known = false;
 	p->ns = (struct peer_ns){0};
 	p->ns_pid = p->pid;
 	p->pod_uid[0] = '\0';
+	p->owner = owner_of_uid(p->uid);
 }
 
 void peer_identify(int fd, const struct ucred *cred, struct peer *ret)
@@ -261,6 +277,7 @@ void peer_identify(int fd, const struct ucred *cred, struct peer *ret)
 	*ret = (struct peer){.pid = cred->pid,
 			     .uid = cred->uid,
 			     .gid = cred->gid,
+			     .owner = cred->uid,
 			     .ns_pid = cred->pid};
 	snprintf(path, sizeof(path), "/proc/%d", (int)cred->pid);
 	proc_fd = open(path, O_PATH | O_DIRECTORY | O_CLOEXEC);
@@ -271,8 +288,10 @@ void peer_identify(int fd, const struct ucred *cred, struct peer *ret)
 	 * shows must be the one the pidfd has, and the pidfd still alive. */
 	if (ret->known && exact)
 		ret->known = inode_at(proc_fd, "ns/mnt") == ret->ns.mnt;
-	if (ret->known)
+	if (ret->known) {
 		read_details(ret, proc_fd);
+		read_owner(ret, pidfd, proc_fd, exact);
+	}
 	if (!ret->known || pidfd_exited(pidfd))
 		forget(ret);
 	if (proc_fd >= 0)

@@ -26,6 +26,7 @@ struct peer {
 	pid_t pid; /* in rdmad's PID namespace */
 	uid_t uid;
 	gid_t gid;
+	uid_t owner;  /* who it is charged to (owner.h) */
 	pid_t ns_pid; /* in its own PID namespace (NSpid); = pid if unknown */
 	struct peer_ns ns;
 	bool known;			/* ns was read and is that process's */
@@ -39,7 +40,8 @@ struct peer {
  * namespaces, status, cgroup and comm), never a file of its own.
  * Namespaces come from the process's pidfd where the kernel has them
  * (SO_PEERPIDFD and PIDFD_GET_*_NAMESPACE, Linux 6.5 and 6.11), else
- * from /proc/PID/ns; either way the pidfd (SO_PEERPIDFD, else
+ * from /proc/PID/ns; its owner from its user namespace the same way
+ * (owner.h), else from /etc/subuid; either way the pidfd (SO_PEERPIDFD, else
  * pidfd_open()) must still be alive after the look, or the pid may have
  * been reused and nothing is known.  A process rdmad may not look into
  * (another user's, without CAP_SYS_PTRACE) is not known either.  Never

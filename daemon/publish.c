@@ -206,7 +206,7 @@ static int emit_part(const Rdmad__Frame *frame, void *userdata)
 		return client_reply_frame(c, frame, -1);
 	for (size_t i = 0; i < n; i++) {
 		rdmad__closing__init(&items[i]);
-		items[i].uid = behind[i].uid;
+		items[i].uid = behind[i].owner;
 		items[i].pending = behind[i].pending;
 		items[i].quiet_ms = behind[i].quiet_ms;
 		ptrs[i] = &items[i];

@@ -1,20 +1,17 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The reaper: see reaper.h.  Sockets go to the closer (closer.c, a table
- * of its own).  Other files go to the remover: a process that shares
- * rdmad's table, joined to it by two pipes: jobs go down one (a
- * descriptor and the uid it is charged to, 8 bytes, written whole as
- * pipes promise for fewer than PIPE_BUF), the same job comes back up the
- * other once closed.  The descriptor numbers mean the same in both
- * processes because they share one table.  A job the pipe cannot take
- * (the remover is stuck and the pipe full) waits in a backlog until the
- * pipe is writable again.  A helper that dies (killed by hand) is started
- * again.
+ * The reaper: see reaper.h.  REAPER_LANES lanes, each a closer (sockets,
+ * a table of its own, closer.h) and a remover (other files, rdmad's
+ * table, remover.h).  An owner with descriptors waiting keeps its lane
+ * until they are all let go of; an owner with none takes a lane that
+ * serves nobody else, or, when every lane is taken, the one with the
+ * fewest descriptors waiting.  So a close the kernel makes slow (a FUSE
+ * FLUSH nobody answers, AF_PACKET's grace period in packet_release(), a
+ * unix socket carrying a queue of those) holds its owner's lane, not
+ * the others, until more owners than lanes are slow at once.
  */
 #include <errno.h>
 #include <fcntl.h>
-#include <limits.h>
-#include <sched.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -29,83 +26,39 @@
 #include "closer.h"
 #include "log.h"
 #include "reaper.h"
+#include "remover.h"
 
-struct reaper_job {
-	int32_t fd;
-	uint32_t uid;
-};
-
-/* A uid's descriptors handed over: how many are still in rdmad's table
- * (the remover's, and the closer's not sent yet), how many are not let
- * go of yet (those, and the closer's in its queue or its table). */
+/* One owner's descriptors handed over: how many are still in rdmad's
+ * table (the remover's, and the closer's not sent yet), how many are
+ * not let go of yet (those, and the closer's in its queue or table). */
 struct reaper_count {
-	uid_t uid;
+	uid_t owner;
+	unsigned int lane;
 	unsigned int in_table;
 	unsigned int waiting;
 	uint64_t since_ms; /* its last progress, or its first job after */
 };
 
-struct reaper {
-	struct event_base *base;
+struct reaper_lane {
 	struct closer *closer;
-	reaper_progress_fn progress;
-	void *arg;
-	unsigned int removing; /* handed to the remover, not closed */
-	pid_t parent;
-	pid_t undertaker;
-	pid_t pid;
-	int pidfd;
-	int down[2]; /* jobs: [0] the reaper reads, [1] rdmad writes */
-	int up[2];   /* done: [0] rdmad reads, [1] the reaper writes */
-	struct event *ev_done;
-	struct event *ev_backlog; /* down[1] writable again */
-	struct event *ev_exit;	  /* the reaper's pidfd */
-	struct reaper_job *backlog;
-	size_t nbacklog, backlog_cap;
-	struct reaper_count *counts;
-	size_t ncounts, counts_cap;
+	struct remover *remover;
+	unsigned int owners;  /* with descriptors waiting in this lane */
+	unsigned int waiting; /* theirs, in all */
 };
 
-/* ---- the reaper process ---- */
+struct reaper {
+	struct event_base *base;
+	reaper_progress_fn progress;
+	void *arg;
+	pid_t parent;
+	pid_t undertaker;
+	struct reaper_lane lanes[REAPER_LANES];
+	struct reaper_count *counts;
+	size_t ncounts, counts_cap;
+	unsigned int waiting; /* every owner's */
+};
 
-static void reaper_loop(const struct reaper *r)
-{
-	struct reaper_job jobs[64];
-	ssize_t n;
-
-	/* rdmad's signal handlers write to libevent's socket in the shared
-	 * table: none may run here, and SIGTERM ends it (systemd's stop). */
-	closer_tick_init();
-	prctl(PR_SET_PDEATHSIG, SIGKILL);
-	if (getppid() != r->parent)
-		_exit(0);
-	prctl(PR_SET_NAME, "rdmad-reaper");
-	/* Jobs are written whole (a multiple of 8 bytes, at most PIPE_BUF):
-	 * a read gets whole jobs, acked together once closed. */
-	for (;;) {
-		n = read(r->down[0], jobs, sizeof(jobs));
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < (ssize_t)sizeof(jobs[0]))
-			_exit(0);
-		for (size_t i = 0; i < (size_t)n / sizeof(jobs[0]); i++)
-			close(jobs[i].fd);
-		while (write(r->up[1], jobs, (size_t)n) < 0 && errno == EINTR)
-			;
-	}
-}
-
-/* A process with rdmad's descriptor table, not its memory: fork's
- * semantics plus CLONE_FILES (the raw call: glibc's fork() takes no
- * flags).  Only async-signal-safe calls follow in the child. */
-static pid_t clone_files(void)
-{
-#if defined(__s390__) || defined(__CRIS__)
-	return (pid_t)syscall(SYS_clone, 0, CLONE_FILES | SIGCHLD, 0, 0, 0);
-#else
-	return (pid_t)syscall(SYS_clone, CLONE_FILES | SIGCHLD, 0, 0, 0, 0);
-#endif
-}
+/* ---- the undertaker ---- */
 
 /* A socket has no ->flush: handing it over never waits (closer.h).  Any
  * other file may (FUSE sends FLUSH on every close(2), last or not), so
@@ -177,61 +130,68 @@ static void undertaker_loop(pid_t parent)
 
 static int start_undertaker(struct reaper *r)
 {
-	pid_t pid = clone_files();
+	pid_t pid = remover_clone_files();
 
 	if (pid < 0)
-		return -errno;
+		return pid;
 	if (pid == 0)
 		undertaker_loop(r->parent);
 	r->undertaker = pid;
 	return 0;
 }
 
-static int start_reaper(struct reaper *r)
-{
-	pid_t pid = clone_files();
+/* ---- what waits, per owner ---- */
 
-	if (pid < 0)
-		return -errno;
-	if (pid == 0)
-		reaper_loop(r);
-	r->pid = pid;
-	r->pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
-	if (r->pidfd >= 0)
-		fcntl(r->pidfd, F_SETFD, FD_CLOEXEC);
-	return 0;
-}
-
-/* ---- what waits, per uid ---- */
-
-static struct reaper_count *count_of(const struct reaper *r, uid_t uid)
+static struct reaper_count *count_of(const struct reaper *r, uid_t owner)
 {
 	for (size_t i = 0; i < r->ncounts; i++)
-		if (r->counts[i].uid == uid)
+		if (r->counts[i].owner == owner)
 			return &r->counts[i];
 	return NULL;
 }
 
-static void count_add(struct reaper *r, uid_t uid)
+/* The lane for an owner with nothing waiting: one nobody else's
+ * descriptors wait in, else the least loaded. */
+static unsigned int free_lane(const struct reaper *r)
 {
-	struct reaper_count *c = count_of(r, uid), *more;
+	unsigned int best = 0;
+
+	for (unsigned int i = 0; i < REAPER_LANES; i++) {
+		if (!r->lanes[i].owners)
+			return i;
+		if (r->lanes[i].waiting < r->lanes[best].waiting)
+			best = i;
+	}
+	return best;
+}
+
+/* One more of @owner's, in its lane: the count (NULL: out of memory,
+ * then it goes uncounted through lane 0). */
+static struct reaper_count *count_add(struct reaper *r, uid_t owner)
+{
+	struct reaper_count *c = count_of(r, owner), *more;
 
 	if (!c && r->ncounts == r->counts_cap) {
 		size_t cap = r->counts_cap ? 2 * r->counts_cap : 8;
 
 		more = reallocarray(r->counts, cap, sizeof(*more));
 		if (!more)
-			return; /* uncounted: admitted as if nothing waited */
+			return NULL;
 		r->counts = more;
 		r->counts_cap = cap;
 	}
 	if (!c) {
 		c = &r->counts[r->ncounts++];
-		*c = (struct reaper_count){.uid = uid,
+		*c = (struct reaper_count){.owner = owner,
+					   .lane = free_lane(r),
 					   .since_ms = clock_monotonic_ms()};
+		r->lanes[c->lane].owners++;
 	}
 	c->in_table++;
 	c->waiting++;
+	r->lanes[c->lane].waiting++;
+	r->waiting++;
+	return c;
 }
 
 static unsigned int minus(unsigned int a, unsigned int b)
@@ -239,39 +199,50 @@ static unsigned int minus(unsigned int a, unsigned int b)
 	return a > b ? a - b : 0;
 }
 
-/* @n of @uid's left rdmad's table (@let_go: and were let go of too). */
-static void count_done(struct reaper *r, uid_t uid, unsigned int n, bool let_go)
+/* @n of @owner's left rdmad's table (@let_go: and were let go of). */
+static void count_done(struct reaper *r, uid_t owner, unsigned int n,
+		       bool let_go)
 {
-	struct reaper_count *c = count_of(r, uid);
+	struct reaper_count *c = count_of(r, owner);
+	struct reaper_lane *lane;
 
 	if (!c)
 		return;
 	c->in_table = minus(c->in_table, n);
 	if (!let_go)
 		return;
-	c->waiting = minus(c->waiting, n);
+	n = n < c->waiting ? n : c->waiting;
+	lane = &r->lanes[c->lane];
+	c->waiting -= n;
+	lane->waiting = minus(lane->waiting, n);
+	r->waiting = minus(r->waiting, n);
 	c->since_ms = clock_monotonic_ms();
-	if (!c->waiting)
-		*c = r->counts[--r->ncounts];
+	if (c->waiting)
+		return;
+	lane->owners = minus(lane->owners, 1);
+	*c = r->counts[--r->ncounts];
 }
 
-unsigned int reaper_held_by(const struct reaper *r, uid_t uid)
+unsigned int reaper_waiting(const struct reaper *r, uid_t owner)
 {
-	const struct reaper_count *c = r ? count_of(r, uid) : NULL;
-
-	return c ? c->in_table : 0;
-}
-
-unsigned int reaper_waiting(const struct reaper *r, uid_t uid)
-{
-	const struct reaper_count *c = r ? count_of(r, uid) : NULL;
+	const struct reaper_count *c = r ? count_of(r, owner) : NULL;
 
 	return c ? c->waiting : 0;
 }
 
+unsigned int reaper_waiting_all(const struct reaper *r)
+{
+	return r ? r->waiting : 0;
+}
+
 unsigned int reaper_held(const struct reaper *r)
 {
-	return r ? r->removing + closer_held(r->closer) : 0;
+	unsigned int n = 0;
+
+	for (unsigned int i = 0; r && i < REAPER_LANES; i++)
+		n += remover_held(r->lanes[i].remover) +
+		     closer_held(r->lanes[i].closer);
+	return n;
 }
 
 size_t reaper_behind(const struct reaper *r, struct reaper_behind *ret,
@@ -285,184 +256,111 @@ size_t reaper_behind(const struct reaper *r, struct reaper_behind *ret,
 
 		if (now - c->since_ms >= REAPER_BEHIND_MS)
 			ret[n++] = (struct reaper_behind){
-				.uid = c->uid,
+				.owner = c->owner,
 				.pending = c->waiting,
 				.quiet_ms = now - c->since_ms};
 	}
 	return n;
 }
 
-static void made_progress(struct reaper *r, uid_t uid, unsigned int n)
+static void on_let_go(uid_t owner, unsigned int n, void *arg)
 {
-	count_done(r, uid, n, true);
+	struct reaper *r = arg;
+
+	count_done(r, owner, n, true);
 	if (r->progress)
 		r->progress(r->arg);
 }
 
-/* ---- the remover: files that are not sockets ---- */
-
-/* Up to PIPE_BUF bytes of whole jobs from the front of the backlog, in
- * one write (atomic): how many went. */
-static size_t send_jobs(struct reaper *r)
+static void on_sent(uid_t owner, unsigned int n, void *arg)
 {
-	size_t n = r->nbacklog < PIPE_BUF / sizeof(struct reaper_job)
-			   ? r->nbacklog
-			   : PIPE_BUF / sizeof(struct reaper_job);
-	ssize_t w = write(r->down[1], r->backlog, n * sizeof(*r->backlog));
-
-	return w > 0 ? (size_t)w / sizeof(*r->backlog) : 0;
-}
-
-static void keep_in_backlog(struct reaper *r, const struct reaper_job *job)
-{
-	struct reaper_job *more;
-
-	if (r->nbacklog == r->backlog_cap) {
-		size_t cap = r->backlog_cap ? 2 * r->backlog_cap : 64;
-
-		more = reallocarray(r->backlog, cap, sizeof(*more));
-		if (!more) {
-			/* Kept open rather than closed here: a leak beats
-			 * a loop stuck in a client's close. */
-			log_warnx("reaper: out of memory, descriptor %d kept",
-				  job->fd);
-			return;
-		}
-		r->backlog = more;
-		r->backlog_cap = cap;
-	}
-	r->backlog[r->nbacklog++] = *job;
-	event_add(r->ev_backlog, NULL);
-}
-
-/* Sent from on_backlog(), once the loop turns: the descriptors of one
- * datagram go down the pipe in one write. */
-static void remove_file(struct reaper *r, int fd, uid_t uid)
-{
-	struct reaper_job job = {.fd = fd, .uid = uid};
-
-	r->removing++;
-	keep_in_backlog(r, &job);
-}
-
-void reaper_put(struct reaper *r, int fd, uid_t uid)
-{
-	if (fd < 0)
-		return;
-	count_add(r, uid);
-	if (is_socket(fd))
-		closer_put(r->closer, fd, uid);
-	else
-		remove_file(r, fd, uid);
-}
-
-static void on_backlog(evutil_socket_t fd, short what, void *arg)
-{
-	struct reaper *r = arg;
-	size_t sent;
-
-	while (r->nbacklog && (sent = send_jobs(r)) > 0) {
-		r->nbacklog -= sent;
-		memmove(r->backlog, r->backlog + sent,
-			r->nbacklog * sizeof(*r->backlog));
-	}
-	if (!r->nbacklog)
-		event_del(r->ev_backlog);
-}
-
-static void on_done(evutil_socket_t fd, short what, void *arg)
-{
-	struct reaper *r = arg;
-	struct reaper_job jobs[64];
-	ssize_t n;
-
-	while ((n = read(r->up[0], jobs, sizeof(jobs))) > 0) {
-		for (size_t i = 0; i < (size_t)n / sizeof(jobs[0]); i++) {
-			r->removing -= r->removing > 0;
-			made_progress(r, jobs[i].uid, 1);
-		}
-	}
-}
-
-static void on_sent(uid_t uid, unsigned int n, void *arg)
-{
-	count_done(arg, uid, n, false);
-}
-
-static void on_closed(uid_t uid, unsigned int n, void *arg)
-{
-	made_progress(arg, uid, n);
+	count_done(arg, owner, n, false);
 }
 
 static const struct closer_ops closer_ops = {
 	.sent = on_sent,
-	.done = on_closed,
+	.done = on_let_go,
 };
 
-/* Its remover died (only a kill does that): reap it and start another on
- * the same pipes.  The job it was closing, if any, stays open. */
-static void on_reaper_exit(evutil_socket_t fd, short what, void *arg)
-{
-	struct reaper *r = arg;
-	int r2;
+/* ---- handing over ---- */
 
-	waitpid(r->pid, NULL, WNOHANG);
-	event_del(r->ev_exit);
-	close(r->pidfd);
-	r->pidfd = -1;
-	r2 = start_reaper(r);
-	if (r2 < 0) {
-		log_warnc(r2, "reaper died and cannot be started again");
+static struct reaper_lane *lane_of(struct reaper *r, uid_t owner)
+{
+	struct reaper_count *c = count_add(r, owner);
+
+	return &r->lanes[c ? c->lane : 0];
+}
+
+/* A passed TCP socket's last close must not linger: a reset at once
+ * (SO_LINGER {1, 0}; tcp_close() then sends RST and never waits).  On
+ * other sockets the option changes nothing that matters here. */
+static void never_linger(int fd)
+{
+	struct linger l = {.l_onoff = 1, .l_linger = 0};
+
+	setsockopt(fd, SOL_SOCKET, SO_LINGER, &l, sizeof(l));
+}
+
+void reaper_put(struct reaper *r, int fd, uid_t owner)
+{
+	struct reaper_lane *lane;
+
+	if (fd < 0)
 		return;
-	}
-	log_warnx("reaper died: started again as pid %d", (int)r->pid);
-	if (r->pidfd >= 0) {
-		event_assign(r->ev_exit, r->base, r->pidfd,
-			     EV_READ | EV_PERSIST, on_reaper_exit, r);
-		event_add(r->ev_exit, NULL);
+	lane = lane_of(r, owner);
+	if (is_socket(fd)) {
+		never_linger(fd);
+		closer_put(lane->closer, fd, owner);
+	} else {
+		remover_put(lane->remover, fd, owner);
 	}
 }
 
-/* ---- connections ---- */
+/* Anything queued on the connection @fd, shut for reading?  A peek with
+ * no room for control data installs nothing: the kernel drops its own
+ * extra references to the files a datagram carries (not the last: the
+ * datagram keeps them) and says MSG_CTRUNC.  An error says yes: the
+ * closer takes it whole, as it would anything. */
+static bool anything_queued(int fd)
+{
+	char byte;
+	struct iovec iov = {.iov_base = &byte, .iov_len = 1};
+	struct msghdr msg = {.msg_iov = &iov, .msg_iovlen = 1};
+	ssize_t n = recvmsg(fd, &msg, MSG_PEEK | MSG_DONTWAIT);
 
-void reaper_close_connection(struct reaper *r, int fd, uid_t uid)
+	if (n < 0)
+		return errno != EAGAIN;
+	return n > 0 || (msg.msg_flags & MSG_CTRUNC);
+}
+
+bool reaper_close_connection(struct reaper *r, int fd, uid_t owner)
 {
 	/* The client sees the end at once, and can queue nothing more
-	 * (its sends fail with EPIPE); what it queued goes with the socket
-	 * to the closer, never into rdmad's table. */
+	 * (its sends fail with EPIPE, unix_shutdown() under the peer's
+	 * lock): what the peek finds is all there will be. */
 	shutdown(fd, SHUT_RDWR);
-	count_add(r, uid);
-	closer_put(r->closer, fd, uid);
+	if (!anything_queued(fd)) {
+		close(fd);
+		return false;
+	}
+	closer_put(lane_of(r, owner)->closer, fd, owner);
+	return true;
 }
 
 /* ---- start and stop ---- */
 
-static int pipes(struct reaper *r)
+static int start_lanes(struct reaper *r)
 {
-	if (pipe2(r->down, O_CLOEXEC) < 0)
-		return -errno;
-	if (pipe2(r->up, O_CLOEXEC) < 0)
-		return -errno;
-	/* rdmad's ends never block; the reaper's do. */
-	if (fcntl(r->down[1], F_SETFL, O_NONBLOCK) < 0 ||
-	    fcntl(r->up[0], F_SETFL, O_NONBLOCK) < 0)
-		return -errno;
-	return 0;
-}
+	for (unsigned int i = 0; i < REAPER_LANES; i++) {
+		struct reaper_lane *lane = &r->lanes[i];
 
-static int events(struct reaper *r)
-{
-	r->ev_done =
-		event_new(r->base, r->up[0], EV_READ | EV_PERSIST, on_done, r);
-	r->ev_backlog = event_new(r->base, r->down[1], EV_WRITE | EV_PERSIST,
-				  on_backlog, r);
-	r->ev_exit = event_new(r->base, r->pidfd, EV_READ | EV_PERSIST,
-			       on_reaper_exit, r);
-	if (!r->ev_done || !r->ev_backlog || !r->ev_exit ||
-	    event_add(r->ev_done, NULL) < 0)
-		return -ENOMEM;
-	if (r->pidfd >= 0 && event_add(r->ev_exit, NULL) < 0)
-		return -ENOMEM;
+		lane->closer = closer_new(r->base, &closer_ops, r);
+		if (!lane->closer)
+			return -errno;
+		lane->remover = remover_new(r->base, on_let_go, r);
+		if (!lane->remover)
+			return -errno;
+	}
 	return 0;
 }
 
@@ -478,31 +376,18 @@ struct reaper *reaper_new(struct event_base *base, reaper_progress_fn progress,
 	r->progress = progress;
 	r->arg = arg;
 	r->parent = getpid();
-	r->pid = r->undertaker = -1;
-	r->pidfd = -1;
-	r->down[0] = r->down[1] = r->up[0] = r->up[1] = -1;
-	/* The closer first, while rdmad's table holds nothing of a
-	 * client's: its child lets go of its copy of that table. */
-	r->closer = closer_new(base, &closer_ops, r);
-	err = r->closer ? pipes(r) : -errno;
-	if (err == 0)
-		err = start_reaper(r);
+	r->undertaker = -1;
+	/* Now, while rdmad's table holds nothing of a client's: each
+	 * closer lets go of its copy of that table (closer.h). */
+	err = start_lanes(r);
 	if (err == 0)
 		err = start_undertaker(r);
-	if (err == 0)
-		err = events(r);
 	if (err < 0) {
 		reaper_free(r);
 		errno = -err;
 		return NULL;
 	}
 	return r;
-}
-
-static void free_event(struct event *ev)
-{
-	if (ev)
-		event_free(ev);
 }
 
 void reaper_free(struct reaper *r)
@@ -513,25 +398,10 @@ void reaper_free(struct reaper *r)
 		kill(r->undertaker, SIGKILL);
 		waitpid(r->undertaker, NULL, 0);
 	}
-	if (r->pid > 0) {
-		/* One stuck in a close dies when it returns; rdmad does not
-		 * wait for that. */
-		kill(r->pid, SIGKILL);
-		waitpid(r->pid, NULL, WNOHANG);
+	for (unsigned int i = 0; i < REAPER_LANES; i++) {
+		remover_free(r->lanes[i].remover);
+		closer_free(r->lanes[i].closer);
 	}
-	closer_free(r->closer);
-	free_event(r->ev_done);
-	free_event(r->ev_backlog);
-	free_event(r->ev_exit);
-	for (int i = 0; i < 2; i++) {
-		if (r->down[i] >= 0)
-			close(r->down[i]);
-		if (r->up[i] >= 0)
-			close(r->up[i]);
-	}
-	if (r->pidfd >= 0)
-		close(r->pidfd);
-	free(r->backlog);
 	free(r->counts);
 	free(r);
 }

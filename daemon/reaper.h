@@ -6,31 +6,38 @@
  * chose, and closing it can block for as long as the client likes: a TCP
  * socket with SO_LINGER whose peer never reads waits in its last close, a
  * FUSE file waits for a FLUSH its server never answers (in state D, deaf
- * even to SIGKILL), a socket carries more such files in its queue.  The
- * kernel drops such a file's last reference in whichever task lets go of
- * it: rdmad's loop must never be that task.
+ * even to SIGKILL), an AF_PACKET socket waits for an RCU grace period
+ * (synchronize_net() in packet_release(), uninterruptible), a socket
+ * carries more such files in its queue.  The kernel drops such a file's
+ * last reference in whichever task lets go of it: rdmad's loop must never
+ * be that task.
  *
  * So rdmad never drops the last reference to a client's file itself:
- * - a socket (what a client may pass with Hello, and every connection
- *   rdmad closes, with whatever is queued on it) goes to the closer
- *   (closer.h), a process with a descriptor table of its own;
- * - any other file goes to the remover, a helper process that shares
- *   rdmad's descriptor table (clone(CLONE_FILES) without CLONE_THREAD):
- *   a file system's ->flush runs on every close(2), the last or not
- *   (filp_close() in fs/open.c; FUSE sends FLUSH and waits for the
- *   answer, in state D), so only a process that shares rdmad's table can
- *   take such a file out of it without rdmad waiting.  Only misbehaving
- *   clients pass any.
- * A close that hangs holds a helper, never the loop; rdmad itself still
- * exits on SIGTERM and dies on SIGKILL.  Both helpers die with rdmad
- * (PR_SET_PDEATHSIG), once a close they are in returns.
+ * - a socket (what a client may pass with Hello, and a connection rdmad
+ *   closes with something still queued on it) goes to a closer
+ *   (closer.h), a process with a descriptor table of its own; a passed
+ *   socket first gets SO_LINGER {1, 0}, so a TCP socket's close resets
+ *   instead of lingering;
+ * - any other file goes to a remover (remover.h), which shares rdmad's
+ *   table, because a file system's ->flush runs on every close(2).
+ * The helpers come in REAPER_LANES lanes, a closer and a remover each,
+ * and each owner's descriptors go to its own lane while it has any
+ * waiting: one owner's slow closes hold its lane, nobody else's, until
+ * more owners than lanes are slow at once.  A close that hangs holds a
+ * helper, never the loop; rdmad itself still exits on SIGTERM and dies
+ * on SIGKILL.  The helpers die with rdmad (PR_SET_PDEATHSIG), once a
+ * close they are in returns.
  *
- * What waits is counted per uid of the client that passed it: the server
- * (client.c, server.c) reads no datagram of a uid that has REAPER_MAX_PENDING
- * descriptors waiting and admits no new connection of it, so a client that
- * makes closes hang holds at most that many (and one datagram's worth) of
- * rdmad's descriptors, and nobody else's; reaper_held() says how many
- * are in rdmad's table, for the server's ceiling.
+ * A connection rdmad closes with nothing queued on it is closed at once,
+ * by rdmad, charged to nobody (reaper_close_connection()).
+ *
+ * What waits is counted per owner (owner.h: a user and its subordinate
+ * uids are one) until its close has returned, wherever it waits: rdmad's
+ * table, a closer's queue or table.  The server (client.c, server.c)
+ * reads no datagram of an owner that has REAPER_MAX_PENDING descriptors
+ * waiting and admits no new connection of it, and keeps a budget for all
+ * owners together (server-int.h); reaper_held() says how many are in
+ * rdmad's table, for the server's ceiling.
  */
 #ifndef RDMAD_REAPER_H
 #define RDMAD_REAPER_H
@@ -42,15 +49,17 @@
 
 #include <event2/event.h>
 
-/* Descriptors of one uid that may wait in rdmad's table for a helper
- * before that uid is read from no more (reaper_held_by()), and that may
- * wait anywhere (reaper_waiting(), the closer's queue too) before its new
- * connections are refused: one Hello's worth (wire.h). */
+/* Descriptors of one owner that may wait, anywhere, before that owner is
+ * read from no more and its new connections are refused: one Hello's
+ * worth (wire.h). */
 #define REAPER_MAX_PENDING 253
 
-/* Nothing of a uid's let go of for this long while its descriptors
- * wait: behind, for that uid. */
+/* Nothing of an owner's let go of for this long while its descriptors
+ * wait: behind, for that owner. */
 #define REAPER_BEHIND_MS 1000
+
+/* Lanes: owners slow at once before two of them share a lane. */
+#define REAPER_LANES 8
 
 struct reaper;
 
@@ -63,26 +72,26 @@ struct reaper *reaper_new(struct event_base *base, reaper_progress_fn progress,
 /* Stop them (SIGKILL; never waits for one stuck in a close). */
 void reaper_free(struct reaper *r);
 
-/* Hand over @fd, passed by a client of @uid: closed by the reaper, never
- * by the caller.  Never blocks. */
-void reaper_put(struct reaper *r, int fd, uid_t uid);
-/* Descriptors of @uid handed over and still in rdmad's table: what
- * REAPER_MAX_PENDING bounds. */
-unsigned int reaper_held_by(const struct reaper *r, uid_t uid);
-/* Descriptors of @uid handed over and not let go of yet, wherever they
- * wait (rdmad's table, or the closer's queue or table). */
-unsigned int reaper_waiting(const struct reaper *r, uid_t uid);
+/* Hand over @fd, passed by a client of @owner: closed in @owner's lane,
+ * never by the caller.  Never blocks. */
+void reaper_put(struct reaper *r, int fd, uid_t owner);
+/* Descriptors of @owner handed over and not let go of yet, wherever they
+ * wait: what REAPER_MAX_PENDING bounds. */
+unsigned int reaper_waiting(const struct reaper *r, uid_t owner);
+/* The same, every owner's together. */
+unsigned int reaper_waiting_all(const struct reaper *r);
 /* Descriptors handed over that are still in rdmad's table. */
 unsigned int reaper_held(const struct reaper *r);
-/* Close the connection @fd of a client of @uid: shut at once, then to the
- * closer whole, with whatever is still queued on it (see the top). */
-void reaper_close_connection(struct reaper *r, int fd, uid_t uid);
+/* Close the connection @fd of a client of @owner: shut at once; closed
+ * here when nothing is queued on it (false), else to @owner's closer
+ * whole, with what is queued (true, and counted as @owner's). */
+bool reaper_close_connection(struct reaper *r, int fd, uid_t owner);
 
 /* Whose descriptors wait, none of them let go of for REAPER_BEHIND_MS. */
 struct reaper_behind {
-	uid_t uid;
+	uid_t owner;
 	unsigned int pending;
-	uint64_t quiet_ms; /* since the uid's last one was let go of */
+	uint64_t quiet_ms; /* since the owner's last one was let go of */
 };
 /* Fills at most @max; returns how many (0: not behind). */
 size_t reaper_behind(const struct reaper *r, struct reaper_behind *ret,

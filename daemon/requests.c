@@ -154,13 +154,13 @@ static int handle_subscribe(struct client *c, const Rdmad__Frame *req)
 	return 0;
 }
 
-/* Holds of every connection of @uid. */
-static unsigned int holds_of_uid(const struct server *srv, uid_t uid)
+/* Holds of every connection of @owner (owner.h). */
+static unsigned int holds_of_owner(const struct server *srv, uid_t owner)
 {
 	unsigned int n = 0;
 
 	for (const struct client *c = srv->clients; c; c = c->next)
-		if (c->peer.uid == uid)
+		if (c->peer.owner == owner)
 			n += c->nholds;
 	return n;
 }
@@ -180,7 +180,7 @@ static int handle_hold(struct client *c, const Rdmad__Frame *req)
 		return reply_status(c, req->seq, -EDQUOT,
 				    "too many holds on this connection");
 	}
-	if (holds_of_uid(c->srv, c->peer.uid) >=
+	if (holds_of_owner(c->srv, c->peer.owner) >=
 		    c->srv->opts.max_holds_per_uid &&
 	    !c->admin) {
 		c->srv->refusals[SERVER_REFUSED_HOLDS_PER_UID]++;

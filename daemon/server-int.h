@@ -44,20 +44,25 @@ struct server {
 	struct server_hooks hooks;
 	char *socket_path; /* set when we bound it, to unlink at exit */
 	int listen_fd;
+	int control_fd;	    /* the control socket (server-options.h), or -1 */
+	char *control_path; /* set when we bound it, to unlink at exit */
 	struct event *ev_accept;
+	struct event *ev_control;
 	struct event *ev_backoff;
 	struct event *ev_settle; /* views_settle() after a table's last view */
 	struct event *ev_nsscan; /* other namespaces' tables, now and then */
 	bool logged_emfile;
 	bool logged_room;
 	bool logged_ctrunc;
-	bool accept_waiting_room; /* accept paused for the table's room */
-	unsigned int fd_ceiling;  /* descriptors clients may cost, in all */
-	bool identifies_others;	  /* peer_can_identify_others() */
+	bool accept_waiting_room;  /* accept paused for the table's room */
+	bool control_waiting_room; /* the control socket's, for its room */
+	unsigned int fd_ceiling;   /* descriptors clients may cost, in all */
+	bool identifies_others;	   /* peer_can_identify_others() */
 	bool logged_refusal[SERVER_REFUSED_COUNT];
 	uint64_t refusals[SERVER_REFUSED_COUNT];
 	struct client *clients;
-	unsigned int nclients;
+	unsigned int nclients;	 /* both sockets' */
+	unsigned int ncontrol;	 /* of those, the control socket's */
 	struct views *views;	 /* one generation page each */
 	struct reaper *reaper;	 /* closes what clients pass (reaper.h) */
 	struct publish *publish; /* the fan-out's state (publish.c) */
@@ -71,19 +76,46 @@ struct server {
  * descriptors, so rdmad receives only while that many fit under its
  * ceiling (its open file limit less what it keeps for its own work,
  * fd_ceiling() in server.c) beside what clients cost already: their
- * connections and what they passed that still waits to be closed.  So
- * the kernel never has to drop a descriptor in this thread (MSG_CTRUNC),
- * whatever clients send; see docs/security.md.
+ * connections and what they passed that still waits in rdmad's table.
+ * So the kernel never has to drop a descriptor in this thread
+ * (MSG_CTRUNC), whatever clients send; see docs/security.md.
+ *
+ * The control socket's clients (root, the admin group) have a room of
+ * their own, SERVER_CONTROL_ROOM, that the public socket's never use: the
+ * public socket's ceiling is the ceiling less that room.  Of the public
+ * room, the budget (half) is what passed descriptors may fill before an
+ * owner that has any waiting is read no more; owners with none waiting
+ * are still read while the public room lasts.
  */
 static inline unsigned int server_fds_for_clients(const struct server *srv)
 {
 	return srv->nclients * SERVER_FDS_PER_CLIENT + reaper_held(srv->reaper);
 }
 
-static inline bool server_room_for(const struct server *srv, unsigned int more)
+static inline unsigned int server_public_ceiling(const struct server *srv)
 {
-	return server_fds_for_clients(srv) + more + WIRE_MAX_PASSED_FDS <=
-	       srv->fd_ceiling;
+	return srv->fd_ceiling - SERVER_CONTROL_ROOM;
+}
+
+/* Room for @more descriptors and one receive, for a client of the
+ * control socket (@control) or of the public one. */
+static inline bool server_room_for(const struct server *srv, unsigned int more,
+				   bool control)
+{
+	unsigned int used = server_fds_for_clients(srv);
+
+	if (!control)
+		used -= srv->ncontrol * SERVER_FDS_PER_CLIENT;
+	return used + more + WIRE_MAX_PASSED_FDS <=
+	       (control ? srv->fd_ceiling : server_public_ceiling(srv));
+}
+
+/* May an owner with descriptors waiting hand over more (one receive's
+ * worth) within the budget? */
+static inline bool server_budget_left(const struct server *srv)
+{
+	return reaper_held(srv->reaper) + WIRE_MAX_PASSED_FDS <=
+	       server_public_ceiling(srv) / 2;
 }
 
 #endif

@@ -8,11 +8,13 @@
 #ifndef RDMAD_SERVER_OPTIONS_H
 #define RDMAD_SERVER_OPTIONS_H
 
+#include <limits.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
 
 #include "views.h"
+#include "wire.h"
 
 /* Descriptors kept for all but clients: listeners, event sources, the
  * verbs contexts of the devices, metrics, the scanner's reserve. */
@@ -21,6 +23,35 @@
  * (views.h), the view's generation page and its namespace table's RDMA
  * netlink socket. */
 #define SERVER_FDS_PER_CLIENT 3
+/* The control socket: for root, the admin group and rdmad's own user
+ * only, with its own accept queue, slots and room in rdmad's table (its
+ * clients' connections and one receive), which the public socket's
+ * clients never take.  Bound beside the public socket, at its path with
+ * SERVER_CONTROL_SUFFIX appended (PROTOCOL.md, section 7). */
+#define SERVER_CONTROL_CLIENTS 16
+#define SERVER_CONTROL_ROOM                                                    \
+	(SERVER_CONTROL_CLIENTS * SERVER_FDS_PER_CLIENT + WIRE_MAX_PASSED_FDS)
+#define SERVER_CONTROL_SUFFIX ".control"
+/* The least open file limit rdmad runs with (systemd's default soft
+ * limit): what it keeps for itself (an eighth), the control socket's
+ * room, and a public room of 595 (a budget of 297 for passed
+ * descriptors, one receive, 15 clients).  Below it rdmad does not
+ * start. */
+#define SERVER_FDS_MIN 1024
+
+/* What clients may cost in rdmad's table with the open file limit
+ * @limit: the limit less what rdmad keeps for its own work (an eighth of
+ * a small limit); the public socket's clients, SERVER_CONTROL_ROOM
+ * less. */
+static inline unsigned int server_fd_ceiling(unsigned long long limit)
+{
+	unsigned long long keep = limit / 8 < SERVER_FDS_NOT_FOR_CLIENTS
+					  ? limit / 8
+					  : SERVER_FDS_NOT_FOR_CLIENTS;
+
+	return limit - keep > UINT_MAX ? UINT_MAX
+				       : (unsigned int)(limit - keep);
+}
 
 struct server_options {
 	const char *socket_path;
@@ -40,6 +71,7 @@ struct server_options {
 	unsigned int max_holds_per_uid; /* but root and the admin group */
 	unsigned int max_queue;		/* frames queued per client, e.g. 256 */
 	int listen_fd;			/* from sd_listen_fds, or -1 to bind */
+	int control_fd; /* from sd_listen_fds, or -1 to bind beside */
 	enum views_netns_mode netns_mode; /* the kernel's RDMA netns mode */
 	/* A generation is about to be published that no table event
 	 * announced (a view's own change): persist it. */
@@ -55,6 +87,8 @@ enum server_refusal {
 	SERVER_REFUSED_PER_UID,	      /* max_clients_per_uid */
 	SERVER_REFUSED_PER_NAMESPACE, /* max_clients_per_namespace */
 	SERVER_REFUSED_REAPING,	 /* its passed descriptors wait (reaper.h) */
+	SERVER_REFUSED_CONTROL,	 /* the control socket: not root nor admin,
+				    or its slots are full */
 	SERVER_REFUSED_NO_HELLO, /* closed: no Hello within the timeout */
 	/* Not connections: requests and events refused by a limit. */
 	SERVER_REFUSED_HOLDS,	      /* a Hold past max_holds_per_client */

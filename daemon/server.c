@@ -5,15 +5,20 @@
  * and admission, and the server's lifecycle; server-int.h names the other
  * rooms (a connection, the request table, publishing).
  *
- * Admission.  The socket is usually open to every local user, so nothing
- * one user does may lock out the others: a uid other than root, the
- * admin group or rdmad's own gets at most max_clients_per_uid
- * connections, at most max_clients_per_namespace of them from one
- * container (where the kernel tells which that is), none while
- * REAPER_MAX_PENDING descriptors it passed wait to be closed (reaper.h),
- * and the last reserved_clients of max_clients are kept for root and the
- * admin group.  Whether a peer is root or in the admin group comes from
- * SO_PEERCRED and SO_PEERGROUPS, never from what it says.
+ * Admission.  The public socket is usually open to every local user, so
+ * nothing one user does may lock out the others.  Bounds are per owner
+ * (owner.h: a user and its subordinate uids are one): an owner other
+ * than root, the admin group or rdmad's own user gets at most
+ * max_clients_per_uid connections, at most max_clients_per_namespace of
+ * them from one container (where the kernel tells which that is), none
+ * while REAPER_MAX_PENDING descriptors it passed wait to be closed
+ * (reaper.h), and the last reserved_clients of max_clients are kept for
+ * root and the admin group.  The control socket, beside the public one,
+ * admits root, the admin group and rdmad's own user only, into slots and
+ * room of its own (server-options.h), so whatever others do to the
+ * public socket, root is answered.  Whether a peer is root or in the
+ * admin group comes from SO_PEERCRED and SO_PEERGROUPS, never from what
+ * it says.
  * A connection must say Hello within hello_timeout_ms, and says it once:
  * the generation page goes with the one Welcome, so a client cannot pin
  * descriptors in flight by asking again.  Refusals are counted
@@ -40,6 +45,7 @@
 #include "client.h"
 #include "log.h"
 #include "nstable.h"
+#include "owner.h"
 #include "publish.h"
 #include "reaper.h"
 #include "requests.h"
@@ -144,70 +150,82 @@ static void accept_backoff(struct server *srv)
 	evtimer_add(srv->ev_backoff, &tv);
 }
 
-static unsigned int clients_of_uid(const struct server *srv, uid_t uid)
+static unsigned int clients_of_owner(const struct server *srv, uid_t owner)
 {
 	unsigned int n = 0;
 
 	for (const struct client *c = srv->clients; c; c = c->next)
-		n += c->peer.uid == uid;
+		n += !c->control && c->peer.owner == owner;
 	return n;
 }
 
-/* One container: the same uid in the same namespaces.  Where rdmad can
+/* One container: the same owner in the same namespaces.  Where rdmad can
  * read other users' namespaces, the peers whose namespaces it could not
  * read (the process that connected is gone, or hidden) are one more
- * bucket per uid, bounded like a container, so that they never take a
+ * bucket per owner, bounded like a container, so that they never take a
  * sibling container's share.  Where it cannot (an unprivileged rdmad),
  * it cannot tell containers apart: max_clients_per_uid alone holds. */
 static bool same_place(const struct peer *a, const struct peer *b)
 {
-	if (a->uid != b->uid || a->known != b->known)
+	if (a->owner != b->owner || a->known != b->known)
 		return false;
 	return !a->known || (a->ns.mnt == b->ns.mnt && a->ns.net == b->ns.net &&
 			     a->ns.pid == b->ns.pid);
 }
 
-/* Connections of @peer's uid from its namespaces (a container), or of
- * its uid's unknown bucket. */
+/* Connections of @peer's owner from its namespaces (a container), or
+ * of its owner's unknown bucket. */
 static unsigned int clients_of_place(const struct server *srv,
 				     const struct peer *peer)
 {
 	unsigned int n = 0;
 
 	for (const struct client *c = srv->clients; c; c = c->next)
-		n += same_place(&c->peer, peer);
+		n += !c->control && same_place(&c->peer, peer);
 	return n;
 }
 
-/* May this peer take one more slot?  See "Admission" at the top.  What
- * needs only SO_PEERCRED comes first, before rdmad looks at the peer's
- * process (which costs more): a flood of a uid over its bounds is turned
- * away cheaply.  *@exempt: root, the admin group or rdmad's own user. */
+/* The bounds of one owner (owner.h). */
+static enum server_refusal refusal_of_owner(const struct server *srv,
+					    uid_t owner)
+{
+	if (clients_of_owner(srv, owner) >= srv->opts.max_clients_per_uid)
+		return SERVER_REFUSED_PER_UID;
+	/* Everything of the owner's not let go of yet counts here, in the
+	 * closers' queues too: an owner that floods connections, each with
+	 * descriptors queued, is turned away cheaply while its lane
+	 * catches up. */
+	if (reaper_waiting(srv->reaper, owner) >= REAPER_MAX_PENDING)
+		return SERVER_REFUSED_REAPING;
+	return SERVER_REFUSED_NONE;
+}
+
+/* May this peer take one more slot (of the control socket's where
+ * @control)?  See "Admission" at the top.  What needs only SO_PEERCRED
+ * and /etc/subuid comes first, before rdmad looks at the peer's process
+ * (which costs more): a flood of an owner over its bounds is turned away
+ * cheaply.  *@exempt: root, the admin group or rdmad's own user. */
 static enum server_refusal refusal_of_uid(const struct server *srv, int fd,
-					  const struct ucred *cred,
-					  bool *exempt)
+					  const struct ucred *cred, uid_t owner,
+					  bool control, bool *exempt)
 {
 	const struct server_options *o = &srv->opts;
+	unsigned int public = srv->nclients - srv->ncontrol;
 
-	*exempt = false;
-	if (srv->nclients >= o->max_clients)
-		return SERVER_REFUSED_FULL;
 	/* rdmad's own user could ptrace it anyway: a daemon run as a user
 	 * of its own (a test suite as nobody) never locks that user out. */
 	*exempt = peer_is_admin(srv, fd, cred) || cred->uid == geteuid();
+	if (control)
+		return *exempt && srv->ncontrol < SERVER_CONTROL_CLIENTS
+			       ? SERVER_REFUSED_NONE
+			       : SERVER_REFUSED_CONTROL;
+	if (public >= o->max_clients)
+		return SERVER_REFUSED_FULL;
 	if (*exempt)
 		return SERVER_REFUSED_NONE;
-	if (srv->nclients + o->reserved_clients >= o->max_clients)
+	if (public + o->reserved_clients >= o->max_clients)
 		return SERVER_REFUSED_RESERVED;
-	if (clients_of_uid(srv, cred->uid) >= o->max_clients_per_uid)
-		return SERVER_REFUSED_PER_UID;
-	/* Everything of the uid's not let go of yet counts here, in the
-	 * closer's queue too: a uid that floods connections, each with
-	 * descriptors queued, is turned away cheaply while the closer
-	 * catches up.  Reading (client.c) counts only rdmad's table. */
-	if (reaper_waiting(srv->reaper, cred->uid) >= REAPER_MAX_PENDING)
-		return SERVER_REFUSED_REAPING;
-	return SERVER_REFUSED_NONE;
+	return refusal_of_owner(srv, owner);
 }
 
 static enum server_refusal refusal_of_place(const struct server *srv,
@@ -232,29 +250,62 @@ static void refuse(struct server *srv, enum server_refusal why,
 		[SERVER_REFUSED_PER_NAMESPACE] =
 			"max_clients_per_namespace reached",
 		[SERVER_REFUSED_REAPING] =
-			"descriptors it passed are still being closed",
+			"descriptors its owner passed are still being closed",
+		[SERVER_REFUSED_CONTROL] =
+			"the control socket: not root nor the admin group, or "
+			"its slots are full",
 	};
 
 	srv->refusals[why]++;
 	if (!srv->logged_refusal[why])
-		log_warnx("refusing a connection of uid %u: %u clients, %s "
-			  "(logged once until one is admitted)",
-			  (unsigned int)peer->uid, srv->nclients, text[why]);
+		log_warnx("refusing a connection of uid %u (owner %u): %u "
+			  "clients, %s (logged once until one is admitted)",
+			  (unsigned int)peer->uid, (unsigned int)peer->owner,
+			  srv->nclients, text[why]);
 	srv->logged_refusal[why] = true;
 }
 
-/* Returns false when accept() has nothing more for now. */
-static bool accept_one(struct server *srv)
+/* Admission of the connection @fd, accepted on the control socket
+ * (@control) or the public one: the peer, or SERVER_REFUSED_NONE. */
+static enum server_refusal admit(struct server *srv, int fd, bool control,
+				 struct peer *peer)
 {
 	enum server_refusal why;
 	struct ucred cred;
 	socklen_t len = sizeof(cred);
+	bool exempt;
+	uid_t owner;
+
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0) {
+		*peer = (struct peer){.uid = (uid_t)-1, .owner = (uid_t)-1};
+		return SERVER_REFUSED_FULL;
+	}
+	owner = owner_of_uid(cred.uid);
+	why = refusal_of_uid(srv, fd, &cred, owner, control, &exempt);
+	if (why != SERVER_REFUSED_NONE) {
+		*peer = (struct peer){
+			.pid = cred.pid, .uid = cred.uid, .owner = owner};
+		return why;
+	}
+	peer_identify(fd, &cred, peer);
+	if (exempt)
+		return SERVER_REFUSED_NONE;
+	why = refusal_of_place(srv, peer);
+	/* The kernel named another owner than /etc/subuid did. */
+	if (why == SERVER_REFUSED_NONE && peer->owner != owner)
+		why = refusal_of_owner(srv, peer->owner);
+	return why;
+}
+
+/* Returns false when accept() has nothing more for now. */
+static bool accept_one(struct server *srv, int listen_fd, bool control)
+{
+	enum server_refusal why;
 	struct client *c;
 	struct peer peer;
-	bool exempt;
 	int fd;
 
-	fd = accept4(srv->listen_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+	fd = accept4(listen_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
 	if (fd < 0) {
 		if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS ||
 		    errno == ENOMEM)
@@ -265,61 +316,64 @@ static bool accept_one(struct server *srv)
 		return errno == EINTR || errno == ECONNABORTED;
 	}
 	srv->logged_emfile = false;
-	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0) {
-		reaper_close_connection(srv->reaper, fd, (uid_t)-1);
-		return true;
-	}
-	why = refusal_of_uid(srv, fd, &cred, &exempt);
-	if (why == SERVER_REFUSED_NONE) {
-		peer_identify(fd, &cred, &peer);
-		if (!exempt)
-			why = refusal_of_place(srv, &peer);
-	} else {
-		peer = (struct peer){.pid = cred.pid, .uid = cred.uid};
-	}
+	why = admit(srv, fd, control, &peer);
 	if (why != SERVER_REFUSED_NONE) {
-		refuse(srv, why, &peer);
-		reaper_close_connection(srv->reaper, fd, peer.uid);
+		if (peer.uid != (uid_t)-1)
+			refuse(srv, why, &peer);
+		reaper_close_connection(srv->reaper, fd, peer.owner);
 		return true;
 	}
-	c = client_new(srv, fd, &peer);
+	c = client_new(srv, fd, &peer, control);
 	if (!c) {
-		reaper_close_connection(srv->reaper, fd, peer.uid);
+		reaper_close_connection(srv->reaper, fd, peer.owner);
 		return true;
 	}
 	check_admin(c);
 	memset(srv->logged_refusal, 0, sizeof(srv->logged_refusal));
-	log_debug("client pid %d uid %d (%s) connected", c->peer.pid,
-		  c->peer.uid, c->peer.comm);
+	log_debug("client pid %d uid %d owner %d (%s) connected%s", c->peer.pid,
+		  c->peer.uid, c->peer.owner, c->peer.comm,
+		  control ? " to the control socket" : "");
 	return true;
 }
 
-static void accept_wait_for_room(struct server *srv)
+static void accept_wait_for_room(struct server *srv, bool control)
 {
 	if (!srv->logged_room)
-		log_warnx("not accepting until clients' descriptors are "
-			  "closed: %u in rdmad's table for clients, ceiling "
-			  "%u (logged once)",
+		log_warnx("not accepting on the %s socket until clients' "
+			  "descriptors are closed: %u in rdmad's table for "
+			  "clients, ceiling %u (logged once)",
+			  control ? "control" : "public",
 			  server_fds_for_clients(srv), srv->fd_ceiling);
 	srv->logged_room = true;
-	srv->accept_waiting_room = true;
-	event_del(srv->ev_accept);
+	if (control)
+		srv->control_waiting_room = true;
+	else
+		srv->accept_waiting_room = true;
+	event_del(control ? srv->ev_control : srv->ev_accept);
 }
 
 /* An accept installs one descriptor, and its Hello may bring more: with
  * no room for both, wait for the helpers to let some go. */
-static void on_accept(evutil_socket_t fd, short what, void *arg)
+static void accept_burst(struct server *srv, int listen_fd, bool control)
 {
-	struct server *srv = arg;
-
 	for (int i = 0; i < ACCEPT_BURST; i++) {
-		if (!server_room_for(srv, SERVER_FDS_PER_CLIENT)) {
-			accept_wait_for_room(srv);
+		if (!server_room_for(srv, SERVER_FDS_PER_CLIENT, control)) {
+			accept_wait_for_room(srv, control);
 			return;
 		}
-		if (!accept_one(srv))
+		if (!accept_one(srv, listen_fd, control))
 			break;
 	}
+}
+
+static void on_accept(evutil_socket_t fd, short what, void *arg)
+{
+	accept_burst(arg, (int)fd, false);
+}
+
+static void on_control(evutil_socket_t fd, short what, void *arg)
+{
+	accept_burst(arg, (int)fd, true);
 }
 
 /* Descriptors were let go of: what waited for room goes on. */
@@ -328,10 +382,15 @@ static void on_reaper_progress(void *arg)
 	struct server *srv = arg;
 
 	if (srv->accept_waiting_room &&
-	    server_room_for(srv, SERVER_FDS_PER_CLIENT)) {
+	    server_room_for(srv, SERVER_FDS_PER_CLIENT, false)) {
 		srv->accept_waiting_room = false;
 		srv->logged_room = false;
 		event_add(srv->ev_accept, NULL);
+	}
+	if (srv->control_waiting_room &&
+	    server_room_for(srv, SERVER_FDS_PER_CLIENT, true)) {
+		srv->control_waiting_room = false;
+		event_add(srv->ev_control, NULL);
 	}
 	for (struct client *c = srv->clients; c; c = c->next)
 		client_room_again(c);
@@ -412,93 +471,137 @@ static int bind_with_mode(int fd, const struct sockaddr_un *sa, mode_t mode)
 	return r;
 }
 
-static int bind_socket(struct server *srv)
+/* Bind and listen on @path with @mode and @group ((gid_t)-1: as is):
+ * the descriptor, or -errno. */
+static int bind_socket(const char *path, mode_t mode, gid_t group)
 {
-	const struct server_options *opts = &srv->opts;
 	struct sockaddr_un sa = {.sun_family = AF_UNIX};
 	int fd, r;
 
-	if (strlen(opts->socket_path) >= sizeof(sa.sun_path))
+	if (strlen(path) >= sizeof(sa.sun_path))
 		return -ENAMETOOLONG;
-	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", opts->socket_path);
-	r = check_parent_dir(opts->socket_path);
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", path);
+	r = check_parent_dir(path);
 	if (r == 0)
-		r = remove_stale_socket(opts->socket_path);
+		r = remove_stale_socket(path);
 	if (r < 0)
 		return r;
 	fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	if (fd < 0)
 		return -errno;
-	if (bind_with_mode(fd, &sa, opts->socket_mode) < 0)
-		goto fail;
-	srv->socket_path = strdup(opts->socket_path);
-	if (!srv->socket_path)
+	if (bind_with_mode(fd, &sa, mode) < 0)
 		goto fail;
 	/* The group by lchown: never through a link someone put there. */
-	if (opts->socket_group != (gid_t)-1 &&
-	    lchown(opts->socket_path, (uid_t)-1, opts->socket_group) < 0)
-		goto fail;
-	if (listen(fd, SOMAXCONN) < 0)
-		goto fail;
-	srv->listen_fd = fd;
-	return 0;
+	if ((group != (gid_t)-1 && lchown(path, (uid_t)-1, group) < 0) ||
+	    listen(fd, SOMAXCONN) < 0) {
+		r = -errno;
+		unlink(path);
+		close(fd);
+		return r;
+	}
+	return fd;
 fail:
-	r = errno ? -errno : -ENOMEM;
+	r = -errno;
 	close(fd);
 	return r;
 }
 
-static int adopt_socket(struct server *srv, int fd)
+static int adopt_socket(int fd)
 {
 	int flags = fcntl(fd, F_GETFL);
 
 	if (flags < 0 || fcntl(fd, F_SETFL, flags | O_NONBLOCK) < 0)
 		return -errno;
-	srv->listen_fd = fd;
-	return 0;
+	return fd;
+}
+
+static int public_socket(struct server *srv)
+{
+	const struct server_options *o = &srv->opts;
+	int fd;
+
+	if (o->listen_fd >= 0)
+		return adopt_socket(o->listen_fd);
+	fd = bind_socket(o->socket_path, o->socket_mode, o->socket_group);
+	if (fd >= 0 && !(srv->socket_path = strdup(o->socket_path))) {
+		close(fd);
+		return -ENOMEM;
+	}
+	return fd;
+}
+
+/* The control socket: passed by systemd (rdmad-control.socket), else
+ * bound beside the public one, mode 0600, or 0660 for the admin group
+ * where rdmad may give it that group. */
+static int control_socket(struct server *srv)
+{
+	const struct server_options *o = &srv->opts;
+	char path[sizeof(((struct sockaddr_un *)0)->sun_path)];
+	int fd;
+
+	if (o->control_fd >= 0)
+		return adopt_socket(o->control_fd);
+	if (!o->socket_path ||
+	    snprintf(path, sizeof(path), "%s%s", o->socket_path,
+		     SERVER_CONTROL_SUFFIX) >= (int)sizeof(path))
+		return -ENAMETOOLONG;
+	fd = o->admin_group != (gid_t)-1
+		     ? bind_socket(path, 0660, o->admin_group)
+		     : -EPERM;
+	if (fd == -EPERM)
+		fd = bind_socket(path, 0600, (gid_t)-1);
+	if (fd >= 0 && !(srv->control_path = strdup(path))) {
+		close(fd);
+		return -ENOMEM;
+	}
+	return fd;
 }
 
 /* ---- public ---- */
 
 static int server_listen(struct server *srv)
 {
-	int r;
+	int r = public_socket(srv);
 
-	if (srv->opts.listen_fd >= 0)
-		r = adopt_socket(srv, srv->opts.listen_fd);
-	else
-		r = bind_socket(srv);
 	if (r < 0) {
 		log_warnc(r, "socket %s", srv->opts.socket_path);
 		return r;
 	}
+	srv->listen_fd = r;
+	/* Without it root shares the public socket with everybody: said,
+	 * not fatal (rdmactl then uses the public one). */
+	r = control_socket(srv);
+	if (r < 0)
+		log_warnc(r,
+			  "no control socket at %s%s: root and the admin "
+			  "group share the public socket",
+			  srv->opts.socket_path ? srv->opts.socket_path : "",
+			  SERVER_CONTROL_SUFFIX);
+	srv->control_fd = r < 0 ? -1 : r;
 	srv->ev_accept = event_new(srv->base, srv->listen_fd,
 				   EV_READ | EV_PERSIST, on_accept, srv);
+	srv->ev_control = event_new(srv->base, srv->control_fd,
+				    EV_READ | EV_PERSIST, on_control, srv);
 	srv->ev_backoff = evtimer_new(srv->base, on_backoff, srv);
 	srv->ev_settle = evtimer_new(srv->base, on_settle, srv);
 	srv->ev_nsscan = event_new(srv->base, -1, EV_PERSIST, on_nsscan, srv);
-	if (!srv->ev_accept || !srv->ev_backoff || !srv->ev_settle ||
-	    !srv->ev_nsscan ||
+	if (!srv->ev_accept || !srv->ev_control || !srv->ev_backoff ||
+	    !srv->ev_settle || !srv->ev_nsscan ||
 	    (srv->opts.netns_mode == VIEWS_NETNS_EXCLUSIVE &&
 	     event_add(srv->ev_nsscan, &nsscan_period) < 0) ||
-	    event_add(srv->ev_accept, NULL) < 0)
+	    event_add(srv->ev_accept, NULL) < 0 ||
+	    (srv->control_fd >= 0 && event_add(srv->ev_control, NULL) < 0))
 		return -ENOMEM;
 	return 0;
 }
 
-/* What clients may cost in rdmad's table: its open file limit less what
- * rdmad keeps for its own work (an eighth of a small limit). */
 static unsigned int fd_ceiling(void)
 {
 	struct rlimit rl;
-	rlim_t keep;
 
-	if (getrlimit(RLIMIT_NOFILE, &rl) < 0 || rl.rlim_cur > UINT_MAX)
+	if (getrlimit(RLIMIT_NOFILE, &rl) < 0 || rl.rlim_cur == RLIM_INFINITY)
 		return UINT_MAX;
-	keep = rl.rlim_cur / 8 < SERVER_FDS_NOT_FOR_CLIENTS
-		       ? rl.rlim_cur / 8
-		       : SERVER_FDS_NOT_FOR_CLIENTS;
-	return (unsigned int)(rl.rlim_cur - keep);
+	return server_fd_ceiling(rl.rlim_cur);
 }
 
 struct server *server_new(struct event_base *base, struct devices *table,
@@ -513,7 +616,7 @@ struct server *server_new(struct event_base *base, struct devices *table,
 	srv->table = table;
 	srv->scan = scan;
 	srv->opts = *opts;
-	srv->listen_fd = -1;
+	srv->listen_fd = srv->control_fd = -1;
 	srv->fd_ceiling = fd_ceiling();
 	srv->identifies_others = peer_can_identify_others();
 	srv->hooks = (struct server_hooks){requests_handle, publish_resync};
@@ -539,6 +642,8 @@ void server_free(struct server *srv)
 		client_close(srv->clients);
 	if (srv->ev_accept)
 		event_free(srv->ev_accept);
+	if (srv->ev_control)
+		event_free(srv->ev_control);
 	if (srv->ev_backoff)
 		event_free(srv->ev_backoff);
 	if (srv->ev_settle)
@@ -547,9 +652,15 @@ void server_free(struct server *srv)
 		event_free(srv->ev_nsscan);
 	if (srv->listen_fd >= 0)
 		close(srv->listen_fd);
+	if (srv->control_fd >= 0)
+		close(srv->control_fd);
 	if (srv->socket_path) {
 		unlink(srv->socket_path);
 		free(srv->socket_path);
+	}
+	if (srv->control_path) {
+		unlink(srv->control_path);
+		free(srv->control_path);
 	}
 	views_free(srv->views);
 	publish_free(srv->publish);

@@ -75,6 +75,7 @@ static void setup(void)
 		.max_holds_per_uid = 16,
 		.max_queue = 16,
 		.listen_fd = -1,
+		.control_fd = -1,
 	};
 
 	if (!mkdtemp(dir))

@@ -1,11 +1,14 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * daemon/reaper.c and closer.c: descriptors handed over are closed by a
- * helper process, not by the caller: a file by the remover (which shares
- * the caller's table), a socket by the closer (a table of its own, which
- * holds nothing else of the caller's); a close that would linger returns
- * within the closer's tick; a connection goes to the closer whole, its
- * peer sees the end at once, and nothing can be queued on it afterwards.
+ * daemon/reaper.c, closer.c and remover.c: descriptors handed over are
+ * closed by a helper process, not by the caller: a file by a remover
+ * (which shares the caller's table), a socket by a closer (a table of its
+ * own, which holds nothing else of the caller's); a passed TCP socket is
+ * reset, not lingered on; a close that lingers anyway (a socket queued on
+ * a passed one) returns within the closer's tick and holds its owner's
+ * lane only; a connection with something queued goes to the closer
+ * whole, an empty one is closed at once, uncounted; either way its peer
+ * sees the end at once and nothing can be queued on it afterwards.
  */
 #include <arpa/inet.h>
 #include <dirent.h>
@@ -26,6 +29,7 @@
 #include <event2/event.h>
 
 #include "check.h"
+#include "closer.h"
 #include "reaper.h"
 #include "wire.h"
 
@@ -131,8 +135,25 @@ static bool ticked(void *arg)
 	return ((struct ticks *)arg)->n >= 5;
 }
 
-/* A socket that would linger 30 s in its last close: handing it over
- * costs the loop nothing, and the closer's tick ends the wait. */
+/* The peer of a socket that was reset: ECONNRESET (said once, then
+ * remembered: loop_until() asks again). */
+static bool reset(void *arg)
+{
+	static int seen = -1;
+	char junk[65536];
+	ssize_t n;
+
+	if (seen == *(int *)arg)
+		return true;
+	while ((n = recv(*(int *)arg, junk, sizeof(junk), MSG_DONTWAIT)) > 0)
+		;
+	if (n < 0 && errno == ECONNRESET)
+		seen = *(int *)arg;
+	return seen == *(int *)arg;
+}
+
+/* A TCP socket that would linger 30 s in its last close, passed: handing
+ * it over costs the loop nothing, and it is reset, not waited for. */
 static void test_blocking_close(struct reaper *r)
 {
 	struct timeval tv = {.tv_usec = 20 * 1000};
@@ -148,11 +169,77 @@ static void test_blocking_close(struct reaper *r)
 	event_add(tick, &tv);
 	CHECK(loop_until(ticked, &t, 1000), "the loop ran: %u ticks", t.n);
 	t0 = now_ms();
-	CHECK(loop_until(none_pending, r, 5000),
-	      "the lingering close returned within 5 s (linger 30 s)");
-	figure_ms("the lingering close let go of after", now_ms() - t0);
+	CHECK(loop_until(none_pending, r, 1000),
+	      "the lingering socket let go of within 1 s (linger 30 s)");
+	took = now_ms() - t0;
+	figure_ms("the lingering socket let go of after", took);
+	CHECK(took < 3 * CLOSER_TICK_MS, "not lingered on: %llu ms",
+	      (unsigned long long)took);
+	CHECK(loop_until(reset, &peer, 1000), "its peer got a reset");
 	event_free(tick);
 	close(peer);
+}
+
+static bool none_pending_of(void *arg)
+{
+	return reaper_waiting(((void **)arg)[0], *(uid_t *)((void **)arg)[1]) ==
+	       0;
+}
+
+/* A unix socket carrying a lingering TCP socket in its queue: its
+ * close waits out a closer's tick (the reset reaches only the socket
+ * passed, not what rides in its queue).  The TCP socket's peer goes to
+ * @peer. */
+static int socket_of_lingering(int *peer)
+{
+	int sv[2], s = lingering_socket(30, peer);
+	char byte = 'x';
+
+	CHECK(socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) == 0,
+	      "socketpair");
+	CHECK(wire_send(sv[1], &byte, 1, s) == 0, "send: %s", strerror(errno));
+	close(s);
+	close(sv[1]);
+	return sv[0];
+}
+
+/* One owner's slow closes hold its lane, not another owner's: while
+ * twenty such sockets wait out a tick each (about a second), another
+ * owner's pipe and socket are let go of at once; the slow owner's stay
+ * counted as its own until they return. */
+static void test_lanes(struct reaper *r)
+{
+	enum { N = 20 };
+	uid_t slow = UID + 10, quick = UID + 11;
+	void *slow_arg[] = {r, &slow}, *quick_arg[] = {r, &quick};
+	int peers[N], p[2], sv[2];
+	uint64_t t0;
+
+	CHECK(pipe2(p, O_CLOEXEC) == 0 &&
+		      socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) ==
+			      0,
+	      "pipe, socketpair");
+	for (unsigned int i = 0; i < N; i++)
+		reaper_put(r, socket_of_lingering(&peers[i]), slow);
+	t0 = now_ms();
+	reaper_put(r, p[1], quick);
+	reaper_put(r, sv[1], quick);
+	CHECK(loop_until(none_pending_of, quick_arg, 2000),
+	      "the other owner's let go of: %u waiting",
+	      reaper_waiting(r, quick));
+	figure_ms("another owner's let go of, behind a slow owner, after",
+		  now_ms() - t0);
+	CHECK(now_ms() - t0 < 300, "without waiting for the slow owner");
+	CHECK(reaper_waiting(r, slow) > N / 2,
+	      "the slow owner's still counted: %u", reaper_waiting(r, slow));
+	CHECK(loop_until(none_pending_of, slow_arg, 10000),
+	      "the slow owner's let go of in the end");
+	figure_ms("twenty sockets that each wait out a tick let go of after",
+		  now_ms() - t0);
+	for (unsigned int i = 0; i < N; i++)
+		close(peers[i]);
+	close(p[0]);
+	close(sv[0]);
 }
 
 /* The pid of our child named @comm, or -1. */
@@ -240,12 +327,11 @@ static void test_close_connection(struct reaper *r)
 	      "send: %s", strerror(errno));
 	close(a[1]);
 	close(b[1]);
-	reaper_close_connection(r, sv[0], UID);
+	CHECK(reaper_close_connection(r, sv[0], UID), "handed over");
 	CHECK(reaper_waiting(r, UID) == 1,
 	      "the connection handed over whole: %u", reaper_waiting(r, UID));
-	CHECK(reaper_held_by(r, UID) == 1 && reaper_held(r) == 1,
-	      "in rdmad's table until the loop turns: %u",
-	      reaper_held_by(r, UID));
+	CHECK(reaper_held(r) == 1, "in rdmad's table until the loop turns: %u",
+	      reaper_held(r));
 	/* EOF, or ECONNRESET once the closer let go of it unread. */
 	CHECK(recv(sv[1], &byte, 1, MSG_DONTWAIT) == 0 || errno == ECONNRESET,
 	      "its peer sees the end: %s", strerror(errno));
@@ -258,6 +344,23 @@ static void test_close_connection(struct reaper *r)
 	close(sv[1]);
 	close(a[0]);
 	close(b[0]);
+}
+
+/* A connection with nothing queued is closed at once, by the caller,
+ * and charged to nobody; its peer sees the end. */
+static void test_close_empty_connection(struct reaper *r)
+{
+	int sv[2];
+	char byte;
+
+	CHECK(socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) == 0,
+	      "socketpair");
+	CHECK(!reaper_close_connection(r, sv[0], UID), "closed at once");
+	CHECK(reaper_waiting(r, UID) == 0 && reaper_held(r) == 0,
+	      "charged to nobody: %u", reaper_waiting(r, UID));
+	CHECK(fcntl(sv[0], F_GETFD) < 0 && errno == EBADF, "closed");
+	CHECK(recv(sv[1], &byte, 1, MSG_DONTWAIT) == 0, "its peer sees EOF");
+	close(sv[1]);
 }
 
 static bool closer_back(void *arg)
@@ -283,7 +386,8 @@ static void test_closer_restart(struct reaper *r)
 	CHECK(loop_until(closer_back, &old, 5000), "started again");
 	CHECK(socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) == 0,
 	      "socketpair");
-	reaper_close_connection(r, sv[0], UID);
+	CHECK(send(sv[1], "x", 1, 0) == 1, "queued");
+	CHECK(reaper_close_connection(r, sv[0], UID), "handed over");
 	CHECK(loop_until(none_pending, r, 5000),
 	      "the new one lets go: pending %u", reaper_waiting(r, UID));
 	close(sv[1]);
@@ -302,6 +406,8 @@ int main(void)
 	test_own_table();
 	test_blocking_close(r);
 	test_close_connection(r);
+	test_close_empty_connection(r);
+	test_lanes(r);
 	test_closer_restart(r);
 	reaper_free(r);
 	event_base_free(base);

@@ -1104,6 +1104,7 @@ static void setup(void)
 		.max_holds_per_uid = 4096,
 		.max_queue = MAX_QUEUE,
 		.listen_fd = -1,
+		.control_fd = -1,
 	};
 	srv = server_new(base, table, (struct scan *)1, &opts);
 	if (!srv) {

@@ -1,0 +1,293 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * A remover: see remover.h.  Joined to rdmad by two pipes: jobs go down
+ * one (a descriptor and the owner it is charged to, 8 bytes, written
+ * whole as pipes promise for fewer than PIPE_BUF), the same job comes
+ * back up the other once closed.  The descriptor numbers mean the same in
+ * both processes because they share one table.  A job the pipe cannot
+ * take (the remover is stuck and the pipe full) waits in a backlog until
+ * the pipe is writable again.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "closer.h"
+#include "log.h"
+#include "remover.h"
+
+struct remover_job {
+	int32_t fd;
+	uint32_t owner;
+};
+
+struct remover {
+	struct event_base *base;
+	remover_done_fn done;
+	void *arg;
+	unsigned int held; /* handed over, not closed */
+	pid_t parent;
+	pid_t pid;
+	int pidfd;
+	int down[2]; /* jobs: [0] the remover reads, [1] rdmad writes */
+	int up[2];   /* done: [0] rdmad reads, [1] the remover writes */
+	struct event *ev_done;
+	struct event *ev_backlog; /* down[1] writable again */
+	struct event *ev_exit;	  /* the remover's pidfd */
+	struct remover_job *backlog;
+	size_t nbacklog, backlog_cap;
+};
+
+/* ---- the remover process ---- */
+
+static void remover_loop(const struct remover *rm)
+{
+	struct remover_job jobs[64];
+	ssize_t n;
+
+	/* rdmad's signal handlers write to libevent's socket in the shared
+	 * table: none may run here, and SIGTERM ends it (systemd's stop). */
+	closer_tick_init();
+	prctl(PR_SET_PDEATHSIG, SIGKILL);
+	if (getppid() != rm->parent)
+		_exit(0);
+	prctl(PR_SET_NAME, "rdmad-remover");
+	/* Jobs are written whole (a multiple of 8 bytes, at most PIPE_BUF):
+	 * a read gets whole jobs, acked together once closed. */
+	for (;;) {
+		n = read(rm->down[0], jobs, sizeof(jobs));
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < (ssize_t)sizeof(jobs[0]))
+			_exit(0);
+		for (size_t i = 0; i < (size_t)n / sizeof(jobs[0]); i++)
+			close(jobs[i].fd);
+		while (write(rm->up[1], jobs, (size_t)n) < 0 && errno == EINTR)
+			;
+	}
+}
+
+pid_t remover_clone_files(void)
+{
+	pid_t pid;
+#if defined(__s390__) || defined(__CRIS__)
+	pid = (pid_t)syscall(SYS_clone, 0, CLONE_FILES | SIGCHLD, 0, 0, 0);
+#else
+	pid = (pid_t)syscall(SYS_clone, CLONE_FILES | SIGCHLD, 0, 0, 0, 0);
+#endif
+	return pid < 0 ? -errno : pid;
+}
+
+static int start(struct remover *rm)
+{
+	pid_t pid = remover_clone_files();
+
+	if (pid < 0)
+		return pid;
+	if (pid == 0)
+		remover_loop(rm);
+	rm->pid = pid;
+	rm->pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
+	if (rm->pidfd >= 0)
+		fcntl(rm->pidfd, F_SETFD, FD_CLOEXEC);
+	return 0;
+}
+
+/* ---- rdmad's side ---- */
+
+/* Up to PIPE_BUF bytes of whole jobs from the front of the backlog, in
+ * one write (atomic): how many went. */
+static size_t send_jobs(struct remover *rm)
+{
+	size_t max = PIPE_BUF / sizeof(struct remover_job);
+	size_t n = rm->nbacklog < max ? rm->nbacklog : max;
+	ssize_t w = write(rm->down[1], rm->backlog, n * sizeof(*rm->backlog));
+
+	return w > 0 ? (size_t)w / sizeof(*rm->backlog) : 0;
+}
+
+static void on_backlog(evutil_socket_t fd, short what, void *arg)
+{
+	struct remover *rm = arg;
+	size_t sent;
+
+	while (rm->nbacklog && (sent = send_jobs(rm)) > 0) {
+		rm->nbacklog -= sent;
+		memmove(rm->backlog, rm->backlog + sent,
+			rm->nbacklog * sizeof(*rm->backlog));
+	}
+	if (!rm->nbacklog)
+		event_del(rm->ev_backlog);
+}
+
+void remover_put(struct remover *rm, int fd, uid_t owner)
+{
+	struct remover_job *more;
+
+	if (rm->nbacklog == rm->backlog_cap) {
+		size_t cap = rm->backlog_cap ? 2 * rm->backlog_cap : 64;
+
+		more = reallocarray(rm->backlog, cap, sizeof(*more));
+		if (!more) {
+			/* Kept open rather than closed here: a leak beats
+			 * a loop stuck in a client's close. */
+			log_warnx("remover: out of memory, descriptor %d kept",
+				  fd);
+			rm->done(owner, 1, rm->arg);
+			return;
+		}
+		rm->backlog = more;
+		rm->backlog_cap = cap;
+	}
+	rm->held++;
+	rm->backlog[rm->nbacklog++] =
+		(struct remover_job){.fd = fd, .owner = owner};
+	/* Sent once the loop turns: one datagram's descriptors in one
+	 * write. */
+	event_add(rm->ev_backlog, NULL);
+}
+
+static void on_done(evutil_socket_t fd, short what, void *arg)
+{
+	struct remover *rm = arg;
+	struct remover_job jobs[64];
+	ssize_t n;
+
+	while ((n = read(rm->up[0], jobs, sizeof(jobs))) > 0) {
+		for (size_t i = 0; i < (size_t)n / sizeof(jobs[0]); i++) {
+			rm->held -= rm->held > 0;
+			rm->done(jobs[i].owner, 1, rm->arg);
+		}
+	}
+}
+
+/* It died (only a kill does that): reap it and start another on the
+ * same pipes. */
+static void on_exit_remover(evutil_socket_t fd, short what, void *arg)
+{
+	struct remover *rm = arg;
+	int r;
+
+	waitpid(rm->pid, NULL, WNOHANG);
+	event_del(rm->ev_exit);
+	close(rm->pidfd);
+	rm->pidfd = -1;
+	r = start(rm);
+	if (r < 0) {
+		log_warnc(r, "remover died and cannot be started again");
+		return;
+	}
+	log_warnx("remover died: started again as pid %d", (int)rm->pid);
+	if (rm->pidfd >= 0) {
+		event_assign(rm->ev_exit, rm->base, rm->pidfd,
+			     EV_READ | EV_PERSIST, on_exit_remover, rm);
+		event_add(rm->ev_exit, NULL);
+	}
+}
+
+unsigned int remover_held(const struct remover *rm)
+{
+	return rm ? rm->held : 0;
+}
+
+pid_t remover_pid(const struct remover *rm)
+{
+	return rm ? rm->pid : -1;
+}
+
+/* ---- start and stop ---- */
+
+static int pipes(struct remover *rm)
+{
+	if (pipe2(rm->down, O_CLOEXEC) < 0 || pipe2(rm->up, O_CLOEXEC) < 0)
+		return -errno;
+	/* rdmad's ends never block; the remover's do. */
+	if (fcntl(rm->down[1], F_SETFL, O_NONBLOCK) < 0 ||
+	    fcntl(rm->up[0], F_SETFL, O_NONBLOCK) < 0)
+		return -errno;
+	return 0;
+}
+
+static int events(struct remover *rm)
+{
+	rm->ev_done = event_new(rm->base, rm->up[0], EV_READ | EV_PERSIST,
+				on_done, rm);
+	rm->ev_backlog = event_new(rm->base, rm->down[1], EV_WRITE | EV_PERSIST,
+				   on_backlog, rm);
+	rm->ev_exit = event_new(rm->base, rm->pidfd, EV_READ | EV_PERSIST,
+				on_exit_remover, rm);
+	if (!rm->ev_done || !rm->ev_backlog || !rm->ev_exit ||
+	    event_add(rm->ev_done, NULL) < 0)
+		return -ENOMEM;
+	if (rm->pidfd >= 0 && event_add(rm->ev_exit, NULL) < 0)
+		return -ENOMEM;
+	return 0;
+}
+
+struct remover *remover_new(struct event_base *base, remover_done_fn done,
+			    void *arg)
+{
+	struct remover *rm = calloc(1, sizeof(*rm));
+	int err;
+
+	if (!rm)
+		return NULL;
+	rm->base = base;
+	rm->done = done;
+	rm->arg = arg;
+	rm->parent = getpid();
+	rm->pid = -1;
+	rm->pidfd = -1;
+	rm->down[0] = rm->down[1] = rm->up[0] = rm->up[1] = -1;
+	err = pipes(rm);
+	if (err == 0)
+		err = start(rm);
+	if (err == 0)
+		err = events(rm);
+	if (err < 0) {
+		remover_free(rm);
+		errno = -err;
+		return NULL;
+	}
+	return rm;
+}
+
+static void free_event(struct event *ev)
+{
+	if (ev)
+		event_free(ev);
+}
+
+void remover_free(struct remover *rm)
+{
+	if (!rm)
+		return;
+	if (rm->pid > 0) {
+		/* One stuck in a close dies when it returns; rdmad does not
+		 * wait for that. */
+		kill(rm->pid, SIGKILL);
+		waitpid(rm->pid, NULL, WNOHANG);
+	}
+	free_event(rm->ev_done);
+	free_event(rm->ev_backlog);
+	free_event(rm->ev_exit);
+	for (int i = 0; i < 2; i++) {
+		if (rm->down[i] >= 0)
+			close(rm->down[i]);
+		if (rm->up[i] >= 0)
+			close(rm->up[i]);
+	}
+	if (rm->pidfd >= 0)
+		close(rm->pidfd);
+	free(rm->backlog);
+	free(rm);
+}

@@ -1,0 +1,42 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * A remover: a helper process that shares rdmad's descriptor table
+ * (clone(CLONE_FILES) without CLONE_THREAD) and closes there the files
+ * clients passed that are not sockets.  A file system's ->flush runs on
+ * every close(2), the last or not (filp_close() in fs/open.c; FUSE sends
+ * FLUSH and waits for the answer, in state D), so only a process that
+ * shares rdmad's table can take such a file out of it without rdmad
+ * waiting.  While it closes, the file is still in rdmad's table
+ * (remover_held()).  A remover that dies (killed by hand) is started
+ * again; the job it was in stays open.
+ */
+#ifndef RDMAD_REMOVER_H
+#define RDMAD_REMOVER_H
+
+#include <sys/types.h>
+
+#include <event2/event.h>
+
+struct remover;
+
+/* @n descriptors of @owner were closed. */
+typedef void (*remover_done_fn)(uid_t owner, unsigned int n, void *arg);
+
+/* Start one.  NULL and errno on failure. */
+struct remover *remover_new(struct event_base *base, remover_done_fn done,
+			    void *arg);
+/* Stop it (SIGKILL; never waits for one stuck in a close). */
+void remover_free(struct remover *rm);
+/* Close @fd of @owner's there, once the loop turns.  Never blocks. */
+void remover_put(struct remover *rm, int fd, uid_t owner);
+/* Descriptors handed over and not closed yet: all in rdmad's table. */
+unsigned int remover_held(const struct remover *rm);
+/* Its pid (for tests), or -1. */
+pid_t remover_pid(const struct remover *rm);
+
+/* A process with rdmad's descriptor table, not its memory (fork's
+ * semantics plus CLONE_FILES): 0 in the child, which may make only
+ * async-signal-safe calls; its pid, or -errno. */
+pid_t remover_clone_files(void);
+
+#endif
