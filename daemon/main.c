@@ -723,7 +723,7 @@ static int start_server(struct rdmad *d)
 			 o.control_fd >= 0 ? ", and its control socket" : "");
 	else
 		log_info("listening on %s and %s%s", d->socket_path,
-			 d->socket_path, SERVER_CONTROL_SUFFIX);
+			 d->socket_path, WIRE_CONTROL_SUFFIX);
 	return 0;
 }
 

@@ -27,11 +27,10 @@
  * only, with its own accept queue, slots and room in rdmad's table (its
  * clients' connections and one receive), which the public socket's
  * clients never take.  Bound beside the public socket, at its path with
- * SERVER_CONTROL_SUFFIX appended (PROTOCOL.md, section 7). */
+ * WIRE_CONTROL_SUFFIX appended (PROTOCOL.md, section 7). */
 #define SERVER_CONTROL_CLIENTS 16
 #define SERVER_CONTROL_ROOM                                                    \
 	(SERVER_CONTROL_CLIENTS * SERVER_FDS_PER_CLIENT + WIRE_MAX_PASSED_FDS)
-#define SERVER_CONTROL_SUFFIX ".control"
 /* The least open file limit rdmad runs with (systemd's default soft
  * limit): what it keeps for itself (an eighth), the control socket's
  * room, and a public room of 595 (a budget of 297 for passed

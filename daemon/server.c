@@ -543,7 +543,7 @@ static int control_socket(struct server *srv)
 		return adopt_socket(o->control_fd);
 	if (!o->socket_path ||
 	    snprintf(path, sizeof(path), "%s%s", o->socket_path,
-		     SERVER_CONTROL_SUFFIX) >= (int)sizeof(path))
+		     WIRE_CONTROL_SUFFIX) >= (int)sizeof(path))
 		return -ENAMETOOLONG;
 	fd = o->admin_group != (gid_t)-1
 		     ? bind_socket(path, 0660, o->admin_group)
@@ -576,7 +576,7 @@ static int server_listen(struct server *srv)
 			  "no control socket at %s%s: root and the admin "
 			  "group share the public socket",
 			  srv->opts.socket_path ? srv->opts.socket_path : "",
-			  SERVER_CONTROL_SUFFIX);
+			  WIRE_CONTROL_SUFFIX);
 	srv->control_fd = r < 0 ? -1 : r;
 	srv->ev_accept = event_new(srv->base, srv->listen_fd,
 				   EV_READ | EV_PERSIST, on_accept, srv);

@@ -68,6 +68,10 @@ ssize_t wire_recv(int fd, void *buf, size_t cap, int *ret_fd);
 /* The most descriptors one datagram can carry: the kernel's SCM_MAX_FD. */
 #define WIRE_MAX_PASSED_FDS 253
 
+/* The control socket, for root and the admin group: the public socket's
+ * path with this appended (PROTOCOL.md, section 7). */
+#define WIRE_CONTROL_SUFFIX ".control"
+
 struct wire_fds {
 	int fd[WIRE_MAX_PASSED_FDS];
 	size_t n;

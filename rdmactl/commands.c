@@ -11,6 +11,7 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/un.h>
 
 #include "rdmad-config.h"
 
@@ -18,6 +19,7 @@
 #include "netns.h"
 #include "output.h"
 #include "session.h"
+#include "wire.h"
 
 /* Whether an error means the daemon is out of reach rather than
  * refusing: timeouts and closed connections count as unreachable. */
@@ -47,11 +49,36 @@ int commands_report(const struct rdmactl_ctx *ctx, const char *verb,
 	return RDMACTL_EXIT_FAILURE;
 }
 
+/* rdmad's control socket beside the public one (WIRE_CONTROL_SUFFIX),
+ * for root and the admin group: its own queue and room, whatever others
+ * do to the public socket.  0, or -errno when it cannot be used (absent,
+ * not ours to connect to, or rdmad turned us away). */
+static int open_control(const struct rdmactl_ctx *ctx,
+			struct session **ret_session)
+{
+	char path[sizeof(((struct sockaddr_un *)0)->sun_path)];
+	int r;
+
+	*ret_session = NULL;
+	if (snprintf(path, sizeof(path), "%s%s", ctx->socket_path,
+		     WIRE_CONTROL_SUFFIX) >= (int)sizeof(path))
+		return -ENAMETOOLONG;
+	r = session_open(path, ctx->timeout_ms, ret_session);
+	if (r < 0) {
+		session_free(*ret_session);
+		*ret_session = NULL;
+	}
+	return r;
+}
+
 int commands_open_session(const struct rdmactl_ctx *ctx, const char *verb,
 			  struct session **ret_session)
 {
-	int r = session_open(ctx->socket_path, ctx->timeout_ms, ret_session);
+	int r;
 
+	if (open_control(ctx, ret_session) == 0)
+		return RDMACTL_EXIT_OK;
+	r = session_open(ctx->socket_path, ctx->timeout_ms, ret_session);
 	if (r < 0) {
 		r = commands_report(ctx, verb, *ret_session, r);
 		session_free(*ret_session);

@@ -835,7 +835,7 @@ def pod_script(nodes):
 
 
 class TestUnprivilegedDaemon(AttackTest):
-    def start_unprivileged(self, nofile=None, config=None):
+    def start_unprivileged(self, nofile=None, config=None, env=None):
         """rdmad as DAEMON_UID without any capability (the shipped unit's
         DynamicUser=, without CAP_SYS_PTRACE), in a directory of its own,
         reading the testbed; with @nofile as its open file limit (soft
@@ -863,7 +863,7 @@ class TestUnprivilegedDaemon(AttackTest):
         self.d = rdmatb.Daemon(work, config=config, args=self.daemon_args)
         old = os.umask(0)  # its notify socket: writable for it
         try:
-            self.d.start(preexec_fn=drop)
+            self.d.start(preexec_fn=drop, env=env)
         finally:
             os.umask(old)
         self.sock = self.d.socket
@@ -1724,6 +1724,345 @@ class TestDescriptorTable(AttackTest):
                     "bucket's 10 at most)" % line.split()[1])
         self.root_status("T4", "while one container holds its share")
         self.verdict()
+
+
+
+# Issue 39: a client of another owner (@1 the socket): @2 times, connect,
+# Hello, read the Welcome (or the end: refused), GetStatus, close.
+# Prints "done OK REFUSED".
+BYSTANDER = PROTO + r'''
+import socket, sys
+path, n = sys.argv[1], int(sys.argv[2])
+ok = refused = 0
+for i in range(n):
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    s.settimeout(10)
+    try:
+        s.connect(path)
+        s.send(hello())
+        if not s.recv(65536):
+            raise OSError("refused")
+        s.send(get_status(2, scope(0, [])))
+        if not s.recv(65536):
+            raise OSError("refused")
+        ok += 1
+    except OSError:
+        refused += 1
+    s.close()
+print("done %d %d" % (ok, refused), flush=True)
+'''
+
+# Issue 39: connect, pass @2 copies of /dev/null with Hello ("sent"),
+# then hold the connection.
+PASS_NULLS = PROTO + r'''
+import os, socket, sys, time
+path, n = sys.argv[1], int(sys.argv[2])
+null = os.open("/dev/null", os.O_RDONLY)
+s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+s.connect(path)
+try:
+    socket.send_fds(s, [hello()], [null] * n)
+    print("sent", flush=True)
+except OSError as e:
+    print("refused: %s" % e, flush=True)
+time.sleep(3600)
+'''
+
+# Issue 39, O2: a user namespace of uid 65534's (unshare -Um, its pid
+# first), mapped by root as newuidmap maps a rootless user's
+# ("0 100000 65536"): once told "mapped", its root mounts fuse-stall
+# and passes a file whose FLUSH is never answered, then 80 of its uids
+# (1-80) each pass 253 copies of /dev/null with Hello.
+SUBUID_INNER = START_FUSE + r'''
+S=$1 T=$2 FUSE=$3 PASS=$4 NULLS=$5
+mount -t tmpfs -o mode=755 attack "$T"
+mkdir "$T/mnt"
+start_fuse "$T/mnt"
+python3 -c "$PASS" "$S" "$T/mnt/flush" &
+for u in $(seq 1 80); do
+    setpriv --reuid=$u --regid=$u --clear-groups \
+        python3 -c "$NULLS" "$S" 253 > /dev/null &
+done
+echo "passing"
+wait
+'''
+# The namespace itself: unshare(2) in this process (an exec would drop
+# the capabilities it has in it), its pid, then once mapped its uid 0
+# runs SUBUID_INNER (the last argument) with the others.
+SUBUID_ATTACK = r'''
+import ctypes, os, sys
+CLONE_NEWNS, CLONE_NEWUSER = 0x00020000, 0x10000000
+if ctypes.CDLL(None, use_errno=True).unshare(CLONE_NEWUSER | CLONE_NEWNS):
+    print("SKIP: unshare: %s" % os.strerror(ctypes.get_errno()), flush=True)
+    sys.exit(77)
+print("pid %d" % os.getpid(), flush=True)
+sys.stdin.readline()
+os.setresgid(0, 0, 0)
+os.setgroups([])
+os.setresuid(0, 0, 0)
+os.execvp("sh", ["sh", "-euc", sys.argv[-1], "inner"] + sys.argv[1:-1])
+'''
+
+
+# Issue 39, O3: in a user and network namespace of its own, @2 AF_PACKET
+# sockets (packet_release() waits for an RCU grace period, in state D)
+# queued on one unix socket passed with Hello.  Prints "sent N".
+PACKET_ATTACK = PROTO + r'''
+import os, resource, socket, sys, time
+path, n = sys.argv[1], int(sys.argv[2])
+hard = resource.getrlimit(resource.RLIMIT_NOFILE)[1]
+resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+try:
+    socket.socket(socket.AF_PACKET, socket.SOCK_RAW, 0).close()
+except OSError as e:
+    print("SKIP: no AF_PACKET socket in a user namespace: %s" % e,
+          flush=True)
+    sys.exit(77)
+a, b = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+left = n
+while left:
+    k = min(left, 253)
+    socks = [socket.socket(socket.AF_PACKET, socket.SOCK_RAW, 0)
+             for _ in range(k)]
+    socket.send_fds(b, [b"x"], [x.fileno() for x in socks])
+    for x in socks:
+        x.close()
+    left -= k
+s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+s.connect(path)
+socket.send_fds(s, [hello()], [a.fileno()])
+a.close()
+print("sent %d" % n, flush=True)
+time.sleep(3600)
+'''
+
+# Issue 39, O4: @2 TCP sockets that linger 60 s in their last close
+# (unsent data, a peer that never reads), passed over three admitted
+# connections.  Prints "sent N".
+LINGER_MANY = PROTO + r'''
+import os, resource, socket, struct, sys, time
+path, n = sys.argv[1], int(sys.argv[2])
+hard = resource.getrlimit(resource.RLIMIT_NOFILE)[1]
+resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+srv = socket.socket()
+srv.bind(("127.0.0.1", 0))
+srv.listen(n)
+keep, held = [], []
+for _ in range(n):
+    slow = socket.socket()
+    slow.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    slow.connect(srv.getsockname())
+    h, _ = srv.accept()
+    h.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 60))
+    h.setblocking(False)
+    try:
+        while True:
+            h.send(b"x" * 65536)
+    except BlockingIOError:
+        pass
+    keep.append(slow)
+    held.append(h)
+conns = []
+for i in range(3):
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    s.connect(path)
+    part = held[i * n // 3:(i + 1) * n // 3]
+    socket.send_fds(s, [hello()], [h.fileno() for h in part])
+    conns.append(s)
+for h in held:
+    h.close()
+print("sent %d" % n, flush=True)
+time.sleep(3600)
+'''
+
+
+def as_uid(uid):
+    return ["env", "-u", "LD_PRELOAD", "setpriv", "--reuid=%d" % uid,
+            "--regid=%d" % uid, "--clear-groups"]
+
+
+class TestOwners(AttackTest):
+    """Issue 39: root is always answered and no owner waits behind
+    another.  rdmad runs as the shipped unit runs it (a uid of its own,
+    no capability, NOFILE descriptors: a ceiling of 3,840); the attackers
+    are plain local users, a bystander of another uid does what a client
+    does.  Root's `rdmactl status` every 0.5 s through each attack: none
+    fails, the median within FAST; the bystander is never refused."""
+
+    NOFILE = 4096
+    BYSTANDER_UID = 61001
+
+    start_unprivileged = TestUnprivilegedDaemon.start_unprivileged
+
+    def watch(self, case, secs, bystander=0):
+        """Root's status every 0.5 s for @secs (and, where @bystander,
+        that many connections of BYSTANDER_UID meanwhile): the figures,
+        and the verdict's expectations."""
+        b = (self.attack(PYTHON, [BYSTANDER, self.sock, bystander], ns="",
+                         prefix=as_uid(self.BYSTANDER_UID))
+             if bystander else None)
+        answers, failed, most = [], 0, 0
+        end = time.monotonic() + secs
+        while time.monotonic() < end:
+            elapsed, r = timed_rdmactl(self.sock, "status", "--json",
+                                       limit=2.0)
+            answers.append(elapsed)
+            if r is None or r.returncode != 0:
+                failed += 1
+            most = max(most, self.stats().fds)
+            time.sleep(max(0.0, 0.5 - elapsed))
+        answers.sort()
+        median = answers[len(answers) // 2]
+        p99 = answers[min(len(answers) - 1, int(len(answers) * 0.99))]
+        figure(case, "root's `rdmactl status` every 0.5 s: median, p99, "
+               "failed of %d" % len(answers), median, "s",
+               "p99 %.3f s, %d failed" % (p99, failed))
+        figure(case, "rdmad's most descriptors (limit %d)" % self.NOFILE,
+               most)
+        self.expect(failed == 0, "%s: root's status failed %d times of %d"
+                    % (case, failed, len(answers)))
+        self.expect(median < FAST, "%s: root's status median %.3f s "
+                    "(limit %.1f s)" % (case, median, FAST))
+        self.expect(most < self.NOFILE - 128, "%s: rdmad's table reached "
+                    "%d of %d" % (case, most, self.NOFILE))
+        if b:
+            _, line = b.expect("done", timeout=120)
+            figure(case, "the bystander's connections: ok, refused",
+                   line or "none")
+            self.expect(line is not None and line.split()[2] == "0",
+                        "%s: the bystander was refused: %s"
+                        % (case, line))
+        return failed
+
+    def test_o1_many_owners_while_a_lane_is_wedged(self):
+        """O1: one user wedges a helper in a FUSE FLUSH nobody answers;
+        20 other uids each pass 253 copies of /dev/null with Hello."""
+        self.need_userns()
+        self.tb.plug("mlx5_0")
+        self.start_unprivileged(nofile=self.NOFILE)
+        a, _ = self.fuse_attack(FLUSH_ATTACK, [self.sock, self.mountpoint(),
+                                               FUSE_STALL, PASS_FILE], "sent")
+        if not any(l.startswith("stalled flush pid") for l in a.lines()):
+            self.assertIsNotNone(a.expect("stalled flush pid",
+                                          timeout=10)[1],
+                                 "O1: nobody closed the passed FUSE file")
+        for uid in range(60001, 60021):
+            p = self.attack(PYTHON, [PASS_NULLS, self.sock, 253], ns="",
+                            prefix=as_uid(uid))
+            _, line = p.expect(("sent", "refused"))
+            self.expect(line == "sent", "O1: uid %d: %s" % (uid, line))
+        self.watch("O1", 5, bystander=20)
+        self.verdict()
+
+    def subuid_file(self, text):
+        path = os.path.join(self.work, "subuid")
+        with open(path, "w") as f:
+            f.write(text)
+        os.chmod(path, 0o644)
+        os.chmod(self.work, 0o755)
+        return path
+
+    def test_o2_subordinate_uids_are_one_owner(self):
+        """O2: 80 subordinate uids of one user namespace, mapped as
+        newuidmap maps a rootless user's, pass 253 descriptors each
+        while their own FUSE FLUSH is held: they are one owner, bounded
+        as one, and root's status names that owner only."""
+        self.need_userns()
+        self.tb.plug("mlx5_0")
+        subuid = self.subuid_file("nobody:100000:65536\n")
+        self.start_unprivileged(nofile=self.NOFILE,
+                                env={"RDMAD_SUBUID_FILE": subuid})
+        a = self.attack(PYTHON, [SUBUID_ATTACK, self.sock, self.mountpoint(),
+                                 FUSE_STALL, PASS_FILE, PASS_NULLS,
+                                 SUBUID_INNER], ns="")
+        conn = {}
+
+        def release():
+            if "n" in conn:
+                host_sh('f=/sys/fs/fuse/connections/$1/abort; '
+                        '[ ! -e "$f" ] || echo 1 > "$f"', conn["n"],
+                        check=False)
+            a.kill()
+        self.releases.append(release)
+        _, line = a.expect(("pid ", "SKIP:"))
+        if line and line.startswith("SKIP:"):
+            self.skipTest(a.skip_reason())
+        self.assertIsNotNone(line, a.lines("err")[-5:])
+        pid = int(line.split()[1])
+        host_sh('echo "0 100000 65536" > /proc/$1/uid_map; '
+                'echo "0 100000 65536" > /proc/$1/gid_map', pid)
+        a.proc.stdin.write("mapped\n")
+        a.proc.stdin.flush()
+        _, line = a.expect(("passing", "SKIP:"))
+        if line != "passing":
+            why = a.skip_reason()
+            if why:
+                self.skipTest(why)
+            self.fail("O2: the attack did not start: %s %s"
+                      % (a.lines()[-5:], a.lines("err")[-5:]))
+        mounted = [l for l in a.lines() if l.startswith("mounted ")]
+        if mounted:
+            conn["n"] = mounted[0].split()[1]
+        time.sleep(2)
+        self.watch("O2", 5, bystander=20)
+        _, r = timed_rdmactl(self.sock, "status", "--json")
+        closing = json.loads(r.stdout).get("closing", []) if r else []
+        figure("O2", "whose descriptors root's status says wait",
+               json.dumps(closing))
+        self.expect(closing and all(c["uid"] == NOBODY_UID for c in closing),
+                    "O2: root's status should name owner %d only: %s"
+                    % (NOBODY_UID, closing))
+        self.verdict()
+
+    def test_o3_af_packet_in_a_user_namespace(self):
+        """O3: 2,530 AF_PACKET sockets, made in `unshare -Urn`, queued on
+        one passed unix socket: about 10 ms each in state D when let go
+        of; a bystander's 300 connections meanwhile."""
+        self.need_userns()
+        self.tb.plug("mlx5_0")
+        self.start_unprivileged(nofile=self.NOFILE)
+        a = self.attack(PYTHON, [PACKET_ATTACK, self.sock, 2530],
+                        ns="-Urn")
+        _, line = a.expect(("sent", "SKIP:"), timeout=120)
+        if line and line.startswith("SKIP:"):
+            self.skipTest(a.skip_reason())
+        self.assertIsNotNone(line, "O3: the attack did not start: %s"
+                             % a.lines("err")[-5:])
+        self.watch("O3", 6, bystander=300)
+        self.verdict()
+
+    def test_o4_lingering_sockets_and_a_bystander(self):
+        """O4: 600 TCP sockets lingering 60 s, passed over three admitted
+        connections; a bystander's 300 connections meanwhile."""
+        self.tb.plug("mlx5_0")
+        self.start_unprivileged(nofile=self.NOFILE)
+        a = self.attack(PYTHON, [LINGER_MANY, self.sock, 600], ns="")
+        _, line = a.expect("sent", timeout=120)
+        self.assertIsNotNone(line, "O4: the attack did not start: %s"
+                             % a.lines("err")[-5:])
+        self.watch("O4", 6, bystander=300)
+        st = self.stats()
+        self.expect("wait_close" not in st.wchan, "O4: rdmad waits in a "
+                    "close (%s)" % st.wchan)
+        self.verdict()
+
+    def test_o5_too_small_a_descriptor_limit(self):
+        """O5: with RLIMIT_NOFILE 64 rdmad says so, naming the limit and
+        LimitNOFILE=, and exits non-zero before READY: never runs
+        deaf."""
+        self.tb.plug("mlx5_0")
+        try:
+            self.start_unprivileged(nofile=64)
+        except AssertionError as e:
+            text = str(e)
+            figure("O5", "rdmad with RLIMIT_NOFILE 64", text.strip()[-200:])
+            self.assertIn("rdmad exited with", text)
+            self.assertIn("open file limit is 64", text)
+            self.assertIn("LimitNOFILE=", text)
+            self.d = None
+            return
+        self.fail("rdmad said READY with an open file limit of 64: %s"
+                  % self.d.logtext()[-500:])
 
 
 if __name__ == "__main__":
