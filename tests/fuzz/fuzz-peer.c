@@ -2,15 +2,18 @@
 /*
  * Fuzz target for the /proc texts rdmad reads about a client (peer.c):
  * /proc/PID/cgroup, whose path any process with a delegated cgroup names
- * itself, and /proc/PID/status.  The input is both texts at once.
- * Aborts if a pod UID comes out that is not a lower-case UUID, or a pid
- * that is not positive.
+ * itself, and /proc/PID/status; and /etc/subuid (owner.c), root's file
+ * but read by a daemon that must never crash on it.  The input is every
+ * text at once.  Aborts if a pod UID comes out that is not a lower-case
+ * UUID, a pid that is not positive, or a subuid range that is empty,
+ * wraps around, or does not own its own first uid.
  */
 #include <ctype.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "owner.h"
 #include "peer.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -29,6 +32,24 @@ static void check_uuid(const char *uid)
 	}
 }
 
+static void check_subuid(const char *text)
+{
+	struct owner_range *r;
+	size_t n;
+
+	if (owner_parse_subuid(text, &r, &n) < 0)
+		return;
+	for (size_t i = 0; i < n; i++) {
+		if (!r[i].count || r[i].first > UINT32_MAX - r[i].count)
+			abort();
+		/* An earlier range may hold it first: then that one's. */
+		if (owner_in(r, i + 1, r[i].first) != r[i].owner &&
+		    owner_in(r, i, r[i].first) == r[i].first)
+			abort();
+	}
+	free(r);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	char *text = malloc(size + 1);
@@ -45,6 +66,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		abort();
 	if (peer_parse_nspid(text, &pid) == 0 && pid <= 0)
 		abort();
+	check_subuid(text);
 	free(text);
 	return 0;
 }
