@@ -68,3 +68,63 @@ except OSError:
     pass
 print("eof", flush=True)
 '''
+
+
+# SOCK N: a client of another owner (a bystander): N times, connect,
+# Hello, read the Welcome (or the end: refused), GetStatus, close.
+# Prints "done OK REFUSED".
+BYSTANDER = PROTO + r'''
+import socket, sys
+path, n = sys.argv[1], int(sys.argv[2])
+ok = refused = 0
+for i in range(n):
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    s.settimeout(10)
+    try:
+        s.connect(path)
+        s.send(hello())
+        if not s.recv(65536):
+            raise OSError("refused")
+        s.send(get_status(2, scope(0, [])))
+        if not s.recv(65536):
+            raise OSError("refused")
+        ok += 1
+    except OSError:
+        refused += 1
+    s.close()
+print("done %d %d" % (ok, refused), flush=True)
+'''
+
+
+# SOCK N: N AF_PACKET sockets (packet_release() waits for an RCU grace
+# period, in state D) queued on one unix socket passed with Hello (it
+# needs CAP_NET_RAW: run it in `unshare -Urn`).  Prints "sent N", or
+# "SKIP: why" and exits 77 where no AF_PACKET socket can be made.
+PACKET_ATTACK = PROTO + r'''
+import os, resource, socket, sys, time
+path, n = sys.argv[1], int(sys.argv[2])
+hard = resource.getrlimit(resource.RLIMIT_NOFILE)[1]
+resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+try:
+    socket.socket(socket.AF_PACKET, socket.SOCK_RAW, 0).close()
+except OSError as e:
+    print("SKIP: no AF_PACKET socket in a user namespace: %s" % e,
+          flush=True)
+    sys.exit(77)
+a, b = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+left = n
+while left:
+    k = min(left, 253)
+    socks = [socket.socket(socket.AF_PACKET, socket.SOCK_RAW, 0)
+             for _ in range(k)]
+    socket.send_fds(b, [b"x"], [x.fileno() for x in socks])
+    for x in socks:
+        x.close()
+    left -= k
+s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+s.connect(path)
+socket.send_fds(s, [hello()], [a.fileno()])
+a.close()
+print("sent %d" % n, flush=True)
+time.sleep(3600)
+'''

@@ -42,7 +42,8 @@ import urllib.request
 import uuid
 
 import rdmatb
-from rawproto import PASS_FILE, PROTO, WAIT_EOF
+from rawproto import (BYSTANDER, PACKET_ATTACK, PASS_FILE, PROTO,
+                      WAIT_EOF)
 from rdmatb import DaemonTest, devnum, find, pod_dev_script, status
 
 ATTACK = os.path.join(rdmatb.BUILD, "tests", "integration", "attack")
@@ -1727,31 +1728,6 @@ class TestDescriptorTable(AttackTest):
 
 
 
-# Issue 39: a client of another owner (@1 the socket): @2 times, connect,
-# Hello, read the Welcome (or the end: refused), GetStatus, close.
-# Prints "done OK REFUSED".
-BYSTANDER = PROTO + r'''
-import socket, sys
-path, n = sys.argv[1], int(sys.argv[2])
-ok = refused = 0
-for i in range(n):
-    s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-    s.settimeout(10)
-    try:
-        s.connect(path)
-        s.send(hello())
-        if not s.recv(65536):
-            raise OSError("refused")
-        s.send(get_status(2, scope(0, [])))
-        if not s.recv(65536):
-            raise OSError("refused")
-        ok += 1
-    except OSError:
-        refused += 1
-    s.close()
-print("done %d %d" % (ok, refused), flush=True)
-'''
-
 # Issue 39: connect, pass @2 copies of /dev/null with Hello ("sent"),
 # then hold the connection.
 PASS_NULLS = PROTO + r'''
@@ -1803,38 +1779,6 @@ os.setresuid(0, 0, 0)
 os.execvp("sh", ["sh", "-euc", sys.argv[-1], "inner"] + sys.argv[1:-1])
 '''
 
-
-# Issue 39, O3: in a user and network namespace of its own, @2 AF_PACKET
-# sockets (packet_release() waits for an RCU grace period, in state D)
-# queued on one unix socket passed with Hello.  Prints "sent N".
-PACKET_ATTACK = PROTO + r'''
-import os, resource, socket, sys, time
-path, n = sys.argv[1], int(sys.argv[2])
-hard = resource.getrlimit(resource.RLIMIT_NOFILE)[1]
-resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
-try:
-    socket.socket(socket.AF_PACKET, socket.SOCK_RAW, 0).close()
-except OSError as e:
-    print("SKIP: no AF_PACKET socket in a user namespace: %s" % e,
-          flush=True)
-    sys.exit(77)
-a, b = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-left = n
-while left:
-    k = min(left, 253)
-    socks = [socket.socket(socket.AF_PACKET, socket.SOCK_RAW, 0)
-             for _ in range(k)]
-    socket.send_fds(b, [b"x"], [x.fileno() for x in socks])
-    for x in socks:
-        x.close()
-    left -= k
-s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-s.connect(path)
-socket.send_fds(s, [hello()], [a.fileno()])
-a.close()
-print("sent %d" % n, flush=True)
-time.sleep(3600)
-'''
 
 # Issue 39, O4: @2 TCP sockets that linger 60 s in their last close
 # (unsent data, a peer that never reads), passed over three admitted

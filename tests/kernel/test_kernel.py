@@ -1076,6 +1076,47 @@ class TestDescriptors(KernelTest):
         self.assertLess(serve, 10.0, "a new rdmad took %.1f s" % serve)
 
 
+class TestLanes(KernelTest):
+    def test_af_packet_holds_its_owner_only(self):
+        """AF_PACKET sockets made by uid 65534 in `unshare -Urn` and
+        queued on one passed unix socket: each release waits for an RCU
+        grace period in state D (packet_release(), synchronize_net()),
+        all in one close.  They hold their owner's lane only: another
+        uid's 300 connections are all served meanwhile, root's status
+        answers, and what root's status says waits is 65534's."""
+        nobody = ["setpriv", "--reuid=65534", "--regid=65534",
+                  "--clear-groups"]
+        self.start_daemon()
+        a = self.start(*nobody, "unshare", "-Urn", sys.executable, "-c",
+                       rawproto.PACKET_ATTACK, self.sock, "2000")
+        line = a.next(timeout=120)
+        if line and line.startswith("SKIP:"):
+            self.skipTest(line[len("SKIP:"):].strip())
+        self.assertTrue(line and line.startswith("sent"), line)
+        t0 = time.monotonic()
+        b = self.start("setpriv", "--reuid=65533", "--regid=65533",
+                       "--clear-groups", sys.executable, "-c",
+                       rawproto.BYSTANDER, self.sock, "300")
+        answers, closing = [], []
+        while True:
+            t = time.monotonic()
+            st = self.status()
+            answers.append(time.monotonic() - t)
+            self.assertIsNotNone(st, "root's status failed")
+            closing += st.get("closing", [])
+            if not st.get("closing") and time.monotonic() - t0 > 3:
+                break
+            time.sleep(0.5)
+        done = b.next(timeout=120)
+        print("figure: the bystander's connections (ok, refused) while "
+              "2000 AF_PACKET sockets were let go of: %s; root's status "
+              "median %.3f s of %d; behind: %s" % (
+                  done, statistics.median(answers), len(answers),
+                  sorted({c["uid"] for c in closing})), file=sys.stderr)
+        self.assertEqual(done, "done 300 0")
+        self.assertTrue(all(c["uid"] == 65534 for c in closing), closing)
+
+
 class TestMrCache(KernelTest):
     CASES = ["munmap-mmap", "mmap-fixed", "mremap", "madv-dontneed", "brk",
              "free-malloc-mmapped", "free-malloc-trimmed", "memfd-punch",
