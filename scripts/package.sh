@@ -218,9 +218,11 @@ check_units() {
 	mkdir -p "$work/units"
 	sed "s|^ExecStart=$exec|ExecStart=$root$exec|" "$unitdir/rdmad.service" \
 		>"$work/units/rdmad.service"
-	cp "$unitdir/rdmad.socket" "$work/units/"
+	cp "$unitdir/rdmad.socket" "$unitdir/rdmad-control.socket" \
+		"$work/units/"
 	(cd "$work/units" && systemd-analyze verify --man=no ./rdmad.socket \
-		./rdmad.service) >"$work/verify.log" 2>&1 || true
+		./rdmad-control.socket ./rdmad.service) >"$work/verify.log" \
+		2>&1 || true
 	[ ! -s "$work/verify.log" ] ||
 		{ cat "$work/verify.log"; fail "systemd-analyze verify (above)"; }
 	echo "units: systemd-analyze verify clean"

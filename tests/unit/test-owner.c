@@ -38,7 +38,8 @@ static void test_parse(void)
 	CHECK(owner_in(r, n, 100000) == 0 && owner_in(r, n, 165535) == 0,
 	      "root's range is root's");
 	CHECK(owner_in(r, n, 165536) == 165536, "past it: its own");
-	CHECK(owner_in(r, n, 200009) == 1000 && owner_in(r, n, 200010) == 200010,
+	CHECK(owner_in(r, n, 200009) == 1000 &&
+		      owner_in(r, n, 200010) == 200010,
 	      "a numeric owner");
 	CHECK(owner_in(r, n, 300000) == 300000, "an unknown user owns nothing");
 	CHECK(owner_in(r, n, 1000) == 1000, "a uid of no range: its own");
