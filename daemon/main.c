@@ -501,6 +501,8 @@ static struct server_options server_options(const struct rdmad *d,
 
 static int start_metrics(struct rdmad *d, const char *listen)
 {
+	char host[64];
+	unsigned int port;
 	struct metrics_sources src = {
 		.table = d->table,
 		.srv = d->server,
@@ -511,7 +513,11 @@ static int start_metrics(struct rdmad *d, const char *listen)
 
 	if (!listen[0])
 		return 0;
-	d->metrics = metrics_new(d->base, listen, &src);
+	if (config_parse_listen(listen, host, sizeof(host), &port) < 0) {
+		log_warnx("metrics on %s: not host:port", listen);
+		return -EINVAL;
+	}
+	d->metrics = metrics_new(d->base, host, port, &src);
 	if (!d->metrics) {
 		log_warn("metrics on %s", listen);
 		return -errno;

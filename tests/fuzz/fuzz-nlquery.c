@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Fuzz target for the RDMA netlink answer decoders of daemon/nlquery.c
+ * Fuzz target for the RDMA netlink answer decoders of daemon/views/nlquery.c
  * (nlquery_parse_dev(), nlquery_parse_port(), nlquery_parse_chardev()):
  * the input is one datagram, split into messages as nlquery.c splits
  * what it reads, each given to every decoder.  Aborts if an accepted

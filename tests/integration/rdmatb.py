@@ -243,7 +243,7 @@ class Testbed:
         # client's nodes with their own add, ib_umad's before ib_uverbs'
         # where it was loaded first (rdma-core loads it so; they are
         # removed in the reverse order), and the ib device's own add
-        # last, once every node is made (daemon/arrival.h).  umockdev
+        # last, once every node is made (daemon/model/arrival.h).  umockdev
         # cannot make a device without its uevent, so here the ib
         # device's sysfs comes with its add, not before the nodes.
         if dev.mad:

@@ -268,7 +268,7 @@ for j in range(n):
     os.symlink("../chain/l0", os.path.join(ib, "e%04d" % j))
 '''
 
-# A fake sysfs as rdmad's scanner (daemon/sysfs.c) accepts it: @2 devices
+# A fake sysfs as rdmad's scanner (daemon/model/sysfs.c) accepts it: @2 devices
 # named by the comma-separated list @3 (the last name's number counting on
 # for more), @4 ports each (one ports directory that every device's
 # "ports" links to), fw_ver a symlink to @5 unless "-", device 0's uverbs

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * nlquery-dump [--junk] [--max N]: the RDMA devices of this process's
- * network namespace as daemon/nlquery.c asks the kernel for them, through
+ * network namespace as daemon/views/nlquery.c asks the kernel for them, through
  * a NETLINK_RDMA socket made here, printed as JSON lines for the
  * real-kernel suite (test_kernel.py) to hold against `rdma`, sysfs and
  * another namespace.  The first line is {"netns_cookie": N} (null where

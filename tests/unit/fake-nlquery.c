@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Link-time fake of daemon/nlquery.c: another network namespace whose
+ * Link-time fake of daemon/views/nlquery.c: another network namespace whose
  * devices a test scripts (fake_nlquery_set()), and sockets that fail
  * (fake_nlquery_fail(), told apart by inode, as a dup shares it), for the
  * views and their tables without a kernel that has RDMA netlink.

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * daemon/arrival.c: every row of its table, from every state, and the one
+ * daemon/model/arrival.c: every row of its table, from every state, and the one
  * wait: its deadline, counted from entering the state, and the overdue
  * names it gives back.
  */

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Unit test of daemon/async.c under umockdev (run through
+ * Unit test of daemon/sources/async.c under umockdev (run through
  * umockdev-wrapper): the real libibverbs lists the fake devices but
  * cannot open them (no kernel behind them).  The source must degrade
  * quietly (no warning, no rescan request, nothing open), must not fetch

@@ -430,7 +430,7 @@ static pthread_t fake_start(void)
 	    pipe(fake.ack_fd) < 0)
 		abort();
 	fake.client_fd = -1;
-	/* Sized and sealed as rdmad makes it (daemon/genshare.c). */
+	/* Sized and sealed as rdmad makes it (daemon/views/genshare.c). */
 	fake.page_fd = memfd_create("gen", MFD_CLOEXEC | MFD_ALLOW_SEALING);
 	if (ftruncate(fake.page_fd, 4096) < 0 ||
 	    fcntl(fake.page_fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW) < 0)

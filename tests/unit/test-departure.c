@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * daemon/departure.c: each rule of its table, row by row, on a real
+ * daemon/model/departure.c: each rule of its table, row by row, on a real
  * device table (fixture-table.c) and a scripted sysfs: what each read
  * answers, and whether the rule read it at all (sysfs is read only where
  * a rule needs it).

@@ -396,7 +396,7 @@ static const struct step removing[] = {
 	{OP_ONE, "b", "b|pci:2|||uverbs0", 1, "READY b", "b:P:0"},
 };
 
-/* Every row of the table at the top of daemon/devices.c, in its order
+/* Every row of the table at the top of daemon/model/devices.c, in its order
  * (P is READY, U UNREADY, G REMOVING, A AWAY, R REMOVED; a device that
  * is not listed any more went through GONE). */
 static const struct step lives[] = {

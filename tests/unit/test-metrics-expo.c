@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Unit test of daemon/metrics-expo.c: which format an Accept header gets,
- * how one family description reads in each format, and the escaping of
+ * Unit test of daemon/metrics/metrics-expo.c: which format an Accept header
+ * gets, how one family description reads in each format, and the escaping of
  * label values (backslash, double quote, newline; bytes that are not
  * UTF-8 become U+FFFD).  That Prometheus' own parsers accept the whole
  * exposition is tests/integration/test_metrics_formats.py's job.

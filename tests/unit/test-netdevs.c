@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * daemon/netdevs.c: what rtnetlink last said of each net device, table
+ * daemon/model/netdevs.c: what rtnetlink last said of each net device, table
  * by table: set, overwrite, names the kernel cannot have, and a table
  * grown well past its first buckets.
  */

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Unit test of daemon/netlink.c.
+ * Unit test of daemon/sources/netlink.c.
  *
  * RDMA netlink: no kernel here answers, so crafted replies and monitor
  * messages (built with libnl as the kernel would send them, and broken on

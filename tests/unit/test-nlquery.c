@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Unit test of daemon/nlquery.c.
+ * Unit test of daemon/views/nlquery.c.
  *
  * The decoders: replies built with libnl as the kernel builds them
  * (drivers/infiniband/core/nldev.c fill_dev_info(), fill_port_info(),

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * daemon/nstable.c: which lent sockets another namespace's table keeps
+ * daemon/views/nstable.c: which lent sockets another namespace's table keeps
  * and which it asks (issue 25), row by row; and, through views.c, a
  * co-tenant of another uid whose socket gives junk cannot freeze the
  * table for everyone.  Sockets are socketpair() ends that fake-nlquery.c

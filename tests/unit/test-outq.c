@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Unit test of daemon/outq.c: a table of append/pop/drop sequences, each
+ * Unit test of daemon/server/outq.c: a table of append/pop/drop sequences, each
  * checked for the frames left in the queue, their order, and every
  * frame's reference count (ours plus one a queue slot) before and after
  * the queue is cleared.  Growth past the first ring size and wrap-around

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * daemon/owner.c: who a uid belongs to.  subuid(5) text as newuidmap
+ * daemon/peers/owner.c: who a uid belongs to.  subuid(5) text as newuidmap
  * reads it; the file read again when it changes; and, as root, the
  * kernel's word on a real user namespace made by another user, nested
  * inside another as rootless containers nest them.

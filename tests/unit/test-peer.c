@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * daemon/peer.c: the pod UID from the cgroup paths kubelet makes (systemd
+ * daemon/peers/peer.c: the pod UID from the cgroup paths kubelet makes (systemd
  * and cgroupfs drivers), the pid in a client's own PID namespace from
  * NSpid, and a real look at this very process through a socket pair.
  */

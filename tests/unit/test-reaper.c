@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * daemon/reaper.c, closer.c and remover.c: descriptors handed over are
+ * daemon/reaper/reaper.c, closer.c and remover.c: descriptors handed over are
  * closed by a helper process, not by the caller: a file by a remover
  * (which shares the caller's table), a socket by a closer (a table of its
  * own, which holds nothing else of the caller's); a passed TCP socket is

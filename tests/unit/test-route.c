@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * daemon/route.c: which device the table names for a uverbs or ib_umad
+ * daemon/model/route.c: which device the table names for a uverbs or ib_umad
  * char device, a netdev, or a look at a registration, row by row, on a
  * real table (fixture-table.c) with one device removed but still held.
  */

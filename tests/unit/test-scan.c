@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Unit test of daemon/scan.c: a real event_base, the real sysfs reader
+ * Unit test of daemon/sources/scan.c: a real event_base, the real sysfs reader
  * and device table, and a fixture sysfs tree in a temporary directory.
  * sysfs_scan_all() and sysfs_scan_device() are wrapped at link time
  * (-Wl,--wrap) to count the passes a burst of requests costs.
@@ -311,7 +311,7 @@ static void test_half_created(void)
 }
 
 /*
- * Arrival (daemon/arrival.h): a look before the kernel's word holds a new
+ * Arrival (daemon/model/arrival.h): a look before the kernel's word holds a new
  * registration back, however many looks come; the word's look announces
  * it once, with every node it has then.  Without the word, it is
  * announced as it is ARRIVAL_WAIT_MS after the first look that held it,

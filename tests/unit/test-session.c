@@ -252,7 +252,7 @@ static void *peer_main(void *arg)
 	return NULL;
 }
 
-/* A generation page as rdmad makes it (daemon/genshare.c), showing
+/* A generation page as rdmad makes it (daemon/views/genshare.c), showing
  * @generation. */
 static int page_new(uint64_t generation)
 {

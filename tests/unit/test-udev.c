@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Unit test of daemon/udev.c.  First the decoding of uevent properties
+ * Unit test of daemon/sources/udev.c.  First the decoding of uevent properties
  * into rescan targets, table-driven; then the real libudev monitor under
  * umockdev (run through umockdev-wrapper): a fake ib device, its uverbs
  * device and a netdev come and go, and the rescan requests recorded by

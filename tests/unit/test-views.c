@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * daemon/views.c and nstable.c: a view is built from what the kernel
+ * daemon/views/views.c and nstable.c: a view is built from what the kernel
  * says and what its clients say of themselves (issue 19), never from
  * their files.  Views by reported nodes, a claim of the kernel's
  * devtmpfs, clients that say nothing, root in a container; and, in

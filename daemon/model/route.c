@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Routing: see route.h.  Each lookup walks the table in its stable order
+ * Routing (route.h): which listed device a char device, a netdev or a
+ * look at sysfs names.  Each lookup walks the table in its stable order
  * (by name), so where two devices share a name (a removed one still held
  * and a new one) the answer is the same on every call.
  */

@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The socket server (proto/PROTOCOL.md): one SOCK_SEQPACKET listener, one
- * small struct per client, one event loop.  This room holds the listener
- * and admission, and the server's lifecycle; server-int.h names the other
- * rooms (a connection, the request table, publishing).
+ * small struct per client, one event loop.  This file holds the
+ * listeners and admission, and the server's lifecycle; server-int.h names
+ * the others (a connection, the request table, publishing).
  *
  * Admission.  The public socket is usually open to every local user, so
  * nothing one user does may lock out the others.  Bounds are per owner

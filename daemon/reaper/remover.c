@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * A remover: see remover.h.  Joined to rdmad by two pipes: jobs go down
- * one (a descriptor and the owner it is charged to, 8 bytes, written
- * whole as pipes promise for fewer than PIPE_BUF), the same job comes
+ * A remover (remover.h): a process that shares rdmad's table and closes
+ * there the passed files that are not sockets.  Joined to rdmad by two pipes:
+ * jobs go down one (a descriptor and the owner it is charged to, 8 bytes,
+ * written whole as pipes promise for fewer than PIPE_BUF), the same job comes
  * back up the other once closed.  The descriptor numbers mean the same in
  * both processes because they share one table.  A job the pipe cannot
  * take (the remover is stuck and the pipe full) waits in a backlog until

@@ -5,7 +5,7 @@
  * bounded output queue per client and fans device events out to
  * subscribers.  Client identity comes from SO_PEERCRED and the peer
  * process's namespaces (peer.h), never from what a client says; each
- * client sees its view (views.h).  Built in rooms: server.c (the
+ * client sees its view (views.h).  Built of server.c (the
  * listener, admission and what follows), client.c, requests.c and
  * publish.c (server-int.h says which does what).
  */

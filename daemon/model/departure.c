@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Departure: see departure.h.  The rules, one row each:
+ * Departure (departure.h): what a look at sysfs means for a listed device
+ * while the kernel takes it away.  The rules, one row each:
  *
  *   rule        the table lists       a look finds           so
  *   (1) torn    present, REMOVING,    it torn down           keep it as

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The server's options, its descriptor arithmetic and why it turns a
- * connection away: what server.h's callers and the server's rooms
- * (server-int.h) both need, in a header of its own so that the rooms
+ * connection away: what server.h's callers and the server's files
+ * (server-int.h) both need, in a header of its own so that those files
  * never include the server's public header.
  */
 #ifndef RDMAD_SERVER_OPTIONS_H

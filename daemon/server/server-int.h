@@ -1,15 +1,15 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * What the server's rooms share, and nobody else includes: the server
- * itself.  The rooms, from the top down, each including only those below
- * it:
+ * What the server room's files share, and nobody else includes: the
+ * server itself.  The files, from the top down, each including only
+ * those below it:
  *   server.c    the listener and admission, server_new() and the rest of
  *               server.h's lifecycle;
  *   requests.c  the request table and its handlers;
  *   publish.c   snapshots and events to views, and the table's listener;
  *   client.c    one connection: its state, output queue, read loop and
  *               close.
- * client.c reaches the two rooms above it only through struct
+ * client.c reaches the two files above it only through struct
  * server_hooks, which server_new() fills in.
  */
 #ifndef RDMAD_SERVER_INT_H

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Device records: see record.h.
+ * Device records (record.h): what one look at sysfs or RDMA netlink
+ * found of one registration, copied, compared and freed here.
  */
 #include <errno.h>
 #include <stdlib.h>

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The reaper: see reaper.h.  REAPER_LANES lanes, each a closer (sockets,
+ * The reaper (reaper.h): where what clients hand over goes, and what
+ * waits per owner.  REAPER_LANES lanes, each a closer (sockets,
  * a table of its own, closer.h) and a remover (other files, rdmad's
  * table, remover.h).  An owner with descriptors waiting keeps its lane
  * until they are all let go of; an owner with none takes a lane that

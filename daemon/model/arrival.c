@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Arrival: see arrival.h.  The rules, one row each, state by state:
+ * Arrival (arrival.h): a registration held from the first look that
+ * finds it until the kernel says it is complete.  The rules, one row
+ * each, state by state:
  *
  *   state        signal                    next         action
  *   NONE         a look: new registration  REGISTERING  HOLD      (1)

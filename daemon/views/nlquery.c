@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * RDMA netlink questions on a borrowed socket: see nlquery.h for the rules
- * (who may answer, what bounds the work) and for what each field of a
+ * RDMA netlink questions on a socket a client lent: nlquery.h has the
+ * rules (who may answer, what bounds the work) and what each field of a
  * device is filled from.
  *
  * One call is: drain what is queued; dump the devices

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The closer: see closer.h.  One SOCK_SEQPACKET pair joins rdmad and the
- * closer.  Down it go batches, each a struct closer_msg (the uid and the
+ * The closer (closer.h): a process with a table of its own that lets go
+ * of sockets clients leave with rdmad.  One SOCK_SEQPACKET pair joins rdmad and
+ * the closer.  Down it go batches, each a struct closer_msg (the uid and the
  * count) with that many descriptors of one uid (SCM_RIGHTS), or a marker
  * (a count of 0); up it comes the same struct for each batch let go of.
  */

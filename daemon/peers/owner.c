@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Owners: see owner.h.  The subuid table is kept in this module, read
+ * Who a uid belongs to (owner.h): the kernel's owner of a user namespace,
+ * else /etc/subuid.  The subuid table is kept in this module, read
  * again when the file's inode, size or mtime changed.
  */
 #include <errno.h>

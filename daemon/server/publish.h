@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The server's publishing room (server-int.h names the rooms): snapshots
+ * The server's publishing (server-int.h names its files): snapshots
  * and events to the views and their subscribers.  Its public half, for
  * main.c and the metrics: publish_table_listener() with its relay,
  * publish_device_event() and publish_count_views().

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Another network namespace's devices: see nstable.h.  The kernel is
+ * Another network namespace's devices (nstable.h), asked of the kernel
+ * through sockets its clients lent.  The kernel is
  * asked through a socket of that namespace (nlquery.c), never blocking:
  * a client that shares the socket can make an answer fail, which leaves
  * the table as it was until the next try, and can change nothing else.

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * One connection to the server (server-int.h names the rooms): its state,
+ * One connection to the server (server-int.h names its files): its state,
  * its output queue, its read loop and its close.
  *
  * A connection's life is one state, entered only through

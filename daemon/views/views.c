@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Views: see views.h.  A handful of views on a host (root's, a few users,
+ * Views (views.h): which devices each client can use, and the generation
+ * of what it sees.  A handful of views on a host (root's, a few users,
  * one per pod), each with a small array of member devices; an event costs
  * one lookup per view, and a device that registers one search of a
  * view's reported nodes: no system call.  Other network namespaces'

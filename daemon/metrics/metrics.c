@@ -14,7 +14,6 @@
 #include <event2/event.h>
 #include <event2/http.h>
 
-#include "config.h"
 #include "devices.h"
 #include "httpcap.h"
 #include "metrics-families.h"
@@ -95,21 +94,16 @@ static void on_other(struct evhttp_request *req, void *arg)
 	evhttp_send_error(req, 404, "Try /metrics");
 }
 
-struct metrics *metrics_new(struct event_base *base, const char *listen,
+struct metrics *metrics_new(struct event_base *base, const char *host,
+			    unsigned int port,
 			    const struct metrics_sources *sources)
 {
 	struct metrics *m = calloc(1, sizeof(*m));
 	struct evhttp_bound_socket *bound;
-	char host[64];
-	unsigned int port;
 
 	if (!m)
 		return NULL;
 	m->st.src = *sources;
-	if (config_parse_listen(listen, host, sizeof(host), &port) < 0) {
-		errno = EINVAL;
-		goto fail;
-	}
 	m->http = evhttp_new(base);
 	if (!m->http)
 		goto fail;

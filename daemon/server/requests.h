@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The server's request table (server-int.h names the rooms): one row per
+ * The server's request table (server-int.h names its files): one row per
  * request type, with its access class and its handler.
  */
 #ifndef RDMAD_REQUESTS_H

@@ -18,8 +18,10 @@ struct event_base;
 struct metrics;
 enum devices_event;
 
-/* @listen is "host:port" or "[v6]:port".  NULL with errno set. */
-struct metrics *metrics_new(struct event_base *base, const char *listen,
+/* Listen on @host (a name, an IPv4 or IPv6 address) and @port.  NULL
+ * with errno set. */
+struct metrics *metrics_new(struct event_base *base, const char *host,
+			    unsigned int port,
 			    const struct metrics_sources *sources);
 void metrics_free(struct metrics *m);
 /* Count one table event (called from main.c's listener glue). */
