@@ -16,7 +16,9 @@
 //
 //	{"event":"ready","apiserver":URL,"serviceaccount":DIR,"registry":DIR}
 //	{"event":"registered","info":{...},"t":N}
-//	{"event":"pool","complete":B,"devices":{DEV:{"name":N,"ready":B,...}},"t":N}
+//	{"event":"pool","complete":B,"devices":{DEV:{"name":N,"ready":B,...}},"t":N,
+//	 "method":"POST"|"PUT"|"DELETE","name":SLICE,"admin":B}   after each write
+//	                     of a slice (admin: the test's, not the driver's)
 //	{"event":"refused","why":TEXT}        a write the API server refused
 //	{"event":"health","service":S,"devices":{DEV:"HEALTHY"|"UNHEALTHY"|"UNKNOWN"},
 //	 "messages":{DEV:TEXT},"t":N}
@@ -32,7 +34,11 @@
 //	                     stored in the API server, then prepared
 //	{"cmd":"unprepare","uid":U,"name":N}
 //	{"cmd":"restart-kubelet"}   as a kubelet that starts: wipe the node's
-//	                     slices, then register every plugin found//
+//	                     slices, then register every plugin found
+//	{"cmd":"delete-slice","name":N}   as an admin: kubectl delete
+//	{"cmd":"edit-slice","name":N}     as an admin: the slice's devices
+//	                     emptied (kubectl edit)
+//
 //	fake-dra DIR NODE DRIVER
 package main
 
@@ -110,7 +116,8 @@ func (f *fake) slices() {
 			devs[n] = attrs
 		}
 		f.print(map[string]interface{}{"event": "pool", "complete": complete,
-			"devices": devs, "t": mono(w.At)})
+			"devices": devs, "t": mono(w.At), "method": w.Method,
+			"name": w.Name, "admin": w.Admin})
 		if r := f.api.Refused(); len(r) > refused {
 			for _, why := range r[refused:] {
 				f.print(map[string]interface{}{"event": "refused", "why": why})
@@ -264,8 +271,25 @@ type command struct {
 }
 
 func (f *fake) do(c command) {
-	if c.Cmd == "restart-kubelet" {
+	switch c.Cmd {
+	case "restart-kubelet":
 		f.start()
+		return
+	case "delete-slice":
+		if !f.api.Delete(c.Name) {
+			f.fail(c.Cmd, fmt.Errorf("no slice %q", c.Name))
+		}
+		return
+	case "edit-slice":
+		ok, err := f.api.Edit(c.Name, func(spec map[string]interface{}) {
+			spec["devices"] = []interface{}{}
+		})
+		if !ok {
+			err = fmt.Errorf("no slice %q", c.Name)
+		}
+		if err != nil {
+			f.fail(c.Cmd, err)
+		}
 		return
 	}
 	f.mu.Lock()
