@@ -23,14 +23,17 @@
 //	{"event":"health","service":S,"devices":{DEV:"HEALTHY"|"UNHEALTHY"|"UNKNOWN"},
 //	 "messages":{DEV:TEXT},"t":N}
 //	{"event":"wiped","slices":N,"t":N}   the kubelet's start: the node's slices deleted
-//	{"event":"prepare","uid":U,"error":E,"cdi":[...]}
+//	{"event":"prepare","uid":U,"error":E,"cdi":[...],
+//	 "devices":[{"device":D,"pool":P,"requests":[R...],"cdi":[...]}]}
 //	{"event":"unprepare","uid":U,"error":E}
 //	{"event":"error","cmd":C,"error":TEXT}
 //
 // Commands come on stdin, one JSON object a line:
 //
-//	{"cmd":"prepare","uid":U,"name":N,"devices":[DEV...]}  the claim,
-//	                     allocated those devices of this node's pool, is
+//	{"cmd":"prepare","uid":U,"name":N,"devices":[DEV...],"requests":[R...]}
+//	                     the claim, allocated those devices of this node's
+//	                     pool (for requests R, "rdma" where not given; a
+//	                     firstAvailable request's result is "req/sub"), is
 //	                     stored in the API server, then prepared
 //	{"cmd":"unprepare","uid":U,"name":N}
 //	{"cmd":"restart-kubelet"}   as a kubelet that starts: wipe the node's
@@ -264,10 +267,11 @@ func (f *fake) start() {
 }
 
 type command struct {
-	Cmd     string   `json:"cmd"`
-	UID     string   `json:"uid"`
-	Name    string   `json:"name"`
-	Devices []string `json:"devices"`
+	Cmd      string   `json:"cmd"`
+	UID      string   `json:"uid"`
+	Name     string   `json:"name"`
+	Devices  []string `json:"devices"`
+	Requests []string `json:"requests"`
 }
 
 func (f *fake) do(c command) {
@@ -305,8 +309,12 @@ func (f *fake) do(c command) {
 	switch c.Cmd {
 	case "prepare":
 		var rs []k8sfake.Result
-		for _, d := range c.Devices {
-			rs = append(rs, k8sfake.Result{Request: "rdma", Driver: f.driver, Pool: f.node, Device: d})
+		for i, d := range c.Devices {
+			req := "rdma"
+			if i < len(c.Requests) {
+				req = c.Requests[i]
+			}
+			rs = append(rs, k8sfake.Result{Request: req, Driver: f.driver, Pool: f.node, Device: d})
 		}
 		if err := f.api.PutClaim("default", c.Name, c.UID, rs); err != nil {
 			f.fail(c.Cmd, err)
@@ -319,11 +327,14 @@ func (f *fake) do(c command) {
 		}
 		cr := r.Claims[c.UID]
 		cdi := []string{}
+		devs := []interface{}{}
 		for _, d := range cr.GetDevices() {
 			cdi = append(cdi, d.CdiDeviceIds...)
+			devs = append(devs, map[string]interface{}{"device": d.DeviceName,
+				"pool": d.PoolName, "requests": d.RequestNames, "cdi": d.CdiDeviceIds})
 		}
 		f.print(map[string]interface{}{"event": "prepare", "uid": c.UID,
-			"error": cr.GetError(), "cdi": cdi})
+			"error": cr.GetError(), "cdi": cdi, "devices": devs})
 	case "unprepare":
 		r, err := p.NodeUnprepareResources(ctx, &drav1.NodeUnprepareResourcesRequest{Claims: claim})
 		if err != nil {
