@@ -108,6 +108,7 @@ class DRATest(GoProgramTest):
                              "--plugin-dir", self.plugin_dir,
                              "--registry-dir", r["registry"],
                              "--cdi-dir", self.cdi_dir,
+                             "--sysfs", self.tb.sys,
                              "--apiserver", r["apiserver"],
                              "--serviceaccount", r["serviceaccount"]],
                             self.log)
@@ -340,6 +341,42 @@ class TestClaims(DRATest):
         self.tb.plug_back(da)
         self.kube.pool(lambda d: set(d) == {a, b}, "A back")
         self.unresolvable(name, "unprepared: unresolvable with A back")
+
+    def test_claim_status_network_data(self):
+        """A prepared RoCE device's entry in the claim's status.devices,
+        as a user reads it with kubectl: its net device, that device's
+        hardware address and IP addresses, and its GIDs; applied as the
+        API server takes it (server-side apply, the claim checked against
+        the full schema of resource.k8s.io/v1)."""
+        # The RoCE port's net device is lo: the kernel's addresses of a
+        # real interface; its hardware address and the GIDs are sysfs's
+        # (umockdev's, which rdmad reads too).
+        self.tb.plug("mlx5_0", "mlx5-roce", netdev="lo",
+                     gid0="fe80:0000:0000:0000:0000:00ff:fe00:0005")
+        os.makedirs(os.path.join(self.tb.sys, "class/net/lo"), exist_ok=True)
+        with open(os.path.join(self.tb.sys, "class/net/lo/address"), "w") as f:
+            f.write("02:00:00:00:00:05\n")
+        self.start()
+        a, = self.names("mlx5_0")
+        self.kube.pool(lambda d: set(d) == {a} and d[a]["ready"], "ready")
+        got = self.prepare("uS", a)
+        self.assertEqual(got["error"], "")
+        st = self.kube.expect(lambda o: o["event"] == "claim-status" and
+                              o["name"] == "claim-uS", "the claim's status")
+        self.assertEqual(st["manager"], DRIVER)
+        entry, = st["devices"]
+        self.assertEqual((entry["driver"], entry["pool"], entry["device"]),
+                         (DRIVER, NODE, a))
+        nd = entry["networkData"]
+        self.assertEqual((nd["interfaceName"], nd["hardwareAddress"]),
+                         ("lo", "02:00:00:00:00:05"))
+        self.assertIn("127.0.0.1/8", nd["ips"])
+        self.assertEqual(entry["data"]["gids"],
+                         [{"port": 1, "index": 0,
+                           "gid": "fe80:0000:0000:0000:0000:00ff:fe00:0005"}])
+        self.assertEqual(entry["data"]["identity"],
+                         rdmatb.find(rdmatb.status(self.sock),
+                                     "mlx5_0")["identity"])
 
     def test_first_available_subrequest_names(self):
         """A prioritized-list claim's result names the subrequest met,

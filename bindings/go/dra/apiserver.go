@@ -107,6 +107,11 @@ func IsStatus(err error, code int) bool {
 // do sends @in (nil: no body) with @method to @path and decodes the
 // answer into @out (nil: drop it).
 func (a *APIServer) do(ctx context.Context, method, path string, in, out interface{}) error {
+	return a.doAs(ctx, method, path, "application/json", in, out)
+}
+
+// doAs is do with the body's content type @ctype.
+func (a *APIServer) doAs(ctx context.Context, method, path, ctype string, in, out interface{}) error {
 	var body io.Reader
 	if in != nil {
 		b, err := json.Marshal(in)
@@ -129,7 +134,7 @@ func (a *APIServer) do(ctx context.Context, method, path string, in, out interfa
 	req.Header.Set("Authorization", "Bearer "+strings.TrimSpace(string(tok)))
 	req.Header.Set("Accept", "application/json")
 	if in != nil {
-		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Content-Type", ctype)
 	}
 	resp, err := a.HTTP.Do(req)
 	if err != nil {
@@ -298,6 +303,18 @@ type Node struct {
 func (a *APIServer) GetNode(ctx context.Context, name string) (*Node, error) {
 	n := &Node{}
 	return n, a.do(ctx, http.MethodGet, "/api/v1/nodes/"+url.PathEscape(name), nil, n)
+}
+
+// ApplyClaimStatus applies @st to the status of claim @namespace/@name
+// (st.Metadata.UID set: that claim and no other of the name) as field
+// manager @manager, server-side apply with force: the API server keeps
+// what other managers (other drivers) own of status.devices, and drops
+// the entries @manager applied before and no longer does.
+func (a *APIServer) ApplyClaimStatus(ctx context.Context, manager string, st *ClaimStatusApply) error {
+	path := "/apis/resource.k8s.io/v1/namespaces/" + url.PathEscape(st.Metadata.Namespace) +
+		"/resourceclaims/" + url.PathEscape(st.Metadata.Name) + "/status?fieldManager=" +
+		url.QueryEscape(manager) + "&force=true&fieldValidation=Strict"
+	return a.doAs(ctx, http.MethodPatch, path, "application/apply-patch+yaml", st, nil)
 }
 
 // GetClaim reads the ResourceClaim @namespace/@name.

@@ -26,6 +26,9 @@
 //	{"event":"prepare","uid":U,"error":E,"cdi":[...],
 //	 "devices":[{"device":D,"pool":P,"requests":[R...],"cdi":[...]}]}
 //	{"event":"unprepare","uid":U,"error":E}
+//	{"event":"claim-status","namespace":NS,"name":N,"manager":M,
+//	 "devices":[...],"t":N}   a claim's status.devices after an apply
+//	                     the API server took (checked against the schema)
 //	{"event":"error","cmd":C,"error":TEXT}
 //
 // Commands come on stdin, one JSON object a line:
@@ -127,6 +130,14 @@ func (f *fake) slices() {
 			}
 			refused = len(r)
 		}
+	}
+}
+
+// statuses prints each apply of a claim's status the server stored.
+func (f *fake) statuses() {
+	for w := range f.api.StatusWrites {
+		f.print(map[string]interface{}{"event": "claim-status", "namespace": w.Namespace,
+			"name": w.Name, "manager": w.Manager, "devices": w.Devices, "t": mono(w.At)})
 	}
 }
 
@@ -379,6 +390,7 @@ func main() {
 		os.Exit(1)
 	}
 	go f.slices()
+	go f.statuses()
 	go f.watch(w)
 	f.print(map[string]interface{}{"event": "ready", "apiserver": f.api.URL,
 		"serviceaccount": sa, "registry": reg})

@@ -33,6 +33,8 @@ type Server struct {
 	URL    string
 	Token  string
 	Writes chan Write // every write, in order (dropped when full)
+	// StatusWrites: every apply of a claim's status stored, in order.
+	StatusWrites chan StatusWrite
 
 	ts     *httptest.Server
 	schema *Schema
@@ -54,6 +56,11 @@ type Server struct {
 	// counts the lists of ResourceSlices answered.
 	endWatch chan struct{}
 	lists    int
+	// failSt: status codes of the next applies of a claim's status;
+	// owners: the field manager of each entry of a claim's
+	// status.devices ("ns/name" \x01 entry key).
+	failSt []int
+	owners map[string]string
 }
 
 // watchEvent is one event of the watch of ResourceSlices.
@@ -74,7 +81,8 @@ func New(s *Schema) *Server {
 	srv := &Server{Token: "rdmad-dra-test-token", Writes: make(chan Write, 4096),
 		schema: s, slices: map[string]map[string]interface{}{},
 		claims: map[string]map[string]interface{}{}, nodes: map[string]string{},
-		wake: make(chan struct{}), endWatch: make(chan struct{})}
+		wake: make(chan struct{}), endWatch: make(chan struct{}),
+		StatusWrites: make(chan StatusWrite, 1024), owners: map[string]string{}}
 	srv.ts = httptest.NewTLSServer(http.HandlerFunc(srv.serve))
 	srv.URL = srv.ts.URL
 	return srv
@@ -362,6 +370,13 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		default:
 			status(w, http.StatusMethodNotAllowed, "MethodNotAllowed", "%s", r.Method)
 		}
+	case strings.HasPrefix(path, "/apis/resource.k8s.io/v1/namespaces/") && r.Method == http.MethodPatch:
+		parts := strings.Split(strings.TrimPrefix(path, "/apis/resource.k8s.io/v1/namespaces/"), "/")
+		if len(parts) == 4 && parts[1] == "resourceclaims" && parts[3] == "status" {
+			s.applyStatus(w, r, at, parts[0], parts[2])
+			return
+		}
+		status(w, http.StatusNotFound, "NotFound", "%s", path)
 	case strings.HasPrefix(path, "/apis/resource.k8s.io/v1/namespaces/") && r.Method == http.MethodGet:
 		parts := strings.Split(strings.TrimPrefix(path, "/apis/resource.k8s.io/v1/namespaces/"), "/")
 		if len(parts) == 3 && parts[1] == "resourceclaims" {
