@@ -299,4 +299,15 @@ func TestRepairAfterOthersChange(t *testing.T) {
 	if got := e.api.Lists(); got != lists {
 		t.Fatalf("%d lists since the first watch, want none (resumed from its resourceVersion)", got-lists)
 	}
+	// The history compacted: the resumed watch is answered 410 Gone,
+	// the driver lists again and watches from there.
+	e.api.Compact()
+	for deadline := time.Now().Add(5 * time.Second); e.api.Lists() == lists || e.api.Watches() != 1; time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("after 410 Gone: %d lists, %d watches", e.api.Lists()-lists, e.api.Watches())
+		}
+	}
+	e.driverWrites()
+	e.api.Delete(dra.SliceName(node, driver, 1))
+	repaired("slice 1 deleted after a 410")
 }

@@ -563,6 +563,19 @@ func (s *Server) EndWatches() {
 	s.endWatch = make(chan struct{})
 }
 
+// Compact ends every watch open and forgets the watch's history after
+// a change elsewhere (resourceVersions are etcd's, shared by every
+// object), as etcd's compaction and an API server's restart do: a watch
+// resumed from an earlier resourceVersion is answered 410 Gone.
+func (s *Server) Compact() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.rv++
+	s.history = nil
+	close(s.endWatch)
+	s.endWatch = make(chan struct{})
+}
+
 // Lists is how many lists of ResourceSlices the server has answered.
 func (s *Server) Lists() int {
 	s.mu.Lock()
