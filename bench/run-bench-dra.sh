@@ -11,6 +11,7 @@
 #   watch   rdmad-watch (the Go client) prints the event (a plug: added;
 #           an unplug: its first, removing): the floor, what any client
 #           of rdmad sees, measured in the same run
+#   monitor rdmactl monitor --json prints it: the C client's floor
 #   slice   the ResourceSlice write that lists (or no longer lists) the
 #           device reaches the API server
 #   health  the kubelet's health stream lists the device Healthy (or no
@@ -82,6 +83,25 @@ procs.append(subprocess.Popen(
 watch, wq = lines([os.path.join(go, "rdmad-watch"), "--socket", d.socket],
                   subprocess.DEVNULL)
 procs.append(watch)
+monitor, mq = lines([rdmatb.RDMACTL, "--socket", d.socket, "monitor",
+                     "--json"], subprocess.DEVNULL)
+procs.append(monitor)
+
+
+def monitored(name, t0, event=None):
+    """The time of rdmactl monitor's first line for device @name (of
+    @event) received after @t0."""
+    def ok(line):
+        try:
+            o = json.loads(line)
+        except ValueError:
+            return False
+        return o.get("device", {}).get("name") == name and \
+            (event is None or o.get("event") == event)
+    while True:
+        t, _ = until(mq, ok, "rdmactl monitor's line for %s" % name)
+        if t >= t0:
+            return t
 # The kubelet's two streams apart, each line with the time it happened.
 slices, health, wiped = queue.Queue(), queue.Queue(), queue.Queue()
 deleted, writes = queue.Queue(), queue.Queue()
@@ -109,7 +129,7 @@ _, first = until(slices, lambda s: len(s) == 1, "the first slice")
 until(health, lambda h: list(h.values()) == ["HEALTHY"], "the first health")
 time.sleep(0.5)
 res = {k + " " + w: [] for k in ("plug", "unplug")
-       for w in ("watch", "slice", "health")}
+       for w in ("watch", "monitor", "slice", "health")}
 after = {k + " " + w: [] for k in ("plug", "unplug")
          for w in ("slice", "health")}
 for i in range(plugs):
@@ -122,6 +142,7 @@ for i in range(plugs):
             tw, line = until(wq, lambda l: '"event":"added"' in l and
                              '"name":"%s"' % name in l, "rdmad-watch added")
             dev = dev_name(json.loads(line)["device"]["identity"])
+            tm = monitored(name, t0, "added")
             ts, _ = until(slices, lambda s: dev in s, "slice with it")
             th, _ = until(health, lambda h: h.get(dev) == "HEALTHY",
                           "health with it")
@@ -129,12 +150,14 @@ for i in range(plugs):
             tb.unplug(name)
             tw, _ = until(wq, lambda l: '"name":"%s"' % name in l,
                           "rdmad-watch removing")
+            tm = monitored(name, t0)
             ts, _ = until(slices, lambda s: dev not in s, "slice without it")
             th, _ = until(health, lambda h: dev not in h,
                           "health without it")
             until(wq, lambda l: '"event":"removed"' in l and
                   '"name":"%s"' % name in l, "rdmad-watch removed")
-        for what, t in (("watch", tw), ("slice", ts), ("health", th)):
+        for what, t in (("watch", tw), ("monitor", tm), ("slice", ts),
+                        ("health", th)):
             res[kind + " " + what].append((t - t0) / 1e6)
         after[kind + " slice"].append((ts - tw) / 1e6)
         after[kind + " health"].append((th - tw) / 1e6)
@@ -172,7 +195,7 @@ for p in procs:
     p.wait()
 d.stop()
 
-benchk8s.table(res, after, ("slice", "health"), plugs, PAUSE_MS)
+benchk8s.table(res, after, ("monitor", "slice", "health"), plugs, PAUSE_MS)
 print("%d kubelet starts (slices deleted, then the driver registered): the "
       "pool written again, ms after the delete: p50 %.2f p99 %.2f max %.2f"
       % (RESTARTS, pct(restarts, 50), pct(restarts, 99), max(restarts)))

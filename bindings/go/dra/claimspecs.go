@@ -16,6 +16,7 @@ package dra
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/rdmad/rdmad/bindings/go/cdi"
 	"github.com/rdmad/rdmad/bindings/go/rdmad"
@@ -102,7 +103,7 @@ func (d *Driver) removeClaimSpec(uid string) error {
 	}
 	delete(d.claimSpecs, uid)
 	for key := range d.resolved {
-		if len(key) > len(uid) && key[:len(uid)+1] == uid+"/" {
+		if strings.HasPrefix(key, uid+"/") {
 			delete(d.resolved, key)
 		}
 	}
