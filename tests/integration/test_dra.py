@@ -48,6 +48,7 @@ class Kube(Lines):
     def _read(self):
         self.last = {}
         self.writes = []
+        self.statuses = []
         for line in self.proc.stdout:
             obj = json.loads(line)
             if obj["event"] == "refused":
@@ -56,6 +57,8 @@ class Kube(Lines):
                 self.last[obj["event"]] = obj
             if obj["event"] == "pool":
                 self.writes.append(obj)
+            if obj["event"] == "claim-status":
+                self.statuses.append(obj)
             self.q.put(obj)
 
     def driver_writes(self, since):
@@ -361,8 +364,11 @@ class TestClaims(DRATest):
         self.kube.pool(lambda d: set(d) == {a} and d[a]["ready"], "ready")
         got = self.prepare("uS", a)
         self.assertEqual(got["error"], "")
-        st = self.kube.expect(lambda o: o["event"] == "claim-status" and
-                              o["name"] == "claim-uS", "the claim's status")
+        # Applied beside the answer: it may come before fake-dra prints
+        # the prepare.
+        st, = rdmatb.wait_until(lambda: [o for o in list(self.kube.statuses)
+                                         if o["name"] == "claim-uS"],
+                                what="the claim's status")
         self.assertEqual(st["manager"], DRIVER)
         entry, = st["devices"]
         self.assertEqual((entry["driver"], entry["pool"], entry["device"]),
