@@ -31,6 +31,7 @@ CDI = os.path.join(GO_BUILD, "rdmad-cdi")
 CLIENT_HOLD = os.path.join(rdmatb.BUILD, "tests", "integration", "client",
                            "client-hold")
 KUBELET = os.path.join(GO_BUILD, "fake-kubelet")
+RESOLVE = os.path.join(GO_BUILD, "cdi-resolve")
 FIGURES = os.environ.get("RDMAD_K8S_FIGURES")
 
 CONFIG = {
@@ -46,6 +47,42 @@ CONFIG = {
 def device_id(identity):
     """The plugin's kubelet ID of a device (deviceplugin.DeviceID)."""
     return re.sub(r"[^A-Za-z0-9._-]", "_", identity)
+
+
+def cdi_resolve(spec_dir, *names):
+    """CDI names resolved as a container runtime resolves them: the CDI
+    library's registry over @spec_dir (internal/cdiresolve).  Returns
+    ({name: [container path of each device node]}, the registry's error
+    for the names it cannot resolve, or None)."""
+    r = subprocess.run([RESOLVE, spec_dir] + list(names),
+                       capture_output=True, text=True,
+                       timeout=rdmatb.DEADLINE)
+    if r.returncode != 0:
+        raise AssertionError("cdi-resolve: %s" % r.stderr)
+    got = json.loads(r.stdout)
+    if got["spec_errors"]:
+        raise AssertionError("the CDI registry refuses a spec: %s"
+                             % got["spec_errors"])
+    return got["devices"], got.get("error")
+
+
+def nodes_of(dev):
+    """What a device's CDI entry gives a container: its uverbs and MAD
+    nodes, as rdmactl status lists them."""
+    return ["/dev/infiniband/" + n
+            for n in [dev["uverbs"]] + dev.get("mad_nodes", [])]
+
+
+def swap_kernel_names(tb, a, b):
+    """Unplug devices @a and @b and plug them back at the same PCI
+    functions with their kernel names swapped (b first, so that it takes
+    a's name as the kernel's order would), each with a new uverbs
+    number: what a host's servicing or a driver reload may do."""
+    da, db = tb.devices[a], tb.devices[b]
+    tb.unplug(a)
+    tb.unplug(b)
+    da.name, db.name = b, a
+    return da, db
 
 
 class Child:
@@ -268,8 +305,11 @@ class TestAllocate(PluginTest):
         got = self.kubelet.expect(lambda o: o["event"] == "allocate",
                                   "allocate")["response"]
         c, = got["containerResponses"]
-        self.assertEqual(c["cdiDevices"], [{"name": "rdmad.io/rdma=mlx5_1"}])
         dev = rdmatb.find(rdmatb.status(self.sock), "mlx5_1")
+        # Named by identity: the kubelet keeps the answer for the pod's
+        # life, and the kernel may give mlx5_1 to another device.
+        stable = "rdmad.io/rdma=" + dev["identity"]
+        self.assertEqual(c["cdiDevices"], [{"name": stable}])
         nodes = ["/dev/infiniband/" + n
                  for n in [dev["uverbs"]] + dev.get("mad_nodes", [])]
         self.assertEqual([(d["hostPath"], d["permissions"])
@@ -285,7 +325,7 @@ class TestAllocate(PluginTest):
         got = self.kubelet.expect(lambda o: o["event"] == "allocate",
                                   "allocate")["response"]
         self.assertEqual(got["containerResponses"][0]["cdiDevices"],
-                         [{"name": "rdmad.io/rdma=mlx5_1"}])
+                         [{"name": stable}])
         # A device that left: refused.
         self.tb.unplug("mlx5_0")
         self.kubelet.list("rdmad.io/hca", lambda l: a not in l, "mlx5_0 gone")
@@ -295,6 +335,53 @@ class TestAllocate(PluginTest):
                                   "an answer")
         self.assertEqual(err["event"], "error")
         self.assertIn("not present", err["error"])
+
+    def test_allocated_name_follows_identity_across_a_swap(self):
+        """The CDI name the kubelet keeps from Allocate resolves, as a
+        runtime resolves it, to the allocated hardware after the kernel
+        gave its name to another device, and to nothing while it is
+        away."""
+        self.tb.plug("mlx5_0", "mlx5-ib")
+        self.tb.plug("mlx5_1", "mlx5-ib")
+        spec_dir = os.path.join(self.work, "cdi")
+        self.start(dict(CONFIG, cdiSpecDir=spec_dir))
+        a, b = self.ids("mlx5_0", "mlx5_1")
+        self.kubelet.list("rdmad.io/hca", lambda l: len(l) == 2, "both")
+        self.kubelet.send(cmd="allocate", resource="rdmad.io/hca", ids=[a])
+        got = self.kubelet.expect(lambda o: o["event"] == "allocate",
+                                  "allocate")["response"]
+        name = got["containerResponses"][0]["cdiDevices"][0]["name"]
+        st = rdmatb.status(self.sock)
+        ident = rdmatb.find(st, "mlx5_0")["identity"]
+        self.assertEqual(name, "rdmad.io/rdma=" + ident)
+        wait_until(lambda: cdi_resolve(spec_dir, name)[0].get(name) ==
+                   nodes_of(rdmatb.find(st, "mlx5_0")), what="resolved")
+        da, db = swap_kernel_names(self.tb, "mlx5_0", "mlx5_1")
+        self.kubelet.list("rdmad.io/hca", lambda l: all(
+            v != "Healthy" for v in l.values()) or not l, "both gone")
+        wait_until(lambda: cdi_resolve(spec_dir, name)[1] is not None,
+                   what="away: unresolvable")
+        self.assertIn("unresolvable CDI devices",
+                      cdi_resolve(spec_dir, name)[1])
+        self.tb.plug_back(db)
+        self.tb.plug_back(da)
+        st = {}
+
+        def mine():
+            nonlocal st
+            st = rdmatb.status(self.sock)
+            return [d for d in st["devices"] if d["identity"] == ident and
+                    d["state"] == "present"]
+        wait_until(lambda: len(mine()) == 1 and
+                   cdi_resolve(spec_dir, name)[0].get(name) ==
+                   nodes_of(mine()[0]), what="resolved after the swap")
+        now_a = mine()[0]
+        self.assertEqual(now_a["name"], "mlx5_1", "the kernel names swapped")
+        other = rdmatb.find(st, "mlx5_0")
+        self.assertNotEqual(nodes_of(now_a), nodes_of(other))
+        self.assertEqual(cdi_resolve(spec_dir, "rdmad.io/rdma=mlx5_0")[0]
+                         ["rdmad.io/rdma=mlx5_0"], nodes_of(other),
+                         "the kernel name mlx5_0 is the other device's now")
 
     def test_preferred_allocation(self):
         self.tb.plug("mlx5_0", "mlx5-roce")
@@ -402,12 +489,15 @@ class TestCDISpec(PluginTest):
         return r.stdout.split()
 
     def test_spec_follows_devices(self):
-        self.tb.plug("mlx5_0", "mlx5-ib")
+        pf = self.tb.plug("mlx5_0", "mlx5-ib")
         self.start_daemon(config=self.conf)
         spec_dir = os.path.join(self.work, "cdi")
         self.procs.append(Child([CDI, "--socket", self.sock, "--spec-dir",
                                  spec_dir, "--socket-mount"], self.log))
         spec = os.path.join(spec_dir, "rdmad.io-rdma.json")
+        # Each device by kernel name, by identity (the parent PCI
+        # function here) and by alias.
+        pf_id = "pci:" + pf.pci
 
         def offered():
             try:
@@ -418,12 +508,15 @@ class TestCDISpec(PluginTest):
 
         def until(names, what):
             t0 = time.monotonic()
-            wait_until(lambda: offered() == names, what=what)
+            wait_until(lambda: offered() == sorted(names), what=what)
             self.latency[what] = (time.monotonic() - t0) * 1000
 
-        until(["fast0", "mlx5_0"], "spec at start")
+        until(["fast0", "mlx5_0", pf_id], "spec at start")
+        self.assertEqual(rdmatb.find(rdmatb.status(self.sock),
+                                     "mlx5_0")["identity"], pf_id)
         self.assertEqual(self.check(spec_dir),
-                         ["rdmad.io/rdma=fast0", "rdmad.io/rdma=mlx5_0"])
+                         ["rdmad.io/rdma=fast0", "rdmad.io/rdma=mlx5_0",
+                          "rdmad.io/rdma=" + pf_id])
         with open(spec) as f:
             data = json.load(f)
         self.assertEqual((data["cdiVersion"], data["kind"]),
@@ -431,25 +524,25 @@ class TestCDISpec(PluginTest):
         self.assertEqual(data["containerEdits"]["mounts"][0]["hostPath"],
                          os.path.dirname(self.sock))
         dev = rdmatb.find(rdmatb.status(self.sock), "mlx5_0")
-        self.assertEqual(
-            [n["path"] for n in data["devices"][1]["containerEdits"]
-             ["deviceNodes"]],
-            ["/dev/infiniband/" + n
-             for n in [dev["uverbs"]] + dev.get("mad_nodes", [])])
+        for d in data["devices"]:
+            self.assertEqual(
+                [n["path"] for n in d["containerEdits"]["deviceNodes"]],
+                nodes_of(dev), d["name"])
         vf = self.tb.plug("mlx5_1", "mlx5-roce", vf_of="mlx5_0")
-        until(["fast0", "mlx5_0", "mlx5_1"], "spec: added")
+        vf_id = "pci:" + vf.pci
+        until(["fast0", "mlx5_0", "mlx5_1", pf_id, vf_id], "spec: added")
         self.tb.unplug("mlx5_1")
-        until(["fast0", "mlx5_0"], "spec: away")
+        until(["fast0", "mlx5_0", pf_id], "spec: away")
         self.tb.plug_back(vf)
-        until(["fast0", "mlx5_0", "mlx5_1"], "spec: returned")
+        until(["fast0", "mlx5_0", "mlx5_1", pf_id, vf_id], "spec: returned")
         self.tb.unplug("mlx5_0")
-        until(["mlx5_1"], "spec: removed")
-        self.assertEqual(self.check(spec_dir), ["rdmad.io/rdma=mlx5_1"])
+        until(["mlx5_1", vf_id], "spec: removed")
+        self.assertEqual(self.check(spec_dir), ["rdmad.io/rdma=mlx5_1",
+                                                "rdmad.io/rdma=" + vf_id])
         # rdmad gone: the last spec stays.
         self.d.stop()
         time.sleep(0.5)
-        self.assertEqual(offered(), ["mlx5_1"])
-
+        self.assertEqual(offered(), sorted(["mlx5_1", vf_id]))
 
 if __name__ == "__main__":
     rdmatb.main()

@@ -18,9 +18,11 @@ import json
 import os
 import re
 import shutil
+import time
 
 import rdmatb
-from test_device_plugin import Child, GoProgramTest, Lines
+from test_device_plugin import (Child, GoProgramTest, Lines, RESOLVE,
+                                cdi_resolve, nodes_of, swap_kernel_names)
 
 GO_BUILD = os.path.join(rdmatb.BUILD, "bindings", "go")
 DRA = os.path.join(GO_BUILD, "rdmad-dra")
@@ -45,13 +47,25 @@ class Kube(Lines):
 
     def _read(self):
         self.last = {}
+        self.writes = []
+        self.statuses = []
         for line in self.proc.stdout:
             obj = json.loads(line)
             if obj["event"] == "refused":
                 raise AssertionError("API server refused: %s" % obj)
             if obj["event"] in ("pool", "health"):
                 self.last[obj["event"]] = obj
+            if obj["event"] == "pool":
+                self.writes.append(obj)
+            if obj["event"] == "claim-status":
+                self.statuses.append(obj)
             self.q.put(obj)
+
+    def driver_writes(self, since):
+        """The slice writes the driver made since @since (not the
+        test's own deletions and edits)."""
+        return [w for w in list(self.writes)
+                if w["t"] >= since and not w["admin"]]
 
     def pool(self, pred, what, since=0):
         """The pool published (complete) satisfying @pred({dev: attrs}),
@@ -72,8 +86,13 @@ class Kube(Lines):
                            o["t"] >= since and ok(o), what)
 
 
+def claim_cdi(uid, dev):
+    """A prepared device's CDI name: the claim's UID and the pool name."""
+    return "rdmad.io/claim=%s-%s" % (uid, dev)
+
+
 class DRATest(GoProgramTest):
-    PROGRAMS = (DRA, FAKE)
+    PROGRAMS = (DRA, FAKE, RESOLVE)
 
     def start(self):
         self.start_daemon(config=self.conf)
@@ -87,10 +106,12 @@ class DRATest(GoProgramTest):
 
     def start_driver(self):
         r = self.kube.ready
+        self.cdi_dir = os.path.join(self.work, "cdi")
         self.driver = Child([DRA, "--socket", self.sock, "--node-name", NODE,
                              "--plugin-dir", self.plugin_dir,
                              "--registry-dir", r["registry"],
-                             "--cdi-dir", os.path.join(self.work, "cdi"),
+                             "--cdi-dir", self.cdi_dir,
+                             "--sysfs", self.tb.sys,
                              "--apiserver", r["apiserver"],
                              "--serviceaccount", r["serviceaccount"]],
                             self.log)
@@ -113,7 +134,6 @@ class DRATest(GoProgramTest):
 
     @staticmethod
     def now():
-        import time
         return time.monotonic_ns()
 
 
@@ -175,6 +195,44 @@ class TestSlices(DRATest):
                          "the registration socket goes with the driver")
 
 
+class TestRepair(DRATest):
+    def repaired(self, what, cause, pf):
+        """Cause damage; time the pool's repair and count its writes."""
+        t0 = self.now()
+        cause()
+        self.kube.expect(lambda o: o["event"] == "pool" and o["t"] >= t0 and
+                         o["admin"], what + " done")
+        got = self.kube.expect(lambda o: o["event"] == "pool" and
+                               o["t"] >= t0 and not o["admin"] and
+                               o["complete"] and set(o["devices"]) == {pf},
+                               what + " repaired", timeout=10)
+        ms = (got["t"] - t0) / 1e6
+        self.latency[what + " (repair)"] = ms
+        self.assertLess(ms, 5000, "%s: repaired within 5 s" % what)
+        time.sleep(1)
+        writes = self.kube.driver_writes(t0)
+        self.assertEqual([(w["method"], w["name"]) for w in writes],
+                         [(got["method"], got["name"])],
+                         "%s: one write" % what)
+
+    def test_slice_deleted_or_changed_after_registration(self):
+        """A slice deleted after the driver registered (a kubelet's wipe
+        retried late, an admin) or changed by someone else is repaired
+        within 5 s, with one write, not at the minute's resync."""
+        self.tb.plug("mlx5_0", "mlx5-ib")
+        self.start()
+        pf, = self.names("mlx5_0")
+        self.kube.pool(lambda d: set(d) == {pf}, "published")
+        time.sleep(1.5)
+        slice0 = "%s-%s-0" % (NODE, DRIVER)
+        self.repaired("deleted 1.5 s after registration",
+                      lambda: self.kube.send(cmd="delete-slice",
+                                             name=slice0), pf)
+        self.repaired("emptied by someone else",
+                      lambda: self.kube.send(cmd="edit-slice", name=slice0),
+                      pf)
+
+
 class TestClaims(DRATest):
     def prepare(self, uid, *devs):
         self.kube.send(cmd="prepare", uid=uid, name="claim-" + uid,
@@ -190,9 +248,9 @@ class TestClaims(DRATest):
         self.kube.pool(lambda d: set(d) == {a, b}, "both published")
         got = self.prepare("u1", b)
         self.assertEqual((got["error"], got["cdi"]),
-                         ("", ["rdmad.io/rdma=mlx5_1"]))
+                         ("", [claim_cdi("u1", b)]))
         self.assertEqual(self.prepare("u1", b)["cdi"],
-                         ["rdmad.io/rdma=mlx5_1"], "idempotent")
+                         [claim_cdi("u1", b)], "idempotent")
         # A device unplugged is refused for a new claim.
         self.tb.unplug("mlx5_0")
         self.kube.pool(lambda d: set(d) == {b}, "mlx5_0 gone")
@@ -206,7 +264,7 @@ class TestClaims(DRATest):
         self.kube.expect(lambda o: o["event"] == "registered",
                          "registered again")
         self.assertEqual(self.prepare("u1", b)["cdi"],
-                         ["rdmad.io/rdma=mlx5_1"], "after a restart")
+                         [claim_cdi("u1", b)], "after a restart")
         self.timed("prepared device unplugged",
                    lambda: self.tb.unplug("mlx5_1"),
                    health=lambda h: h.get(b) == "UNHEALTHY")
@@ -217,6 +275,128 @@ class TestClaims(DRATest):
                                "unprepare")
         self.assertEqual(got["error"], "")
         self.kube.health(lambda h: b not in h, "unprepared device dropped")
+
+    def resolves(self, name, ident, what):
+        """Wait until CDI name @name resolves, as a runtime resolves it,
+        to the nodes of the present device of identity @ident; return
+        that device as rdmactl status lists it."""
+        found = []
+
+        def ok():
+            st = rdmatb.status(self.sock)
+            mine = [d for d in st["devices"] if d["identity"] == ident and
+                    d["state"] == "present"]
+            got = cdi_resolve(self.cdi_dir, name)[0].get(name)
+            found[:] = [mine[0], st] if mine else []
+            return mine and got == nodes_of(mine[0])
+        rdmatb.wait_until(ok, what=what)
+        return found
+
+    def unresolvable(self, name, what):
+        rdmatb.wait_until(lambda: cdi_resolve(self.cdi_dir, name)[1],
+                          what=what)
+        self.assertIn("unresolvable CDI devices " + name,
+                      cdi_resolve(self.cdi_dir, name)[1])
+
+    def test_claim_follows_identity_across_a_swap(self):
+        """A claim prepared for HCA A: A and B unplugged and plugged back
+        at the same PCI functions with their kernel names swapped.  The
+        claim's CDI name, which the kubelet keeps, resolves as a runtime
+        resolves it (the CDI library's registry) to A's new nodes, never
+        to B's; to nothing while A is away or after unprepare; the same
+        after the driver restarts."""
+        self.tb.plug("mlx5_0", "mlx5-ib")
+        self.tb.plug("mlx5_1", "mlx5-ib")
+        self.start()
+        a, b = self.names("mlx5_0", "mlx5_1")
+        ident = rdmatb.find(rdmatb.status(self.sock), "mlx5_0")["identity"]
+        self.kube.pool(lambda d: set(d) == {a, b}, "both published")
+        got = self.prepare("uA", a)
+        name = claim_cdi("uA", a)
+        self.assertEqual((got["error"], got["cdi"]), ("", [name]))
+        self.resolves(name, ident, "prepared: A's nodes")
+        da, db = swap_kernel_names(self.tb, "mlx5_0", "mlx5_1")
+        self.unresolvable(name, "A unplugged: unresolvable")
+        self.tb.plug_back(db)
+        self.tb.plug_back(da)
+        now_a, st = self.resolves(name, ident, "after the swap: A's nodes")
+        self.assertEqual(now_a["name"], "mlx5_1", "the kernel names swapped")
+        self.assertNotEqual(nodes_of(now_a),
+                            nodes_of(rdmatb.find(st, "mlx5_0")))
+        self.assertEqual(self.prepare("uA", a)["cdi"], [name],
+                         "prepared again: the same name")
+        # A restarted driver checks its checkpoint against rdmad's
+        # identities: the same resolution.
+        self.assertEqual(self.driver.close(), 0)
+        os.unlink(os.path.join(self.cdi_dir, "rdmad.io-claim_uA.json"))
+        self.start_driver()
+        self.kube.expect(lambda o: o["event"] == "registered",
+                         "registered again")
+        self.resolves(name, ident, "after a restart: A's nodes")
+        self.tb.unplug("mlx5_1")
+        self.unresolvable(name, "A unplugged again: unresolvable")
+        self.kube.send(cmd="unprepare", uid="uA", name="claim-uA")
+        got = self.kube.expect(lambda o: o["event"] == "unprepare",
+                               "unprepare")
+        self.assertEqual(got["error"], "")
+        self.assertFalse(os.path.exists(
+            os.path.join(self.cdi_dir, "rdmad.io-claim_uA.json")))
+        self.tb.plug_back(da)
+        self.kube.pool(lambda d: set(d) == {a, b}, "A back")
+        self.unresolvable(name, "unprepared: unresolvable with A back")
+
+    def test_claim_status_network_data(self):
+        """A prepared RoCE device's entry in the claim's status.devices,
+        as a user reads it with kubectl: its net device, that device's
+        hardware address and IP addresses, and its GIDs; applied as the
+        API server takes it (server-side apply, the claim checked against
+        the full schema of resource.k8s.io/v1)."""
+        # The RoCE port's net device is lo: the kernel's addresses of a
+        # real interface; its hardware address and the GIDs are sysfs's
+        # (umockdev's, which rdmad reads too).
+        self.tb.plug("mlx5_0", "mlx5-roce", netdev="lo",
+                     gid0="fe80:0000:0000:0000:0000:00ff:fe00:0005")
+        os.makedirs(os.path.join(self.tb.sys, "class/net/lo"), exist_ok=True)
+        with open(os.path.join(self.tb.sys, "class/net/lo/address"), "w") as f:
+            f.write("02:00:00:00:00:05\n")
+        self.start()
+        a, = self.names("mlx5_0")
+        self.kube.pool(lambda d: set(d) == {a} and d[a]["ready"], "ready")
+        got = self.prepare("uS", a)
+        self.assertEqual(got["error"], "")
+        # Applied beside the answer: it may come before fake-dra prints
+        # the prepare.
+        st, = rdmatb.wait_until(lambda: [o for o in list(self.kube.statuses)
+                                         if o["name"] == "claim-uS"],
+                                what="the claim's status")
+        self.assertEqual(st["manager"], DRIVER)
+        entry, = st["devices"]
+        self.assertEqual((entry["driver"], entry["pool"], entry["device"]),
+                         (DRIVER, NODE, a))
+        nd = entry["networkData"]
+        self.assertEqual((nd["interfaceName"], nd["hardwareAddress"]),
+                         ("lo", "02:00:00:00:00:05"))
+        self.assertIn("127.0.0.1/8", nd["ips"])
+        self.assertEqual(entry["data"]["gids"],
+                         [{"port": 1, "index": 0,
+                           "gid": "fe80:0000:0000:0000:0000:00ff:fe00:0005"}])
+        self.assertEqual(entry["data"]["identity"],
+                         rdmatb.find(rdmatb.status(self.sock),
+                                     "mlx5_0")["identity"])
+
+    def test_first_available_subrequest_names(self):
+        """A prioritized-list claim's result names the subrequest met,
+        "rdma/ib"; the kubelet matches containers by "rdma"."""
+        self.tb.plug("mlx5_0", "mlx5-ib")
+        self.start()
+        a, = self.names("mlx5_0")
+        self.kube.pool(lambda d: set(d) == {a}, "published")
+        self.kube.send(cmd="prepare", uid="uF", name="claim-uF",
+                       devices=[a], requests=["rdma/ib"])
+        got = self.kube.expect(lambda o: o["event"] == "prepare" and
+                               o["uid"] == "uF", "prepare uF")
+        self.assertEqual(got["error"], "")
+        self.assertEqual([d["requests"] for d in got["devices"]], [["rdma"]])
 
 
 if __name__ == "__main__":

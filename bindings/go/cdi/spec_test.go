@@ -134,3 +134,51 @@ func TestInvalidSpecIsNotWritten(t *testing.T) {
 		t.Fatalf("an invalid spec reached the disk: %v", err)
 	}
 }
+
+// A device's identity is one of its names in the node-wide spec, kept
+// as a CDI name allows (or hashed where it cannot be one), and a
+// claim's spec lists only devices present, by the claim's UID and pool
+// name.
+func TestIdentityAndClaimNames(t *testing.T) {
+	for _, tc := range []struct{ id, want string }{
+		{"pci:0000:c1:00.0", "pci:0000:c1:00.0"},
+		{"pci:0000:c1:00.0/0002:c903:0000:0001", "pci:0000:c1:00.0_0002:c903:0000:0001"},
+		{"", ""},
+		{"/x/", ""}, // checked below: hashed
+	} {
+		got := IdentityName(&rdmadpb.Device{Identity: tc.id})
+		if tc.id == "/x/" {
+			if len(got) != 35 || got[:3] != "id-" {
+				t.Errorf("IdentityName(%q) = %q, want id- and 32 hex digits", tc.id, got)
+			}
+			continue
+		}
+		if got != tc.want {
+			t.Errorf("IdentityName(%q) = %q, want %q", tc.id, got, tc.want)
+		}
+	}
+	a := dev("mlx5_0", "uverbs0", present, "storage0")
+	a.Identity = "pci:0000:c1:00.0"
+	b := dev("mlx5_1", "uverbs1", away)
+	b.Identity = "pci:0000:c2:00.0"
+	dir := t.TempDir()
+	if _, err := NewWriter(dir).Write(Spec(&rdmad.Snapshot{Devices: []*rdmadpb.Device{a, b}}, Options{Exists: noCM})); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := names(t, dir), []string{"rdmad.io/rdma=mlx5_0", "rdmad.io/rdma=pci:0000:c1:00.0",
+		"rdmad.io/rdma=storage0"}; !reflect.DeepEqual(got, want) {
+		t.Fatalf("node-wide names %v, want %v", got, want)
+	}
+	if StableName(a) != "rdmad.io/rdma=pci:0000:c1:00.0" {
+		t.Fatalf("StableName %q", StableName(a))
+	}
+	cdir := t.TempDir()
+	spec := ClaimSpec("7c1e-uid", []ClaimDevice{{Name: "pci-0000-c1-00-0", Dev: a},
+		{Name: "pci-0000-c2-00-0", Dev: b}, {Name: "pci-0000-c3-00-0"}}, Options{Exists: noCM})
+	if _, err := NewFileWriter(cdir, ClaimFile("7c1e-uid")).Write(spec); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := names(t, cdir), []string{ClaimName("7c1e-uid", "pci-0000-c1-00-0")}; !reflect.DeepEqual(got, want) {
+		t.Fatalf("claim names %v, want %v", got, want)
+	}
+}

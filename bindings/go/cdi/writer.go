@@ -37,7 +37,12 @@ type Writer struct {
 
 // NewWriter writes dir/FileName.
 func NewWriter(dir string) *Writer {
-	return &Writer{path: filepath.Join(dir, FileName)}
+	return NewFileWriter(dir, FileName)
+}
+
+// NewFileWriter writes dir/@file (a claim's spec: ClaimFile).
+func NewFileWriter(dir, file string) *Writer {
+	return &Writer{path: filepath.Join(dir, file)}
 }
 
 // Path is the spec file's path.

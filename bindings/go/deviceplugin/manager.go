@@ -5,8 +5,9 @@
 // served on its own socket in the kubelet's device plugin directory and
 // registered with the kubelet; ListAndWatch sends a new list as soon as
 // rdmad says a device came, returned, became ready or unready, went away
-// or was removed; Allocate answers with CDI device names (rdmad.io/rdma=
-// NAME, from the spec package cdi writes) and the device nodes;
+// or was removed; Allocate answers with CDI device names bound to each
+// device's identity (rdmad.io/rdma=IDENTITY, from the spec package cdi
+// writes) and the device nodes;
 // GetPreferredAllocation keeps a container's devices on one NUMA node.
 // When the kubelet restarts (its socket made anew, the plugins' sockets
 // removed) every resource is served and registered again, and while rdmad

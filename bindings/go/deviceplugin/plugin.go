@@ -104,7 +104,9 @@ func (p *Plugin) ListAndWatch(_ *api.Empty, stream api.DevicePlugin_ListAndWatch
 }
 
 // Allocate answers, for each container, with the CDI names of the devices
-// behind the units asked for and, unless configured off, their nodes as
+// behind the units asked for (each device's identity's name,
+// rdmad.io/rdma=pci:0000:c1:00.0: the kubelet keeps the answer for the
+// pod's life, and a kernel name may by then be another device's) and, unless configured off, their nodes as
 // device specs and rdmad's socket as a mount.  A unit whose device is not
 // present now (away, removed, unknown) fails the whole request, as the
 // API asks, with the list already telling the kubelet.
@@ -136,7 +138,7 @@ func (p *Plugin) allocateOne(inv *Inventory, ids []string) (*api.ContainerAlloca
 		}
 		seen[d.GetName()] = true
 		r.CdiDevices = append(r.CdiDevices,
-			&api.CDIDevice{Name: cdi.Name(d.GetName())})
+			&api.CDIDevice{Name: cdi.StableName(d)})
 		if !p.cfg.WantDeviceSpecs() {
 			continue
 		}

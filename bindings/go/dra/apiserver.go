@@ -107,6 +107,11 @@ func IsStatus(err error, code int) bool {
 // do sends @in (nil: no body) with @method to @path and decodes the
 // answer into @out (nil: drop it).
 func (a *APIServer) do(ctx context.Context, method, path string, in, out interface{}) error {
+	return a.doAs(ctx, method, path, "application/json", in, out)
+}
+
+// doAs is do with the body's content type @ctype.
+func (a *APIServer) doAs(ctx context.Context, method, path, ctype string, in, out interface{}) error {
 	var body io.Reader
 	if in != nil {
 		b, err := json.Marshal(in)
@@ -129,7 +134,7 @@ func (a *APIServer) do(ctx context.Context, method, path string, in, out interfa
 	req.Header.Set("Authorization", "Bearer "+strings.TrimSpace(string(tok)))
 	req.Header.Set("Accept", "application/json")
 	if in != nil {
-		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Content-Type", ctype)
 	}
 	resp, err := a.HTTP.Do(req)
 	if err != nil {
@@ -178,21 +183,114 @@ func (a *APIServer) DeleteSlice(ctx context.Context, name string) error {
 	return err
 }
 
-// SliceList is the answer of a list of ResourceSlices.
-type SliceList struct {
-	Items []ResourceSlice `json:"items"`
+// ListMeta is the part of metav1.ListMeta read: the resourceVersion a
+// watch resumes from.
+type ListMeta struct {
+	ResourceVersion string `json:"resourceVersion,omitempty"`
 }
 
-// ListSlices reads every ResourceSlice of @driver on node @node (the
+// SliceList is the answer of a list of ResourceSlices.
+type SliceList struct {
+	Metadata ListMeta        `json:"metadata"`
+	Items    []ResourceSlice `json:"items"`
+}
+
+// sliceSelector selects the ResourceSlices of @driver on node @node (the
 // field selectors the API server takes for ResourceSlices, as the
 // kubelet's wipe uses them).
-func (a *APIServer) ListSlices(ctx context.Context, node, driver string) ([]ResourceSlice, error) {
+func sliceSelector(node, driver string) string {
+	return url.QueryEscape("spec.nodeName=" + node + ",spec.driver=" + driver)
+}
+
+// ListSlices reads every ResourceSlice of @driver on node @node, and
+// the list's resourceVersion.
+func (a *APIServer) ListSlices(ctx context.Context, node, driver string) (*SliceList, error) {
 	l := &SliceList{}
-	sel := url.QueryEscape("spec.nodeName=" + node + ",spec.driver=" + driver)
-	if err := a.do(ctx, http.MethodGet, slicesPath+"?fieldSelector="+sel, nil, l); err != nil {
+	if err := a.do(ctx, http.MethodGet, slicesPath+"?fieldSelector="+sliceSelector(node, driver), nil, l); err != nil {
 		return nil, err
 	}
-	return l.Items, nil
+	return l, nil
+}
+
+// Watch event types (metav1.WatchEvent).
+const (
+	WatchAdded    = "ADDED"
+	WatchModified = "MODIFIED"
+	WatchDeleted  = "DELETED"
+	WatchBookmark = "BOOKMARK"
+	WatchError    = "ERROR"
+)
+
+// watchTimeout is how long one watch request lasts before the driver
+// makes the next, from where it ended (as client-go's reflector asks for
+// a timeout of 5 to 10 minutes).
+const watchTimeout = 5 * time.Minute
+
+// WatchSlices follows the changes of the ResourceSlices of @driver on
+// node @node after resourceVersion @rv, handing each event to @fn (a
+// bookmark with only the object's resourceVersion), until the API server
+// ends the watch (nil: make the next from the last resourceVersion), the
+// connection breaks, or @ctx ends.  A resourceVersion the server no
+// longer has is a StatusError 410 Gone: list again, then watch from the
+// list's.
+func (a *APIServer) WatchSlices(ctx context.Context, node, driver, rv string, fn func(typ string, s *ResourceSlice)) error {
+	if err := checkURL(a.URL); err != nil {
+		return err
+	}
+	q := "?watch=true&allowWatchBookmarks=true&fieldSelector=" + sliceSelector(node, driver) +
+		"&resourceVersion=" + url.QueryEscape(rv) +
+		fmt.Sprintf("&timeoutSeconds=%d", int(watchTimeout/time.Second))
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, a.URL+slicesPath+q, nil)
+	if err != nil {
+		return err
+	}
+	tok, err := os.ReadFile(a.TokenFile)
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Authorization", "Bearer "+strings.TrimSpace(string(tok)))
+	req.Header.Set("Accept", "application/json")
+	// The stream outlives a.HTTP's timeout for one request.
+	resp, err := (&http.Client{Transport: a.HTTP.Transport}).Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode/100 != 2 {
+		b, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+		var st struct {
+			Message string `json:"message"`
+		}
+		if json.Unmarshal(b, &st) != nil || st.Message == "" {
+			st.Message = strings.TrimSpace(string(b))
+		}
+		return &StatusError{Code: resp.StatusCode, Message: st.Message}
+	}
+	dec := json.NewDecoder(resp.Body)
+	for {
+		var ev struct {
+			Type   string          `json:"type"`
+			Object json.RawMessage `json:"object"`
+		}
+		if err := dec.Decode(&ev); err == io.EOF {
+			return nil
+		} else if err != nil {
+			return err
+		}
+		if ev.Type == WatchError {
+			var st struct {
+				Code    int    `json:"code"`
+				Message string `json:"message"`
+			}
+			json.Unmarshal(ev.Object, &st)
+			return &StatusError{Code: st.Code, Message: st.Message}
+		}
+		s := &ResourceSlice{}
+		if err := json.Unmarshal(ev.Object, s); err != nil {
+			return err
+		}
+		fn(ev.Type, s)
+	}
 }
 
 // Node is the part of core/v1 Node read: its UID, for the slices'
@@ -205,6 +303,18 @@ type Node struct {
 func (a *APIServer) GetNode(ctx context.Context, name string) (*Node, error) {
 	n := &Node{}
 	return n, a.do(ctx, http.MethodGet, "/api/v1/nodes/"+url.PathEscape(name), nil, n)
+}
+
+// ApplyClaimStatus applies @st to the status of claim @namespace/@name
+// (st.Metadata.UID set: that claim and no other of the name) as field
+// manager @manager, server-side apply with force: the API server keeps
+// what other managers (other drivers) own of status.devices, and drops
+// the entries @manager applied before and no longer does.
+func (a *APIServer) ApplyClaimStatus(ctx context.Context, manager string, st *ClaimStatusApply) error {
+	path := "/apis/resource.k8s.io/v1/namespaces/" + url.PathEscape(st.Metadata.Namespace) +
+		"/resourceclaims/" + url.PathEscape(st.Metadata.Name) + "/status?fieldManager=" +
+		url.QueryEscape(manager) + "&force=true&fieldValidation=Strict"
+	return a.doAs(ctx, http.MethodPatch, path, "application/apply-patch+yaml", st, nil)
 }
 
 // GetClaim reads the ResourceClaim @namespace/@name.

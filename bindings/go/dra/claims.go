@@ -6,12 +6,17 @@ package dra
 // and NodeUnprepareResources): a claim's devices are read from its
 // allocation in the API server, each must be a device of this pool that
 // rdmad has present and ready now, and the answer is each device's CDI
-// name (rdmad.io/rdma=NAME, the spec rdmad-cdi and this driver write).
-// A claim prepared is answered again from the checkpoint, unchanged,
-// however often the kubelet asks (it asks again after restarts).
+// name in a spec of the claim's own (rdmad.io/claim=UID-DEVICE, DEVICE
+// the pool's name of the device, made from its identity), written before
+// the answer and removed at unprepare.  The kubelet keeps these names
+// for the pod's life; what they resolve to follows the identity
+// (claimspecs.go), never a kernel name.  A claim prepared is answered
+// again from the checkpoint, unchanged, however often the kubelet asks
+// (it asks again after restarts).
 
 import (
 	"context"
+	"strings"
 
 	"github.com/rdmad/rdmad/bindings/go/cdi"
 	"github.com/rdmad/rdmad/bindings/go/dra/drav1"
@@ -31,13 +36,25 @@ func (d *Driver) NodePrepareResources(ctx context.Context, req *drav1.NodePrepar
 		} else {
 			for _, pd := range devs {
 				r.Devices = append(r.Devices, &drav1.Device{
-					RequestNames: pd.Requests, PoolName: pd.Pool,
+					RequestNames: stripSubrequestNames(pd.Requests), PoolName: pd.Pool,
 					DeviceName: pd.Device, CdiDeviceIds: pd.CDI})
 			}
 		}
 		resp.Claims[c.GetUid()] = r
 	}
 	return resp, nil
+}
+
+// stripSubrequestNames are @names as the kubelet takes them: the
+// allocation of a prioritized list (firstAvailable) names the subrequest
+// that was met, "req/sub", and a container asks for "req" (as
+// k8s.io/dynamic-resource-allocation's kubelet plugin helper answers).
+func stripSubrequestNames(names []string) []string {
+	out := make([]string, len(names))
+	for i, n := range names {
+		out[i], _, _ = strings.Cut(n, "/")
+	}
+	return out
 }
 
 // prepare is one claim's devices, or why not.
@@ -58,6 +75,9 @@ func (d *Driver) prepare(ctx context.Context, c *drav1.Claim) ([]PreparedDevice,
 	if rc.Metadata.UID != c.GetUid() {
 		return nil, errorf("claim %s/%s has UID %s, not %s (made anew)", c.GetNamespace(), c.GetName(), rc.Metadata.UID, c.GetUid())
 	}
+	if d.o.CDISpecDir == "" {
+		return nil, errorf("no CDI spec directory (--cdi-dir): claim %s/%s's devices cannot be named to the runtime", c.GetNamespace(), c.GetName())
+	}
 	if rc.Status.Allocation == nil {
 		return nil, errorf("claim %s/%s is not allocated", c.GetNamespace(), c.GetName())
 	}
@@ -67,6 +87,7 @@ func (d *Driver) prepare(ctx context.Context, c *drav1.Claim) ([]PreparedDevice,
 		return pc.Devices, "" // prepared meanwhile by a call beside this one
 	}
 	var devs []PreparedDevice
+	var status []AllocatedDeviceStatus
 	at := map[string]int{}
 	for _, r := range rc.Status.Allocation.Devices.Results {
 		if r.Driver != d.o.DriverName || r.Pool != d.o.NodeName {
@@ -81,17 +102,24 @@ func (d *Driver) prepare(ctx context.Context, c *drav1.Claim) ([]PreparedDevice,
 			return nil, why
 		}
 		at[r.Device] = len(devs)
+		status = append(status, d.deviceStatus(r.Device, dev))
 		devs = append(devs, PreparedDevice{Requests: []string{r.Request},
 			Pool: r.Pool, Device: r.Device, Identity: dev.GetIdentity(),
-			CDI: []string{cdi.Name(dev.GetName())}})
+			CDI: []string{cdi.ClaimName(c.GetUid(), r.Device)}})
 	}
 	pc = PreparedClaim{Namespace: c.GetNamespace(), Name: c.GetName(), Devices: devs}
+	if err := d.writeClaimSpec(c.GetUid(), pc); err != nil {
+		d.removeClaimSpec(c.GetUid())
+		return nil, errorf("writing claim %s/%s's CDI spec: %v", c.GetNamespace(), c.GetName(), err)
+	}
 	d.claims[c.GetUid()] = pc
 	if err := SaveCheckpoint(d.checkpointPath(), d.claims); err != nil {
 		delete(d.claims, c.GetUid())
+		d.removeClaimSpec(c.GetUid())
 		return nil, errorf("saving the checkpoint: %v", err)
 	}
 	d.notify() // the health streams now cover its devices
+	go d.writeClaimStatus(rc, status)
 	return devs, ""
 }
 
@@ -122,19 +150,26 @@ func (d *Driver) usable(name string) (*rdmadpb.Device, string) {
 	return nil, errorf("device %s is not present on node %s (rdmad does not list it: removed)", name, d.o.NodeName)
 }
 
-// NodeUnprepareResources implements drav1.DRAPluginServer: a claim not
-// prepared (or unprepared before) is no error.
+// NodeUnprepareResources implements drav1.DRAPluginServer: the claim's
+// CDI spec goes, so that its names resolve no more; a claim not prepared
+// (or unprepared before) is no error.
 func (d *Driver) NodeUnprepareResources(ctx context.Context, req *drav1.NodeUnprepareResourcesRequest) (*drav1.NodeUnprepareResourcesResponse, error) {
 	resp := &drav1.NodeUnprepareResourcesResponse{Claims: map[string]*drav1.NodeUnprepareResourceResponse{}}
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	for _, c := range req.GetClaims() {
 		r := &drav1.NodeUnprepareResourceResponse{}
+		if err := d.removeClaimSpec(c.GetUid()); err != nil {
+			r.Error = errorf("removing claim %s/%s's CDI spec: %v", c.GetNamespace(), c.GetName(), err)
+			resp.Claims[c.GetUid()] = r
+			continue
+		}
 		if pc, ok := d.claims[c.GetUid()]; ok {
 			delete(d.claims, c.GetUid())
 			if err := SaveCheckpoint(d.checkpointPath(), d.claims); err != nil {
 				d.claims[c.GetUid()] = pc
 				r.Error = errorf("saving the checkpoint: %v", err)
+				d.writeClaimSpec(c.GetUid(), pc)
 			}
 		}
 		resp.Claims[c.GetUid()] = r

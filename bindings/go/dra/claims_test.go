@@ -41,7 +41,7 @@ func TestPrepareUnprepare(t *testing.T) {
 	must(e.api.PutClaim("ns", "two", "uid-two", append(res("pci-0000-00-00-0", "pci-0000-01-00-0"),
 		k8sfake.Result{Request: "gpu", Driver: "gpu.example.com", Pool: node, Device: "gpu-0"})))
 	r := k.prepare(t, "uid-two", "two")
-	if r.Error != "" || !reflect.DeepEqual(cdiIDs(r), []string{"rdmad.io/rdma=mlx5_0", "rdmad.io/rdma=mlx5_1"}) {
+	if r.Error != "" || !reflect.DeepEqual(cdiIDs(r), []string{"rdmad.io/claim=uid-two-pci-0000-00-00-0", "rdmad.io/claim=uid-two-pci-0000-01-00-0"}) {
 		t.Fatalf("prepare: %v", r)
 	}
 	if r.Devices[0].PoolName != node || r.Devices[0].DeviceName != "pci-0000-00-00-0" ||
@@ -55,7 +55,7 @@ func TestPrepareUnprepare(t *testing.T) {
 	rb, err := k.beta.NodePrepareResources(context.Background(), &drav1beta1.NodePrepareResourcesRequest{
 		Claims: []*drav1beta1.Claim{{Namespace: "ns", Uid: "uid-two", Name: "two"}}})
 	if err != nil || rb.Claims["uid-two"].Error != "" ||
-		!reflect.DeepEqual(rb.Claims["uid-two"].Devices[0].CdiDeviceIds, []string{"rdmad.io/rdma=mlx5_0"}) {
+		!reflect.DeepEqual(rb.Claims["uid-two"].Devices[0].CdiDeviceIds, []string{"rdmad.io/claim=uid-two-pci-0000-00-00-0"}) {
 		t.Fatalf("prepare again (v1beta1): %v %v", rb, err)
 	}
 	for _, tc := range []struct{ uid, dev, want string }{

@@ -73,6 +73,10 @@ type Driver struct {
 	publish chan []Device // the newest pool not yet published
 	resync  chan struct{} // compare the slices with the API server's
 	spec    *cdi.Writer
+	// claimSpecs are the prepared claims' own spec files, by UID, and
+	// resolved what each claim's device resolved to when last written.
+	claimSpecs map[string]*cdi.Writer
+	resolved   map[string]string
 }
 
 // New makes a Driver, reading the checkpoint of prepared claims in
@@ -95,12 +99,18 @@ func New(o Options) (*Driver, error) {
 		return nil, err
 	}
 	d := &Driver{o: o, changed: make(chan struct{}),
-		publish: make(chan []Device, 1), resync: make(chan struct{}, 1)}
+		publish: make(chan []Device, 1), resync: make(chan struct{}, 1),
+		claimSpecs: map[string]*cdi.Writer{}, resolved: map[string]string{}}
 	claims, err := LoadCheckpoint(d.checkpointPath())
 	if err != nil {
 		o.logf("%v", err)
 	}
 	d.claims = claims
+	if rebind(d.claims, o.logf) {
+		if err := SaveCheckpoint(d.checkpointPath(), d.claims); err != nil {
+			o.logf("saving the checkpoint: %v", err)
+		}
+	}
 	if o.CDISpecDir != "" {
 		d.spec = cdi.NewWriter(o.CDISpecDir)
 	}
@@ -141,6 +151,7 @@ func (d *Driver) Set(s *rdmad.Snapshot, up bool) {
 			d.o.logf("CDI spec %s: %v", d.spec.Path(), err)
 		}
 	}
+	d.writeClaimSpecs()
 }
 
 // Resync has the publisher compare the slices with the API server's and

@@ -97,7 +97,8 @@ func newEnv(t *testing.T, opts ...func(*dra.Options)) *env {
 	}
 	e.o = dra.Options{NodeName: node, PluginDir: filepath.Join(dir, "plugins", driver),
 		RegistryDir: filepath.Join(dir, "plugins_registry"), API: api,
-		SysRoot: filepath.Join(dir, "sys"), Logf: t.Logf}
+		CDISpecDir: filepath.Join(dir, "cdi"),
+		SysRoot:    filepath.Join(dir, "sys"), Logf: t.Logf}
 	for _, f := range opts {
 		f(&e.o)
 	}

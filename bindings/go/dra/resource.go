@@ -77,6 +77,55 @@ type DeviceAttribute struct {
 	String *string `json:"string,omitempty"`
 }
 
+// ClaimStatusApply is what the driver applies to a claim's status
+// (server-side apply, its own field manager): its entries of
+// status.devices, and nothing else.
+type ClaimStatusApply struct {
+	APIVersion string      `json:"apiVersion"`
+	Kind       string      `json:"kind"`
+	Metadata   ObjectMeta  `json:"metadata"`
+	Status     ClaimStatus `json:"status"`
+}
+
+// ClaimStatus is the part of ResourceClaimStatus the driver writes.
+type ClaimStatus struct {
+	Devices []AllocatedDeviceStatus `json:"devices"`
+}
+
+// AllocatedDeviceStatus is one device's status in a claim, keyed by
+// driver, pool and device (and shareID, which the driver does not use).
+type AllocatedDeviceStatus struct {
+	Driver      string             `json:"driver"`
+	Pool        string             `json:"pool"`
+	Device      string             `json:"device"`
+	Data        *DeviceStatusData  `json:"data,omitempty"`
+	NetworkData *NetworkDeviceData `json:"networkData,omitempty"`
+}
+
+// NetworkDeviceData: the device's net device, as dranet reports a
+// network device's.
+type NetworkDeviceData struct {
+	InterfaceName   string   `json:"interfaceName,omitempty"`
+	IPs             []string `json:"ips,omitempty"`
+	HardwareAddress string   `json:"hardwareAddress,omitempty"`
+}
+
+// DeviceStatusData is the driver-specific data of a device's status
+// (the API's RawExtension, at most 10 KiB): what an RDMA program
+// addresses the device by.
+type DeviceStatusData struct {
+	Identity string    `json:"identity,omitempty"`
+	NodeGUID string    `json:"nodeGUID,omitempty"`
+	GIDs     []PortGID `json:"gids,omitempty"`
+}
+
+// PortGID is one GID table entry that is in use.
+type PortGID struct {
+	Port  uint32 `json:"port"`
+	Index int    `json:"index"`
+	GID   string `json:"gid"`
+}
+
 // ResourceClaim is the part of resource.k8s.io/v1 ResourceClaim read.
 type ResourceClaim struct {
 	Metadata ObjectMeta          `json:"metadata"`

@@ -5,24 +5,29 @@ package dra
 // Publishing the pool: one ResourceSlice per 128 devices (the API's
 // limit), named NODE-DRIVER-N, all with the pool's generation, owned by
 // the Node.  The publisher follows what the API server holds, not what it
-// last wrote: after every registration with the kubelet (which deletes
-// the node's slices when it starts, before plugins register again), on
-// a slow period (Options.ResyncPeriod), after a conflict and at start, it
-// lists the node's slices of this driver and repairs whatever differs
-// from the pool it should publish.  A pool it writes has a generation
-// above every one it has seen, and is written only after a list
-// succeeded: a failed read is tried again a second later, never taken
-// for "no slices" (which would write a generation below the one still
-// there, and the scheduler, reading the highest generation only, would
-// see an incomplete pool).  Only the newest pool is published: one that
-// changes while a request is under way is published right after it.  A
-// failure is logged and tried again a second later.
+// last wrote: it lists the node's slices of this driver (at start, after
+// every registration with the kubelet, which deletes the node's slices
+// when it starts, on a slow period, Options.ResyncPeriod, and after a
+// conflict), and between lists it watches them, resumed from the last
+// resourceVersion it saw (a list's, then each event's; a list again
+// where the API server no longer has it), so that a slice someone else
+// deletes or changes is repaired at once, with one write for each slice
+// damaged, at the pool's generation.  A pool that changed (rdmad's
+// events) is written whole at a generation above every one it has seen,
+// and only after a list succeeded: a failed read is tried again a second
+// later, never taken for "no slices" (which would write a generation
+// below the one still there, and the scheduler, reading the highest
+// generation only, would see an incomplete pool).  Only the newest pool
+// is published: one that changes while a request is under way is
+// published right after it.  A failure is logged and tried again a
+// second later.
 
 import (
 	"context"
 	"fmt"
 	"net/http"
 	"reflect"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -83,19 +88,42 @@ func min(a, b int) int {
 type publisher struct {
 	d     *Driver
 	gen   int64                    // the highest pool generation seen or written
-	held  map[string]ResourceSlice // the slices there, as last listed or written
+	held  map[string]ResourceSlice // the slices there, as last listed, watched or written
 	owner *OwnerReference          // the Node, once read
 	stale bool                     // held must be listed again before a write
+	// rv is the resourceVersion the watch resumes from: the last list's,
+	// then each event's.  tomb is, for each slice this driver deleted,
+	// the resourceVersion it had: an older event of it is history.
+	rv   string
+	tomb map[string]string
+	// published is the pool of the last complete write: a repair of
+	// that pool rewrites only the slices that differ, at the same
+	// generation (one write for one slice deleted).
+	published []Device
+	done      bool
+}
+
+// watchEvent is what the watch hands the publisher: an event, or the
+// end of one watch request (end set, err why).
+type watchEvent struct {
+	typ   string
+	slice *ResourceSlice
+	end   bool
+	err   error
 }
 
 func (d *Driver) publisher(ctx context.Context) {
-	p := &publisher{d: d, stale: true}
+	p := &publisher{d: d, stale: true, tomb: map[string]string{}}
 	var want []Device
 	have := false
 	retry := time.NewTimer(time.Hour)
 	retry.Stop()
 	period := time.NewTicker(d.o.ResyncPeriod)
 	defer period.Stop()
+	events := make(chan watchEvent, 64)
+	watching, waiting := false, false
+	rewatch := time.NewTimer(time.Hour)
+	rewatch.Stop()
 	for {
 		if have {
 			if err := p.sync(ctx, want); err != nil {
@@ -105,6 +133,10 @@ func (d *Driver) publisher(ctx context.Context) {
 				d.o.logf("publishing ResourceSlices: %v (again in 1 s)", err)
 				retry.Reset(time.Second)
 			}
+		}
+		if !watching && !waiting && p.rv != "" && !p.stale {
+			watching = true
+			go p.watch(ctx, p.rv, events)
 		}
 		select {
 		case <-ctx.Done():
@@ -116,8 +148,87 @@ func (d *Driver) publisher(ctx context.Context) {
 		case <-period.C:
 			p.stale = true
 		case <-retry.C:
+		case ev := <-events:
+			if !ev.end {
+				p.apply(ev.typ, ev.slice)
+				break
+			}
+			watching = false
+			switch {
+			case IsStatus(ev.err, http.StatusGone):
+				p.stale, p.rv = true, "" // list again, watch from there
+			case ev.err != nil && ctx.Err() == nil:
+				d.o.logf("watching ResourceSlices: %v (resumed in 1 s)", ev.err)
+				waiting = true
+				rewatch.Reset(time.Second)
+			}
+		case <-rewatch.C:
+			waiting = false
 		}
 	}
+}
+
+// watch follows the slices from resourceVersion @rv until one watch
+// request ends, handing its events to the publisher.
+func (p *publisher) watch(ctx context.Context, rv string, events chan<- watchEvent) {
+	o := &p.d.o
+	err := o.API.WatchSlices(ctx, o.NodeName, o.DriverName, rv,
+		func(typ string, s *ResourceSlice) {
+			select {
+			case events <- watchEvent{typ: typ, slice: s}:
+			case <-ctx.Done():
+			}
+		})
+	select {
+	case events <- watchEvent{end: true, err: err}:
+	case <-ctx.Done():
+	}
+}
+
+// apply takes a watched event into held, where it is news: an event of
+// this driver's own write (a resourceVersion it holds, or older) or of a
+// slice it deleted since is history.  Others' deletions and changes are
+// repaired by the sync that follows.
+func (p *publisher) apply(typ string, s *ResourceSlice) {
+	rv := s.Metadata.ResourceVersion
+	if newer(rv, p.rv) {
+		p.rv = rv
+	}
+	name := s.Metadata.Name
+	h, ok := p.held[name]
+	switch typ {
+	case WatchAdded, WatchModified:
+		if ok && !newer(rv, h.Metadata.ResourceVersion) ||
+			!ok && !newer(rv, p.tomb[name]) {
+			return
+		}
+		p.held[name] = *s
+		if s.Spec.Pool.Generation > p.gen {
+			p.gen = s.Spec.Pool.Generation
+		}
+	case WatchDeleted:
+		// The event carries the resourceVersion of the deletion.
+		if ok && !newer(h.Metadata.ResourceVersion, rv) {
+			delete(p.held, name)
+		}
+	}
+}
+
+// newer reports whether resourceVersion @a comes after @b ("": before
+// all).  The API server's resourceVersions are integers (etcd's
+// revision), which k8s.io/dynamic-resource-allocation's resourceslice
+// controller compares as such too (its mutation cache); one that is not
+// is taken as newer when it differs.
+func newer(a, b string) bool {
+	if b == "" {
+		return a != ""
+	}
+	x, errA := strconv.ParseUint(a, 10, 64)
+	y, errB := strconv.ParseUint(b, 10, 64)
+	if errA != nil || errB != nil {
+		return a != b
+	}
+	return x > y
 }
 
 // sync lists the slices where they may have changed behind the driver's
@@ -131,7 +242,7 @@ func (p *publisher) sync(ctx context.Context, devs []Device) error {
 	if p.matches(devs) {
 		return nil
 	}
-	err := p.put(ctx, devs)
+	err := p.repair(ctx, devs)
 	if IsStatus(err, http.StatusConflict) || IsStatus(err, http.StatusNotFound) {
 		p.stale = true // someone else wrote or deleted one: list, then again
 		if err := p.read(ctx); err != nil {
@@ -143,6 +254,31 @@ func (p *publisher) sync(ctx context.Context, devs []Device) error {
 		p.stale = true
 	}
 	return err
+}
+
+// repair writes @devs: where they are the pool last published, only the
+// slices that differ from it, at its generation (the pool was damaged:
+// a slice deleted or changed by someone else); else the next generation
+// whole (put).
+func (p *publisher) repair(ctx context.Context, devs []Device) error {
+	if !p.done || !reflect.DeepEqual(devs, p.published) {
+		return p.put(ctx, devs)
+	}
+	o := &p.d.o
+	want := Slices(o.NodeName, o.DriverName, p.owner, p.gen, devs)
+	keep := map[string]bool{}
+	for _, w := range want {
+		keep[w.Metadata.Name] = true
+		h, ok := p.held[w.Metadata.Name]
+		if ok && sameSpec(h.Spec, w.Spec) &&
+			reflect.DeepEqual(h.Metadata.OwnerReferences, w.Metadata.OwnerReferences) {
+			continue
+		}
+		if err := p.write(ctx, w); err != nil {
+			return err
+		}
+	}
+	return p.deleteOthers(ctx, keep)
 }
 
 // read lists what the API server holds, and the Node the slices belong
@@ -160,12 +296,13 @@ func (p *publisher) read(ctx context.Context) error {
 	owner := NodeOwner(o.NodeName, n.Metadata.UID)
 	p.owner = &owner
 	p.held = map[string]ResourceSlice{}
-	for _, s := range list {
+	for _, s := range list.Items {
 		p.held[s.Metadata.Name] = s
 		if s.Spec.Pool.Generation > p.gen {
 			p.gen = s.Spec.Pool.Generation
 		}
 	}
+	p.rv = list.Metadata.ResourceVersion
 	p.stale = false
 	return nil
 }
@@ -210,13 +347,23 @@ func (p *publisher) put(ctx context.Context, devs []Device) error {
 		keep[s.Metadata.Name] = true
 	}
 	p.gen = gen
-	for name := range p.held {
+	if err := p.deleteOthers(ctx, keep); err != nil {
+		return err
+	}
+	p.published, p.done = devs, true
+	return nil
+}
+
+// deleteOthers deletes every slice held but not in @keep.
+func (p *publisher) deleteOthers(ctx context.Context, keep map[string]bool) error {
+	for name, h := range p.held {
 		if keep[name] {
 			continue
 		}
-		if err := o.API.DeleteSlice(ctx, name); err != nil {
+		if err := p.d.o.API.DeleteSlice(ctx, name); err != nil {
 			return fmt.Errorf("%s: %w", name, err)
 		}
+		p.tomb[name] = h.Metadata.ResourceVersion
 		delete(p.held, name)
 	}
 	return nil

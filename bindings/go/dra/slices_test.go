@@ -84,8 +84,12 @@ func TestSlicesSplitAndRetry(t *testing.T) {
 	}
 	e.d.Set(snap(2, devs[:3]...), true)
 	e.pool("3 devices", names[:3]...)
-	if n := len(e.api.Slices()); n != 1 {
-		t.Fatalf("%d slices for 3 devices", n)
+	// The pool is whole once slice 0 says it is one slice; slice 1
+	// goes right after.
+	for deadline := time.Now().Add(5 * time.Second); len(e.api.Slices()) != 1; time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d slices for 3 devices", len(e.api.Slices()))
+		}
 	}
 	// A restarted driver goes on from the generation it finds.
 	gen := func() float64 { return generation(e.api.Slices()[dra.SliceName(node, driver, 0)]) }
@@ -226,4 +230,84 @@ func TestSlicesOwnedByNode(t *testing.T) {
 			t.Fatalf("%s: ownerReferences %v, want [%v]", name, refs, want)
 		}
 	}
+}
+
+// driverWrites drains the writes recorded so far and counts those the
+// driver made (not the test's).
+func (e *env) driverWrites() int {
+	n := 0
+	for {
+		select {
+		case w := <-e.api.Writes:
+			if !w.Admin {
+				n++
+			}
+		default:
+			return n
+		}
+	}
+}
+
+// A slice someone else deletes or changes is repaired within seconds
+// (the watch), not at the next resync (an hour here), with one write;
+// a watch the API server ends is resumed from its last resourceVersion,
+// without listing again.
+func TestRepairAfterOthersChange(t *testing.T) {
+	e := newEnv(t, func(o *dra.Options) { o.ResyncPeriod = time.Hour })
+	devs, names := devices130()
+	e.d.Set(snap(1, devs...), true)
+	e.pool("130 devices", names...)
+	for deadline := time.Now().Add(5 * time.Second); e.api.Watches() != 1; time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d watches, want 1", e.api.Watches())
+		}
+	}
+	time.Sleep(50 * time.Millisecond)
+	e.driverWrites()
+	lists := e.api.Lists()
+	repaired := func(what string) {
+		t.Helper()
+		start := time.Now()
+		e.poolWithin(5*time.Second, what, names)
+		for deadline := time.Now().Add(5 * time.Second); len(e.api.Slices()) != 2; time.Sleep(5 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: %d slices", what, len(e.api.Slices()))
+			}
+		}
+		t.Logf("%s: repaired in %v", what, time.Since(start))
+		time.Sleep(100 * time.Millisecond) // a second write would be here by now
+		if n := e.driverWrites(); n != 1 {
+			t.Fatalf("%s: %d writes, want 1", what, n)
+		}
+	}
+	e.api.Delete(dra.SliceName(node, driver, 1))
+	repaired("slice 1 deleted")
+	if _, err := e.api.Edit(dra.SliceName(node, driver, 0), func(spec map[string]interface{}) {
+		spec["devices"] = []interface{}{}
+	}); err != nil {
+		t.Fatal(err)
+	}
+	repaired("slice 0 emptied")
+	e.api.EndWatches()
+	for deadline := time.Now().Add(5 * time.Second); e.api.Watches() != 1; time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d watches after the server ended one, want 1", e.api.Watches())
+		}
+	}
+	e.api.Delete(dra.SliceName(node, driver, 0))
+	repaired("slice 0 deleted after the watch resumed")
+	if got := e.api.Lists(); got != lists {
+		t.Fatalf("%d lists since the first watch, want none (resumed from its resourceVersion)", got-lists)
+	}
+	// The history compacted: the resumed watch is answered 410 Gone,
+	// the driver lists again and watches from there.
+	e.api.Compact()
+	for deadline := time.Now().Add(5 * time.Second); e.api.Lists() == lists || e.api.Watches() != 1; time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("after 410 Gone: %d lists, %d watches", e.api.Lists()-lists, e.api.Watches())
+		}
+	}
+	e.driverWrites()
+	e.api.Delete(dra.SliceName(node, driver, 1))
+	repaired("slice 1 deleted after a 410")
 }

@@ -47,6 +47,7 @@ func run(args []string, stderr io.Writer) int {
 	apiserver := fs.String("apiserver", "", "the API server's URL (default: from $KUBERNETES_SERVICE_HOST and _PORT)")
 	sa := fs.String("serviceaccount", dra.ServiceAccountDir, "the service account's token and ca.crt")
 	sel := fs.String("select", "", "which devices to offer: rdmad-device-plugin's matchers, e.g. \"link_layer:Ethernet vf\" (default: every device)")
+	sysfs := fs.String("sysfs", "/sys", "sysfs: devices' PCIe roots, net devices' hardware addresses, GIDs")
 	noAPI := fs.Bool("no-apiserver", false, "publish no ResourceSlices and read no claims (testing the kubelet's side alone)")
 	if err := fs.Parse(args); err != nil {
 		return 2
@@ -69,7 +70,7 @@ func run(args []string, stderr io.Writer) int {
 	o := dra.Options{DriverName: *driver, NodeName: *node,
 		Socket: rdmad.SocketPath(*socket), PluginDir: *pluginDir,
 		RegistryDir: *registry, CDISpecDir: *cdiDir, SocketMount: *mount,
-		Select: selector, Logf: logf}
+		SysRoot: *sysfs, Select: selector, Logf: logf}
 	if !*noAPI {
 		api, err := dra.InCluster(*apiserver, *sa)
 		if err != nil {

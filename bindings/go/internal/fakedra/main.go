@@ -16,23 +16,35 @@
 //
 //	{"event":"ready","apiserver":URL,"serviceaccount":DIR,"registry":DIR}
 //	{"event":"registered","info":{...},"t":N}
-//	{"event":"pool","complete":B,"devices":{DEV:{"name":N,"ready":B,...}},"t":N}
+//	{"event":"pool","complete":B,"devices":{DEV:{"name":N,"ready":B,...}},"t":N,
+//	 "method":"POST"|"PUT"|"DELETE","name":SLICE,"admin":B}   after each write
+//	                     of a slice (admin: the test's, not the driver's)
 //	{"event":"refused","why":TEXT}        a write the API server refused
 //	{"event":"health","service":S,"devices":{DEV:"HEALTHY"|"UNHEALTHY"|"UNKNOWN"},
 //	 "messages":{DEV:TEXT},"t":N}
 //	{"event":"wiped","slices":N,"t":N}   the kubelet's start: the node's slices deleted
-//	{"event":"prepare","uid":U,"error":E,"cdi":[...]}
+//	{"event":"prepare","uid":U,"error":E,"cdi":[...],
+//	 "devices":[{"device":D,"pool":P,"requests":[R...],"cdi":[...]}]}
 //	{"event":"unprepare","uid":U,"error":E}
+//	{"event":"claim-status","namespace":NS,"name":N,"manager":M,
+//	 "devices":[...],"t":N}   a claim's status.devices after an apply
+//	                     the API server took (checked against the schema)
 //	{"event":"error","cmd":C,"error":TEXT}
 //
 // Commands come on stdin, one JSON object a line:
 //
-//	{"cmd":"prepare","uid":U,"name":N,"devices":[DEV...]}  the claim,
-//	                     allocated those devices of this node's pool, is
+//	{"cmd":"prepare","uid":U,"name":N,"devices":[DEV...],"requests":[R...]}
+//	                     the claim, allocated those devices of this node's
+//	                     pool (for requests R, "rdma" where not given; a
+//	                     firstAvailable request's result is "req/sub"), is
 //	                     stored in the API server, then prepared
 //	{"cmd":"unprepare","uid":U,"name":N}
 //	{"cmd":"restart-kubelet"}   as a kubelet that starts: wipe the node's
-//	                     slices, then register every plugin found//
+//	                     slices, then register every plugin found
+//	{"cmd":"delete-slice","name":N}   as an admin: kubectl delete
+//	{"cmd":"edit-slice","name":N}     as an admin: the slice's devices
+//	                     emptied (kubectl edit)
+//
 //	fake-dra DIR NODE DRIVER
 package main
 
@@ -110,13 +122,22 @@ func (f *fake) slices() {
 			devs[n] = attrs
 		}
 		f.print(map[string]interface{}{"event": "pool", "complete": complete,
-			"devices": devs, "t": mono(w.At)})
+			"devices": devs, "t": mono(w.At), "method": w.Method,
+			"name": w.Name, "admin": w.Admin})
 		if r := f.api.Refused(); len(r) > refused {
 			for _, why := range r[refused:] {
 				f.print(map[string]interface{}{"event": "refused", "why": why})
 			}
 			refused = len(r)
 		}
+	}
+}
+
+// statuses prints each apply of a claim's status the server stored.
+func (f *fake) statuses() {
+	for w := range f.api.StatusWrites {
+		f.print(map[string]interface{}{"event": "claim-status", "namespace": w.Namespace,
+			"name": w.Name, "manager": w.Manager, "devices": w.Devices, "t": mono(w.At)})
 	}
 }
 
@@ -257,15 +278,33 @@ func (f *fake) start() {
 }
 
 type command struct {
-	Cmd     string   `json:"cmd"`
-	UID     string   `json:"uid"`
-	Name    string   `json:"name"`
-	Devices []string `json:"devices"`
+	Cmd      string   `json:"cmd"`
+	UID      string   `json:"uid"`
+	Name     string   `json:"name"`
+	Devices  []string `json:"devices"`
+	Requests []string `json:"requests"`
 }
 
 func (f *fake) do(c command) {
-	if c.Cmd == "restart-kubelet" {
+	switch c.Cmd {
+	case "restart-kubelet":
 		f.start()
+		return
+	case "delete-slice":
+		if !f.api.Delete(c.Name) {
+			f.fail(c.Cmd, fmt.Errorf("no slice %q", c.Name))
+		}
+		return
+	case "edit-slice":
+		ok, err := f.api.Edit(c.Name, func(spec map[string]interface{}) {
+			spec["devices"] = []interface{}{}
+		})
+		if !ok {
+			err = fmt.Errorf("no slice %q", c.Name)
+		}
+		if err != nil {
+			f.fail(c.Cmd, err)
+		}
 		return
 	}
 	f.mu.Lock()
@@ -281,8 +320,12 @@ func (f *fake) do(c command) {
 	switch c.Cmd {
 	case "prepare":
 		var rs []k8sfake.Result
-		for _, d := range c.Devices {
-			rs = append(rs, k8sfake.Result{Request: "rdma", Driver: f.driver, Pool: f.node, Device: d})
+		for i, d := range c.Devices {
+			req := "rdma"
+			if i < len(c.Requests) {
+				req = c.Requests[i]
+			}
+			rs = append(rs, k8sfake.Result{Request: req, Driver: f.driver, Pool: f.node, Device: d})
 		}
 		if err := f.api.PutClaim("default", c.Name, c.UID, rs); err != nil {
 			f.fail(c.Cmd, err)
@@ -295,11 +338,14 @@ func (f *fake) do(c command) {
 		}
 		cr := r.Claims[c.UID]
 		cdi := []string{}
+		devs := []interface{}{}
 		for _, d := range cr.GetDevices() {
 			cdi = append(cdi, d.CdiDeviceIds...)
+			devs = append(devs, map[string]interface{}{"device": d.DeviceName,
+				"pool": d.PoolName, "requests": d.RequestNames, "cdi": d.CdiDeviceIds})
 		}
 		f.print(map[string]interface{}{"event": "prepare", "uid": c.UID,
-			"error": cr.GetError(), "cdi": cdi})
+			"error": cr.GetError(), "cdi": cdi, "devices": devs})
 	case "unprepare":
 		r, err := p.NodeUnprepareResources(ctx, &drav1.NodeUnprepareResourcesRequest{Claims: claim})
 		if err != nil {
@@ -344,6 +390,7 @@ func main() {
 		os.Exit(1)
 	}
 	go f.slices()
+	go f.statuses()
 	go f.watch(w)
 	f.print(map[string]interface{}{"event": "ready", "apiserver": f.api.URL,
 		"serviceaccount": sa, "registry": reg})

@@ -111,9 +111,11 @@ func TestDRAManifestLeastPrivilege(t *testing.T) {
 		}
 	}
 	sort.Strings(rules)
-	want := []string{"/nodes:get", "resource.k8s.io/resourceclaims:get",
+	want := []string{"/nodes:get", "resource.k8s.io/resourceclaims/driver:associated-node:patch",
+		"resource.k8s.io/resourceclaims/status:patch", "resource.k8s.io/resourceclaims:get",
 		"resource.k8s.io/resourceslices:create", "resource.k8s.io/resourceslices:delete",
-		"resource.k8s.io/resourceslices:list", "resource.k8s.io/resourceslices:update"}
+		"resource.k8s.io/resourceslices:list", "resource.k8s.io/resourceslices:update",
+		"resource.k8s.io/resourceslices:watch"}
 	if !reflect.DeepEqual(rules, want) {
 		t.Errorf("ClusterRole grants %v, want %v", rules, want)
 	}

@@ -95,3 +95,54 @@ func TestFullSchemaChecksOwnerReferences(t *testing.T) {
 		}
 	}
 }
+
+const goodClaim = `{"apiVersion":"resource.k8s.io/v1","kind":"ResourceClaim",
+ "metadata":{"name":"c","namespace":"ns","uid":"u"},"spec":{"devices":{}},
+ "status":{"allocation":{"devices":{"results":[
+   {"request":"rdma","driver":"rdmad.io","pool":"node-1","device":"pci-0000-01-00-0"}]}},
+  "devices":[{"driver":"rdmad.io","pool":"node-1","device":"pci-0000-01-00-0",
+   "networkData":{"interfaceName":"ens1f0np0","hardwareAddress":"b8:ce:f6:01:02:03",
+    "ips":["192.0.2.5/24","2001:db8::5/64"]},
+   "data":{"identity":"pci:0000:01:00.0","gids":[{"port":1,"index":0,"gid":"fe80::1"}]}}]}}`
+
+// A claim's status.devices as the driver applies it passes the full
+// schema; what the schema and the API's validation refuse does not.
+func TestClaimStatusChecks(t *testing.T) {
+	s, err := LoadSchema("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &Server{schema: s}
+	check := func(js string) error {
+		var v map[string]interface{}
+		if err := json.Unmarshal([]byte(js), &v); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Validate(v, "io.k8s.api.resource.v1.ResourceClaim"); err != nil {
+			return err
+		}
+		st := v["status"].(map[string]interface{})
+		return srv.checkDeviceStatus(v, st["devices"].([]interface{}))
+	}
+	if err := check(goodClaim); err != nil {
+		t.Fatalf("a good claim status: %v", err)
+	}
+	for bad, want := range map[string][2]string{
+		"unknown field":  {`"interfaceName":`, `"interface":"x","interfaceName":`},
+		"ips not a list": {`["192.0.2.5/24","2001:db8::5/64"]`, `"192.0.2.5/24"`},
+		"ip not CIDR":    {`"192.0.2.5/24"`, `"192.0.2.5"`},
+		"not allocated": {`"device":"pci-0000-01-00-0",
+   "networkData"`, `"device":"pci-0000-02-00-0",
+   "networkData"`},
+		"required driver":       {`"devices":[{"driver":"rdmad.io",`, `"devices":[{`},
+		"interface name length": {`"ens1f0np0"`, `"` + strings.Repeat("e", 257) + `"`},
+	} {
+		js := strings.Replace(goodClaim, want[0], want[1], 1)
+		if js == goodClaim {
+			t.Fatalf("%s: the replacement did not apply", bad)
+		}
+		if err := check(js); err == nil {
+			t.Errorf("%s: taken", bad)
+		}
+	}
+}

@@ -25,6 +25,7 @@ type Write struct {
 	Method string
 	Name   string
 	Slice  map[string]interface{} // nil for a delete
+	Admin  bool                   // made by the test (Delete, Wipe, Edit), not through the API
 }
 
 // Server is the scripted API server.
@@ -32,6 +33,8 @@ type Server struct {
 	URL    string
 	Token  string
 	Writes chan Write // every write, in order (dropped when full)
+	// StatusWrites: every apply of a claim's status stored, in order.
+	StatusWrites chan StatusWrite
 
 	ts     *httptest.Server
 	schema *Schema
@@ -43,13 +46,43 @@ type Server struct {
 	fail   []int                             // status codes of the next writes
 	failRd []int                             // status codes of the next reads
 	errs   []string                          // writes refused, and why
+	// The watch's history of ResourceSlices: the last maxHistory events,
+	// and wake, closed and made anew at each one.
+	history []watchEvent
+	wake    chan struct{}
+	watches int
+	admin   bool // the change under way is the test's (Write.Admin)
+	// endWatch, closed, ends every watch open (EndWatches); lists
+	// counts the lists of ResourceSlices answered.
+	endWatch chan struct{}
+	lists    int
+	// failSt: status codes of the next applies of a claim's status;
+	// owners: the field manager of each entry of a claim's
+	// status.devices ("ns/name" \x01 entry key).
+	failSt []int
+	owners map[string]string
 }
+
+// watchEvent is one event of the watch of ResourceSlices.
+type watchEvent struct {
+	rv   int
+	typ  string
+	obj  map[string]interface{}
+	name string
+}
+
+// maxHistory is how many events a watch may resume from; an older
+// resourceVersion is answered 410 Gone, as etcd's compaction makes the
+// API server answer.
+const maxHistory = 1000
 
 // New starts a server over TLS whose objects are checked against @s.
 func New(s *Schema) *Server {
 	srv := &Server{Token: "rdmad-dra-test-token", Writes: make(chan Write, 4096),
 		schema: s, slices: map[string]map[string]interface{}{},
-		claims: map[string]map[string]interface{}{}, nodes: map[string]string{}}
+		claims: map[string]map[string]interface{}{}, nodes: map[string]string{},
+		wake: make(chan struct{}), endWatch: make(chan struct{}),
+		StatusWrites: make(chan StatusWrite, 1024), owners: map[string]string{}}
 	srv.ts = httptest.NewTLSServer(http.HandlerFunc(srv.serve))
 	srv.URL = srv.ts.URL
 	return srv
@@ -102,14 +135,44 @@ func (s *Server) PutNode(name, uid string) {
 func (s *Server) Wipe(node string) int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.admin = true
+	defer func() { s.admin = false }()
 	return s.deleteWhere(fieldSelector{"spec.nodeName": node}, time.Now())
 }
 
-// Delete deletes slice @name, as someone else would.
-func (s *Server) Delete(name string) {
+// Delete deletes slice @name, as someone else would; it says whether
+// there was one.
+func (s *Server) Delete(name string) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.deleteWhere(fieldSelector{"metadata.name": name}, time.Now())
+	s.admin = true
+	defer func() { s.admin = false }()
+	return s.deleteWhere(fieldSelector{"metadata.name": name}, time.Now()) > 0
+}
+
+// Edit changes slice @name as someone else would (kubectl edit): @f
+// changes its spec, a copy, which the schema must still take; it says
+// whether there was such a slice.
+func (s *Server) Edit(name string, f func(spec map[string]interface{})) (bool, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	old, ok := s.slices[name]
+	if !ok {
+		return false, nil
+	}
+	b, _ := json.Marshal(old)
+	var v map[string]interface{}
+	json.Unmarshal(b, &v)
+	f(v["spec"].(map[string]interface{}))
+	if err := s.schema.Validate(v, "io.k8s.api.resource.v1.ResourceSlice"); err != nil {
+		return true, err
+	}
+	s.rv++
+	v["metadata"].(map[string]interface{})["resourceVersion"] = strconv.Itoa(s.rv)
+	s.slices[name] = v
+	s.event("MODIFIED", name, v)
+	s.record(Write{At: time.Now(), Method: "PUT", Name: name, Slice: v, Admin: true})
+	return true, nil
 }
 
 // Refused are the writes the server refused as invalid, and why.
@@ -239,9 +302,14 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		status(w, http.StatusUnauthorized, "Unauthorized", "Unauthorized")
 		return
 	}
+	path := r.URL.Path
+	if path == slicesPath && r.Method == http.MethodGet &&
+		(r.URL.Query().Get("watch") == "true" || r.URL.Query().Get("watch") == "1") {
+		s.serveWatch(w, r)
+		return
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	path := r.URL.Path
 	if r.Method == http.MethodGet && len(s.failRd) > 0 {
 		code := s.failRd[0]
 		s.failRd = s.failRd[1:]
@@ -262,6 +330,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 			reply(w, http.StatusOK, map[string]interface{}{"kind": "Status", "status": "Success"})
 			return
 		}
+		s.lists++
 		items := []interface{}{}
 		for _, name := range sortedKeys(s.slices) {
 			if sel.matches(s.slices[name]) {
@@ -296,12 +365,18 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 				status(w, http.StatusNotFound, "NotFound", "resourceslices %q not found", name)
 				return
 			}
-			delete(s.slices, name)
-			s.record(Write{At: at, Method: "DELETE", Name: name})
+			s.deleteSlice(name, at)
 			reply(w, http.StatusOK, map[string]interface{}{"kind": "Status", "status": "Success"})
 		default:
 			status(w, http.StatusMethodNotAllowed, "MethodNotAllowed", "%s", r.Method)
 		}
+	case strings.HasPrefix(path, "/apis/resource.k8s.io/v1/namespaces/") && r.Method == http.MethodPatch:
+		parts := strings.Split(strings.TrimPrefix(path, "/apis/resource.k8s.io/v1/namespaces/"), "/")
+		if len(parts) == 4 && parts[1] == "resourceclaims" && parts[3] == "status" {
+			s.applyStatus(w, r, at, parts[0], parts[2])
+			return
+		}
+		status(w, http.StatusNotFound, "NotFound", "%s", path)
 	case strings.HasPrefix(path, "/apis/resource.k8s.io/v1/namespaces/") && r.Method == http.MethodGet:
 		parts := strings.Split(strings.TrimPrefix(path, "/apis/resource.k8s.io/v1/namespaces/"), "/")
 		if len(parts) == 3 && parts[1] == "resourceclaims" {
@@ -360,12 +435,159 @@ func (s *Server) deleteWhere(sel fieldSelector, at time.Time) int {
 	n := 0
 	for _, name := range sortedKeys(s.slices) {
 		if sel.matches(s.slices[name]) {
-			delete(s.slices, name)
-			s.record(Write{At: at, Method: "DELETE", Name: name})
+			s.deleteSlice(name, at)
 			n++
 		}
 	}
 	return n
+}
+
+// deleteSlice deletes slice @name, a new resourceVersion; s.mu held.
+func (s *Server) deleteSlice(name string, at time.Time) {
+	old := s.slices[name]
+	delete(s.slices, name)
+	s.rv++
+	// The DELETED event carries the object with the deletion's
+	// resourceVersion, as the API server's watch cache sends it.
+	obj := map[string]interface{}{}
+	for k, v := range old {
+		obj[k] = v
+	}
+	meta := map[string]interface{}{}
+	for k, v := range old["metadata"].(map[string]interface{}) {
+		meta[k] = v
+	}
+	meta["resourceVersion"] = strconv.Itoa(s.rv)
+	obj["metadata"] = meta
+	s.event("DELETED", name, obj)
+	s.record(Write{At: at, Method: "DELETE", Name: name, Admin: s.admin})
+}
+
+// event adds one event to the watch's history; s.mu held.
+func (s *Server) event(typ, name string, obj map[string]interface{}) {
+	s.history = append(s.history, watchEvent{rv: s.rv, typ: typ, obj: obj, name: name})
+	if len(s.history) > maxHistory {
+		s.history = s.history[len(s.history)-maxHistory:]
+	}
+	close(s.wake)
+	s.wake = make(chan struct{})
+}
+
+// serveWatch answers a watch of ResourceSlices (?watch=true) as the API
+// server does: from the resourceVersion asked for (410 Gone in an ERROR
+// event where the history no longer reaches back to it), one JSON
+// object a line, {"type":T,"object":O}, flushed at once, for the slices
+// the field selector takes, until timeoutSeconds or the client goes.
+func (s *Server) serveWatch(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	sel, err := parseFieldSelector(q.Get("fieldSelector"))
+	if err != nil {
+		status(w, http.StatusBadRequest, "BadRequest", "%v", err)
+		return
+	}
+	s.mu.Lock()
+	from := s.rv
+	if v := q.Get("resourceVersion"); v != "" && v != "0" {
+		if from, err = strconv.Atoi(v); err != nil {
+			s.mu.Unlock()
+			status(w, http.StatusBadRequest, "BadRequest", "resourceVersion %q", v)
+			return
+		}
+	}
+	s.watches++
+	endWatch := s.endWatch
+	s.mu.Unlock()
+	defer func() {
+		s.mu.Lock()
+		s.watches--
+		s.mu.Unlock()
+	}()
+	timeout := time.Hour
+	if t, err := strconv.Atoi(q.Get("timeoutSeconds")); err == nil && t > 0 {
+		timeout = time.Duration(t) * time.Second
+	}
+	end := time.NewTimer(timeout)
+	defer end.Stop()
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusOK)
+	flusher, _ := w.(http.Flusher)
+	enc := json.NewEncoder(w)
+	for {
+		s.mu.Lock()
+		var out []watchEvent
+		gone := len(s.history) > 0 && from < s.history[0].rv-1 ||
+			len(s.history) == 0 && from < s.rv
+		if !gone {
+			for _, ev := range s.history {
+				if ev.rv > from && sel.matches(ev.obj) {
+					out = append(out, ev)
+				}
+			}
+			if len(s.history) > 0 && s.history[len(s.history)-1].rv > from {
+				from = s.history[len(s.history)-1].rv
+			}
+		}
+		wake := s.wake
+		s.mu.Unlock()
+		if gone {
+			enc.Encode(map[string]interface{}{"type": "ERROR", "object": map[string]interface{}{
+				"kind": "Status", "apiVersion": "v1", "status": "Failure", "code": 410,
+				"reason": "Expired", "message": fmt.Sprintf("too old resource version: %d", from)}})
+			return
+		}
+		for _, ev := range out {
+			if enc.Encode(map[string]interface{}{"type": ev.typ, "object": ev.obj}) != nil {
+				return
+			}
+		}
+		if flusher != nil {
+			flusher.Flush()
+		}
+		select {
+		case <-wake:
+		case <-end.C:
+			return
+		case <-endWatch:
+			return
+		case <-r.Context().Done():
+			return
+		}
+	}
+}
+
+// EndWatches ends every watch open, as an API server's timeout does.
+func (s *Server) EndWatches() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	close(s.endWatch)
+	s.endWatch = make(chan struct{})
+}
+
+// Compact ends every watch open and forgets the watch's history after
+// a change elsewhere (resourceVersions are etcd's, shared by every
+// object), as etcd's compaction and an API server's restart do: a watch
+// resumed from an earlier resourceVersion is answered 410 Gone.
+func (s *Server) Compact() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.rv++
+	s.history = nil
+	close(s.endWatch)
+	s.endWatch = make(chan struct{})
+}
+
+// Lists is how many lists of ResourceSlices the server has answered.
+func (s *Server) Lists() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.lists
+}
+
+// Watches is how many watches of ResourceSlices are open now.
+func (s *Server) Watches() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.watches
 }
 
 func sortedKeys(m map[string]map[string]interface{}) []string {
@@ -458,6 +680,8 @@ func (s *Server) write(w http.ResponseWriter, r *http.Request, at time.Time, nam
 	if name == "" {
 		method, code = "POST", http.StatusCreated
 	}
+	typ := map[string]string{"PUT": "MODIFIED", "POST": "ADDED"}[method]
+	s.event(typ, n, v)
 	s.record(Write{At: at, Method: method, Name: n, Slice: v})
 	reply(w, code, v)
 }
