@@ -83,7 +83,7 @@ static int send_lookup(int nl, const struct sockaddr *local,
  * inode.  One its client has closed (TIME_WAIT, or orphaned in FIN_WAIT1
  * and FIN_WAIT2 until the peer closes too) has none, and the kernel
  * reports uid 0 for it: taken for root's, a connect/close flood would be
- * root's connections (issue 25).  A listening socket also matches a
+ * root's connections.  A listening socket also matches a
  * lookup by the other end's address, and is no connection. */
 static int owner_of(const struct inet_diag_msg *m, uid_t *ret_uid)
 {

@@ -4,7 +4,7 @@
  * AF_NETLINK/NETLINK_RDMA socket that a client made in that namespace and
  * passed us (SCM_RIGHTS): the kernel answers for the socket's namespace
  * (sock_net()), so nothing the client controls, such as a /proc/PID/root
- * path, decides what we read (issue 19).
+ * path, decides what we read.
  *
  * The socket is not ours.  Its other holder may read from it while we
  * do, leave junk queued, join multicast groups, and (with CAP_NET_ADMIN

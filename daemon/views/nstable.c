@@ -6,7 +6,7 @@
  * a client that shares the socket can make an answer fail, which leaves
  * the table as it was until the next try, and can change nothing else.
  *
- * Which lent sockets a table keeps, and which it asks (issue 25):
+ * Which lent sockets a table keeps, and which it asks:
  *  - one per uid: each new view on the table offers its first client's
  *    socket, kept only if no socket of that uid is kept already, so one
  *    uid holds one place however many views its clients make;
