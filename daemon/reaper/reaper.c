@@ -56,7 +56,6 @@ struct reaper {
 	struct reaper_lane lanes[REAPER_LANES];
 	struct reaper_count *counts;
 	size_t ncounts, counts_cap;
-	unsigned int waiting; /* every owner's */
 };
 
 /* ---- the undertaker ---- */
@@ -191,7 +190,6 @@ static struct reaper_count *count_add(struct reaper *r, uid_t owner)
 	c->in_table++;
 	c->waiting++;
 	r->lanes[c->lane].waiting++;
-	r->waiting++;
 	return c;
 }
 
@@ -216,7 +214,6 @@ static void count_done(struct reaper *r, uid_t owner, unsigned int n,
 	lane = &r->lanes[c->lane];
 	c->waiting -= n;
 	lane->waiting = minus(lane->waiting, n);
-	r->waiting = minus(r->waiting, n);
 	c->since_ms = clock_monotonic_ms();
 	if (c->waiting)
 		return;
@@ -229,11 +226,6 @@ unsigned int reaper_waiting(const struct reaper *r, uid_t owner)
 	const struct reaper_count *c = r ? count_of(r, owner) : NULL;
 
 	return c ? c->waiting : 0;
-}
-
-unsigned int reaper_waiting_all(const struct reaper *r)
-{
-	return r ? r->waiting : 0;
 }
 
 unsigned int reaper_held(const struct reaper *r)

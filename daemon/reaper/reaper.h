@@ -78,8 +78,6 @@ void reaper_put(struct reaper *r, int fd, uid_t owner);
 /* Descriptors of @owner handed over and not let go of yet, wherever they
  * wait: what REAPER_MAX_PENDING bounds. */
 unsigned int reaper_waiting(const struct reaper *r, uid_t owner);
-/* The same, every owner's together. */
-unsigned int reaper_waiting_all(const struct reaper *r);
 /* Descriptors handed over that are still in rdmad's table. */
 unsigned int reaper_held(const struct reaper *r);
 /* Close the connection @fd of a client of @owner: shut at once; closed

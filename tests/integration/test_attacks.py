@@ -471,13 +471,10 @@ class AttackTest(DaemonTest):
         self.attackers.append(a)
         return a
 
-    def fuse_attack(self, script, args, ready):
-        """An attack with fuse-stall's FUSE mount: started, with a release
-        that aborts its FUSE connection (fusectl, where mounted) and ends
-        it, either of which frees whoever waits in it; the case skips
-        where the attack says SKIP, and fails where it never says
-        @ready."""
-        a = self.attack(script, args)
+    def fuse_release(self, a):
+        """A release for the attacker @a's FUSE mount: aborts its
+        connection (fusectl, once the returned dict has its number as
+        "n") and ends @a, either of which frees whoever waits in it."""
         conn = {}
 
         def release():
@@ -487,6 +484,16 @@ class AttackTest(DaemonTest):
                         check=False)
             a.kill()
         self.releases.append(release)
+        return conn
+
+    def fuse_attack(self, script, args, ready):
+        """An attack with fuse-stall's FUSE mount: started, with a release
+        that aborts its FUSE connection (fusectl, where mounted) and ends
+        it, either of which frees whoever waits in it; the case skips
+        where the attack says SKIP, and fails where it never says
+        @ready."""
+        a = self.attack(script, args)
+        conn = self.fuse_release(a)
         _, line = a.expect((ready, "SKIP:"))
         if line != ready:
             why = a.skip_reason()
@@ -1919,15 +1926,7 @@ class TestOwners(AttackTest):
         a = self.attack(PYTHON, [SUBUID_ATTACK, self.sock, self.mountpoint(),
                                  FUSE_STALL, PASS_FILE, PASS_NULLS,
                                  SUBUID_INNER], ns="")
-        conn = {}
-
-        def release():
-            if "n" in conn:
-                host_sh('f=/sys/fs/fuse/connections/$1/abort; '
-                        '[ ! -e "$f" ] || echo 1 > "$f"', conn["n"],
-                        check=False)
-            a.kill()
-        self.releases.append(release)
+        conn = self.fuse_release(a)
         _, line = a.expect(("pid ", "SKIP:"))
         if line and line.startswith("SKIP:"):
             self.skipTest(a.skip_reason())
