@@ -151,6 +151,9 @@ struct rdmad_mr_cache {
 	unsigned int flags;
 	enum mrc_mode mode; /* changed only by cache.c's set_mode() */
 	const char *why;    /* MRC_NO_MONITOR: the monitor's reason */
+	/* MRC_CACHING, but the hooks are not reached (cache.c's
+	 * check_hooks()): every get passes through. */
+	bool unhooked;
 	struct mrc_index index;
 	struct mrc_owners owners;   /* what may be put back */
 	struct mrc_entry *lru_head; /* the index's entries, least recent */
