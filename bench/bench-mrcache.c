@@ -244,7 +244,7 @@ static double miss_kind(void *arg)
 	unsigned int i;
 
 	for (i = 0; i < r->n; i++)
-		mrc_vma_private_anon(s, s + r->len);
+		mrc_vma_private_anon(s, s + r->len, true);
 	return (double)(now_ns() - t0) / r->n;
 }
 

@@ -569,7 +569,8 @@ static struct mrc_entry *fill(struct rdmad_mr_cache *c, struct mrc_entry *e,
 	/* UNWATCHED, the tests' control, caches any kind, so that a case
 	 * can be shown to corrupt. */
 	if (c->mode == MRC_CACHING &&
-	    mrc_vma_private_anon(e->start, e->end) != 1) {
+	    mrc_vma_private_anon(e->start, e->end,
+				 !mrc_monitor_wipeonfork_asked()) != 1) {
 		drop_plan(c, e);
 		return pass_through(c, ask->addr, ask->length, ask->access);
 	}

@@ -245,6 +245,8 @@ EXPORT int HOOK(madvise)(void *addr, size_t len, int advice)
 
 	if (probe(addr, len) && advice == MRC_PROBE_ADVICE)
 		return MRC_PROBE_ANSWER;
+	if (advice == MADV_WIPEONFORK)
+		mrc_monitor_wipeonfork_note();
 	if (discards(advice))
 		begin(&b, &m, addr, len, true);
 	r = real ? real(addr, len, advice)
@@ -371,6 +373,8 @@ EXPORT ssize_t HOOK(process_madvise)(int pidfd, const struct iovec *iov,
 	size_t k = 0;
 	ssize_t r;
 
+	if (advice == MADV_WIPEONFORK)
+		mrc_monitor_wipeonfork_note();
 	if (discards(advice) && n && n <= PM_IOV_MAX &&
 	    mrc_monitor_wanted(0, 1, true))
 		k = begin_ranges(b, &m, iov, n);

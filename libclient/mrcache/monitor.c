@@ -763,6 +763,19 @@ bool mrc_monitor_hooked(uintptr_t start, uintptr_t end, bool always)
 	return any;
 }
 
+static bool wipeonfork_asked;
+
+void mrc_monitor_wipeonfork_note(void)
+{
+	if (!__atomic_load_n(&wipeonfork_asked, __ATOMIC_RELAXED))
+		__atomic_store_n(&wipeonfork_asked, true, __ATOMIC_RELAXED);
+}
+
+bool mrc_monitor_wipeonfork_asked(void)
+{
+	return __atomic_load_n(&wipeonfork_asked, __ATOMIC_RELAXED);
+}
+
 bool mrc_monitor_hooks_on(void)
 {
 	return __atomic_load_n(&mon.hooks, __ATOMIC_RELAXED);

@@ -96,6 +96,10 @@ void mrc_monitor_release(uintptr_t start, uintptr_t end);
  * (dlopen()), or another library since patched the call slots to calls
  * of its own that do not chain.  Two calls, no system call when true. */
 bool mrc_monitor_hooks_reached(void);
+/* The program asked for MADV_WIPEONFORK through the hooks (for good):
+ * vma.c's probe, which takes the advice off again, must not be used. */
+void mrc_monitor_wipeonfork_note(void);
+bool mrc_monitor_wipeonfork_asked(void);
 /* Whether the hooks announce (RDMAD_MR_CACHE_HOOKS is not off). */
 bool mrc_monitor_hooks_on(void);
 
