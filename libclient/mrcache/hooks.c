@@ -336,7 +336,7 @@ static size_t begin_ranges(struct bracket *b, struct masked *m,
 {
 	struct iovec v[PM_BRACKETS];
 	uintptr_t lo = UINTPTR_MAX, hi = 0;
-	size_t i, k;
+	size_t i, j, k;
 	int err;
 
 	for (i = 0; i < n; i += k) {
@@ -344,19 +344,19 @@ static size_t begin_ranges(struct bracket *b, struct masked *m,
 		err = read_iov(iov + i, k, v);
 		if (err == -EFAULT)
 			return 0;
-		if (err < 0) {
+		if (err < 0) { /* unreadable here: everything changes */
 			lo = 0;
 			hi = UINTPTR_MAX - (uintptr_t)getpagesize();
 			break;
 		}
 		if (n <= PM_BRACKETS) {
-			for (k = 0; k < n; k++)
-				begin(&b[k], m, v[k].iov_base, v[k].iov_len,
+			for (j = 0; j < n; j++)
+				begin(&b[j], m, v[j].iov_base, v[j].iov_len,
 				      true);
 			return n;
 		}
-		for (k = 0; k < PM_BRACKETS && i + k < n; k++)
-			widen(&v[k], &lo, &hi);
+		for (j = 0; j < k; j++)
+			widen(&v[j], &lo, &hi);
 	}
 	if (hi <= lo)
 		return 0;
