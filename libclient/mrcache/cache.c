@@ -288,6 +288,7 @@ static void cloned(void *arg)
 {
 	struct rdmad_mr_cache *c = arg;
 
+	mrc_vma_cloned();
 	pthread_mutex_init(&c->lock, NULL);
 	pthread_mutex_lock(&c->lock);
 	mrc_cache_forked(c);

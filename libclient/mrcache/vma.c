@@ -171,6 +171,11 @@ static void install_atfork(void)
 	pthread_atfork(wait_for_marks, marks_done, forget_in_child);
 }
 
+void mrc_vma_cloned(void)
+{
+	forget_in_child();
+}
+
 /* With maps.lock held: the descriptor, or -errno. */
 static int maps_fd(void)
 {

@@ -21,5 +21,8 @@ int mrc_vma_private_anon(uintptr_t start, uintptr_t end, bool may_mark);
 int mrc_vma_query(int fd, uintptr_t start, uintptr_t end);
 int mrc_vma_parse(int fd, uintptr_t start, uintptr_t end);
 int mrc_vma_advise(uintptr_t start, uintptr_t end);
+/* In a child of a raw clone(), alone: the locks may be a parent
+ * thread's, and the kept descriptor shows the parent. */
+void mrc_vma_cloned(void);
 
 #endif
