@@ -148,29 +148,39 @@ static bool hinted(const struct hint *h, const struct rdmad_mr_cache *c)
 
 /* ---- the mode ---------------------------------------------------------------
  *
- *   from \ to       CACHING  UNWATCHED  NO_MONITOR    FORKED  LEAVING
- *   (new)           monitor started    no monitor
- *   CACHING            -     test only  monitor lost   fork    device leaves
- *   UNWATCHED          -        -           -          fork    device leaves
- *   NO_MONITOR         -     test only      -          fork    device leaves
- *   FORKED             -        -           -           -        -
- *   LEAVING            -        -           -          fork      -
+ *   from \ to   CACHING  UNWATCHED  NO_MONITOR  UNHOOKED  FORKED  LEAVING
+ *   (new)       monitor   -          no monitor     -
+ *   CACHING        -      test only  lost        unreached fork    leaves
+ *   UNWATCHED      -         -          -            -     fork    leaves
+ *   NO_MONITOR     -      test only     -            -     fork    leaves
+ *   UNHOOKED    reached      -       lost            -     fork    leaves
+ *   FORKED         -         -          -            -      -        -
+ *   LEAVING        -         -          -            -     fork      -
  *
  * The monitor is lost when the program closed or replaced its descriptor
- * (monitor.c).  NO_MONITOR, FORKED and LEAVING pass every get through,
- * and the entries leave the index with the step into them (a lost
- * monitor watches nothing new; a child's are the parent's MRs; a leaving
- * device's PD dies with it).
+ * (monitor.c); the hooks are unreached when the probe finds that this
+ * process's madvise() or munmap() no longer comes to them (librdmad
+ * opened after libc, a library that patched the call slots), and reached
+ * again when it does.  NO_MONITOR, UNHOOKED, FORKED and LEAVING pass
+ * every get through, and the entries leave the index with the step into
+ * them (a lost monitor watches nothing new; without the hooks a discard
+ * or a guard region goes unannounced; a child's are the parent's MRs; a
+ * leaving device's PD dies with it).
  */
 static const bool steps[][MRC_LEAVING + 1] = {
 	[MRC_CACHING] = {[MRC_UNWATCHED] = true,
 			 [MRC_NO_MONITOR] = true,
+			 [MRC_UNHOOKED] = true,
 			 [MRC_FORKED] = true,
 			 [MRC_LEAVING] = true},
 	[MRC_UNWATCHED] = {[MRC_FORKED] = true, [MRC_LEAVING] = true},
 	[MRC_NO_MONITOR] = {[MRC_UNWATCHED] = true,
 			    [MRC_FORKED] = true,
 			    [MRC_LEAVING] = true},
+	[MRC_UNHOOKED] = {[MRC_CACHING] = true,
+			  [MRC_NO_MONITOR] = true,
+			  [MRC_FORKED] = true,
+			  [MRC_LEAVING] = true},
 	[MRC_FORKED] = {false},
 	[MRC_LEAVING] = {[MRC_FORKED] = true},
 };
@@ -180,14 +190,15 @@ static void set_mode(struct rdmad_mr_cache *c, enum mrc_mode mode)
 	if (!steps[c->mode][mode])
 		return;
 	c->mode = mode;
-	if (mode == MRC_NO_MONITOR || mode == MRC_FORKED || mode == MRC_LEAVING)
+	if (mode != MRC_CACHING && mode != MRC_UNWATCHED)
 		mrc_retire_range(c, 0, c->index.count);
 }
 
 /* With the lock held: a monitor found lost by any cache stops this one. */
 static void check_monitor(struct rdmad_mr_cache *c)
 {
-	if (c->mode == MRC_CACHING && mrc_monitor_lost()) {
+	if ((c->mode == MRC_CACHING || c->mode == MRC_UNHOOKED) &&
+	    mrc_monitor_lost()) {
 		c->why = mrc_monitor_lost_why;
 		set_mode(c, MRC_NO_MONITOR);
 	}
@@ -206,22 +217,25 @@ static bool hooks_hold(const struct rdmad_mr_cache *c)
 	return mrc_monitor_hooks_reached();
 }
 
-const char mrc_unhooked_why[] =
+static const char unhooked_why[] =
 	"the hooks are not reached: this process's madvise() or munmap() "
 	"does not come to librdmad (librdmad opened with dlopen() after "
 	"libc, or another library patched the calls); "
 	"RDMAD_MR_CACHE_EVENTS_ONLY caches on the kernel's events alone";
 
-/* With the lock held: the entries go when the hooks stop being reached
- * (a discard would no longer be announced), and gets pass through until
- * they are reached again. */
+/* Whether the mode follows the hooks (hooks_hold() is asked). */
+static bool hookable(const struct rdmad_mr_cache *c)
+{
+	return c->mode == MRC_CACHING || c->mode == MRC_UNHOOKED;
+}
+
+/* With the lock held: the step the probe's answer makes. */
 static void check_hooks(struct rdmad_mr_cache *c, bool hooked)
 {
-	if (c->mode != MRC_CACHING || c->unhooked == !hooked)
-		return;
-	c->unhooked = !hooked;
-	if (c->unhooked)
-		mrc_retire_range(c, 0, c->index.count);
+	if (c->mode == MRC_CACHING && !hooked)
+		set_mode(c, MRC_UNHOOKED);
+	else if (c->mode == MRC_UNHOOKED && hooked)
+		set_mode(c, MRC_CACHING);
 }
 
 static void leaving(void *arg, const void *device)
@@ -341,8 +355,6 @@ static const struct mrc_monitor_client client = {
 static bool cacheable(const struct rdmad_mr_cache *c, int access)
 {
 	if (c->mode != MRC_CACHING && c->mode != MRC_UNWATCHED)
-		return false;
-	if (c->mode == MRC_CACHING && c->unhooked)
 		return false;
 	if (access & ~CACHEABLE_ACCESS)
 		return false;
@@ -615,10 +627,10 @@ static struct mrc_entry *lookup(struct rdmad_mr_cache *c, uintptr_t start,
 	struct mrc_entry *e = PASS;
 	bool hooked = true;
 
-	if (c->mode == MRC_CACHING) {
+	if (hookable(c))
 		hooked = hooks_hold(c);
+	if (c->mode == MRC_CACHING)
 		mrc_monitor_quiesce();
-	}
 	pthread_mutex_lock(&c->lock);
 	if (mrc_changes_pending(c))
 		mrc_changes_apply(c);
@@ -937,7 +949,7 @@ RDMAD_EXPORT int rdmad_mr_cache_is_caching(struct rdmad_mr_cache *cache)
 		mrc_monitor_adopt_clone();
 	/* The one call that checks the descriptor and the hooks without a
 	 * miss. */
-	if (cache->mode == MRC_CACHING) {
+	if (hookable(cache)) {
 		mrc_monitor_alive();
 		hooked = hooks_hold(cache);
 	}
@@ -962,10 +974,9 @@ rdmad_mr_cache_get_reason(const struct rdmad_mr_cache *cache)
 		return "a forked child's copy: its entries are the parent's";
 	case MRC_LEAVING:
 		return "its device is leaving (RDMAD_EVENT_REMOVING)";
+	case MRC_UNHOOKED:
+		return unhooked_why;
 	case MRC_CACHING:
-		if (cache->unhooked)
-			return mrc_unhooked_why;
-		break;
 	case MRC_NO_MONITOR:
 		break;
 	}

@@ -133,6 +133,7 @@ enum mrc_mode {
 	MRC_CACHING,	/* watched by the monitor, then cached */
 	MRC_UNWATCHED,	/* tests only: cached without watching, any kind */
 	MRC_NO_MONITOR, /* no monitor could be had, or it was lost */
+	MRC_UNHOOKED,	/* the hooks are not reached: until they are again */
 	MRC_FORKED,	/* a child's copy: passes through */
 	MRC_LEAVING,	/* its device began to leave: passes through */
 };
@@ -151,9 +152,6 @@ struct rdmad_mr_cache {
 	unsigned int flags;
 	enum mrc_mode mode; /* changed only by cache.c's set_mode() */
 	const char *why;    /* MRC_NO_MONITOR: the monitor's reason */
-	/* MRC_CACHING, but the hooks are not reached (cache.c's
-	 * check_hooks()): every get passes through. */
-	bool unhooked;
 	struct mrc_index index;
 	struct mrc_owners owners;   /* what may be put back */
 	struct mrc_entry *lru_head; /* the index's entries, least recent */
