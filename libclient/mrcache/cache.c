@@ -826,6 +826,8 @@ struct rdmad_mr_cache *mrc_cache_new_ops(struct ibv_pd *pd,
 	struct rdmad_mr_cache *c;
 	int err;
 
+	if (mrc_monitor_in_clone())
+		mrc_monitor_adopt_clone();
 	c = calloc(1, sizeof(*c));
 	if (!c)
 		return NULL;
@@ -881,6 +883,8 @@ RDMAD_EXPORT int rdmad_mr_cache_flush(struct rdmad_mr_cache *cache)
 
 	if (!cache)
 		return -EINVAL;
+	if (mrc_monitor_in_clone())
+		mrc_monitor_adopt_clone();
 	pthread_mutex_lock(&cache->lock);
 	for (e = cache->lru_head; e; e = next) {
 		next = e->lru_next;
@@ -901,6 +905,8 @@ RDMAD_EXPORT int rdmad_mr_cache_destroy(struct rdmad_mr_cache *cache)
 
 	if (!cache)
 		return 0;
+	if (mrc_monitor_in_clone())
+		mrc_monitor_adopt_clone();
 	pthread_mutex_lock(&cache->lock);
 	busy = mrc_in_use(cache);
 	pthread_mutex_unlock(&cache->lock);
@@ -926,6 +932,8 @@ RDMAD_EXPORT int rdmad_mr_cache_get_stats(struct rdmad_mr_cache *cache,
 
 	if (!cache || !stats)
 		return -EINVAL;
+	if (mrc_monitor_in_clone())
+		mrc_monitor_adopt_clone();
 	if (size > sizeof(now))
 		size = sizeof(now);
 	pthread_mutex_lock(&cache->lock);

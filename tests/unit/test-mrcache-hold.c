@@ -376,7 +376,11 @@ static int raw_clone_child(void)
 	if (pid == 0) {
 		memset(m, 0, sizeof(uint64_t)); /* the child's own data */
 		b = rdmad_mr_cache_get(c, m, ps, W);
-		_exit(!b ? 4 : b == a ? 5 : !fake_mrcache_fresh(b) ? 6 : 0);
+		if (!b || b == a || !fake_mrcache_fresh(b))
+			_exit(!b ? 4 : b == a ? 5 : 6);
+		/* A cache of its own, with a monitor of its own, caches. */
+		c = fake_mrcache_new(0);
+		_exit(rdmad_mr_cache_is_caching(c) == 1 ? 0 : 9);
 	}
 	if (pid < 0 || waitpid((pid_t)pid, &status, 0) != pid)
 		return 7;
