@@ -27,6 +27,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -291,6 +292,22 @@ static double probe(void *arg)
 	return (double)(now_ns() - t0) / 100000;
 }
 
+/* What a hook that announces adds for its guard: signals blocked and
+ * unblocked (monitor.h). */
+static double guard(void *arg)
+{
+	uint64_t t0 = now_ns();
+	unsigned int i;
+	sigset_t old;
+
+	(void)arg;
+	for (i = 0; i < 10000; i++) {
+		mrc_monitor_block(&old);
+		mrc_monitor_unblock(&old);
+	}
+	return (double)(now_ns() - t0) / 10000;
+}
+
 static void kinds(size_t len, struct span *r)
 {
 	figure("kind-advise", len, median(kind_advise, r));
@@ -354,6 +371,7 @@ static int native(void)
 	figure("miss-kind", ps, median(miss_kind, &parts));
 	kinds(ps, &parts);
 	figure("hooks-probe", 0, median(probe, NULL));
+	figure("hooks-guard", 0, median(guard, NULL));
 	return 0;
 }
 
@@ -628,6 +646,8 @@ static int verbs(const char *device)
 		figure("miss-watch", v.len, median(miss_watch, &span));
 		figure("miss-kind", v.len, median(miss_kind, &span));
 		kinds(v.len, &span);
+		if (v.len == 4096)
+			figure("hooks-guard", 0, median(guard, NULL));
 		figure("reg-watched", v.len, median(reg_watched, NULL));
 		figure("cache-hit", v.len, median(again, (void *)&cached_mr));
 		if (v.len == 1 << 20) {
