@@ -25,7 +25,9 @@
  * side by side; ratios are between figures of one run.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -244,8 +246,72 @@ static double miss_kind(void *arg)
 	unsigned int i;
 
 	for (i = 0; i < r->n; i++)
-		mrc_vma_private_anon(s, s + r->len);
+		mrc_vma_private_anon(s, s + r->len, true);
 	return (double)(now_ns() - t0) / r->n;
+}
+
+/* The kind by each way vma.c has: MADV_WIPEONFORK's answer, and the
+ * maps file read up to the range (what 6.1 paid before). */
+static double kind_advise(void *arg)
+{
+	const struct span *r = arg;
+	uintptr_t s = (uintptr_t)r->buf;
+	uint64_t t0 = now_ns();
+	unsigned int i;
+
+	for (i = 0; i < r->n; i++)
+		mrc_vma_advise(s, s + r->len);
+	return (double)(now_ns() - t0) / r->n;
+}
+
+static double kind_maps(void *arg)
+{
+	const struct span *r = arg;
+	uintptr_t s = (uintptr_t)r->buf;
+	uint64_t t0 = now_ns();
+	unsigned int i;
+	int fd;
+
+	for (i = 0; i < r->n; i++) {
+		fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
+		mrc_vma_parse(fd, s, s + r->len);
+		close(fd);
+	}
+	return (double)(now_ns() - t0) / r->n;
+}
+
+/* What a miss pays to learn whether the hooks are reached. */
+static double probe(void *arg)
+{
+	uint64_t t0 = now_ns();
+	unsigned int i;
+
+	(void)arg;
+	for (i = 0; i < 100000; i++)
+		mrc_monitor_hooks_reached();
+	return (double)(now_ns() - t0) / 100000;
+}
+
+/* What a hook that announces adds for its guard: signals blocked and
+ * unblocked (monitor.h). */
+static double guard(void *arg)
+{
+	uint64_t t0 = now_ns();
+	unsigned int i;
+	sigset_t old;
+
+	(void)arg;
+	for (i = 0; i < 10000; i++) {
+		mrc_monitor_block(&old);
+		mrc_monitor_unblock(&old);
+	}
+	return (double)(now_ns() - t0) / 10000;
+}
+
+static void kinds(size_t len, struct span *r)
+{
+	figure("kind-advise", len, median(kind_advise, r));
+	figure("kind-maps", len, median(kind_maps, r));
 }
 
 static int native(void)
@@ -303,6 +369,9 @@ static int native(void)
 	parts = (struct span){plain.base, ps, 2000};
 	figure("miss-watch", ps, median(miss_watch, &parts));
 	figure("miss-kind", ps, median(miss_kind, &parts));
+	kinds(ps, &parts);
+	figure("hooks-probe", 0, median(probe, NULL));
+	figure("hooks-guard", 0, median(guard, NULL));
 	return 0;
 }
 
@@ -576,6 +645,9 @@ static int verbs(const char *device)
 		span = (struct span){v.buf, v.len, v.n};
 		figure("miss-watch", v.len, median(miss_watch, &span));
 		figure("miss-kind", v.len, median(miss_kind, &span));
+		kinds(v.len, &span);
+		if (v.len == 4096)
+			figure("hooks-guard", 0, median(guard, NULL));
 		figure("reg-watched", v.len, median(reg_watched, NULL));
 		figure("cache-hit", v.len, median(again, (void *)&cached_mr));
 		if (v.len == 1 << 20) {

@@ -417,6 +417,13 @@ struct rdmad_mr_cache;
 /* MRs with remote access (REMOTE_READ, REMOTE_WRITE, REMOTE_ATOMIC,
  * MW_BIND) are not cached: each is deregistered at its put. */
 #define RDMAD_MR_CACHE_NO_REMOTE 0x1
+/* Cache even when this process's madvise() and munmap() do not reach
+ * librdmad's hooks (librdmad opened with dlopen() after libc, another
+ * library's patched calls), on the kernel's events alone: the program
+ * then announces every MADV_DONTNEED, MADV_FREE and MADV_GUARD_INSTALL
+ * of registered memory with rdmad_mr_cache_begin_change() (librdmad(3)).
+ * (since 1.6) */
+#define RDMAD_MR_CACHE_EVENTS_ONLY 0x2
 
 struct rdmad_mr_cache_attr {
 	/* 0: $RDMAD_MR_CACHE_MAX_ENTRIES, else 1024. */
@@ -463,6 +470,17 @@ const char *rdmad_mr_cache_get_reason(const struct rdmad_mr_cache *cache);
 int rdmad_mr_cache_begin_change(void *addr, size_t length);
 int rdmad_mr_cache_end_change(void *addr, size_t length);
 
+/*
+ * Give [addr, addr + length) back to the program: every cache in the
+ * process drops its entries over the range (idle ones deregistered now,
+ * ones in use at their put) and over any range watched together with it,
+ * and the monitor stops watching all of that, so that the program may
+ * register the memory with a userfaultfd of its own (which would
+ * otherwise fail with EBUSY).  A later get of the range caches it again.
+ * Process-wide; 0, or -EINVAL.  (since 1.6)
+ */
+int rdmad_mr_cache_release(void *addr, size_t length);
+
 struct rdmad_mr_cache_stats {
 	uint64_t hits;		/* gets served by a cached entry */
 	uint64_t misses;	/* gets that registered a new entry */
@@ -473,7 +491,10 @@ struct rdmad_mr_cache_stats {
 	uint64_t in_use;	/* MRs handed out and not yet put back */
 	uint64_t bytes_cached;	/* pinned by cached entries */
 	uint64_t bytes_pinned;	/* pinned by every MR the cache holds */
-	uint64_t reserved[7];
+	/* gets passed through because the hooks were not reached (since
+	 * 1.6; rdmad_mr_cache_get_reason()) */
+	uint64_t unhooked;
+	uint64_t reserved[6];
 };
 /* Fill @ret_stats (of @size bytes, as rdmad_fork_get_stats()). */
 int rdmad_mr_cache_get_stats(struct rdmad_mr_cache *cache,

@@ -48,6 +48,7 @@
  */
 #include <errno.h>
 #include <limits.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -147,29 +148,39 @@ static bool hinted(const struct hint *h, const struct rdmad_mr_cache *c)
 
 /* ---- the mode ---------------------------------------------------------------
  *
- *   from \ to       CACHING  UNWATCHED  NO_MONITOR    FORKED  LEAVING
- *   (new)           monitor started    no monitor
- *   CACHING            -     test only  monitor lost   fork    device leaves
- *   UNWATCHED          -        -           -          fork    device leaves
- *   NO_MONITOR         -     test only      -          fork    device leaves
- *   FORKED             -        -           -           -        -
- *   LEAVING            -        -           -          fork      -
+ *   from \ to   CACHING  UNWATCHED  NO_MONITOR  UNHOOKED  FORKED  LEAVING
+ *   (new)       monitor   -          no monitor     -
+ *   CACHING        -      test only  lost        unreached fork    leaves
+ *   UNWATCHED      -         -          -            -     fork    leaves
+ *   NO_MONITOR     -      test only     -            -     fork    leaves
+ *   UNHOOKED    reached      -       lost            -     fork    leaves
+ *   FORKED         -         -          -            -      -        -
+ *   LEAVING        -         -          -            -     fork      -
  *
  * The monitor is lost when the program closed or replaced its descriptor
- * (monitor.c).  NO_MONITOR, FORKED and LEAVING pass every get through,
- * and the entries leave the index with the step into them (a lost
- * monitor watches nothing new; a child's are the parent's MRs; a leaving
- * device's PD dies with it).
+ * (monitor.c); the hooks are unreached when the probe finds that this
+ * process's madvise() or munmap() no longer comes to them (librdmad
+ * opened after libc, a library that patched the call slots), and reached
+ * again when it does.  NO_MONITOR, UNHOOKED, FORKED and LEAVING pass
+ * every get through, and the entries leave the index with the step into
+ * them (a lost monitor watches nothing new; without the hooks a discard
+ * or a guard region goes unannounced; a child's are the parent's MRs; a
+ * leaving device's PD dies with it).
  */
 static const bool steps[][MRC_LEAVING + 1] = {
 	[MRC_CACHING] = {[MRC_UNWATCHED] = true,
 			 [MRC_NO_MONITOR] = true,
+			 [MRC_UNHOOKED] = true,
 			 [MRC_FORKED] = true,
 			 [MRC_LEAVING] = true},
 	[MRC_UNWATCHED] = {[MRC_FORKED] = true, [MRC_LEAVING] = true},
 	[MRC_NO_MONITOR] = {[MRC_UNWATCHED] = true,
 			    [MRC_FORKED] = true,
 			    [MRC_LEAVING] = true},
+	[MRC_UNHOOKED] = {[MRC_CACHING] = true,
+			  [MRC_NO_MONITOR] = true,
+			  [MRC_FORKED] = true,
+			  [MRC_LEAVING] = true},
 	[MRC_FORKED] = {false},
 	[MRC_LEAVING] = {[MRC_FORKED] = true},
 };
@@ -179,17 +190,52 @@ static void set_mode(struct rdmad_mr_cache *c, enum mrc_mode mode)
 	if (!steps[c->mode][mode])
 		return;
 	c->mode = mode;
-	if (mode == MRC_NO_MONITOR || mode == MRC_FORKED || mode == MRC_LEAVING)
+	if (mode != MRC_CACHING && mode != MRC_UNWATCHED)
 		mrc_retire_range(c, 0, c->index.count);
 }
 
 /* With the lock held: a monitor found lost by any cache stops this one. */
 static void check_monitor(struct rdmad_mr_cache *c)
 {
-	if (c->mode == MRC_CACHING && mrc_monitor_lost()) {
+	if ((c->mode == MRC_CACHING || c->mode == MRC_UNHOOKED) &&
+	    mrc_monitor_lost()) {
 		c->why = mrc_monitor_lost_why;
 		set_mode(c, MRC_NO_MONITOR);
 	}
+}
+
+/* Whether the cache's entries are safe with the hooks as they are now:
+ * the program's madvise() and munmap() reach them (a probe, no system
+ * call), or the program chose the kernel's events alone
+ * (RDMAD_MR_CACHE_EVENTS_ONLY, or RDMAD_MR_CACHE_HOOKS=off, announcing
+ * its discards itself).  Unlocked: the probe goes through whatever
+ * another library put in the call slots. */
+static bool hooks_hold(const struct rdmad_mr_cache *c)
+{
+	if ((c->flags & RDMAD_MR_CACHE_EVENTS_ONLY) || !mrc_monitor_hooks_on())
+		return true;
+	return mrc_monitor_hooks_reached();
+}
+
+static const char unhooked_why[] =
+	"the hooks are not reached: this process's madvise() or munmap() "
+	"does not come to librdmad (librdmad opened with dlopen() after "
+	"libc, or another library patched the calls); "
+	"RDMAD_MR_CACHE_EVENTS_ONLY caches on the kernel's events alone";
+
+/* Whether the mode follows the hooks (hooks_hold() is asked). */
+static bool hookable(const struct rdmad_mr_cache *c)
+{
+	return c->mode == MRC_CACHING || c->mode == MRC_UNHOOKED;
+}
+
+/* With the lock held: the step the probe's answer makes. */
+static void check_hooks(struct rdmad_mr_cache *c, bool hooked)
+{
+	if (c->mode == MRC_CACHING && !hooked)
+		set_mode(c, MRC_UNHOOKED);
+	else if (c->mode == MRC_UNHOOKED && hooked)
+		set_mode(c, MRC_CACHING);
 }
 
 static void leaving(void *arg, const void *device)
@@ -215,8 +261,15 @@ void mrcache_device_leaving(const char *device)
  * here; the ones in use are forgotten at their put. */
 void mrc_cache_forked(struct rdmad_mr_cache *c)
 {
+	uint64_t claimed =
+		__atomic_load_n(&c->changes_claimed, __ATOMIC_SEQ_CST);
 	struct mrc_entry *e;
 
+	/* A slot another thread of the parent had claimed is never
+	 * published here: start the ring after it, or the child's first
+	 * change would wait for it. */
+	c->changes_head = claimed;
+	c->changes_tail = claimed;
 	set_mode(c, MRC_FORKED);
 	for (e = c->dead; e; e = e->next)
 		e->orphan = true;
@@ -244,12 +297,57 @@ static void forked(void *arg)
 	mrc_cache_forked(arg);
 }
 
+/* A raw clone()'s child, alone: the lock may be a parent thread's. */
+static void cloned(void *arg)
+{
+	struct rdmad_mr_cache *c = arg;
+
+	mrc_vma_cloned();
+	pthread_mutex_init(&c->lock, NULL);
+	pthread_mutex_lock(&c->lock);
+	mrc_cache_forked(c);
+	pthread_mutex_unlock(&c->lock);
+}
+
+static bool overlaps(const struct mrc_entry *e, uintptr_t start, uintptr_t end)
+{
+	return e->start < end && start < e->end;
+}
+
+/* The monitor unwatches [start, end) itself (mrc_monitor_release()). */
+static void unwatched(struct mrc_entry *list, uintptr_t start, uintptr_t end)
+{
+	struct mrc_entry *e;
+
+	for (e = list; e; e = e->next)
+		if (overlaps(e, start, end))
+			e->watched = false;
+}
+
+static void release(void *arg, uintptr_t start, uintptr_t end)
+{
+	struct rdmad_mr_cache *c = arg;
+	size_t first, n;
+
+	pthread_mutex_lock(&c->lock);
+	mrc_changes_apply(c);
+	n = mrc_index_overlapping(&c->index, start, end, &first);
+	c->stats.invalidations += n;
+	mrc_retire_range(c, first, n);
+	unwatched(c->detached, start, end);
+	unwatched(c->dead, start, end);
+	pthread_mutex_unlock(&c->lock);
+	mrc_reap(c);
+}
+
 /* What the monitor calls: cache.c registers, monitor.c names nothing. */
 static const struct mrc_monitor_client client = {
 	.changed = mrc_changes_record,
 	.lock = lock_cache,
 	.unlock = unlock_cache,
 	.forked = forked,
+	.cloned = cloned,
+	.release = release,
 };
 
 /* ---- get ---------------------------------------------------------------- */
@@ -278,7 +376,8 @@ static struct mrc_entry *fast_hit(struct rdmad_mr_cache *c, uintptr_t start,
 	struct hint *h = &hint;
 	struct mrc_entry *e = h->entry;
 
-	if (!hinted(h, c) || gen_of(c) != h->gen || mrc_monitor_busy())
+	if (!hinted(h, c) || gen_of(c) != h->gen || mrc_monitor_busy() ||
+	    mrc_monitor_in_clone())
 		return NULL;
 	__atomic_add_fetch(&e->refcnt, 1, __ATOMIC_SEQ_CST);
 	/* Unmoved: @e has stayed in the index, unchanged, since the hint. */
@@ -483,7 +582,8 @@ static struct mrc_entry *fill(struct rdmad_mr_cache *c, struct mrc_entry *e,
 	/* UNWATCHED, the tests' control, caches any kind, so that a case
 	 * can be shown to corrupt. */
 	if (c->mode == MRC_CACHING &&
-	    mrc_vma_private_anon(e->start, e->end) != 1) {
+	    mrc_vma_private_anon(e->start, e->end,
+				 !mrc_monitor_wipeonfork_asked()) != 1) {
 		drop_plan(c, e);
 		return pass_through(c, ask->addr, ask->length, ask->access);
 	}
@@ -525,13 +625,17 @@ static struct mrc_entry *lookup(struct rdmad_mr_cache *c, uintptr_t start,
 {
 	struct mrc_garbage g = {0};
 	struct mrc_entry *e = PASS;
+	bool hooked = true;
 
+	if (hookable(c))
+		hooked = hooks_hold(c);
 	if (c->mode == MRC_CACHING)
 		mrc_monitor_quiesce();
 	pthread_mutex_lock(&c->lock);
 	if (mrc_changes_pending(c))
 		mrc_changes_apply(c);
 	check_monitor(c);
+	check_hooks(c, hooked);
 	if (cacheable(c, ask->access)) {
 		e = hit(c, start, end, ask->access);
 		if (e)
@@ -541,6 +645,8 @@ static struct mrc_entry *lookup(struct rdmad_mr_cache *c, uintptr_t start,
 	}
 	pthread_mutex_unlock(&c->lock);
 	mrc_garbage_free(&g);
+	if (e == PASS && !hooked)
+		__atomic_add_fetch(&c->stats.unhooked, 1, __ATOMIC_RELAXED);
 	if (e == PASS)
 		return pass_through(c, ask->addr, ask->length, ask->access);
 	/* A hit is cached; a planned entry is not until fill() admits it. */
@@ -564,6 +670,8 @@ RDMAD_EXPORT struct ibv_mr *rdmad_mr_cache_get(struct rdmad_mr_cache *cache,
 	e = fast_hit(cache, start, end, access);
 	if (e)
 		return e->mr;
+	if (mrc_monitor_in_clone())
+		mrc_monitor_adopt_clone();
 	mrc_reap(cache);
 	e = lookup(cache, start, end, &ask);
 	mrc_reap(cache);
@@ -572,23 +680,43 @@ RDMAD_EXPORT struct ibv_mr *rdmad_mr_cache_get(struct rdmad_mr_cache *cache,
 
 /* ---- changes the program announces --------------------------------------- */
 
+/* Signals blocked: a handler's madvise() on this thread must not find a
+ * ring slot or a lock of this call's half taken (monitor.h). */
 RDMAD_EXPORT int rdmad_mr_cache_begin_change(void *addr, size_t length)
 {
 	uintptr_t start, end;
+	sigset_t old;
 
 	if (pages_of(addr, length, &start, &end))
 		return -EINVAL;
+	mrc_monitor_block(&old);
 	mrc_monitor_changing(start, end);
+	mrc_monitor_unblock(&old);
 	return 0;
 }
 
 RDMAD_EXPORT int rdmad_mr_cache_end_change(void *addr, size_t length)
 {
 	uintptr_t start, end;
+	sigset_t old;
 
 	if (pages_of(addr, length, &start, &end))
 		return -EINVAL;
+	mrc_monitor_block(&old);
 	mrc_monitor_changed(start, end);
+	mrc_monitor_unblock(&old);
+	return 0;
+}
+
+RDMAD_EXPORT int rdmad_mr_cache_release(void *addr, size_t length)
+{
+	uintptr_t start, end;
+
+	if (pages_of(addr, length, &start, &end))
+		return -EINVAL;
+	if (mrc_monitor_in_clone())
+		mrc_monitor_adopt_clone();
+	mrc_monitor_release(start, end);
 	return 0;
 }
 
@@ -603,6 +731,8 @@ RDMAD_EXPORT int rdmad_mr_cache_put(struct rdmad_mr_cache *cache,
 
 	if (!cache || !mr)
 		return -EINVAL;
+	if (mrc_monitor_in_clone())
+		mrc_monitor_adopt_clone();
 
 	/* The hint's entry, if it has stayed in the index: a dead entry's
 	 * old MR pointer may since name another entry's MR. */
@@ -677,7 +807,8 @@ static int bounds(struct rdmad_mr_cache *c,
 	for (i = 0; i < sizeof(attr->reserved) / sizeof(attr->reserved[0]); i++)
 		if (attr->reserved[i])
 			return -EINVAL;
-	if (attr->flags & ~RDMAD_MR_CACHE_NO_REMOTE)
+	if (attr->flags &
+	    ~(RDMAD_MR_CACHE_NO_REMOTE | RDMAD_MR_CACHE_EVENTS_ONLY))
 		return -EINVAL;
 	c->flags = attr->flags;
 	if (attr->max_entries)
@@ -695,6 +826,8 @@ struct rdmad_mr_cache *mrc_cache_new_ops(struct ibv_pd *pd,
 	struct rdmad_mr_cache *c;
 	int err;
 
+	if (mrc_monitor_in_clone())
+		mrc_monitor_adopt_clone();
 	c = calloc(1, sizeof(*c));
 	if (!c)
 		return NULL;
@@ -750,6 +883,8 @@ RDMAD_EXPORT int rdmad_mr_cache_flush(struct rdmad_mr_cache *cache)
 
 	if (!cache)
 		return -EINVAL;
+	if (mrc_monitor_in_clone())
+		mrc_monitor_adopt_clone();
 	pthread_mutex_lock(&cache->lock);
 	for (e = cache->lru_head; e; e = next) {
 		next = e->lru_next;
@@ -770,6 +905,8 @@ RDMAD_EXPORT int rdmad_mr_cache_destroy(struct rdmad_mr_cache *cache)
 
 	if (!cache)
 		return 0;
+	if (mrc_monitor_in_clone())
+		mrc_monitor_adopt_clone();
 	pthread_mutex_lock(&cache->lock);
 	busy = mrc_in_use(cache);
 	pthread_mutex_unlock(&cache->lock);
@@ -795,6 +932,8 @@ RDMAD_EXPORT int rdmad_mr_cache_get_stats(struct rdmad_mr_cache *cache,
 
 	if (!cache || !stats)
 		return -EINVAL;
+	if (mrc_monitor_in_clone())
+		mrc_monitor_adopt_clone();
 	if (size > sizeof(now))
 		size = sizeof(now);
 	pthread_mutex_lock(&cache->lock);
@@ -810,14 +949,21 @@ RDMAD_EXPORT int rdmad_mr_cache_get_stats(struct rdmad_mr_cache *cache,
 RDMAD_EXPORT int rdmad_mr_cache_is_caching(struct rdmad_mr_cache *cache)
 {
 	int r;
+	bool hooked = true;
 
 	if (!cache)
 		return -EINVAL;
-	/* The one call that checks the descriptor without a miss. */
-	if (cache->mode == MRC_CACHING)
+	if (mrc_monitor_in_clone())
+		mrc_monitor_adopt_clone();
+	/* The one call that checks the descriptor and the hooks without a
+	 * miss. */
+	if (hookable(cache)) {
 		mrc_monitor_alive();
+		hooked = hooks_hold(cache);
+	}
 	pthread_mutex_lock(&cache->lock);
 	check_monitor(cache);
+	check_hooks(cache, hooked);
 	r = cacheable(cache, 0);
 	pthread_mutex_unlock(&cache->lock);
 	mrc_reap(cache);
@@ -836,6 +982,8 @@ rdmad_mr_cache_get_reason(const struct rdmad_mr_cache *cache)
 		return "a forked child's copy: its entries are the parent's";
 	case MRC_LEAVING:
 		return "its device is leaving (RDMAD_EVENT_REMOVING)";
+	case MRC_UNHOOKED:
+		return unhooked_why;
 	case MRC_CACHING:
 	case MRC_NO_MONITOR:
 		break;

@@ -36,6 +36,7 @@
  */
 #include <dlfcn.h>
 #include <errno.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -117,32 +118,72 @@ NEXT(process_madvise, PROCESS_MADVISE)
 
 /* ---- the bracket around a call ------------------------------------------- */
 
+/* One bracket's pages, and whether it is announced.  A thread announcing
+ * keeps its signals blocked from its first lock to the end of the
+ * bracket (mrc_monitor_block()): a handler that runs on it then finds
+ * nothing half done (no claimed ring slot, no lock, no range marked
+ * changing), and a siglongjmp() out of that handler leaves nothing
+ * behind. */
 struct bracket {
 	uintptr_t start;
 	uintptr_t end;
 	bool on;
 };
 
+/* Signals blocked for the brackets of one call. */
+struct masked {
+	sigset_t old;
+	bool on;
+};
+
+static void mask(struct masked *m)
+{
+	if (!m->on)
+		mrc_monitor_block(&m->old);
+	m->on = true;
+}
+
+static void unmask(struct masked *m)
+{
+	if (m->on)
+		mrc_monitor_unblock(&m->old);
+	m->on = false;
+}
+
 /* Announce the change of the pages of [addr, addr + len) when the monitor
  * wants it (mrc_monitor_hooked()). */
-static void begin(struct bracket *b, const void *addr, size_t len, bool always)
+static void begin(struct bracket *b, struct masked *m, const void *addr,
+		  size_t len, bool always)
 {
-	uintptr_t mask = (uintptr_t)getpagesize() - 1;
+	uintptr_t mask_ = (uintptr_t)getpagesize() - 1;
 
-	b->start = (uintptr_t)addr & ~mask;
-	b->end = ((uintptr_t)addr + len + mask) & ~mask;
-	b->on = len && b->end > b->start &&
-		mrc_monitor_hooked(b->start, b->end, always);
+	b->start = (uintptr_t)addr & ~mask_;
+	b->end = ((uintptr_t)addr + len + mask_) & ~mask_;
+	b->on = false;
+	if (!len || b->end <= b->start ||
+	    !mrc_monitor_wanted(b->start, b->end, always))
+		return;
+	mask(m);
+	b->on = mrc_monitor_hooked(b->start, b->end, always);
 	if (b->on)
 		mrc_monitor_changing(b->start, b->end);
 }
 
 static void end(const struct bracket *b)
 {
-	int saved = errno;
-
 	if (b->on)
 		mrc_monitor_changed(b->start, b->end);
+}
+
+/* After the call: the brackets ended, errno as the call left it. */
+static void done(const struct bracket *b, size_t n, struct masked *m)
+{
+	int saved = errno;
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		end(&b[i]);
+	unmask(m);
 	errno = saved;
 }
 
@@ -164,18 +205,29 @@ static bool discards(int advice)
 }
 
 /* ---- the calls ------------------------------------------------------------
+ *
+ * Each answers mrc_monitor_hooks_reached()'s probe first, without the
+ * next definition: the probe asks whether the program's calls come here.
  */
+
+static bool probe(const void *addr, size_t len)
+{
+	return addr == MRC_PROBE_ADDR && len == 0;
+}
 
 #ifdef MRC_LIBC_MUNMAP
 EXPORT int HOOK(munmap)(void *addr, size_t len)
 {
 	munmap_fn *real = next_munmap();
+	struct masked m = {.on = false};
 	struct bracket b;
 	int r;
 
-	begin(&b, addr, len, false);
+	if (probe(addr, len))
+		return MRC_PROBE_ANSWER;
+	begin(&b, &m, addr, len, false);
 	r = real ? real(addr, len) : (int)syscall(SYS_munmap, addr, len);
-	end(&b);
+	done(&b, 1, &m);
 	return r;
 }
 #ifndef MRC_HOOKS_PLAIN
@@ -187,14 +239,19 @@ VERSIONED(munmap, MRC_LIBC_MUNMAP);
 EXPORT int HOOK(madvise)(void *addr, size_t len, int advice)
 {
 	madvise_fn *real = next_madvise();
+	struct masked m = {.on = false};
 	struct bracket b = {0};
 	int r;
 
+	if (probe(addr, len) && advice == MRC_PROBE_ADVICE)
+		return MRC_PROBE_ANSWER;
+	if (advice == MADV_WIPEONFORK)
+		mrc_monitor_wipeonfork_note();
 	if (discards(advice))
-		begin(&b, addr, len, true);
+		begin(&b, &m, addr, len, true);
 	r = real ? real(addr, len, advice)
 		 : (int)syscall(SYS_madvise, addr, len, advice);
-	end(&b);
+	done(&b, 1, &m);
 	return r;
 }
 #ifndef MRC_HOOKS_PLAIN
@@ -209,7 +266,8 @@ EXPORT void *HOOK(mremap)(void *old, size_t old_len, size_t new_len, int flags,
 			  ...)
 {
 	mremap_fn *real = next_mremap();
-	struct bracket src, dst = {0};
+	struct masked m = {.on = false};
+	struct bracket b[2] = {{0}};
 	void *to = NULL, *r;
 	va_list ap;
 
@@ -217,14 +275,13 @@ EXPORT void *HOOK(mremap)(void *old, size_t old_len, size_t new_len, int flags,
 		va_start(ap, flags);
 		to = va_arg(ap, void *);
 		va_end(ap);
-		begin(&dst, to, new_len, false);
+		begin(&b[1], &m, to, new_len, false);
 	}
-	begin(&src, old, old_len, false);
+	begin(&b[0], &m, old, old_len, false);
 	r = real ? real(old, old_len, new_len, flags, to)
 		 : (void *)syscall(SYS_mremap, old, old_len, new_len, flags,
 				   to);
-	end(&src);
-	end(&dst);
+	done(b, 2, &m);
 	return r;
 }
 #ifndef MRC_HOOKS_PLAIN
@@ -233,25 +290,97 @@ VERSIONED(mremap, MRC_LIBC_MREMAP);
 #endif
 
 #ifdef MRC_LIBC_PROCESS_MADVISE
-/* Only this process's own pages can be discarded through it (a remote
- * process_madvise() takes none of the discarding advice), so each range
- * is announced as madvise()'s is.  Past the ranges the bracket holds the
- * call goes unannounced and the kernel's events cover it. */
+/*
+ * Only this process's own pages can be discarded through it (a remote
+ * process_madvise() takes none of the discarding advice), so its ranges
+ * are announced as madvise()'s are: each of them up to PM_BRACKETS, past
+ * that one bracket over all of them (more pages than the call changes
+ * stop being cached for its length, none is missed).  The program's
+ * vector is read as the kernel reads it, by a system call
+ * (process_vm_readv() of this process), so a bad pointer makes this
+ * return EFAULT as libc's does instead of faulting here; where that call
+ * is refused (a seccomp filter), the whole address space is announced.
+ */
 #define PM_BRACKETS 16
+#define PM_IOV_MAX 1024 /* the kernel's UIO_MAXIOV */
+
+/* Read @n iovecs at @iov into @ret: 0, -EFAULT, or another -errno. */
+static int read_iov(const struct iovec *iov, size_t n, struct iovec *ret)
+{
+	struct iovec local = {ret, n * sizeof(*ret)};
+	struct iovec remote = {(void *)iov, n * sizeof(*ret)};
+	ssize_t r = syscall(SYS_process_vm_readv, getpid(), &local, 1UL,
+			    &remote, 1UL, 0UL);
+
+	if (r == (ssize_t)(n * sizeof(*ret)))
+		return 0;
+	return r < 0 ? -errno : -EFAULT;
+}
+
+/* Widen [*lo, *hi) over @v's pages (empty ones add nothing). */
+static void widen(const struct iovec *v, uintptr_t *lo, uintptr_t *hi)
+{
+	uintptr_t s = (uintptr_t)v->iov_base, e = s + v->iov_len;
+
+	if (!v->iov_len || e < s)
+		return;
+	*lo = s < *lo ? s : *lo;
+	*hi = e > *hi ? e : *hi;
+}
+
+/* The brackets for @n ranges at @iov: how many were begun; 0 when the
+ * vector cannot be read (the call then fails as it does without the
+ * hook). */
+static size_t begin_ranges(struct bracket *b, struct masked *m,
+			   const struct iovec *iov, size_t n)
+{
+	struct iovec v[PM_BRACKETS];
+	uintptr_t lo = UINTPTR_MAX, hi = 0;
+	size_t i, j, k;
+	int err;
+
+	for (i = 0; i < n; i += k) {
+		k = n - i < PM_BRACKETS ? n - i : PM_BRACKETS;
+		err = read_iov(iov + i, k, v);
+		if (err == -EFAULT)
+			return 0;
+		if (err < 0) { /* unreadable here: everything changes */
+			lo = 0;
+			hi = UINTPTR_MAX - (uintptr_t)getpagesize();
+			break;
+		}
+		if (n <= PM_BRACKETS) {
+			for (j = 0; j < n; j++)
+				begin(&b[j], m, v[j].iov_base, v[j].iov_len,
+				      true);
+			return n;
+		}
+		for (j = 0; j < k; j++)
+			widen(&v[j], &lo, &hi);
+	}
+	if (hi <= lo)
+		return 0;
+	begin(&b[0], m, (void *)lo, hi - lo, true);
+	return 1;
+}
+
 EXPORT ssize_t HOOK(process_madvise)(int pidfd, const struct iovec *iov,
 				     size_t n, int advice, unsigned int flags)
 {
 	process_madvise_fn *real = next_process_madvise();
-	struct bracket b[PM_BRACKETS] = {0};
-	size_t i, k = discards(advice) && iov && n <= PM_BRACKETS ? n : 0;
+	struct masked m = {.on = false};
+	struct bracket b[PM_BRACKETS];
+	size_t k = 0;
 	ssize_t r;
 
-	for (i = 0; i < k; i++)
-		begin(&b[i], iov[i].iov_base, iov[i].iov_len, true);
+	if (advice == MADV_WIPEONFORK)
+		mrc_monitor_wipeonfork_note();
+	if (discards(advice) && n && n <= PM_IOV_MAX &&
+	    mrc_monitor_wanted(0, 1, true))
+		k = begin_ranges(b, &m, iov, n);
 	r = real ? real(pidfd, iov, n, advice, flags)
 		 : syscall(SYS_process_madvise, pidfd, iov, n, advice, flags);
-	for (i = 0; i < k; i++)
-		end(&b[i]);
+	done(b, k, &m);
 	return r;
 }
 #ifndef MRC_HOOKS_PLAIN

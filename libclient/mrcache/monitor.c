@@ -49,6 +49,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -603,6 +604,74 @@ void mrc_monitor_unwatch(uintptr_t start, uintptr_t end)
 	unlock(&mon.watch_lock);
 }
 
+/* ---- ranges given back to the program ------------------------------------ */
+
+/* Grow [*start, *end) over every watched range it overlaps, until none
+ * overlaps it in part: those are registered as one with the kernel (a
+ * range unregistered is unregistered for every user). */
+static void watched_hull(uintptr_t *start, uintptr_t *end)
+{
+	bool grew = true;
+	size_t i;
+
+	while (grew) {
+		grew = false;
+		for (i = 0; i < mon.nwatched; i++) {
+			const struct range *r = &mon.watched[i];
+
+			if (!overlap(r, *start, *end) ||
+			    (*start <= r->start && r->end <= *end))
+				continue;
+			*start = r->start < *start ? r->start : *start;
+			*end = r->end > *end ? r->end : *end;
+			grew = true;
+		}
+	}
+}
+
+/* Stop watching every range that overlaps [start, end), watch_lock
+ * held; each is unregistered as it was registered (the hull may hold
+ * mappings the kernel will not register, which would fail the whole
+ * call). */
+static void unwatch_all(uintptr_t start, uintptr_t end)
+{
+	struct uffdio_range r;
+	size_t i = 0;
+
+	while (i < mon.nwatched) {
+		if (!overlap(&mon.watched[i], start, end)) {
+			i++;
+			continue;
+		}
+		r = (struct uffdio_range){mon.watched[i].start,
+					  mon.watched[i].end -
+						  mon.watched[i].start};
+		if (ours())
+			ioctl(mon.fd, UFFDIO_UNREGISTER, &r);
+		count_regions(mon.watched[i].start, mon.watched[i].end, -1);
+		mon.watched[i] = mon.watched[--mon.nwatched];
+	}
+}
+
+void mrc_monitor_release(uintptr_t start, uintptr_t end)
+{
+	size_t i;
+
+	lock(&mon.watch_lock);
+	watched_hull(&start, &end);
+	unlock(&mon.watch_lock);
+	pthread_mutex_lock(&mon.list_lock);
+	for (i = 0; i < MRC_MONITOR_CLIENTS; i++)
+		if (mon.clients[i].ops)
+			mon.clients[i].ops->release(mon.clients[i].arg, start,
+						    end);
+	pthread_mutex_unlock(&mon.list_lock);
+	lock(&mon.watch_lock);
+	watched_hull(&start, &end);
+	unwatch_all(start, end);
+	unlock(&mon.watch_lock);
+}
+
 /* ---- changes the program announces --------------------------------------- */
 
 /* Stop watching [start, end) for the change: the kernel then raises no
@@ -671,22 +740,73 @@ bool mrc_monitor_in_flight(uintptr_t start, uintptr_t end)
 
 /* ---- the program's calls, seen by the hooks ------------------------------ */
 
-bool mrc_monitor_hooked(uintptr_t start, uintptr_t end, bool always)
+bool mrc_monitor_wanted(uintptr_t start, uintptr_t end, bool always)
 {
-	bool any;
-
 	if (held || __atomic_load_n(&mon.fd, __ATOMIC_ACQUIRE) < 0 ||
 	    !__atomic_load_n(&mon.hooks, __ATOMIC_RELAXED) ||
 	    atomic_load(&mon.lost))
 		return false;
+	return always || maybe_watched(start, end);
+}
+
+bool mrc_monitor_hooked(uintptr_t start, uintptr_t end, bool always)
+{
+	bool any;
+
+	if (!mrc_monitor_wanted(start, end, always))
+		return false;
 	if (always)
 		return true;
-	if (!maybe_watched(start, end))
-		return false;
 	lock(&mon.watch_lock);
 	any = any_watched(start, end);
 	unlock(&mon.watch_lock);
 	return any;
+}
+
+static bool wipeonfork_asked;
+
+void mrc_monitor_wipeonfork_note(void)
+{
+	if (!__atomic_load_n(&wipeonfork_asked, __ATOMIC_RELAXED))
+		__atomic_store_n(&wipeonfork_asked, true, __ATOMIC_RELAXED);
+}
+
+bool mrc_monitor_wipeonfork_asked(void)
+{
+	return __atomic_load_n(&wipeonfork_asked, __ATOMIC_RELAXED);
+}
+
+bool mrc_monitor_hooks_on(void)
+{
+	return __atomic_load_n(&mon.hooks, __ATOMIC_RELAXED);
+}
+
+/* Through this object's own call slots, bound as the program's are: to
+ * librdmad's hooks where librdmad comes before libc in the lookup order,
+ * to libc's calls where it was opened after libc, to another library's
+ * calls where that library patched the slots since. */
+bool mrc_monitor_hooks_reached(void)
+{
+	int saved = errno;
+	bool reached = madvise(MRC_PROBE_ADDR, 0, MRC_PROBE_ADVICE) ==
+			       MRC_PROBE_ANSWER &&
+		       munmap(MRC_PROBE_ADDR, 0) == MRC_PROBE_ANSWER;
+
+	errno = saved;
+	return reached;
+}
+
+void mrc_monitor_block(sigset_t *ret_old)
+{
+	sigset_t all;
+
+	sigfillset(&all);
+	pthread_sigmask(SIG_BLOCK, &all, ret_old);
+}
+
+void mrc_monitor_unblock(const sigset_t *old)
+{
+	pthread_sigmask(SIG_SETMASK, old, NULL);
 }
 
 unsigned long mrc_monitor_events(void)
@@ -746,13 +866,11 @@ static void atfork_parent(void)
 	pthread_mutex_unlock(&mon.start_lock);
 }
 
-/* The child has no monitor thread and its mappings are no longer watched
- * (the file has no UFFD_FEATURE_EVENT_FORK): the clients forget their
- * entries, and a cache the child makes starts a monitor of its own. */
-static void atfork_child(void)
+/* A child has no monitor thread and its mappings are no longer watched
+ * (the file has no UFFD_FEATURE_EVENT_FORK): it forgets the parent's
+ * monitor, and a cache the child makes starts one of its own. */
+static void forget_parent(void)
 {
-	size_t i;
-
 	if (mon.fd >= 0 && !atomic_load(&mon.lost))
 		close(mon.fd);
 	__atomic_store_n(&mon.fd, -1, __ATOMIC_RELAXED);
@@ -763,10 +881,30 @@ static void atfork_child(void)
 	regions_huge = 0;
 	memset(mon.flying, 0, sizeof(mon.flying));
 	mon.flying_over = 0;
-	unlock(&mon.flight_lock);
 	atomic_store(&mon.busy, 0);
 	pthread_mutex_init(&mon.quiet_lock, NULL);
 	pthread_cond_init(&mon.quiet, NULL);
+}
+
+uint64_t *mrc_monitor_token;
+
+/* The child's token page reads zero again: it has been told. */
+static void told(void)
+{
+	uint64_t *t = __atomic_load_n(&mrc_monitor_token, __ATOMIC_RELAXED);
+
+	if (t)
+		__atomic_store_n(t, MRC_TOKEN, __ATOMIC_RELAXED);
+}
+
+/* fork()'s handler, with every lock prepare took: the clients forget
+ * their entries. */
+static void atfork_child(void)
+{
+	size_t i;
+
+	forget_parent();
+	unlock(&mon.flight_lock);
 	unlock(&mon.watch_lock);
 	for (i = 0; i < MRC_MONITOR_CLIENTS; i++)
 		if (mon.clients[i].ops) {
@@ -775,12 +913,60 @@ static void atfork_child(void)
 		}
 	pthread_mutex_unlock(&mon.list_lock);
 	pthread_mutex_unlock(&mon.start_lock);
+	told();
+}
+
+/* A child of a raw clone(): no handler ran, and the locks may be held by
+ * threads of the parent that the child does not have.  The child is
+ * alone in its process, so every lock is made afresh.  Only the first
+ * caller does it (a compare-and-swap of the token). */
+void mrc_monitor_adopt_clone(void)
+{
+	uint64_t *t = __atomic_load_n(&mrc_monitor_token, __ATOMIC_RELAXED);
+	uint64_t seen = __atomic_load_n(t, __ATOMIC_RELAXED);
+	size_t i;
+
+	/* MRC_TOKEN - 1: another thread of the child is at it. */
+	if (seen == MRC_TOKEN || seen == MRC_TOKEN - 1 ||
+	    !__atomic_compare_exchange_n(t, &seen, MRC_TOKEN - 1, false,
+					 __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST))
+		return;
+	held = 0;
+	pthread_mutex_init(&mon.start_lock, NULL);
+	pthread_mutex_init(&mon.list_lock, NULL);
+	pthread_mutex_init(&mon.watch_lock, NULL);
+	pthread_mutex_init(&mon.flight_lock, NULL);
+	forget_parent();
+	for (i = 0; i < MRC_MONITOR_CLIENTS; i++)
+		if (mon.clients[i].ops)
+			mon.clients[i].ops->cloned(mon.clients[i].arg);
+	told();
+}
+
+/* The token page: private anonymous memory that every child gets
+ * zeroed (MADV_WIPEONFORK, Linux 4.14).  The madvise() is not one the
+ * hooks announce. */
+static void make_token(void)
+{
+	size_t size = (size_t)sysconf(_SC_PAGESIZE);
+	uint64_t *t = mmap(NULL, size, PROT_READ | PROT_WRITE,
+			   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+	if (t == MAP_FAILED)
+		return;
+	if (syscall(SYS_madvise, t, size, MADV_WIPEONFORK) < 0) {
+		munmap(t, size);
+		return;
+	}
+	*t = MRC_TOKEN;
+	__atomic_store_n(&mrc_monitor_token, t, __ATOMIC_RELEASE);
 }
 
 static pthread_once_t atfork_once = PTHREAD_ONCE_INIT;
 
 static void install_atfork(void)
 {
+	make_token();
 	pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
 }
 

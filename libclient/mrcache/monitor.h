@@ -9,6 +9,7 @@
 #ifndef RDMAD_MRCACHE_MONITOR_H
 #define RDMAD_MRCACHE_MONITOR_H
 
+#include <signal.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -23,6 +24,14 @@ struct mrc_monitor_client {
 	void (*lock)(void *arg);
 	void (*unlock)(void *arg);
 	void (*forked)(void *arg);
+	/* In a child made without fork()'s handlers (a raw clone()), alone
+	 * in its process: the lock may be held by a thread the child does
+	 * not have; make it afresh, then as forked(), then unlock. */
+	void (*cloned)(void *arg);
+	/* mrc_monitor_release(): the entries over [start, end) leave the
+	 * cache now, idle ones deregistered, and none of them unwatches its
+	 * range later (the monitor already did). */
+	void (*release)(void *arg, uintptr_t start, uintptr_t end);
 };
 
 /* Start the process's monitor once: 0, or -errno with @why telling the
@@ -61,6 +70,60 @@ void mrc_monitor_changed(uintptr_t start, uintptr_t end);
 /* Whether an announced change not yet done overlaps [start, end). */
 bool mrc_monitor_in_flight(uintptr_t start, uintptr_t end);
 
+/* A thread that changes the monitor's shared state (a claimed ring slot,
+ * a held lock, a range marked changing) does so with its signals
+ * blocked, so that no handler on the same thread can wait for it or
+ * siglongjmp() out of it half done. */
+void mrc_monitor_block(sigset_t *ret_old);
+void mrc_monitor_unblock(const sigset_t *old);
+
+/* Give [start, end) back to the program (rdmad_mr_cache_release()):
+ * every client releases its entries over it and over whatever range
+ * watched together with it, and the monitor stops watching all of that,
+ * so the program may register it with a userfaultfd of its own. */
+void mrc_monitor_release(uintptr_t start, uintptr_t end);
+
+/* The probe hooks.c answers without a system call: madvise(PROBE_ADDR,
+ * 0, PROBE_ADVICE) and munmap(PROBE_ADDR, 0) return PROBE_ANSWER when
+ * the call came to librdmad's hook, directly or through whatever chains
+ * to it; libc gives -1 with EINVAL (an unaligned address, an unknown
+ * advice) and changes nothing. */
+#define MRC_PROBE_ADDR ((void *)0x52)
+#define MRC_PROBE_ADVICE (-0x5244)
+#define MRC_PROBE_ANSWER 0x5244
+/* Whether this process's madvise() and munmap() reach librdmad's hooks
+ * now: false when librdmad came after libc in the lookup order
+ * (dlopen()), or another library since patched the call slots to calls
+ * of its own that do not chain.  Two calls, no system call when true. */
+bool mrc_monitor_hooks_reached(void);
+/* The program asked for MADV_WIPEONFORK through the hooks (for good):
+ * vma.c's probe, which takes the advice off again, must not be used. */
+void mrc_monitor_wipeonfork_note(void);
+bool mrc_monitor_wipeonfork_asked(void);
+/* Whether the hooks announce (RDMAD_MR_CACHE_HOOKS is not off). */
+bool mrc_monitor_hooks_on(void);
+
+/* A page that reads MRC_TOKEN in this process and zero in any child
+ * (MADV_WIPEONFORK), or NULL before the first client or where the kernel
+ * lacks it: a child made by a raw clone(), which runs no fork handler,
+ * is known by one load (mrc_monitor_in_clone()). */
+#define MRC_TOKEN 0x6d72630aULL
+extern uint64_t *mrc_monitor_token;
+/* Whether this process is a child that no fork handler told; then
+ * mrc_monitor_adopt_clone() makes every client pass through. */
+static inline bool mrc_monitor_in_clone(void)
+{
+	const uint64_t *t =
+		__atomic_load_n(&mrc_monitor_token, __ATOMIC_RELAXED);
+
+	return t && __atomic_load_n(t, __ATOMIC_RELAXED) != MRC_TOKEN;
+}
+void mrc_monitor_adopt_clone(void);
+
+/* For the hooks (hooks.c), without a lock or a system call: false when
+ * the change of [start, end) is surely not to be announced (as below);
+ * true when mrc_monitor_hooked() must be asked, signals blocked. */
+bool mrc_monitor_wanted(uintptr_t start, uintptr_t end, bool always);
 /* For the hooks (hooks.c): whether the program's change of [start, end)
  * is to be announced around its call.  @always for the calls the kernel
  * tells late (madvise()'s discards: REMOVE comes before the zap) or not at

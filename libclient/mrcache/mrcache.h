@@ -133,6 +133,7 @@ enum mrc_mode {
 	MRC_CACHING,	/* watched by the monitor, then cached */
 	MRC_UNWATCHED,	/* tests only: cached without watching, any kind */
 	MRC_NO_MONITOR, /* no monitor could be had, or it was lost */
+	MRC_UNHOOKED,	/* the hooks are not reached: until they are again */
 	MRC_FORKED,	/* a child's copy: passes through */
 	MRC_LEAVING,	/* its device began to leave: passes through */
 };

@@ -12,12 +12,7 @@
  * program sees (the public calls, /proc/self), so that the cases before
  * the announced ones run against older code too.
  *
- * A fake MR knows which pages it pinned: registering writes a token into
- * each page that has none (a zero page is a page no MR has seen), and the
- * MR keeps the tokens.  The MR is fresh while every page it covers still
- * holds its token: a page that was replaced, punched or truncated reads
- * zero or another token.  That is what RDMA through a real MR would show
- * (tests/kernel/mrcache-app.c does it with rxe).
+ * The fake MRs are fake-mrcache.h's.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -36,130 +31,11 @@
 #include <infiniband/verbs.h>
 
 #include "check.h"
+#include "fake-mrcache.h"
 #include "proc-fd.h"
 #include "mrcache/mrcache.h"
 
-#define W IBV_ACCESS_LOCAL_WRITE
-
 static size_t ps;
-static uint64_t next_token;
-
-struct fake_mr {
-	struct ibv_mr mr;
-	size_t pages;
-	uint64_t token[];
-};
-
-static char *page_start(const void *addr)
-{
-	return (char *)((uintptr_t)addr & ~(ps - 1));
-}
-
-/* The token of the page at @p, given one if it has none. */
-static uint64_t token_of(char *p)
-{
-	uint64_t zero = 0, t = __atomic_add_fetch(&next_token, 1, 0);
-
-	if (__atomic_compare_exchange_n((uint64_t *)p, &zero, t, false,
-					__ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST))
-		return t;
-	return zero;
-}
-
-/* As ibv_reg_mr(): a writable registration faults every page in for
- * writing and fails where it cannot (EFAULT). */
-static struct ibv_mr *fake_reg(struct ibv_pd *pd, void *addr, size_t length,
-			       int access)
-{
-	char *start = page_start(addr);
-	size_t n = (page_start((char *)addr + length + ps - 1) - start) / ps;
-	struct fake_mr *f;
-	size_t i;
-
-	(void)pd;
-	if ((access & W) && madvise(start, n * ps, MADV_POPULATE_WRITE) < 0) {
-		errno = EFAULT;
-		return NULL;
-	}
-	f = calloc(1, sizeof(*f) + n * sizeof(f->token[0]));
-	f->mr.addr = addr;
-	f->mr.length = length;
-	f->pages = n;
-	for (i = 0; i < n && (access & W); i++)
-		f->token[i] = token_of(start + i * ps);
-	return &f->mr;
-}
-
-static int fake_dereg(struct ibv_mr *mr)
-{
-	free(mr);
-	return 0;
-}
-
-static const struct mrc_ops fake_ops = {fake_reg, fake_dereg};
-
-/* Every page of @mr still holds the token it had when registered. */
-static bool fresh(const struct ibv_mr *mr)
-{
-	const struct fake_mr *f = (const struct fake_mr *)mr;
-	char *start = page_start(mr->addr);
-	size_t i;
-
-	for (i = 0; i < f->pages; i++)
-		if (__atomic_load_n((uint64_t *)(start + i * ps),
-				    __ATOMIC_SEQ_CST) != f->token[i])
-			return false;
-	return true;
-}
-
-static struct rdmad_mr_cache *new_cache(size_t max_entries)
-{
-	struct rdmad_mr_cache_attr attr = {.max_entries = max_entries};
-
-	return mrc_cache_new_ops((struct ibv_pd *)&attr, &attr, &fake_ops,
-				 "fake0");
-}
-
-static struct rdmad_mr_cache_stats stats(struct rdmad_mr_cache *c)
-{
-	struct rdmad_mr_cache_stats s;
-
-	rdmad_mr_cache_get_stats(c, &s, sizeof(s));
-	return s;
-}
-
-static void *anon(void *at, size_t len, int flags)
-{
-	return mmap(at, len, PROT_READ | PROT_WRITE,
-		    MAP_PRIVATE | MAP_ANONYMOUS | flags, -1, 0);
-}
-
-/* Run @fn in a child with @seconds to finish: whether it exited 0. */
-static bool in_child(int (*fn)(void), unsigned int seconds, const char *what)
-{
-	int status;
-	pid_t pid;
-
-	fflush(stdout);
-	pid = fork();
-	if (pid == 0) {
-		alarm(seconds);
-		status = fn();
-		fflush(stdout);
-		_exit(status);
-	}
-	if (waitpid(pid, &status, 0) != pid)
-		return false;
-	if (WIFSIGNALED(status))
-		fprintf(stderr, "%s: the child died of signal %d%s\n", what,
-			WTERMSIG(status),
-			WTERMSIG(status) == SIGALRM ? " (it hung)" : "");
-	if (WIFEXITED(status) && WEXITSTATUS(status))
-		fprintf(stderr, "%s: the child's check %d failed\n", what,
-			WEXITSTATUS(status));
-	return WIFEXITED(status) && WEXITSTATUS(status) == 0;
-}
-
 /* ---- memory whose pages change without an event ------------------------- */
 
 struct kind {
@@ -254,7 +130,7 @@ static const struct kind kinds[] = {
 /* Get, put, change, get: the second MR is fresh, and neither was cached. */
 static void check_kind(const struct kind *k)
 {
-	struct rdmad_mr_cache *c = new_cache(0);
+	struct rdmad_mr_cache *c = fake_mrcache_new(0);
 	struct ibv_mr *a, *b;
 	int fd = -1;
 	char *m = k->map(&fd);
@@ -270,10 +146,11 @@ static void check_kind(const struct kind *k)
 	CHECK(a && rdmad_mr_cache_put(c, a) == 0, "%s", k->name);
 	k->change(m, fd);
 	b = rdmad_mr_cache_get(c, m, len, W);
-	CHECK(b && fresh(b), "%s: a stale MR", k->name);
-	CHECK(stats(c).bypassed == 2 && stats(c).entries == 0,
+	CHECK(b && fake_mrcache_fresh(b), "%s: a stale MR", k->name);
+	CHECK(fake_mrcache_stats(c).bypassed == 2 &&
+		      fake_mrcache_stats(c).entries == 0,
 	      "%s: cached (%llu bypassed)", k->name,
-	      (unsigned long long)stats(c).bypassed);
+	      (unsigned long long)fake_mrcache_stats(c).bypassed);
 	if (b)
 		rdmad_mr_cache_put(c, b);
 	munmap(m, len);
@@ -298,8 +175,8 @@ static void test_kinds(void)
  * of [0, 2) would merge to [0, 5) and fail; the range alone registers. */
 static void test_merge_read_only(void)
 {
-	struct rdmad_mr_cache *c = new_cache(0);
-	char *m = anon(NULL, 6 * ps, 0);
+	struct rdmad_mr_cache *c = fake_mrcache_new(0);
+	char *m = fake_mrcache_anon(NULL, 6 * ps, 0);
 	struct ibv_mr *a, *b;
 
 	a = rdmad_mr_cache_get(c, m + ps, 4 * ps, W);
@@ -307,8 +184,8 @@ static void test_merge_read_only(void)
 	CHECK(mprotect(m + 4 * ps, ps, PROT_READ) == 0);
 	errno = 0;
 	b = rdmad_mr_cache_get(c, m, 2 * ps, W);
-	CHECK(b && fresh(b), "a get merging over a read-only page: %s",
-	      strerror(errno));
+	CHECK(b && fake_mrcache_fresh(b),
+	      "a get merging over a read-only page: %s", strerror(errno));
 	if (b)
 		rdmad_mr_cache_put(c, b);
 	rdmad_mr_cache_flush(c);
@@ -332,28 +209,33 @@ static struct ibv_mr *unmapping_reg(struct ibv_pd *pd, void *addr,
 		munmap(victim + ps, ps);
 		victim = NULL;
 	}
-	return fake_reg(pd, addr, length, access);
+	return fake_mrcache_ops.reg(pd, addr, length, access);
 }
 
 static int unmap_inside_reg(void)
 {
-	static const struct mrc_ops ops = {unmapping_reg, fake_dereg};
+	struct mrc_ops ops = {unmapping_reg, fake_mrcache_ops.dereg};
 	struct rdmad_mr_cache *c = mrc_cache_new_ops(NULL, NULL, &ops, "f0");
-	char *m = anon(NULL, 4 * ps, 0), *v = anon(NULL, 2 * ps, 0);
+	char *m = fake_mrcache_anon(NULL, 4 * ps, 0),
+	     *v = fake_mrcache_anon(NULL, 2 * ps, 0);
 	struct ibv_mr *a;
 
 	a = rdmad_mr_cache_get(c, v, 2 * ps, W);
 	rdmad_mr_cache_put(c, a);
-	if (stats(c).entries != 1)
+	if (fake_mrcache_stats(c).entries != 1)
 		return 2;
 	victim = v;
 	a = rdmad_mr_cache_get(c, m, 4 * ps, W);
-	return a && fresh(a) && stats(c).invalidations >= 1 ? 0 : 3;
+	return a && fake_mrcache_fresh(a) &&
+			       fake_mrcache_stats(c).invalidations >= 1
+		       ? 0
+		       : 3;
 }
 
 static void test_unmap_inside_reg(void)
 {
-	CHECK(in_child(unmap_inside_reg, 20, "unmap inside a registration"),
+	CHECK(fake_mrcache_in_child(unmap_inside_reg, 20,
+				    "unmap inside a registration"),
 	      "an munmap() inside ibv_reg_mr() deadlocked");
 }
 
@@ -362,10 +244,10 @@ static void test_unmap_inside_reg(void)
 /* A cache in a child (its own monitor), one entry over @m's 2 pages. */
 static struct rdmad_mr_cache *child_cache(char **m)
 {
-	struct rdmad_mr_cache *c = new_cache(0);
+	struct rdmad_mr_cache *c = fake_mrcache_new(0);
 	struct ibv_mr *a;
 
-	*m = anon(NULL, 2 * ps, 0);
+	*m = fake_mrcache_anon(NULL, 2 * ps, 0);
 	a = rdmad_mr_cache_get(c, *m, 2 * ps, W);
 	rdmad_mr_cache_put(c, a);
 	return c;
@@ -379,13 +261,13 @@ static int closed_descriptor(void)
 	struct ibv_mr *b;
 	int fd = fd_naming("userfaultfd");
 
-	if (fd < 0 || stats(c).entries != 1)
+	if (fd < 0 || fake_mrcache_stats(c).entries != 1)
 		return 2;
 	close(fd);
 	munmap(m, 2 * ps);
-	anon(m, 2 * ps, MAP_FIXED_NOREPLACE);
+	fake_mrcache_anon(m, 2 * ps, MAP_FIXED_NOREPLACE);
 	b = rdmad_mr_cache_get(c, m, 2 * ps, W);
-	if (!b || !fresh(b))
+	if (!b || !fake_mrcache_fresh(b))
 		return 3;
 	if (rdmad_mr_cache_is_caching(c) != 0 ||
 	    !strstr(rdmad_mr_cache_get_reason(c), "descriptor"))
@@ -404,16 +286,19 @@ static int replaced_descriptor(void)
 	if (fd < 0 || pipe(p) < 0 || dup2(p[0], fd) < 0)
 		return 2;
 	munmap(m, 2 * ps);
-	anon(m, 2 * ps, MAP_FIXED_NOREPLACE);
+	fake_mrcache_anon(m, 2 * ps, MAP_FIXED_NOREPLACE);
 	b = rdmad_mr_cache_get(c, m, 2 * ps, W);
-	return b && fresh(b) && rdmad_mr_cache_is_caching(c) == 0 ? 0 : 3;
+	return b && fake_mrcache_fresh(b) && rdmad_mr_cache_is_caching(c) == 0
+		       ? 0
+		       : 3;
 }
 
 static void test_descriptor(void)
 {
-	CHECK(in_child(closed_descriptor, 20, "closed descriptor"),
+	CHECK(fake_mrcache_in_child(closed_descriptor, 20, "closed descriptor"),
 	      "a closed monitor descriptor went unnoticed");
-	CHECK(in_child(replaced_descriptor, 20, "replaced descriptor"),
+	CHECK(fake_mrcache_in_child(replaced_descriptor, 20,
+				    "replaced descriptor"),
 	      "a replaced monitor descriptor hung or went unnoticed");
 }
 
@@ -452,8 +337,8 @@ static int advise(enum way way, void *addr, size_t len, int advice)
  * -1 without guard regions (before 6.13). */
 static int guard_case(enum way way)
 {
-	struct rdmad_mr_cache *c = new_cache(0);
-	char *m = anon(NULL, 4 * ps, 0);
+	struct rdmad_mr_cache *c = fake_mrcache_new(0);
+	char *m = fake_mrcache_anon(NULL, 4 * ps, 0);
 	struct ibv_mr *a = rdmad_mr_cache_get(c, m, 4 * ps, W), *b;
 	int r = -1;
 
@@ -463,7 +348,7 @@ static int guard_case(enum way way)
 		r = 0;
 	}
 	b = rdmad_mr_cache_get(c, m, 4 * ps, W);
-	if (r == 0 && b && fresh(b))
+	if (r == 0 && b && fake_mrcache_fresh(b))
 		r = 1;
 	if (b)
 		rdmad_mr_cache_put(c, b);
@@ -538,7 +423,7 @@ static void *racer(void *arg)
 		mr = rdmad_mr_cache_get(r->cache, r->map + off, 4 * ps, W);
 		if (!mr)
 			continue;
-		if (s0 == f0 && !fresh(mr) &&
+		if (s0 == f0 && !fake_mrcache_fresh(mr) &&
 		    __atomic_load_n(&r->started, __ATOMIC_SEQ_CST) == s0)
 			__atomic_add_fetch(&r->stale, 1, __ATOMIC_RELAXED);
 		__atomic_add_fetch(&r->checks, 1, __ATOMIC_RELAXED);
@@ -549,11 +434,11 @@ static void *racer(void *arg)
 
 static struct race race_run(enum way way)
 {
-	struct race r = {.cache = new_cache(64), .way = way};
+	struct race r = {.cache = fake_mrcache_new(64), .way = way};
 	pthread_t t[4];
 	int i;
 
-	r.map = anon(NULL, 16 * ps, 0);
+	r.map = fake_mrcache_anon(NULL, 16 * ps, 0);
 	for (i = 1; i < 4; i++)
 		pthread_create(&t[i], NULL, racer, &r);
 	pthread_create(&t[0], NULL, discarder, &r);
@@ -598,7 +483,7 @@ static struct ibv_mr *cache_one(struct rdmad_mr_cache *c, char *m)
 {
 	struct ibv_mr *mr = rdmad_mr_cache_get(c, m, 4 * ps, W);
 
-	CHECK(mr && fresh(mr));
+	CHECK(mr && fake_mrcache_fresh(mr));
 	rdmad_mr_cache_put(c, mr);
 	return mr;
 }
@@ -607,8 +492,8 @@ static struct ibv_mr *cache_one(struct rdmad_mr_cache *c, char *m)
  * whether the next get of new memory there was fresh. */
 static unsigned long unmap_case(void (*change)(char *m), bool *fresh_after)
 {
-	struct rdmad_mr_cache *c = new_cache(0);
-	char *m = anon(NULL, 4 * ps, 0);
+	struct rdmad_mr_cache *c = fake_mrcache_new(0);
+	char *m = fake_mrcache_anon(NULL, 4 * ps, 0);
 	unsigned long before;
 	struct ibv_mr *mr;
 
@@ -617,9 +502,9 @@ static unsigned long unmap_case(void (*change)(char *m), bool *fresh_after)
 	change(m);
 	mrc_monitor_quiesce();
 	before = mrc_monitor_events() - before;
-	CHECK(anon(m, 4 * ps, MAP_FIXED_NOREPLACE) == m);
+	CHECK(fake_mrcache_anon(m, 4 * ps, MAP_FIXED_NOREPLACE) == m);
 	mr = rdmad_mr_cache_get(c, m, 4 * ps, W);
-	*fresh_after = mr && fresh(mr);
+	*fresh_after = mr && fake_mrcache_fresh(mr);
 	if (mr)
 		rdmad_mr_cache_put(c, mr);
 	rdmad_mr_cache_destroy(c);
@@ -640,7 +525,7 @@ static void unmap_libc(char *m)
 /* Move the range away with mremap() (the destination is unmapped after). */
 static void remap_libc(char *m)
 {
-	char *to = anon(NULL, 4 * ps, 0);
+	char *to = fake_mrcache_anon(NULL, 4 * ps, 0);
 
 	CHECK(mremap(m, 4 * ps, 4 * ps, MREMAP_MAYMOVE | MREMAP_FIXED, to) ==
 	      to);
@@ -677,7 +562,7 @@ static int hooks_off(void)
 
 static void test_hooks_off(void)
 {
-	CHECK(in_child(hooks_off, 20, "hooks off"),
+	CHECK(fake_mrcache_in_child(hooks_off, 20, "hooks off"),
 	      "RDMAD_MR_CACHE_HOOKS=off did not leave munmap() to the kernel");
 }
 
@@ -729,9 +614,9 @@ static bool watched(const void *p)
 static int bounded_maps(void)
 {
 	const unsigned int gets = 20000, bound = 1024;
-	struct rdmad_mr_cache *c = new_cache(bound);
+	struct rdmad_mr_cache *c = fake_mrcache_new(bound);
 	size_t len = 2 * (size_t)gets * ps;
-	char *m = anon(NULL, len, 0);
+	char *m = fake_mrcache_anon(NULL, len, 0);
 	unsigned int most = 0, i, n;
 	struct ibv_mr *a;
 
@@ -761,7 +646,7 @@ static int bounded_maps(void)
 
 static void test_bounded_maps(void)
 {
-	CHECK(in_child(bounded_maps, 120, "bounded mappings"),
+	CHECK(fake_mrcache_in_child(bounded_maps, 120, "bounded mappings"),
 	      "the mappings the cache adds are not bounded or not given back");
 }
 
@@ -770,7 +655,8 @@ int main(void)
 	struct rdmad_mr_cache *probe;
 
 	ps = (size_t)sysconf(_SC_PAGESIZE);
-	probe = mrc_cache_new_ops(NULL, NULL, &fake_ops, "probe0");
+	fake_mrcache_init();
+	probe = mrc_cache_new_ops(NULL, NULL, &fake_mrcache_ops, "probe0");
 	test_kinds();
 	test_merge_read_only();
 	if (rdmad_mr_cache_is_caching(probe) == 1) {

@@ -22,11 +22,15 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
+#include <infiniband/verbs.h>
+
 #include "check.h"
 #include "rdmad-config.h"
 #include "rdmad.h"
 
 static size_t ps;
+/* A sanitizer's interceptors come first and call libc past librdmad. */
+static bool sanitized;
 
 /* Where @name under @version resolves for this program. */
 static void check_owner(const char *name, const char *version)
@@ -48,6 +52,7 @@ static void check_owner(const char *name, const char *version)
 		printf("SKIP %s: a sanitizer's runtime (%s) interposes it "
 		       "first\n",
 		       name, info.dli_fname);
+		sanitized = true;
 		return;
 	}
 	CHECK(!strncmp(base, "librdmad.so", 11),
@@ -157,6 +162,26 @@ static void test_no_libc_version_from_librdmad(void)
 	CHECK(seen > 0, "no version needed from librdmad was found");
 }
 
+/* Linked as a user links it, the cache finds its hooks reached (where a
+ * monitor can be had at all). */
+static void test_cache_finds_hooks(void)
+{
+	static struct ibv_device dev = {.name = "fake0"};
+	static struct ibv_context ctx = {.device = &dev};
+	static struct ibv_pd pd = {.context = &ctx};
+	struct rdmad_mr_cache *c = rdmad_mr_cache_new(&pd, NULL);
+	const char *why = c ? rdmad_mr_cache_get_reason(c) : "";
+
+	CHECK(c);
+	if (c && rdmad_mr_cache_is_caching(c) != 1 &&
+	    (sanitized || !strstr(why, "hooks")))
+		printf("SKIP the cache's view of the hooks: %s\n", why);
+	else if (c)
+		CHECK(rdmad_mr_cache_is_caching(c) == 1,
+		      "linked with librdmad: %s", rdmad_mr_cache_get_reason(c));
+	rdmad_mr_cache_destroy(c);
+}
+
 int main(void)
 {
 	ps = (size_t)sysconf(_SC_PAGESIZE);
@@ -165,5 +190,6 @@ int main(void)
 	test_resolved_to_librdmad();
 	test_calls_do_what_libc_does();
 	test_no_libc_version_from_librdmad();
+	test_cache_finds_hooks();
 	return failures ? 1 : 0;
 }

@@ -280,18 +280,18 @@ static void test_vma_descriptor(void)
 	int fd, status;
 	pid_t pid;
 
-	CHECK(mrc_vma_private_anon(s, s + 3 * ps) == 1);
+	CHECK(mrc_vma_private_anon(s, s + 3 * ps, true) == 1);
 	fd = fd_naming("/maps");
 	if (fd >= 0) {
 		CHECK(dup2(open("/dev/null", O_RDONLY | O_CLOEXEC), fd) == fd);
-		CHECK(mrc_vma_private_anon(s, s + 3 * ps) == 1,
+		CHECK(mrc_vma_private_anon(s, s + 3 * ps, true) == 1,
 		      "after the program replaced the descriptor");
 	}
 	pid = fork();
 	if (pid == 0) {
 		late = three_pages(MAP_PRIVATE | MAP_ANONYMOUS, -1);
 		_exit(mrc_vma_private_anon((uintptr_t)late,
-					   (uintptr_t)late + 3 * ps) == 1
+					   (uintptr_t)late + 3 * ps, true) == 1
 			      ? 0
 			      : 1);
 	}
@@ -301,7 +301,74 @@ static void test_vma_descriptor(void)
 	munmap(m, 3 * ps);
 }
 
-/* Both methods, and the one the cache uses, give each row's answer;
+/* Whether a child forked now sees @byte in the first byte of @m's pages
+ * (a page the parent marked MADV_WIPEONFORK reads zero there). */
+static bool child_sees(const char *m, size_t pages, char byte)
+{
+	int status;
+	size_t i;
+	pid_t pid = fork();
+
+	if (pid == 0) {
+		for (i = 0; i < pages; i++)
+			if (m[i * ps] != byte)
+				_exit(1);
+		_exit(0);
+	}
+	return waitpid(pid, &status, 0) == pid && WIFEXITED(status) &&
+	       WEXITSTATUS(status) == 0;
+}
+
+/* The advice's answer takes its mark off again, over a range that spans
+ * an anonymous and a shared mapping too. */
+static void test_vma_advise_unmarks(void)
+{
+	char *m = three_pages(MAP_PRIVATE | MAP_ANONYMOUS, -1);
+
+	CHECK(mmap(m + 2 * ps, ps, PROT_READ | PROT_WRITE,
+		   MAP_SHARED | MAP_ANONYMOUS | MAP_FIXED, -1,
+		   0) == m + 2 * ps);
+	memset(m, 0x5a, 3 * ps);
+	CHECK(mrc_vma_advise((uintptr_t)m, (uintptr_t)m + 2 * ps) == 1);
+	CHECK(mrc_vma_advise((uintptr_t)m, (uintptr_t)m + 3 * ps) == 0);
+	CHECK(child_sees(m, 3, 0x5a), "the probe left a page marked "
+				      "MADV_WIPEONFORK");
+	munmap(m, 3 * ps);
+}
+
+/* A program that marks its memory MADV_WIPEONFORK itself (through the
+ * hooks) keeps the mark: the cache then reads the maps instead. */
+static int wipeonfork_kept(void)
+{
+	struct rdmad_mr_cache_attr attr = {0};
+	struct rdmad_mr_cache *c = mrc_cache_new_ops((struct ibv_pd *)&attr,
+						     &attr, &fake_ops, "f0");
+	char *m = three_pages(MAP_PRIVATE | MAP_ANONYMOUS, -1);
+	struct ibv_mr *mr;
+
+	memset(m, 0x5a, 3 * ps);
+	if (madvise(m, 3 * ps, MADV_WIPEONFORK) < 0)
+		return 0;
+	mr = rdmad_mr_cache_get(c, m, 3 * ps, IBV_ACCESS_LOCAL_WRITE);
+	if (!mr || rdmad_mr_cache_put(c, mr))
+		return 2;
+	return child_sees(m, 3, 0) ? 0 : 3;
+}
+
+static void test_vma_keeps_program_marks(void)
+{
+	int status;
+	pid_t pid = fork();
+
+	if (pid == 0)
+		_exit(wipeonfork_kept());
+	CHECK(waitpid(pid, &status, 0) == pid && WIFEXITED(status) &&
+		      WEXITSTATUS(status) == 0,
+	      "the program's own MADV_WIPEONFORK was taken off (%d)",
+	      WEXITSTATUS(status));
+}
+
+/* Every method, and the one the cache uses, give each row's answer;
  * PROCMAP_QUERY only where the kernel has it (6.11). */
 static void test_vma(void)
 {
@@ -315,6 +382,10 @@ static void test_vma(void)
 		 three_pages(MAP_SHARED | MAP_ANONYMOUS, -1)},
 		{"a file mapped private", 0, NULL},
 		{"a hole", 0, three_pages(MAP_PRIVATE | MAP_ANONYMOUS, -1)},
+		{"anonymous, then shared anonymous", 0,
+		 three_pages(MAP_PRIVATE | MAP_ANONYMOUS, -1)},
+		{"shared anonymous, then anonymous", 0,
+		 three_pages(MAP_PRIVATE | MAP_ANONYMOUS, -1)},
 	};
 	uintptr_t start, end;
 	size_t i;
@@ -324,6 +395,12 @@ static void test_vma(void)
 	rows[3].map = three_pages(MAP_PRIVATE, memfd);
 	CHECK(mprotect(rows[1].map + ps, ps, PROT_READ) == 0);
 	CHECK(munmap(rows[4].map + ps, ps) == 0);
+	CHECK(mmap(rows[5].map + 2 * ps, ps, PROT_READ | PROT_WRITE,
+		   MAP_SHARED | MAP_ANONYMOUS | MAP_FIXED, -1,
+		   0) == rows[5].map + 2 * ps);
+	CHECK(mmap(rows[6].map, ps, PROT_READ | PROT_WRITE,
+		   MAP_SHARED | MAP_ANONYMOUS | MAP_FIXED, -1,
+		   0) == rows[6].map);
 	for (i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
 		start = (uintptr_t)rows[i].map;
 		end = start + 3 * ps;
@@ -333,13 +410,17 @@ static void test_vma(void)
 		      rows[i].name, q);
 		CHECK(mrc_vma_parse(fd, start, end) == rows[i].expect,
 		      "%s: parse", rows[i].name);
-		CHECK(mrc_vma_private_anon(start, end) == rows[i].expect, "%s",
-		      rows[i].name);
+		CHECK(mrc_vma_advise(start, end) == rows[i].expect,
+		      "%s: advise", rows[i].name);
+		CHECK(mrc_vma_private_anon(start, end, true) == rows[i].expect,
+		      "%s", rows[i].name);
 		close(fd);
 		munmap(rows[i].map, 3 * ps);
 	}
 	close(memfd);
 	test_vma_descriptor();
+	test_vma_advise_unmarks();
+	test_vma_keeps_program_marks();
 }
 
 /* ---- the cache's rules -------------------------------------------------- */
