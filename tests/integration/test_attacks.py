@@ -472,9 +472,10 @@ class AttackTest(DaemonTest):
         return a
 
     def fuse_release(self, a):
-        """A release for the attacker @a's FUSE mount: aborts its
-        connection (fusectl, once the returned dict has its number as
-        "n") and ends @a, either of which frees whoever waits in it."""
+        """A release for the attacker @a's FUSE mount, registered for
+        teardown: aborts its connection (fusectl, once the dict returned
+        has its number as "n") and ends @a, either of which frees whoever
+        waits in it.  Returns (the dict, the release)."""
         conn = {}
 
         def release():
@@ -484,7 +485,7 @@ class AttackTest(DaemonTest):
                         check=False)
             a.kill()
         self.releases.append(release)
-        return conn
+        return conn, release
 
     def fuse_attack(self, script, args, ready):
         """An attack with fuse-stall's FUSE mount: started, with a release
@@ -493,7 +494,7 @@ class AttackTest(DaemonTest):
         where the attack says SKIP, and fails where it never says
         @ready."""
         a = self.attack(script, args)
-        conn = self.fuse_release(a)
+        conn, release = self.fuse_release(a)
         _, line = a.expect((ready, "SKIP:"))
         if line != ready:
             why = a.skip_reason()
@@ -1926,7 +1927,7 @@ class TestOwners(AttackTest):
         a = self.attack(PYTHON, [SUBUID_ATTACK, self.sock, self.mountpoint(),
                                  FUSE_STALL, PASS_FILE, PASS_NULLS,
                                  SUBUID_INNER], ns="")
-        conn = self.fuse_release(a)
+        conn, _ = self.fuse_release(a)
         _, line = a.expect(("pid ", "SKIP:"))
         if line and line.startswith("SKIP:"):
             self.skipTest(a.skip_reason())
