@@ -296,9 +296,11 @@ class TestListAndWatch(PluginTest):
 
 class TestAllocate(PluginTest):
     def test_allocate_answers_cdi_names_and_nodes(self):
+        """With "deviceSpecs": true (kubelets and runtimes without CDI)
+        Allocate also lists the nodes and the socket mount."""
         self.tb.plug("mlx5_0", "mlx5-ib")
         self.tb.plug("mlx5_1", "mlx5-roce")
-        self.start()
+        self.start(dict(CONFIG, deviceSpecs=True))
         a, b = self.ids("mlx5_0", "mlx5_1")
         self.kubelet.list("rdmad.io/hca", lambda l: len(l) == 2, "both")
         self.kubelet.send(cmd="allocate", resource="rdmad.io/hca", ids=[b])
@@ -351,6 +353,10 @@ class TestAllocate(PluginTest):
         got = self.kubelet.expect(lambda o: o["event"] == "allocate",
                                   "allocate")["response"]
         name = got["containerResponses"][0]["cdiDevices"][0]["name"]
+        # All the kubelet keeps of it (its checkpoint) is that name: no
+        # kernel node a re-plug may hand to another device.
+        self.assertNotIn("/dev/infiniband", json.dumps(got),
+                         "Allocate's answer names kernel nodes")
         st = rdmatb.status(self.sock)
         ident = rdmatb.find(st, "mlx5_0")["identity"]
         self.assertEqual(name, "rdmad.io/rdma=" + ident)

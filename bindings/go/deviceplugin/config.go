@@ -34,7 +34,7 @@ const (
 //	    "mode": "shared", "slots": 64}],
 //	 "resourcePrefix": "rdmad.io",
 //	 "cdiSpecDir": "/var/run/cdi", "socketMount": "/run/rdmad",
-//	 "deviceSpecs": true}
+//	 "deviceSpecs": false}
 type Config struct {
 	Resources []Resource `json:"resources"`
 	// ResourcePrefix makes the resources' names: PREFIX/NAME.
@@ -45,9 +45,13 @@ type Config struct {
 	// SocketMount, when set, is rdmad's socket directory, mounted
 	// read-only into containers (in the CDI spec and in Allocate).
 	SocketMount string `json:"socketMount"`
-	// DeviceSpecs: Allocate also lists the device nodes, for kubelets
-	// and runtimes without CDI (default true).  CDI injection replaces
-	// a node of the same path, so both together are safe.
+	// DeviceSpecs: Allocate also lists the device nodes and the socket
+	// mount, for kubelets and runtimes without CDI (default false).
+	// The kubelet keeps them for the pod's life, and they name the
+	// kernel's nodes as they were at Allocate: after a re-plug that
+	// hands those numbers to another device, a restarted container
+	// would get that device too.  Off, all the kubelet keeps is the CDI
+	// name, bound to the device's identity.
 	DeviceSpecs *bool `json:"deviceSpecs"`
 }
 
@@ -67,7 +71,7 @@ type Resource struct {
 
 // WantDeviceSpecs says whether Allocate lists device nodes.
 func (c *Config) WantDeviceSpecs() bool {
-	return c.DeviceSpecs == nil || *c.DeviceSpecs
+	return c.DeviceSpecs != nil && *c.DeviceSpecs
 }
 
 // FullName is the resource's name as the kubelet knows it.

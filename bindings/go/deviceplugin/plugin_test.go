@@ -200,8 +200,28 @@ func TestPreferredAllocationKeepsOneNUMANode(t *testing.T) {
 	}
 }
 
+// By default Allocate answers the identity-bound CDI name alone: what
+// the kubelet keeps names no kernel node.
+func TestAllocateNamesNoKernelNode(t *testing.T) {
+	c := config(t, `{"resources":[{"name":"hca"}],"socketMount":"/run/rdmad"}`)
+	p := NewPlugin(c, &c.Resources[0])
+	p.Set(&rdmad.Snapshot{Devices: []*rdmadpb.Device{
+		dev("mlx5_0", 0, "InfiniBand", true)}}, true)
+	r, err := p.Allocate(context.Background(), &api.AllocateRequest{
+		ContainerRequests: []*api.ContainerAllocateRequest{{
+			DevicesIds: []string{"pci_0000_00_00.0"}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cr := r.ContainerResponses[0]
+	if len(cr.CdiDevices) != 1 || len(cr.Devices) != 0 || len(cr.Mounts) != 0 {
+		t.Fatalf("CDI %v, device specs %v, mounts %v", cr.CdiDevices,
+			cr.Devices, cr.Mounts)
+	}
+}
+
 func TestAllocate(t *testing.T) {
-	c := config(t, `{"resources":[{"name":"hca","mode":"shared","slots":2}],"socketMount":"/run/rdmad"}`)
+	c := config(t, `{"resources":[{"name":"hca","mode":"shared","slots":2}],"socketMount":"/run/rdmad","deviceSpecs":true}`)
 	d := dev("mlx5_0", 0, "InfiniBand", true)
 	d.MadNodes = []string{"umad0", "issm0"}
 	gone := dev("mlx5_1", 0, "InfiniBand", true)
