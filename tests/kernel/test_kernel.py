@@ -1114,6 +1114,8 @@ class TestLanes(KernelTest):
             closing += st.get("closing", [])
             if not st.get("closing") and time.monotonic() - t0 > 3:
                 break
+            self.assertLess(time.monotonic() - t0, DEADLINE * 10,
+                            "the AF_PACKET sockets were never let go of")
             time.sleep(0.5)
         done = b.next(timeout=120)
         print("figure: the bystander's connections (ok, refused) while "
