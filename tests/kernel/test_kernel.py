@@ -853,6 +853,12 @@ def cdi_offers(path=CDI_SPEC):
              for d in spec.get("devices", [])}, spec)
 
 
+def identity_name(dev):
+    """The CDI name rdmad-cdi gives @dev's identity (cdi.IdentityName):
+    every character a CDI device name cannot hold as '_'."""
+    return re.sub(r"[^A-Za-z0-9_.:-]", "_", dev["identity"])
+
+
 def rdma_nodes(ibdev):
     """/dev/infiniband's entries of @ibdev as the kernel names them: its
     uverbs and, with ib_umad, its ports' umad and issm devices; with
@@ -868,13 +874,15 @@ def rdma_nodes(ibdev):
 
 
 class TestCDI(KernelTest):
-    """Issue 20: rdmad-cdi's CDI spec with real podman (Debian 12's 4.3,
-    crun) on two rxe devices: `podman run --device rdmad.io/rdma=rxe1`
-    gets rxe1's nodes and rdma_cm and nothing of rxe0, rdmactl in that
-    container (rdmad's socket from the spec's mount) lists rxe1 only, and
-    once rxe1 is deleted the spec no longer offers it and podman refuses
-    the device; it prints how long the spec took to drop rxe1.  rdmad
-    runs as the shipped unit runs it (TestViews.start_daemon)."""
+    """rdmad-cdi's CDI spec with real podman (Debian 12's 4.3, crun) on
+    two rxe devices, each offered under its kernel name and its
+    identity's: `podman run --device rdmad.io/rdma=rxe1` gets rxe1's
+    nodes and rdma_cm and nothing of rxe0, and so does rxe1's identity
+    name; rdmactl in that container (rdmad's socket from the spec's
+    mount) lists rxe1 only, and once rxe1 is deleted the spec no longer
+    offers it under either name and podman refuses the device; it prints
+    how long the spec took to drop rxe1.  rdmad runs as the shipped unit
+    runs it (TestViews.start_daemon)."""
 
     start_daemon = TestViews.start_daemon
 
@@ -953,10 +961,16 @@ class TestCDI(KernelTest):
                    "--socket-mount")
         wait_until(lambda: (cdi_offers()[0] or {}).keys() >=
                    {"rxe0", "rxe1"}, "rdmad-cdi's spec to offer rxe0, rxe1")
+        st = self.status()
+        ident = {n: identity_name(self.lives(st, n)[0]) for n in
+                 ("rxe0", "rxe1")}
+        wait_until(lambda: (cdi_offers()[0] or {}).keys() >=
+                   set(ident.values()), "the identities' names too")
         offers, spec = cdi_offers()
         self.assertEqual((spec["cdiVersion"], spec["kind"]),
                          ("0.5.0", CDI_KIND), spec)
-        self.assertEqual(sorted(offers), ["rxe0", "rxe1"], spec)
+        self.assertEqual(sorted(offers), sorted(["rxe0", "rxe1"] +
+                                                list(ident.values())), spec)
         self.assertIn({"hostPath": self.work, "containerPath": self.work},
                       [{k: m.get(k) for k in ("hostPath", "containerPath")}
                        for m in spec.get("containerEdits", {})
@@ -966,9 +980,10 @@ class TestCDI(KernelTest):
             self.assertTrue(any(n.startswith("umad") for n in rxe1), rxe1)
         cm = sysfs_attr("/sys/class/misc/rdma_cm/dev")
         for name, nodes in (("rxe0", rxe0), ("rxe1", rxe1)):
-            self.assertEqual(offers[name], sorted(
-                ["/dev/infiniband/" + n for n in nodes] +
-                ["/dev/infiniband/rdma_cm"]), spec)
+            for offered in (name, ident[name]):
+                self.assertEqual(offers[offered], sorted(
+                    ["/dev/infiniband/" + n for n in nodes] +
+                    ["/dev/infiniband/rdma_cm"]), spec)
         # The container's /dev/infiniband: rxe1's nodes (by number, as
         # the kernel has them) and rdma_cm, nothing of rxe0's.
         nodes, listed, st = self.in_container("rdmad.io/rdma=rxe1")
@@ -979,6 +994,11 @@ class TestCDI(KernelTest):
         self.assertEqual(listed, ["rxe1"])
         self.assertEqual([d["name"] for d in st["devices"]], ["rxe1"], st)
         self.assertTrue(st["view"]["verified"], st["view"])
+        # By its identity, the name a kubelet keeps: the same device.
+        nodes, listed, _ = self.in_container("rdmad.io/rdma=" +
+                                             ident["rxe1"])
+        self.assertEqual(nodes, dict(rxe1, rdma_cm=cm))
+        self.assertEqual(listed, ["rxe1"])
         # rxe1 goes: the spec follows, podman refuses it, rxe0 still runs.
         start = time.monotonic()
         run("rdma", "link", "delete", "rxe1")
@@ -997,12 +1017,16 @@ class TestCDI(KernelTest):
                              (dropped - start) * 1000,
                              (dropped - deleted) * 1000),
               end=" ... ", flush=True)
+        wait_until(lambda: ident["rxe1"] not in (cdi_offers()[0] or {}),
+                   "the spec to drop rxe1's identity too")
         offers, spec = cdi_offers()
-        self.assertEqual(sorted(offers), ["rxe0"], spec)
-        r = self.podman_run("rdmad.io/rdma=rxe1", "/bin/true")
-        self.assertNotEqual(r.returncode, 0, r.stdout)
-        self.assertIn("unresolvable CDI devices rdmad.io/rdma=rxe1",
-                      r.stderr)
+        self.assertEqual(sorted(offers), sorted(["rxe0", ident["rxe0"]]),
+                         spec)
+        for name in ("rxe1", ident["rxe1"]):
+            r = self.podman_run("rdmad.io/rdma=" + name, "/bin/true")
+            self.assertNotEqual(r.returncode, 0, r.stdout)
+            self.assertIn("unresolvable CDI devices rdmad.io/rdma=" + name,
+                          r.stderr)
         nodes, listed, st = self.in_container("rdmad.io/rdma=rxe0")
         self.assertEqual(nodes, dict(rxe0, rdma_cm=cm))
         self.assertEqual(listed, ["rxe0"])
