@@ -110,6 +110,25 @@ func (a *APIServer) do(ctx context.Context, method, path string, in, out interfa
 	return a.doAs(ctx, method, path, "application/json", in, out)
 }
 
+// newRequest is a request of @method for @pathQuery on the API
+// server, with its token and an Accept of JSON.
+func (a *APIServer) newRequest(ctx context.Context, method, pathQuery string, body io.Reader) (*http.Request, error) {
+	if err := checkURL(a.URL); err != nil {
+		return nil, err
+	}
+	req, err := http.NewRequestWithContext(ctx, method, a.URL+pathQuery, body)
+	if err != nil {
+		return nil, err
+	}
+	tok, err := os.ReadFile(a.TokenFile)
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Authorization", "Bearer "+strings.TrimSpace(string(tok)))
+	req.Header.Set("Accept", "application/json")
+	return req, nil
+}
+
 // doAs is do with the body's content type @ctype.
 func (a *APIServer) doAs(ctx context.Context, method, path, ctype string, in, out interface{}) error {
 	var body io.Reader
@@ -120,19 +139,10 @@ func (a *APIServer) doAs(ctx context.Context, method, path, ctype string, in, ou
 		}
 		body = bytes.NewReader(b)
 	}
-	if err := checkURL(a.URL); err != nil {
-		return err
-	}
-	req, err := http.NewRequestWithContext(ctx, method, a.URL+path, body)
+	req, err := a.newRequest(ctx, method, path, body)
 	if err != nil {
 		return err
 	}
-	tok, err := os.ReadFile(a.TokenFile)
-	if err != nil {
-		return err
-	}
-	req.Header.Set("Authorization", "Bearer "+strings.TrimSpace(string(tok)))
-	req.Header.Set("Accept", "application/json")
 	if in != nil {
 		req.Header.Set("Content-Type", ctype)
 	}
@@ -234,22 +244,13 @@ const watchTimeout = 5 * time.Minute
 // longer has is a StatusError 410 Gone: list again, then watch from the
 // list's.
 func (a *APIServer) WatchSlices(ctx context.Context, node, driver, rv string, fn func(typ string, s *ResourceSlice)) error {
-	if err := checkURL(a.URL); err != nil {
-		return err
-	}
 	q := "?watch=true&allowWatchBookmarks=true&fieldSelector=" + sliceSelector(node, driver) +
 		"&resourceVersion=" + url.QueryEscape(rv) +
 		fmt.Sprintf("&timeoutSeconds=%d", int(watchTimeout/time.Second))
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, a.URL+slicesPath+q, nil)
+	req, err := a.newRequest(ctx, http.MethodGet, slicesPath+q, nil)
 	if err != nil {
 		return err
 	}
-	tok, err := os.ReadFile(a.TokenFile)
-	if err != nil {
-		return err
-	}
-	req.Header.Set("Authorization", "Bearer "+strings.TrimSpace(string(tok)))
-	req.Header.Set("Accept", "application/json")
 	// The stream outlives a.HTTP's timeout for one request.
 	resp, err := (&http.Client{Transport: a.HTTP.Transport}).Do(req)
 	if err != nil {

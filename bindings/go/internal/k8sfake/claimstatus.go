@@ -16,7 +16,6 @@ package k8sfake
 import (
 	"encoding/json"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"strconv"
@@ -82,13 +81,8 @@ func (s *Server) applyStatus(w http.ResponseWriter, r *http.Request, at time.Tim
 		status(w, http.StatusNotFound, "NotFound", "resourceclaims %q not found", name)
 		return
 	}
-	b, err := io.ReadAll(r.Body)
-	if err != nil {
-		return
-	}
-	var v map[string]interface{}
-	if err := json.Unmarshal(b, &v); err != nil {
-		s.refuse(w, "not JSON: %v", err)
+	v, ok := s.readJSON(w, r)
+	if !ok {
 		return
 	}
 	meta, _ := v["metadata"].(map[string]interface{})

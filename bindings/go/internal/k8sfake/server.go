@@ -618,13 +618,8 @@ func (s *Server) write(w http.ResponseWriter, r *http.Request, at time.Time, nam
 		s.refuse(w, "fieldValidation=Strict not asked for")
 		return
 	}
-	b, err := io.ReadAll(r.Body)
-	if err != nil {
-		return
-	}
-	var v map[string]interface{}
-	if err := json.Unmarshal(b, &v); err != nil {
-		s.refuse(w, "not JSON: %v", err)
+	v, ok := s.readJSON(w, r)
+	if !ok {
 		return
 	}
 	if err := s.schema.Validate(v, "io.k8s.api.resource.v1.ResourceSlice"); err != nil {
@@ -687,6 +682,21 @@ func (s *Server) write(w http.ResponseWriter, r *http.Request, at time.Time, nam
 }
 
 // refuse answers 422 Invalid and remembers why; s.mu held.
+// readJSON is the request's body as a JSON object; false (answered, or
+// the connection gone) when it is none.
+func (s *Server) readJSON(w http.ResponseWriter, r *http.Request) (map[string]interface{}, bool) {
+	b, err := io.ReadAll(r.Body)
+	if err != nil {
+		return nil, false
+	}
+	var v map[string]interface{}
+	if err := json.Unmarshal(b, &v); err != nil {
+		s.refuse(w, "not JSON: %v", err)
+		return nil, false
+	}
+	return v, true
+}
+
 func (s *Server) refuse(w http.ResponseWriter, format string, args ...interface{}) {
 	msg := fmt.Sprintf(format, args...)
 	s.errs = append(s.errs, msg)
