@@ -15,6 +15,21 @@
  *   mrcache-app DEVICE [--unmonitored]
  * prints "case NAME: ok|corrupt|error ..." lines and "fork: ok|...";
  * exits 0 when every line says what the mode expects.
+ *
+ * Built a second time as mrcache-fabric-app, linked with librdmad.so as a
+ * program gets it and with Debian's libfabric, for a process with both
+ * caches (TestMrCache's libfabric test):
+ *
+ *   mrcache-fabric-app DEVICE --libfabric
+ * first opens a libfabric verbs domain on DEVICE with its memhooks monitor
+ * and says where memhooks' patches of libc's calls jump ("memhooks: ..."),
+ * then runs the cases with libfabric's cache beside librdmad's: each case
+ * also caches the buffer with fi_mr_reg() (asked twice: the second must be
+ * a hit, the same key) and after the change asks again, printing
+ * "libfabric NAME: fresh|stale|error ...": fresh when libfabric made a new
+ * registration (rxe gives MRs indices cyclically, so a new registration
+ * never carries a recent key), stale when it handed out the old one.
+ * Last, librdmad's statistics ("stats: ...").
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -31,7 +46,17 @@
 
 #include <infiniband/verbs.h>
 
+#ifdef MRCACHE_APP_SHARED
+#include "rdmad.h"
+#else
 #include "mrcache/mrcache.h"
+#endif
+#ifdef HAVE_LIBFABRIC
+#include <dlfcn.h>
+#include <rdma/fabric.h>
+#include <rdma/fi_domain.h>
+#endif
+#include <sys/syscall.h>
 
 #define LEN (64 * 1024)
 
@@ -43,7 +68,8 @@ static struct {
 	struct rdmad_mr_cache *cache;
 	char *src;
 	struct ibv_mr *src_mr;
-	bool unmonitored;
+	bool option;	   /* the build's option was given */
+	bool unmonitored; /* --unmonitored */
 	size_t ps;
 } app;
 
@@ -185,6 +211,14 @@ static void *munmap_then_mmap(void *buf)
 	return anon(buf, LEN, MAP_FIXED_NOREPLACE);
 }
 
+/* The kernel's UNMAP event alone: no hook of librdmad's nor libfabric's
+ * sees a raw system call. */
+static void *raw_munmap_then_mmap(void *buf)
+{
+	syscall(SYS_munmap, buf, LEN);
+	return anon(buf, LEN, MAP_FIXED_NOREPLACE);
+}
+
 static void *mmap_fixed(void *buf)
 {
 	return anon(buf, LEN, MAP_FIXED);
@@ -290,6 +324,7 @@ static void *truncate_grow(void *buf)
 
 static const struct mrcase cases[] = {
 	{"munmap-mmap", make_mmap, munmap_then_mmap},
+	{"munmap-raw", make_mmap, raw_munmap_then_mmap},
 	{"mmap-fixed", make_mmap, mmap_fixed},
 	{"mremap", make_mmap, mremap_away},
 	{"madv-dontneed", make_mmap, dontneed},
@@ -350,14 +385,18 @@ static int on_worker(int (*job)(char *), char *dst)
 	return worker.result;
 }
 
-/* Get and put back: the entry is cached. */
+/* Get and put back, twice: the entry is cached, and the second get is a
+ * hit where the cache takes the memory (the statistics count them). */
 static int cache_it(char *dst)
 {
-	struct ibv_mr *mr = rdmad_mr_cache_get(app.cache, dst, LEN, ACCESS);
+	struct ibv_mr *mr;
+	int i, err = 0;
 
-	if (!mr)
-		return -errno;
-	return rdmad_mr_cache_put(app.cache, mr);
+	for (i = 0; i < 2 && !err; i++) {
+		mr = rdmad_mr_cache_get(app.cache, dst, LEN, ACCESS);
+		err = mr ? rdmad_mr_cache_put(app.cache, mr) : -errno;
+	}
+	return err;
 }
 
 /* Get, RDMA WRITE the pattern through what the cache returned, put. */
@@ -374,6 +413,158 @@ static int write_through_cache(char *dst)
 	return err;
 }
 
+/* ---- libfabric's cache beside librdmad's (--libfabric) ------------------ */
+
+#ifdef HAVE_LIBFABRIC
+static struct {
+	struct fid_domain *domain;
+	bool on;
+	uint64_t key; /* the case's buffer's key before the change */
+	uint64_t again, after;
+	int err;
+} fab;
+
+/* A verbs domain on @device with libfabric's registration cache and its
+ * memhooks monitor. */
+static int fab_open(const char *device)
+{
+	struct fi_info *hints = fi_allocinfo(), *info;
+	struct fid_fabric *fabric;
+
+	setenv("FI_MR_CACHE_MONITOR", "memhooks", 1);
+	hints->ep_attr->type = FI_EP_MSG;
+	hints->caps = FI_MSG | FI_RMA;
+	hints->domain_attr->mr_mode = FI_MR_LOCAL | FI_MR_VIRT_ADDR |
+				      FI_MR_ALLOCATED | FI_MR_PROV_KEY;
+	hints->fabric_attr->prov_name = strdup("verbs");
+	hints->domain_attr->name = strdup(device);
+	if (fi_getinfo(FI_VERSION(1, 17), NULL, NULL, 0, hints, &info) ||
+	    fi_fabric(info->fabric_attr, &fabric, NULL) ||
+	    fi_domain(fabric, info, &fab.domain, NULL))
+		return -ENODEV;
+	fi_freeinfo(hints);
+	fab.on = true;
+	return 0;
+}
+
+/* The object libc's @name jumps into now, NULL when its code is libc's
+ * own.  memhooks overwrites the start of the function that
+ * dlsym(RTLD_NEXT) finds from libfabric, libc's, with "movabs $intercept,
+ * %r11; jmp *%r11" (util_mem_hooks.c, x86_64). */
+static const char *jumps_into(const char *name)
+{
+#ifdef __x86_64__
+	static const unsigned char head[] = {0x49, 0xbb},
+				   tail[] = {0x41, 0xff, 0xe3};
+	void *libc = dlopen("libc.so.6", RTLD_NOW | RTLD_NOLOAD);
+	const unsigned char *code = libc ? dlsym(libc, name) : NULL;
+	uint64_t target;
+	Dl_info info;
+
+	if (!code || memcmp(code, head, sizeof(head)) ||
+	    memcmp(code + 10, tail, sizeof(tail)))
+		return NULL;
+	memcpy(&target, code + 2, sizeof(target));
+	if (!dladdr((void *)(uintptr_t)target, &info) || !info.dli_fname)
+		return "an object dladdr() does not know";
+	return info.dli_fname;
+#else
+	(void)name;
+	return NULL;
+#endif
+}
+
+/* "memhooks: munmap -> OBJECT, ..." for the calls the cases make. */
+static void say_memhooks(void)
+{
+	static const char *const calls[] = {"munmap", "mremap", "madvise",
+					    "brk"};
+	const char *into;
+	size_t i;
+
+	printf("memhooks:");
+	for (i = 0; i < sizeof(calls) / sizeof(calls[0]); i++) {
+		into = jumps_into(calls[i]);
+		printf("%s %s -> %s", i ? "," : "", calls[i],
+		       into ? into : "libc's own code");
+	}
+	printf("\n");
+}
+
+/* fi_mr_reg() of @dst and fi_close(): libfabric's cache keeps it. */
+static int fab_reg(char *dst, uint64_t *key)
+{
+	struct fid_mr *mr;
+	int err = fi_mr_reg(fab.domain, dst, LEN, FI_REMOTE_WRITE | FI_WRITE, 0,
+			    0, 0, &mr, NULL);
+
+	if (err)
+		return err;
+	*key = fi_mr_key(mr);
+	return fi_close(&mr->fid);
+}
+
+static int fab_cache(char *dst)
+{
+	int err = fab_reg(dst, &fab.key);
+
+	return err ? err : fab_reg(dst, &fab.again);
+}
+
+static int fab_ask(char *dst)
+{
+	return fab_reg(dst, &fab.after);
+}
+
+/* Before the change: the buffer in libfabric's cache, asked twice. */
+static void fab_before(char *dst)
+{
+	if (fab.on)
+		fab.err = on_worker(fab_cache, dst);
+}
+
+/* After the change: "libfabric NAME: fresh|stale|error (why)". */
+static void fab_after(const char *name, char *dst)
+{
+	const char *got = "error";
+	char why[96];
+
+	if (!fab.on)
+		return;
+	if (!fab.err)
+		fab.err = on_worker(fab_ask, dst);
+	if (fab.err)
+		snprintf(why, sizeof(why), "fi_mr_reg: %s",
+			 fi_strerror(-fab.err));
+	else if (fab.again != fab.key)
+		snprintf(why, sizeof(why),
+			 "not cached: the second ask registered again");
+	else if (fab.after == fab.key)
+		got = "stale", snprintf(why, sizeof(why),
+					"key %#llx again, the old registration",
+					(unsigned long long)fab.key);
+	else
+		got = "fresh",
+		snprintf(why, sizeof(why), "key %#llx, was %#llx",
+			 (unsigned long long)fab.after,
+			 (unsigned long long)fab.key);
+	printf("libfabric %s: %s (%s)\n", name, got, why);
+}
+#else
+static void fab_before(char *dst)
+{
+	(void)dst;
+}
+
+static void fab_after(const char *name, char *dst)
+{
+	(void)name;
+	(void)dst;
+}
+#endif
+
+/* ---- a case ------------------------------------------------------------- */
+
 static const char *run_case(const struct mrcase *c, char *why, size_t size)
 {
 	char *buf = c->make(), *dst;
@@ -387,11 +578,13 @@ static const char *run_case(const struct mrcase *c, char *why, size_t size)
 	if (on_worker(cache_it, dst))
 		return snprintf(why, size, "first get: %s", strerror(errno)),
 		       "error";
+	fab_before(dst);
 	buf = c->change(buf);
 	if (!buf)
 		return snprintf(why, size, "the old address did not return"),
 		       "error";
 	dst = aligned(buf);
+	fab_after(c->name, dst);
 	memset(dst, 0, LEN);
 	if (on_worker(write_through_cache, dst))
 		return snprintf(why, size, "get or write: %s", strerror(errno)),
@@ -433,6 +626,64 @@ static bool fork_case(void)
 	       WEXITSTATUS(status) == 0;
 }
 
+static void say_stats(void)
+{
+	struct rdmad_mr_cache_stats st;
+
+	if (rdmad_mr_cache_get_stats(app.cache, &st, sizeof(st)))
+		return;
+	printf("stats: hits %llu, misses %llu, bypassed %llu, unhooked %llu, "
+	       "invalidations %llu\n",
+	       (unsigned long long)st.hits, (unsigned long long)st.misses,
+	       (unsigned long long)st.bypassed, (unsigned long long)st.unhooked,
+	       (unsigned long long)st.invalidations);
+}
+
+/* The option this build takes: --unmonitored linked statically (the
+ * cache's test-only mode), --libfabric linked with librdmad.so. */
+#ifdef MRCACHE_APP_SHARED
+#define OPTION "--libfabric"
+#else
+#define OPTION "--unmonitored"
+#endif
+
+static int setup(const char *device)
+{
+	size_t i;
+
+	if (open_device(device) || connect_to_self()) {
+		printf("error: %s: no loopback QP: %s\n", device,
+		       strerror(errno));
+		return -1;
+	}
+	app.src = anon(NULL, LEN, 0);
+	for (i = 0; i < LEN; i++)
+		app.src[i] = (char)(1 + i % 251);
+	app.src_mr = ibv_reg_mr(app.pd, app.src, LEN, IBV_ACCESS_LOCAL_WRITE);
+#ifdef HAVE_LIBFABRIC
+	/* libfabric first: librdmad's cache is made after memhooks patched
+	 * libc's calls, and its probe runs through them. */
+	if (app.option) {
+		if (fab_open(device) || fab_reg(app.src, &fab.key)) {
+			printf("error: no libfabric verbs domain on %s\n",
+			       device);
+			return -1;
+		}
+		say_memhooks();
+	}
+#endif
+	app.cache = rdmad_mr_cache_new(app.pd, NULL);
+	if (!app.src_mr || !app.cache) {
+		printf("error: %s\n", strerror(errno));
+		return -1;
+	}
+#ifndef MRCACHE_APP_SHARED
+	if (app.option)
+		mrc_cache_unmonitored(app.cache);
+#endif
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	const char *expect, *got;
@@ -441,31 +692,19 @@ int main(int argc, char **argv)
 	size_t i;
 	int bad = 0;
 
-	if (argc < 2)
-		return fprintf(stderr, "usage: %s DEVICE [--unmonitored]\n",
+	if (argc < 2 || (argc > 2 && strcmp(argv[2], OPTION)))
+		return fprintf(stderr, "usage: %s DEVICE [" OPTION "]\n",
 			       argv[0]),
 		       2;
-	app.unmonitored = argc > 2 && !strcmp(argv[2], "--unmonitored");
+	app.option = argc > 2;
+	app.unmonitored = app.option && strcmp(OPTION, "--libfabric");
 	if (app.unmonitored)
 		setenv("RDMAD_MR_CACHE_HOOKS", "off", 1);
 	app.ps = (size_t)sysconf(_SC_PAGESIZE);
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	rdmad_fork_init();
-	if (open_device(argv[1]) || connect_to_self()) {
-		printf("error: %s: no loopback QP: %s\n", argv[1],
-		       strerror(errno));
+	if (setup(argv[1]) || pthread_create(&thread, NULL, work, NULL))
 		return 1;
-	}
-	app.src = anon(NULL, LEN, 0);
-	for (i = 0; i < LEN; i++)
-		app.src[i] = (char)(1 + i % 251);
-	app.src_mr = ibv_reg_mr(app.pd, app.src, LEN, IBV_ACCESS_LOCAL_WRITE);
-	app.cache = rdmad_mr_cache_new(app.pd, NULL);
-	if (!app.src_mr || !app.cache ||
-	    pthread_create(&thread, NULL, work, NULL))
-		return printf("error: %s\n", strerror(errno)), 1;
-	if (app.unmonitored)
-		mrc_cache_unmonitored(app.cache);
 	printf("monitor: %s\n", rdmad_mr_cache_get_reason(app.cache));
 	if (!rdmad_mr_cache_is_caching(app.cache))
 		return 1;
@@ -475,6 +714,7 @@ int main(int argc, char **argv)
 		printf("case %s: %s (%s)\n", cases[i].name, got, why);
 		bad += strcmp(got, expect) != 0;
 	}
+	say_stats();
 	if (!app.unmonitored && !fork_case()) {
 		printf("fork: the child got the parent's MR\n");
 		bad++;

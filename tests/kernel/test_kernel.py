@@ -1152,9 +1152,16 @@ class TestLanes(KernelTest):
 
 
 class TestMrCache(KernelTest):
-    CASES = ["munmap-mmap", "mmap-fixed", "mremap", "madv-dontneed", "brk",
-             "free-malloc-mmapped", "free-malloc-trimmed", "memfd-punch",
-             "memfd-truncate"]
+    CASES = ["munmap-mmap", "munmap-raw", "mmap-fixed", "mremap",
+             "madv-dontneed", "brk", "free-malloc-mmapped",
+             "free-malloc-trimmed", "memfd-punch", "memfd-truncate"]
+    # The cases of private anonymous memory, which librdmad caches.
+    ANON = CASES[:-2]
+    # What libfabric's memhooks sees: calls into libc's code, which it
+    # patches, glibc's own unmaps and trims inside free() included; not a
+    # raw system call, nor a memfd's pages replaced by a punch or a
+    # truncate.
+    MEMHOOKS_MISSES = ["munmap-raw", "memfd-punch", "memfd-truncate"]
 
     def cases(self, *args, env=None):
         r = run(prog("tests", "kernel", "mrcache-app"), "rxe0", *args,
@@ -1187,6 +1194,42 @@ class TestMrCache(KernelTest):
         self.assertEqual(got, {c: "ok" for c in self.CASES}, r.stdout)
         got, r = self.cases("--unmonitored")
         self.assertEqual(got, {c: "corrupt" for c in self.CASES}, r.stdout)
+
+    def test_beside_libfabric_memhooks(self):
+        """A program linked with librdmad.so and libfabric, libfabric's
+        registration cache on the verbs provider with its memhooks monitor
+        made first: memhooks patched libc's munmap, mremap, madvise and brk
+        to jump into libfabric, and librdmad's hooks are still reached
+        (every anonymous case's second get is a hit, no get passed through
+        for want of the hooks).  After every case both caches are fresh:
+        librdmad's RDMA WRITE lands in the program's memory, and libfabric
+        registers anew after every change its memhooks sees.  After a raw
+        munmap(), which no hook sees, libfabric hands out its old
+        registration (the check can fail) while librdmad, on the kernel's
+        event, does not."""
+        app = prog("tests", "kernel", "mrcache-fabric-app")
+        if not os.path.exists(app):
+            self.skipTest("built without libfabric (Debian: libfabric-dev)")
+        link_add("rxe0")
+        wait_until(lambda: "rxe0" in verbs_names(), "rxe0 in libibverbs")
+        r = run(app, "rxe0", "--libfabric", check=False)
+        print(r.stdout, end="")
+        hooks = re.search(r"^memhooks: (.*)$", r.stdout, re.M)
+        self.assertIsNotNone(hooks, r.stdout)
+        for call in ("munmap", "mremap", "madvise", "brk"):
+            self.assertRegex(hooks[1], r"\b%s -> \S*libfabric\.so" % call)
+        self.assertIn("monitor: userfaultfd", r.stdout)
+        got = dict(re.findall(r"^case (\S+): (\w+)", r.stdout, re.M))
+        self.assertEqual(got, {c: "ok" for c in self.CASES}, r.stdout)
+        fab = dict(re.findall(r"^libfabric (\S+): (\w+)", r.stdout, re.M))
+        self.assertEqual(fab, {c: "stale" if c in self.MEMHOOKS_MISSES
+                               else "fresh" for c in self.CASES}, r.stdout)
+        stats = re.search(r"^stats: hits (\d+), .* unhooked (\d+)",
+                          r.stdout, re.M)
+        self.assertIsNotNone(stats, r.stdout)
+        self.assertGreaterEqual(int(stats[1]), len(self.ANON), r.stdout)
+        self.assertEqual(int(stats[2]), 0, r.stdout)
+        self.assertEqual(r.returncode, 0, r.stdout)
 
 
 def main():
