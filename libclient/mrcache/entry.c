@@ -217,12 +217,10 @@ int mrc_entry_drop(struct rdmad_mr_cache *c, struct mrc_entry *e)
 /* ---- deregistering --------------------------------------------------------
  */
 
-void mrc_reap(struct rdmad_mr_cache *c)
+void mrc_reap_dead(struct rdmad_mr_cache *c)
 {
 	struct mrc_entry *e, *next;
 
-	if (!__atomic_load_n(&c->dead, __ATOMIC_ACQUIRE))
-		return;
 	pthread_mutex_lock(&c->lock);
 	e = c->dead;
 	__atomic_store_n(&c->dead, NULL, __ATOMIC_RELEASE);

@@ -89,16 +89,17 @@ typedef ssize_t process_madvise_fn(int, const struct iovec *, size_t, int,
 				   unsigned int);
 
 /* next_NAME(): the next definition of NAME under libc's version
- * (MRC_LIBC_UPPER), looked up once; NULL leaves the raw syscall. */
+ * (MRC_LIBC_UPPER), looked up once into the monitor's hook line;
+ * NULL leaves the raw syscall. */
 #define NEXT(name, upper)                                                      \
 	static name##_fn *next_##name(void)                                    \
 	{                                                                      \
-		static name##_fn *fn;                                          \
-		name##_fn *f = __atomic_load_n(&fn, __ATOMIC_RELAXED);         \
+		void **slot = &mrc_hook_line.next[MRC_NEXT_##upper];           \
+		name##_fn *f = __atomic_load_n(slot, __ATOMIC_RELAXED);        \
                                                                                \
 		if (!f) {                                                      \
 			f = (name##_fn *)next(#name, MRC_LIBC_##upper);        \
-			__atomic_store_n(&fn, f, __ATOMIC_RELAXED);            \
+			__atomic_store_n(slot, (void *)f, __ATOMIC_RELAXED);   \
 		}                                                              \
 		return f;                                                      \
 	}
@@ -216,17 +217,25 @@ static bool probe(const void *addr, size_t len)
 }
 
 #ifdef MRC_LIBC_MUNMAP
-EXPORT int HOOK(munmap)(void *addr, size_t len)
+static int call_munmap(void *addr, size_t len)
 {
 	munmap_fn *real = next_munmap();
+
+	return real ? real(addr, len) : (int)syscall(SYS_munmap, addr, len);
+}
+
+EXPORT int HOOK(munmap)(void *addr, size_t len)
+{
 	struct masked m = {.on = false};
 	struct bracket b;
 	int r;
 
 	if (probe(addr, len))
 		return MRC_PROBE_ANSWER;
+	if (!mrc_monitor_armed())
+		return call_munmap(addr, len);
 	begin(&b, &m, addr, len, false);
-	r = real ? real(addr, len) : (int)syscall(SYS_munmap, addr, len);
+	r = call_munmap(addr, len);
 	done(&b, 1, &m);
 	return r;
 }
@@ -236,21 +245,28 @@ VERSIONED(munmap, MRC_LIBC_MUNMAP);
 #endif
 
 #ifdef MRC_LIBC_MADVISE
-EXPORT int HOOK(madvise)(void *addr, size_t len, int advice)
+static int call_madvise(void *addr, size_t len, int advice)
 {
 	madvise_fn *real = next_madvise();
+
+	return real ? real(addr, len, advice)
+		    : (int)syscall(SYS_madvise, addr, len, advice);
+}
+
+EXPORT int HOOK(madvise)(void *addr, size_t len, int advice)
+{
 	struct masked m = {.on = false};
-	struct bracket b = {0};
+	struct bracket b;
 	int r;
 
 	if (probe(addr, len) && advice == MRC_PROBE_ADVICE)
 		return MRC_PROBE_ANSWER;
 	if (advice == MADV_WIPEONFORK)
 		mrc_monitor_wipeonfork_note();
-	if (discards(advice))
-		begin(&b, &m, addr, len, true);
-	r = real ? real(addr, len, advice)
-		 : (int)syscall(SYS_madvise, addr, len, advice);
+	if (!discards(advice) || !mrc_monitor_armed())
+		return call_madvise(addr, len, advice);
+	begin(&b, &m, addr, len, true);
+	r = call_madvise(addr, len, advice);
 	done(&b, 1, &m);
 	return r;
 }
@@ -260,12 +276,21 @@ VERSIONED(madvise, MRC_LIBC_MADVISE);
 #endif
 
 #ifdef MRC_LIBC_MREMAP
+static void *call_mremap(void *old, size_t old_len, size_t new_len, int flags,
+			 void *to)
+{
+	mremap_fn *real = next_mremap();
+
+	return real ? real(old, old_len, new_len, flags, to)
+		    : (void *)syscall(SYS_mremap, old, old_len, new_len, flags,
+				      to);
+}
+
 /* The source changes (moved, shrunk, or emptied with MREMAP_DONTUNMAP);
  * with MREMAP_FIXED the destination is unmapped first. */
 EXPORT void *HOOK(mremap)(void *old, size_t old_len, size_t new_len, int flags,
 			  ...)
 {
-	mremap_fn *real = next_mremap();
 	struct masked m = {.on = false};
 	struct bracket b[2] = {{0}};
 	void *to = NULL, *r;
@@ -275,12 +300,13 @@ EXPORT void *HOOK(mremap)(void *old, size_t old_len, size_t new_len, int flags,
 		va_start(ap, flags);
 		to = va_arg(ap, void *);
 		va_end(ap);
-		begin(&b[1], &m, to, new_len, false);
 	}
+	if (!mrc_monitor_armed())
+		return call_mremap(old, old_len, new_len, flags, to);
+	if (flags & MREMAP_FIXED)
+		begin(&b[1], &m, to, new_len, false);
 	begin(&b[0], &m, old, old_len, false);
-	r = real ? real(old, old_len, new_len, flags, to)
-		 : (void *)syscall(SYS_mremap, old, old_len, new_len, flags,
-				   to);
+	r = call_mremap(old, old_len, new_len, flags, to);
 	done(b, 2, &m);
 	return r;
 }
@@ -364,10 +390,19 @@ static size_t begin_ranges(struct bracket *b, struct masked *m,
 	return 1;
 }
 
+static ssize_t call_process_madvise(int pidfd, const struct iovec *iov,
+				    size_t n, int advice, unsigned int flags)
+{
+	process_madvise_fn *real = next_process_madvise();
+
+	return real ? real(pidfd, iov, n, advice, flags)
+		    : syscall(SYS_process_madvise, pidfd, iov, n, advice,
+			      flags);
+}
+
 EXPORT ssize_t HOOK(process_madvise)(int pidfd, const struct iovec *iov,
 				     size_t n, int advice, unsigned int flags)
 {
-	process_madvise_fn *real = next_process_madvise();
 	struct masked m = {.on = false};
 	struct bracket b[PM_BRACKETS];
 	size_t k = 0;
@@ -375,11 +410,11 @@ EXPORT ssize_t HOOK(process_madvise)(int pidfd, const struct iovec *iov,
 
 	if (advice == MADV_WIPEONFORK)
 		mrc_monitor_wipeonfork_note();
-	if (discards(advice) && n && n <= PM_IOV_MAX &&
-	    mrc_monitor_wanted(0, 1, true))
+	if (!discards(advice) || !mrc_monitor_armed())
+		return call_process_madvise(pidfd, iov, n, advice, flags);
+	if (n && n <= PM_IOV_MAX && mrc_monitor_wanted(0, 1, true))
 		k = begin_ranges(b, &m, iov, n);
-	r = real ? real(pidfd, iov, n, advice, flags)
-		 : syscall(SYS_process_madvise, pidfd, iov, n, advice, flags);
+	r = call_process_madvise(pidfd, iov, n, advice, flags);
 	done(b, k, &m);
 	return r;
 }

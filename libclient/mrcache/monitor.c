@@ -89,9 +89,7 @@ static struct {
 	/* Events read (UNMAP, REMOVE, REMAP): a call the hooks announced
 	 * raises none. */
 	atomic_ulong events;
-	/* Busy from before a read to after its events are handed out;
-	 * batches counts the ends. */
-	atomic_uint busy;
+	/* Counts the ends of busy spells (mrc_monitor_reading). */
 	atomic_ulong batches;
 	pthread_mutex_t quiet_lock;
 	pthread_cond_t quiet;
@@ -125,6 +123,15 @@ static struct {
  * announced, which would wait for that very lock, but left to the
  * kernel's event, which the thread reads without any lock. */
 static __thread unsigned int held __attribute__((tls_model("initial-exec")));
+
+struct mrc_hook_line mrc_hook_line __attribute__((aligned(64)));
+unsigned int mrc_monitor_reading;
+
+/* A monitor runs (mon.fd) with the hooks on (mon.hooks), or not. */
+static void arm(bool on)
+{
+	__atomic_store_n(&mrc_hook_line.armed, on, __ATOMIC_RELEASE);
+}
 
 static void lock(pthread_mutex_t *m)
 {
@@ -262,7 +269,7 @@ static void apply(int fd, const struct uffd_msg *msg)
 
 static void end_batch(void)
 {
-	atomic_store(&mon.busy, 0);
+	__atomic_store_n(&mrc_monitor_reading, 0, __ATOMIC_SEQ_CST);
 	pthread_mutex_lock(&mon.quiet_lock);
 	atomic_fetch_add(&mon.batches, 1);
 	pthread_cond_broadcast(&mon.quiet);
@@ -295,7 +302,7 @@ static void *run(void *arg)
 	for (;;) {
 		if (poll(&p, 1, -1) < 0)
 			continue;
-		atomic_store(&mon.busy, 1);
+		__atomic_store_n(&mrc_monitor_reading, 1, __ATOMIC_SEQ_CST);
 		while ((n = read(p.fd, msgs, sizeof(msgs))) > 0)
 			for (i = 0; i < (size_t)n / sizeof(msgs[0]); i++)
 				apply(p.fd, &msgs[i]);
@@ -391,8 +398,10 @@ static int start(const char **why)
 	__atomic_store_n(&mon.hooks, hooks_wanted(), __ATOMIC_RELAXED);
 	atomic_store(&mon.lost, false);
 	__atomic_store_n(&mon.fd, fd, __ATOMIC_RELEASE);
+	arm(mon.hooks);
 	err = spawn();
 	if (err < 0) {
+		arm(false);
 		__atomic_store_n(&mon.fd, -1, __ATOMIC_RELAXED);
 		close(fd);
 		*why = "no thread for the monitor";
@@ -816,20 +825,15 @@ unsigned long mrc_monitor_events(void)
 
 /* ---- waiting for the thread ---------------------------------------------- */
 
-bool mrc_monitor_busy(void)
-{
-	return atomic_load(&mon.busy) != 0;
-}
-
 void mrc_monitor_quiesce(void)
 {
 	unsigned long seen;
 
-	if (!atomic_load(&mon.busy))
+	if (!mrc_monitor_busy())
 		return;
 	pthread_mutex_lock(&mon.quiet_lock);
 	seen = atomic_load(&mon.batches);
-	while (atomic_load(&mon.busy) && atomic_load(&mon.batches) == seen)
+	while (mrc_monitor_busy() && atomic_load(&mon.batches) == seen)
 		pthread_cond_wait(&mon.quiet, &mon.quiet_lock);
 	pthread_mutex_unlock(&mon.quiet_lock);
 }
@@ -873,6 +877,7 @@ static void forget_parent(void)
 {
 	if (mon.fd >= 0 && !atomic_load(&mon.lost))
 		close(mon.fd);
+	arm(false);
 	__atomic_store_n(&mon.fd, -1, __ATOMIC_RELAXED);
 	if (mon.state == 1 || mon.state == -ESTALE)
 		mon.state = 0;
@@ -881,7 +886,7 @@ static void forget_parent(void)
 	regions_huge = 0;
 	memset(mon.flying, 0, sizeof(mon.flying));
 	mon.flying_over = 0;
-	atomic_store(&mon.busy, 0);
+	__atomic_store_n(&mrc_monitor_reading, 0, __ATOMIC_SEQ_CST);
 	pthread_mutex_init(&mon.quiet_lock, NULL);
 	pthread_cond_init(&mon.quiet, NULL);
 }

@@ -120,6 +120,29 @@ static inline bool mrc_monitor_in_clone(void)
 }
 void mrc_monitor_adopt_clone(void);
 
+/* What a hooked call reads before anything else (hooks.c), on one cache
+ * line of its own: whether a monitor runs with the hooks on (else no call
+ * is announced, and a hook goes straight to the next definition), and
+ * those next definitions, looked up once.  A program that links librdmad
+ * and makes no cache pays for this line and the hook's first
+ * instructions only. */
+enum {
+	MRC_NEXT_MUNMAP,
+	MRC_NEXT_MADVISE,
+	MRC_NEXT_MREMAP,
+	MRC_NEXT_PROCESS_MADVISE,
+	MRC_NEXT_CALLS
+};
+struct mrc_hook_line {
+	bool armed;
+	void *next[MRC_NEXT_CALLS];
+};
+extern struct mrc_hook_line mrc_hook_line;
+static inline bool mrc_monitor_armed(void)
+{
+	return __atomic_load_n(&mrc_hook_line.armed, __ATOMIC_ACQUIRE);
+}
+
 /* For the hooks (hooks.c), without a lock or a system call: false when
  * the change of [start, end) is surely not to be announced (as below);
  * true when mrc_monitor_hooked() must be asked, signals blocked. */
@@ -148,7 +171,13 @@ extern const char mrc_monitor_lost_why[];
 /* Wait until the monitor has handed every event it has read to its
  * clients: a change whose call returned is known once this returns. */
 void mrc_monitor_quiesce(void);
-/* Whether it is reading or handing out events now. */
-bool mrc_monitor_busy(void);
+/* Whether it is reading or handing out events now: set from before a
+ * read to after its events are in every client's ring, read by every
+ * get without a call. */
+extern unsigned int mrc_monitor_reading;
+static inline bool mrc_monitor_busy(void)
+{
+	return __atomic_load_n(&mrc_monitor_reading, __ATOMIC_SEQ_CST) != 0;
+}
 
 #endif

@@ -194,8 +194,14 @@ int mrc_entry_drop(struct rdmad_mr_cache *cache, struct mrc_entry *entry);
 /* Without the lock: take back an increment a hit did not keep, whoever
  * owns the entry now. */
 void mrc_entry_undo(struct rdmad_mr_cache *cache, struct mrc_entry *entry);
-/* Without the lock: deregister the dead list and keep its entries. */
-void mrc_reap(struct rdmad_mr_cache *cache);
+/* Without the lock: deregister the dead list and keep its entries
+ * (mrc_reap_dead()); a load when the list is empty, as after most puts. */
+void mrc_reap_dead(struct rdmad_mr_cache *cache);
+static inline void mrc_reap(struct rdmad_mr_cache *cache)
+{
+	if (__atomic_load_n(&cache->dead, __ATOMIC_ACQUIRE))
+		mrc_reap_dead(cache);
+}
 /* Users of the cache's entries now (the lock held). */
 uint64_t mrc_in_use(const struct rdmad_mr_cache *cache);
 /* Free every entry of the pool (destroy). */
