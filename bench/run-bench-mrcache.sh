@@ -6,23 +6,27 @@
 # (fi_mr_reg on the verbs provider) with FI_MR_CACHE_MONITOR=userfaultfd
 # and memhooks, all in one guest, then the same table's ratios.  Usage:
 #   bench/run-bench-mrcache.sh [BUILD_DIR] [KERNEL]   (build, 6.12)
-# bench-mrcache native runs here first (no device needed).  As root.
+# bench-mrcache native and bench-hooks (librdmad linked, no cache) run
+# here first (no device needed); bench-hooks again in the guest.  As root.
 set -eu
 src=$(cd "$(dirname "$0")/.." && pwd)
 build=$(cd "${1:-$src/build}" && pwd)
 kernel=${2:-6.12}
 bench=$build/bench/bench-mrcache
+hooks=$build/bench/bench-hooks
 out=$(mktemp)
-trap 'rm -f "$out"' EXIT
+trap 'rm -f "$out" "$out.native" "$out.hooks"' EXIT
 
-echo "== here ($(uname -r), $(nproc) CPUs): bench-mrcache native"
+echo "== here ($(uname -r), $(nproc) CPUs): bench-mrcache native, bench-hooks"
 "$bench" native | tee "$out.native"
+"$hooks" | tee "$out.hooks"
 echo "== guest: kernel $kernel, rxe0 on dummy0"
 RDMAD_VM_KERNEL=$kernel RDMAD_VM_UDEVD=0 RDMAD_VM_TIMEOUT=900 \
 	"$src/scripts/rdma-kernel-vm.sh" "
 { ip link show dummy0 >/dev/null 2>&1 || ip link add dummy0 type dummy; } && ip link set dummy0 up &&
 rdma link add rxe0 type rxe netdev dummy0 &&
 sleep 1 &&
+echo '-- librdmad linked, no cache' && $hooks 500 | sed 's/^ratio /ratio guest-/' &&
 echo '-- librdmad' && $bench verbs rxe0 &&
 echo '-- libfabric userfaultfd' &&
 FI_MR_CACHE_MONITOR=userfaultfd $bench fabric rxe0 | sed 's/^figure fabric-/figure uffd-/' &&
@@ -38,6 +42,17 @@ for line in open(sys.argv[1]):
         f[(m[1], int(m[2]))] = float(m[3])
 def g(name, size):
     return f.get((name, size))
+# libfabric's hit beside librdmad's, taken in turns in each libfabric
+# process; hit/fi is librdmad's against libfabric's best monitor, both
+# from that monitor's process.
+def hit_ratio(size):
+    pairs = [(g(m + "-hit", size), g(m + "-ours-hit", size))
+             for m in ("uffd", "memhooks")]
+    pairs = [(fi, ours) for fi, ours in pairs if fi and ours]
+    if not pairs:
+        return None
+    fi, ours = min(pairs)
+    return ours / fi
 print("\n%-8s %10s %10s %10s %8s %9s %9s %9s %8s" % (
     "size", "reg+dereg", "reg", "miss", "hit", "fi-uffd", "fi-hooks",
     "hit/fi", "miss/reg"))
@@ -45,11 +60,11 @@ for size in sorted({s for (n, s) in f if n == "verbs-pair"}):
     pair, reg, miss, hit = (g(n, size) for n in (
         "verbs-pair", "verbs-reg", "cache-miss", "cache-hit"))
     fu, fm = g("uffd-hit", size), g("memhooks-hit", size)
-    best = min(x for x in (fu, fm) if x) if (fu or fm) else None
+    ratio = hit_ratio(size)
     print("%-8s %9.0fn %9.0fn %9.0fn %7.0fn %9s %9s %9s %7.2fx" % (
         "%dK" % (size // 1024), pair, reg, miss, hit,
         "%.0fn" % fu if fu else "-", "%.0fn" % fm if fm else "-",
-        "%.2fx" % (hit / best) if best else "-", miss / reg))
+        "%.2fx" % ratio if ratio else "-", miss / reg))
 print("\nwhat a miss adds: watch (fstat + UFFDIO_REGISTER), kind (fstat + PROCMAP_QUERY),")
 print("ibv_reg_mr() of a watched range less of an unwatched one (same run)")
 for size in sorted({s for (n, s) in f if n == "miss-watch"}):
@@ -69,7 +84,7 @@ for name, remap in rows:
 print("\nmunmap() alone %10s %10s %10s %10s %10s %10s %10s %10s %8s %8s %8s" % (
     "cached", "announced", "kernel", "gone", "never", "dereg", "fi-uffd",
     "fi-hooks", "c/hooks", "g/never", "g/dereg"))
-for size in (4096, mib):
+for size in (4096, 65536, mib):
     c, a, k, gone, never, dereg, fu, fm = (g(n, size) for n in (
         "munmap-cached", "munmap-announced", "munmap-kernel", "munmap-gone",
         "munmap-never", "munmap-dereg", "uffd-munmap-cached",
@@ -90,10 +105,22 @@ for size in sorted({s for (n, s) in f if n == "miss-watch"}):
     floor = reg + w + k
     print("  %-8s miss floor (reg + watch + kind) %5.2fx reg   miss / floor %5.2fx" % (
         "%dK" % (size // 1024), floor / reg, miss / floor))
-for size in (4096, mib):
+for size in (4096, 65536, mib):
     c, alone, fm = (g(n, size) for n in (
         "munmap-cached", "announce-alone", "memhooks-munmap-cached"))
     if c and alone and fm:
         print("  %-8s munmap floor (memhooks + announce alone %.0fn) %5.2fx memhooks   cached / floor %5.2fx" % (
             "%dK" % (size // 1024), alone, (fm + alone) / fm, c / (fm + alone)))
+# What the hooks cost a program that links librdmad and makes no cache.
+rt = {}
+for path in (sys.argv[1], sys.argv[1] + ".hooks"):
+    for line in open(path):
+        m = re.match(r"ratio (\S+) ([\d.]+)", line)
+        if m:
+            rt[m[1]] = float(m[2])
+for where, p in (("here", ""), ("guest", "guest-")):
+    if p + "munmap" in rt:
+        print("librdmad linked, no cache, %s: munmap %.3fx, madvise %.3fx "
+              "libc's (libc beside itself %.3fx)" % (
+                  where, rt[p + "munmap"], rt[p + "madvise"], rt[p + "noise"]))
 PY
