@@ -63,6 +63,9 @@
 	__asm__(".symver mrc_hook_" #name ", " #name "@" version)
 #endif
 #define EXPORT __attribute__((visibility("default")))
+/* A call's announced half, apart: the call a program makes with no
+ * monitor running pays for none of its frame. */
+#define NOINLINE __attribute__((noinline))
 
 #ifndef MRC_HOOKS_PLAIN
 int mrc_hook_munmap(void *addr, size_t len);
@@ -88,34 +91,22 @@ typedef void *mremap_fn(void *, size_t, size_t, int, ...);
 typedef ssize_t process_madvise_fn(int, const struct iovec *, size_t, int,
 				   unsigned int);
 
-/* next_NAME(): the next definition of NAME under libc's version
- * (MRC_LIBC_UPPER), looked up once into the monitor's hook line;
- * NULL leaves the raw syscall. */
-#define NEXT(name, upper)                                                      \
-	static name##_fn *next_##name(void)                                    \
-	{                                                                      \
-		void **slot = &mrc_hook_line.next[MRC_NEXT_##upper];           \
-		name##_fn *f = __atomic_load_n(slot, __ATOMIC_RELAXED);        \
-                                                                               \
-		if (!f) {                                                      \
-			f = (name##_fn *)next(#name, MRC_LIBC_##upper);        \
-			__atomic_store_n(slot, (void *)f, __ATOMIC_RELAXED);   \
-		}                                                              \
-		return f;                                                      \
-	}
+/* The next definition of NAME under libc's version, looked up once into
+ * the monitor's hook line (slot @i) by first_NAME(), whose call the
+ * hooks' fast path only makes while the slot is empty; NULL leaves the
+ * raw syscall. */
+static void *next_fn(int i)
+{
+	return __atomic_load_n(&mrc_hook_line.next[i], __ATOMIC_RELAXED);
+}
 
-#ifdef MRC_LIBC_MUNMAP
-NEXT(munmap, MUNMAP)
-#endif
-#ifdef MRC_LIBC_MADVISE
-NEXT(madvise, MADVISE)
-#endif
-#ifdef MRC_LIBC_MREMAP
-NEXT(mremap, MREMAP)
-#endif
-#ifdef MRC_LIBC_PROCESS_MADVISE
-NEXT(process_madvise, PROCESS_MADVISE)
-#endif
+static void *resolve(int i, const char *name, const char *version)
+{
+	void *fn = next(name, version);
+
+	__atomic_store_n(&mrc_hook_line.next[i], fn, __ATOMIC_RELAXED);
+	return fn;
+}
 
 /* ---- the bracket around a call ------------------------------------------- */
 
@@ -217,27 +208,40 @@ static bool probe(const void *addr, size_t len)
 }
 
 #ifdef MRC_LIBC_MUNMAP
-static int call_munmap(void *addr, size_t len)
+static NOINLINE int first_munmap(void *addr, size_t len)
 {
-	munmap_fn *real = next_munmap();
+	munmap_fn *real = resolve(MRC_NEXT_MUNMAP, "munmap", MRC_LIBC_MUNMAP);
 
 	return real ? real(addr, len) : (int)syscall(SYS_munmap, addr, len);
 }
 
-EXPORT int HOOK(munmap)(void *addr, size_t len)
+static int call_munmap(void *addr, size_t len)
 {
-	struct masked m = {.on = false};
+	munmap_fn *real = next_fn(MRC_NEXT_MUNMAP);
+
+	return real ? real(addr, len) : first_munmap(addr, len);
+}
+
+static NOINLINE int announce_munmap(void *addr, size_t len)
+{
+	struct masked m;
 	struct bracket b;
 	int r;
 
-	if (probe(addr, len))
-		return MRC_PROBE_ANSWER;
-	if (!mrc_monitor_armed())
-		return call_munmap(addr, len);
+	m.on = false;
 	begin(&b, &m, addr, len, false);
 	r = call_munmap(addr, len);
 	done(&b, 1, &m);
 	return r;
+}
+
+EXPORT int HOOK(munmap)(void *addr, size_t len)
+{
+	if (probe(addr, len))
+		return MRC_PROBE_ANSWER;
+	if (!mrc_monitor_armed())
+		return call_munmap(addr, len);
+	return announce_munmap(addr, len);
 }
 #ifndef MRC_HOOKS_PLAIN
 VERSIONED(munmap, MRC_LIBC_MUNMAP);
@@ -245,30 +249,45 @@ VERSIONED(munmap, MRC_LIBC_MUNMAP);
 #endif
 
 #ifdef MRC_LIBC_MADVISE
-static int call_madvise(void *addr, size_t len, int advice)
+static NOINLINE int first_madvise(void *addr, size_t len, int advice)
 {
-	madvise_fn *real = next_madvise();
+	madvise_fn *real =
+		resolve(MRC_NEXT_MADVISE, "madvise", MRC_LIBC_MADVISE);
 
 	return real ? real(addr, len, advice)
 		    : (int)syscall(SYS_madvise, addr, len, advice);
 }
 
-EXPORT int HOOK(madvise)(void *addr, size_t len, int advice)
+static int call_madvise(void *addr, size_t len, int advice)
 {
-	struct masked m = {.on = false};
+	madvise_fn *real = next_fn(MRC_NEXT_MADVISE);
+
+	return real ? real(addr, len, advice)
+		    : first_madvise(addr, len, advice);
+}
+
+static NOINLINE int announce_madvise(void *addr, size_t len, int advice)
+{
+	struct masked m;
 	struct bracket b;
 	int r;
 
+	m.on = false;
+	begin(&b, &m, addr, len, true);
+	r = call_madvise(addr, len, advice);
+	done(&b, 1, &m);
+	return r;
+}
+
+EXPORT int HOOK(madvise)(void *addr, size_t len, int advice)
+{
 	if (probe(addr, len) && advice == MRC_PROBE_ADVICE)
 		return MRC_PROBE_ANSWER;
 	if (advice == MADV_WIPEONFORK)
 		mrc_monitor_wipeonfork_note();
 	if (!discards(advice) || !mrc_monitor_armed())
 		return call_madvise(addr, len, advice);
-	begin(&b, &m, addr, len, true);
-	r = call_madvise(addr, len, advice);
-	done(&b, 1, &m);
-	return r;
+	return announce_madvise(addr, len, advice);
 }
 #ifndef MRC_HOOKS_PLAIN
 VERSIONED(madvise, MRC_LIBC_MADVISE);
@@ -276,24 +295,47 @@ VERSIONED(madvise, MRC_LIBC_MADVISE);
 #endif
 
 #ifdef MRC_LIBC_MREMAP
-static void *call_mremap(void *old, size_t old_len, size_t new_len, int flags,
-			 void *to)
+static NOINLINE void *first_mremap(void *old, size_t old_len, size_t new_len,
+				   int flags, void *to)
 {
-	mremap_fn *real = next_mremap();
+	mremap_fn *real = resolve(MRC_NEXT_MREMAP, "mremap", MRC_LIBC_MREMAP);
 
 	return real ? real(old, old_len, new_len, flags, to)
 		    : (void *)syscall(SYS_mremap, old, old_len, new_len, flags,
 				      to);
 }
 
+static void *call_mremap(void *old, size_t old_len, size_t new_len, int flags,
+			 void *to)
+{
+	mremap_fn *real = next_fn(MRC_NEXT_MREMAP);
+
+	return real ? real(old, old_len, new_len, flags, to)
+		    : first_mremap(old, old_len, new_len, flags, to);
+}
+
 /* The source changes (moved, shrunk, or emptied with MREMAP_DONTUNMAP);
  * with MREMAP_FIXED the destination is unmapped first. */
+static NOINLINE void *announce_mremap(void *old, size_t old_len,
+				      size_t new_len, int flags, void *to)
+{
+	struct bracket b[2] = {{0}};
+	struct masked m;
+	void *r;
+
+	m.on = false;
+	if (flags & MREMAP_FIXED)
+		begin(&b[1], &m, to, new_len, false);
+	begin(&b[0], &m, old, old_len, false);
+	r = call_mremap(old, old_len, new_len, flags, to);
+	done(b, 2, &m);
+	return r;
+}
+
 EXPORT void *HOOK(mremap)(void *old, size_t old_len, size_t new_len, int flags,
 			  ...)
 {
-	struct masked m = {.on = false};
-	struct bracket b[2] = {{0}};
-	void *to = NULL, *r;
+	void *to = NULL;
 	va_list ap;
 
 	if (flags & MREMAP_FIXED) {
@@ -303,12 +345,7 @@ EXPORT void *HOOK(mremap)(void *old, size_t old_len, size_t new_len, int flags,
 	}
 	if (!mrc_monitor_armed())
 		return call_mremap(old, old_len, new_len, flags, to);
-	if (flags & MREMAP_FIXED)
-		begin(&b[1], &m, to, new_len, false);
-	begin(&b[0], &m, old, old_len, false);
-	r = call_mremap(old, old_len, new_len, flags, to);
-	done(b, 2, &m);
-	return r;
+	return announce_mremap(old, old_len, new_len, flags, to);
 }
 #ifndef MRC_HOOKS_PLAIN
 VERSIONED(mremap, MRC_LIBC_MREMAP);
@@ -390,33 +427,55 @@ static size_t begin_ranges(struct bracket *b, struct masked *m,
 	return 1;
 }
 
-static ssize_t call_process_madvise(int pidfd, const struct iovec *iov,
-				    size_t n, int advice, unsigned int flags)
+static NOINLINE ssize_t first_process_madvise(int pidfd,
+					      const struct iovec *iov,
+					      size_t n, int advice,
+					      unsigned int flags)
 {
-	process_madvise_fn *real = next_process_madvise();
+	process_madvise_fn *real =
+		resolve(MRC_NEXT_PROCESS_MADVISE, "process_madvise",
+			MRC_LIBC_PROCESS_MADVISE);
 
 	return real ? real(pidfd, iov, n, advice, flags)
 		    : syscall(SYS_process_madvise, pidfd, iov, n, advice,
 			      flags);
 }
 
-EXPORT ssize_t HOOK(process_madvise)(int pidfd, const struct iovec *iov,
-				     size_t n, int advice, unsigned int flags)
+static ssize_t call_process_madvise(int pidfd, const struct iovec *iov,
+				    size_t n, int advice, unsigned int flags)
 {
-	struct masked m = {.on = false};
+	process_madvise_fn *real = next_fn(MRC_NEXT_PROCESS_MADVISE);
+
+	return real ? real(pidfd, iov, n, advice, flags)
+		    : first_process_madvise(pidfd, iov, n, advice, flags);
+}
+
+static NOINLINE ssize_t announce_process_madvise(int pidfd,
+						 const struct iovec *iov,
+						 size_t n, int advice,
+						 unsigned int flags)
+{
 	struct bracket b[PM_BRACKETS];
+	struct masked m;
 	size_t k = 0;
 	ssize_t r;
 
-	if (advice == MADV_WIPEONFORK)
-		mrc_monitor_wipeonfork_note();
-	if (!discards(advice) || !mrc_monitor_armed())
-		return call_process_madvise(pidfd, iov, n, advice, flags);
+	m.on = false;
 	if (n && n <= PM_IOV_MAX && mrc_monitor_wanted(0, 1, true))
 		k = begin_ranges(b, &m, iov, n);
 	r = call_process_madvise(pidfd, iov, n, advice, flags);
 	done(b, k, &m);
 	return r;
+}
+
+EXPORT ssize_t HOOK(process_madvise)(int pidfd, const struct iovec *iov,
+				     size_t n, int advice, unsigned int flags)
+{
+	if (advice == MADV_WIPEONFORK)
+		mrc_monitor_wipeonfork_note();
+	if (!discards(advice) || !mrc_monitor_armed())
+		return call_process_madvise(pidfd, iov, n, advice, flags);
+	return announce_process_madvise(pidfd, iov, n, advice, flags);
 }
 #ifndef MRC_HOOKS_PLAIN
 VERSIONED(process_madvise, MRC_LIBC_PROCESS_MADVISE);
