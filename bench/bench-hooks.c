@@ -11,8 +11,8 @@
  * itself: the noise of the method ("noise", 1.00 would be none).
  *
  *   bench-hooks [CALLS]
- * (CALLS a round, 2000 unless given) prints "figure NAME 4096 NS" and "ratio NAME X" lines
- * (bench/run-bench-mrcache.sh runs it here and in the guest).
+ * (CALLS a round, 2000 unless given) prints "figure NAME 4096 NS" and "ratio
+ * NAME X" lines (bench/run-bench-mrcache.sh runs it here and in the guest).
  */
 #include <dlfcn.h>
 #include <stdio.h>

@@ -370,8 +370,8 @@ static bool serves(const struct mrc_entry *e, uintptr_t start, uintptr_t end,
 }
 
 /* The hint's entry, taken without the lock; NULL to take the lock. */
-static inline __attribute__((always_inline)) struct mrc_entry *fast_hit(struct rdmad_mr_cache *c, uintptr_t start,
-				  uintptr_t end, int access)
+static inline __attribute__((always_inline)) struct mrc_entry *
+fast_hit(struct rdmad_mr_cache *c, uintptr_t start, uintptr_t end, int access)
 {
 	struct hint *h = &hint;
 	struct mrc_entry *e = h->entry;
@@ -658,8 +658,7 @@ static struct mrc_entry *lookup(struct rdmad_mr_cache *c, uintptr_t start,
 /* A get the thread's hint does not serve: the lock, the index, a miss.
  * Apart, so that a hit does not pay for this one's frame. */
 static __attribute__((noinline)) struct ibv_mr *
-get_locked(struct rdmad_mr_cache *cache, void *addr, size_t length,
-	   int access)
+get_locked(struct rdmad_mr_cache *cache, void *addr, size_t length, int access)
 {
 	struct ask ask = {addr, length, access, 0};
 	uintptr_t start, end;

@@ -122,7 +122,8 @@ struct bracket {
 	bool on;
 };
 
-/* Signals blocked for the brackets of one call. */
+/* Signals blocked for the brackets of one call.  Set up with m.on =
+ * false alone: an initialiser would zero the 128-byte set first. */
 struct masked {
 	sigset_t old;
 	bool on;
@@ -316,8 +317,8 @@ static void *call_mremap(void *old, size_t old_len, size_t new_len, int flags,
 
 /* The source changes (moved, shrunk, or emptied with MREMAP_DONTUNMAP);
  * with MREMAP_FIXED the destination is unmapped first. */
-static NOINLINE void *announce_mremap(void *old, size_t old_len,
-				      size_t new_len, int flags, void *to)
+static NOINLINE void *announce_mremap(void *old, size_t old_len, size_t new_len,
+				      int flags, void *to)
 {
 	struct bracket b[2] = {{0}};
 	struct masked m;
@@ -428,9 +429,8 @@ static size_t begin_ranges(struct bracket *b, struct masked *m,
 }
 
 static NOINLINE ssize_t first_process_madvise(int pidfd,
-					      const struct iovec *iov,
-					      size_t n, int advice,
-					      unsigned int flags)
+					      const struct iovec *iov, size_t n,
+					      int advice, unsigned int flags)
 {
 	process_madvise_fn *real =
 		resolve(MRC_NEXT_PROCESS_MADVISE, "process_madvise",

@@ -68,7 +68,7 @@ static struct {
 	struct rdmad_mr_cache *cache;
 	char *src;
 	struct ibv_mr *src_mr;
-	bool option;	   /* the build's option was given */
+	bool option;	  /* the build's option was given */
 	bool unmonitored; /* --unmonitored */
 	size_t ps;
 } app;

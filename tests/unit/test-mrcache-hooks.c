@@ -182,14 +182,31 @@ static void test_cache_finds_hooks(void)
 	rdmad_mr_cache_destroy(c);
 }
 
+static void test_calls_do_what_libc_does_with_a_cache(void)
+{
+	static struct ibv_device dev = {.name = "fake0"};
+	static struct ibv_context ctx = {.device = &dev};
+	static struct ibv_pd pd = {.context = &ctx};
+	struct rdmad_mr_cache *c = rdmad_mr_cache_new(&pd, NULL);
+
+	CHECK(c);
+	test_calls_do_what_libc_does();
+	rdmad_mr_cache_destroy(c);
+}
+
 int main(void)
 {
 	ps = (size_t)sysconf(_SC_PAGESIZE);
 	/* A call into librdmad, so that it is needed as a user's is. */
 	CHECK(rdmad_mr_cache_begin_change(NULL, 0) == -EINVAL);
 	test_resolved_to_librdmad();
+	/* No cache yet: each hook goes straight to libc's call. */
 	test_calls_do_what_libc_does();
 	test_no_libc_version_from_librdmad();
 	test_cache_finds_hooks();
+	/* A cache's monitor running: the hooks take their announcing half
+	 * (a discard, a munmap of what the monitor may watch), and still do
+	 * what libc does. */
+	test_calls_do_what_libc_does_with_a_cache();
 	return failures ? 1 : 0;
 }
