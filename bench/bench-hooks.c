@@ -105,13 +105,6 @@ static double libc_madvise(void)
 	return discard_with(libc.madvise);
 }
 
-static int cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-
-	return x < y ? -1 : x > y;
-}
-
 static double median_of(double *v)
 {
 	qsort(v, ROUNDS, sizeof(v[0]), cmp_double);

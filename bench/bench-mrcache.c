@@ -65,13 +65,6 @@ static void *anon(void *at, size_t len, int flags)
 	return p;
 }
 
-static int cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-
-	return x < y ? -1 : x > y;
-}
-
 /* Median over ROUNDS of @fn's ns per operation. */
 static double median(double (*fn)(void *), void *arg)
 {

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * What the benchmarks share: clocks, sleeping, and percentiles of sorted
- * nanosecond samples.
+ * What the benchmarks share: clocks, sleeping, sorting, and percentiles of
+ * sorted nanosecond samples.
  */
 #ifndef RDMAD_BENCH_UTIL_H
 #define RDMAD_BENCH_UTIL_H
@@ -37,6 +37,14 @@ static inline void sleep_us(unsigned int us)
 static inline int cmp_u64(const void *a, const void *b)
 {
 	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* For qsort() of double figures. */
+static inline int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
 
 	return x < y ? -1 : x > y;
 }
