@@ -238,11 +238,16 @@ static sigjmp_buf jump;
 static volatile sig_atomic_t armed; /* jump is set */
 static volatile unsigned long jumps;
 
+/* Disarmed before the jump: siglongjmp() restores the mask, and a signal
+ * pending then lands in this handler again before the jump is done, which
+ * must not jump again (under ASan each such frame nests on the last until
+ * the stack overflows).  The loop arms it again once back at sigsetjmp. */
 static void jump_out(int sig)
 {
 	(void)sig;
 	if (!armed)
 		return;
+	armed = 0;
 	jumps++;
 	siglongjmp(jump, 1);
 }
