@@ -43,8 +43,7 @@
 #include "mrcache/mrcache.h"
 
 #ifdef HAVE_LIBFABRIC
-#include <rdma/fabric.h>
-#include <rdma/fi_domain.h>
+#include "fabric-domain.h"
 #endif
 
 #define ROUNDS 5
@@ -772,20 +771,11 @@ static int fabric_hits(const char *device)
 
 static int fabric(const char *device)
 {
-	struct fi_info *hints = fi_allocinfo(), *info;
-	struct fid_fabric *fab;
 	const char *monitor = getenv("FI_MR_CACHE_MONITOR");
+	struct fi_info *info;
 	size_t k;
 
-	hints->ep_attr->type = FI_EP_MSG;
-	hints->caps = FI_MSG | FI_RMA;
-	hints->domain_attr->mr_mode = FI_MR_LOCAL | FI_MR_VIRT_ADDR |
-				      FI_MR_ALLOCATED | FI_MR_PROV_KEY;
-	hints->fabric_attr->prov_name = strdup("verbs");
-	hints->domain_attr->name = strdup(device);
-	if (fi_getinfo(FI_VERSION(1, 17), NULL, NULL, 0, hints, &info) ||
-	    fi_fabric(info->fabric_attr, &fab, NULL) ||
-	    fi_domain(fab, info, &v.domain, NULL)) {
+	if (fabric_verbs_domain(device, &v.domain, &info)) {
 		printf("bench-mrcache: no libfabric verbs domain on %s\n",
 		       device);
 		return 77;
@@ -793,6 +783,7 @@ static int fabric(const char *device)
 	printf("libfabric %s, FI_MR_CACHE_MONITOR=%s\n",
 	       fi_tostr(&info->fabric_attr->api_version, FI_TYPE_VERSION),
 	       monitor ? monitor : "(default)");
+	fi_freeinfo(info);
 	for (k = 0; k < sizeof(sizes) / sizeof(sizes[0]); k++) {
 		v.len = sizes[k];
 		v.buf = anon(NULL, v.len, 0);

@@ -53,8 +53,8 @@
 #endif
 #ifdef HAVE_LIBFABRIC
 #include <dlfcn.h>
-#include <rdma/fabric.h>
-#include <rdma/fi_domain.h>
+
+#include "fabric-domain.h"
 #endif
 #include <sys/syscall.h>
 
@@ -428,21 +428,14 @@ static struct {
  * memhooks monitor. */
 static int fab_open(const char *device)
 {
-	struct fi_info *hints = fi_allocinfo(), *info;
-	struct fid_fabric *fabric;
+	struct fi_info *info;
+	int err;
 
 	setenv("FI_MR_CACHE_MONITOR", "memhooks", 1);
-	hints->ep_attr->type = FI_EP_MSG;
-	hints->caps = FI_MSG | FI_RMA;
-	hints->domain_attr->mr_mode = FI_MR_LOCAL | FI_MR_VIRT_ADDR |
-				      FI_MR_ALLOCATED | FI_MR_PROV_KEY;
-	hints->fabric_attr->prov_name = strdup("verbs");
-	hints->domain_attr->name = strdup(device);
-	if (fi_getinfo(FI_VERSION(1, 17), NULL, NULL, 0, hints, &info) ||
-	    fi_fabric(info->fabric_attr, &fabric, NULL) ||
-	    fi_domain(fabric, info, &fab.domain, NULL))
-		return -ENODEV;
-	fi_freeinfo(hints);
+	err = fabric_verbs_domain(device, &fab.domain, &info);
+	if (err)
+		return err;
+	fi_freeinfo(info);
 	fab.on = true;
 	return 0;
 }
