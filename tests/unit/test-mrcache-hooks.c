@@ -29,6 +29,10 @@
 #include "rdmad.h"
 
 static size_t ps;
+/* A protection domain for a cache that registers nothing. */
+static struct ibv_device fake_dev = {.name = "fake0"};
+static struct ibv_context fake_ctx = {.device = &fake_dev};
+static struct ibv_pd fake_pd = {.context = &fake_ctx};
 /* A sanitizer's interceptors come first and call libc past librdmad. */
 static bool sanitized;
 
@@ -166,10 +170,7 @@ static void test_no_libc_version_from_librdmad(void)
  * monitor can be had at all). */
 static void test_cache_finds_hooks(void)
 {
-	static struct ibv_device dev = {.name = "fake0"};
-	static struct ibv_context ctx = {.device = &dev};
-	static struct ibv_pd pd = {.context = &ctx};
-	struct rdmad_mr_cache *c = rdmad_mr_cache_new(&pd, NULL);
+	struct rdmad_mr_cache *c = rdmad_mr_cache_new(&fake_pd, NULL);
 	const char *why = c ? rdmad_mr_cache_get_reason(c) : "";
 
 	CHECK(c);
@@ -184,10 +185,7 @@ static void test_cache_finds_hooks(void)
 
 static void test_calls_do_what_libc_does_with_a_cache(void)
 {
-	static struct ibv_device dev = {.name = "fake0"};
-	static struct ibv_context ctx = {.device = &dev};
-	static struct ibv_pd pd = {.context = &ctx};
-	struct rdmad_mr_cache *c = rdmad_mr_cache_new(&pd, NULL);
+	struct rdmad_mr_cache *c = rdmad_mr_cache_new(&fake_pd, NULL);
 
 	CHECK(c);
 	test_calls_do_what_libc_does();
