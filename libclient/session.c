@@ -284,7 +284,7 @@ static bool recv_fatal(int err)
  * event is sent), and no snapshot is half read. */
 static bool caught_up(const struct session *s)
 {
-	return s->sync.snapshot && !s->sync.awaiting_snapshot &&
+	return s->sync.snapshot && s->sync.follow.state != FOLLOW_AWAITING &&
 	       s->sync.assembly.n_frames == 0 &&
 	       genview_page(&s->view) <= sync_generation(&s->sync);
 }
@@ -527,7 +527,7 @@ static int subscribe(struct session *link)
 	int err;
 
 	err = sync_subscribe(&link->sync, &link->conn);
-	while (err == 0 && link->sync.awaiting_snapshot) {
+	while (err == 0 && link->sync.follow.state == FOLLOW_AWAITING) {
 		if (remaining_ms(deadline) == 0)
 			return -ETIMEDOUT;
 		wait_socket(link, deadline);
@@ -785,7 +785,8 @@ int session_report_unusable(struct session *s, const char *name,
 
 bool session_current(const struct session *s)
 {
-	return s->connected && s->sync.snapshot && !s->sync.awaiting_snapshot &&
+	return s->connected && s->sync.snapshot &&
+	       s->sync.follow.state != FOLLOW_AWAITING &&
 	       genview_page(&s->view) <= sync_generation(&s->sync);
 }
 

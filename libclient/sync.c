@@ -2,7 +2,8 @@
 /*
  * Keeping a device list in step with the daemon: assembling
  * snapshot parts, applying events in generation order, resubscribing on a
- * gap, and queueing what happened for rdmad_client_process() to hand to
+ * gap or an unknown event type (which frames do what is proto/follow.c's
+ * rule), and queueing what happened for rdmad_client_process() to hand to
  * the callback.  An event does not copy the device list: it is kept
  * aside and folded in, in one pass, when the list is asked for (beyond
  * 64 events, the oldest is folded as each new one comes), so a
@@ -29,8 +30,7 @@ static void clear_parts(struct sync *sync)
 void sync_reset(struct sync *sync)
 {
 	clear_parts(sync);
-	sync->subscribe_seq = 0;
-	sync->awaiting_snapshot = false;
+	follow_stop(&sync->follow);
 	sync->resync_pending = false;
 }
 
@@ -107,8 +107,7 @@ int sync_subscribe(struct sync *sync, struct conn *conn)
 	err = conn_send_name(conn, RDMAD__FRAME__BODY_SUBSCRIBE, NULL, &seq);
 	if (err < 0)
 		return err;
-	sync->subscribe_seq = seq;
-	sync->awaiting_snapshot = true;
+	follow_subscribed(&sync->follow, seq);
 	sync->resync_pending = true;
 	return 0;
 }
@@ -142,13 +141,12 @@ void sync_drop_list(struct sync *sync)
 	sync->unfolded = NULL;
 	sync->cap_unfolded = 0;
 	sync->snapshot = rdmad_snapshot_unref(sync->snapshot);
+	sync->follow = (struct follow){0};
 }
 
 uint64_t sync_generation(const struct sync *sync)
 {
-	if (sync->n_unfolded)
-		return sync->unfolded[sync->n_unfolded - 1].generation;
-	return sync->snapshot ? sync->snapshot->generation : 0;
+	return sync->follow.generation;
 }
 
 /* Fold the oldest @n unfolded events into the snapshot. */
@@ -201,6 +199,7 @@ static int add_unfolded(struct sync *sync, enum rdmad_event_type type,
 		.device = device ? snapshot_device_ref(device) : NULL,
 		.generation = generation,
 	};
+	follow_applied(&sync->follow, generation);
 	return 0;
 }
 
@@ -223,8 +222,8 @@ static int complete_snapshot(struct sync *sync)
 {
 	struct wire_assembly *a = &sync->assembly;
 	struct rdmad_snapshot *snap;
-	uint64_t generation = a->generation;
-	bool solicited = a->seq == sync->subscribe_seq;
+	uint64_t generation = a->generation, seq = a->seq;
+	bool solicited;
 
 	snap = assemble(sync);
 	clear_parts(sync);
@@ -233,8 +232,7 @@ static int complete_snapshot(struct sync *sync)
 	/* The snapshot contains whatever was unfolded. */
 	drop_unfolded(sync, sync->n_unfolded);
 	replace_snapshot(sync, snap);
-	if (solicited)
-		sync->awaiting_snapshot = false;
+	solicited = follow_snapshot(&sync->follow, seq, generation);
 	/* A seq-0 snapshot replaces the list after dropped events. */
 	if (!solicited || sync->resync_pending) {
 		sync->resync_pending = false;
@@ -398,22 +396,16 @@ static int handle_sriov(struct sync *sync, enum rdmad_event_type type,
 						.generation = ev->generation});
 }
 
-static int handle_event(struct sync *sync, struct conn *conn,
-			const Rdmad__Event *ev)
+/* The next event (FOLLOW_APPLY): into the list, and to the callback. */
+static int apply_event(struct sync *sync, struct conn *conn,
+		       const Rdmad__Event *ev)
 {
 	enum rdmad_event_type type;
 	struct rdmad_device *dev;
-	uint64_t last;
 	int err;
 
-	/* Events before the snapshot we wait for are part of it. */
-	if (sync->awaiting_snapshot || !sync->snapshot)
-		return 0;
-	last = sync_generation(sync);
-	if (ev->generation <= last)
-		return 0;
-	/* A gap, or an event type newer than this library: resync. */
-	if (ev->generation != last + 1 || !type_from_wire(ev->type, &type))
+	/* A type the schema has but the table above lacks: as unknown. */
+	if (!type_from_wire(ev->type, &type))
 		return sync_subscribe(sync, conn);
 	if (type == RDMAD_EVENT_EXPECTING || type == RDMAD_EVENT_SETTLED)
 		return handle_sriov(sync, type, ev);
@@ -471,8 +463,7 @@ int sync_adopt(struct sync *sync, struct sync *from)
 	sync->unfolded = from->unfolded;
 	sync->n_unfolded = from->n_unfolded;
 	sync->cap_unfolded = from->cap_unfolded;
-	sync->subscribe_seq = from->subscribe_seq;
-	sync->awaiting_snapshot = from->awaiting_snapshot;
+	sync->follow = from->follow;
 	sync->resync_pending = from->resync_pending;
 	sync->assembly = from->assembly;
 	sync->assembly_bytes = from->assembly_bytes;
@@ -481,23 +472,36 @@ int sync_adopt(struct sync *sync, struct sync *from)
 	return 0;
 }
 
+/* The daemon refused to subscribe us: give up this link. */
+static int refused(Rdmad__Frame *frame)
+{
+	int err = wire_errno_from_status(frame->status);
+
+	wire_free(frame);
+	return err < 0 ? err : -EPROTO;
+}
+
 int sync_handle_frame(struct sync *sync, struct conn *conn, Rdmad__Frame *frame)
 {
 	int err = 0;
 
-	if (frame->seq != 0 && frame->seq == sync->subscribe_seq &&
-	    frame->status != RDMAD__STATUS__STATUS_OK) {
-		/* The daemon refused to subscribe us: give up this link. */
-		err = wire_errno_from_status(frame->status);
-		wire_free(frame);
-		return err < 0 ? err : -EPROTO;
-	}
-	if (frame->body_case == RDMAD__FRAME__BODY_SNAPSHOT &&
-	    (frame->seq == 0 || frame->seq == sync->subscribe_seq))
+	switch (follow_frame(&sync->follow, frame)) {
+	case FOLLOW_REFUSED:
+		return refused(frame);
+	case FOLLOW_PART:
 		return handle_part(sync, conn, frame);
-	if (frame->body_case == RDMAD__FRAME__BODY_EVENT && frame->seq == 0)
-		err = handle_event(sync, conn, frame->event);
-	/* Anything else is a late reply to a request that timed out. */
+	case FOLLOW_APPLY:
+		err = apply_event(sync, conn, frame->event);
+		break;
+	case FOLLOW_RESYNC:
+		err = sync_subscribe(sync, conn);
+		break;
+	case FOLLOW_SKIP:
+	case FOLLOW_IGNORE:
+		/* Already in the list, or a late reply to a request that
+		 * timed out. */
+		break;
+	}
 	wire_free(frame);
 	return err;
 }

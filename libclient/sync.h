@@ -3,7 +3,8 @@
  * Keeping a device list in step with the daemon (sync.c): the snapshot,
  * the events not yet folded into it, the snapshot parts being assembled,
  * and the queue of events for the callback.  Below the session: it calls
- * only snapshot.c and conn.c (to send Subscribe).  Not installed.
+ * only snapshot.c, conn.c (to send Subscribe) and proto's follower,
+ * which decides what each frame means.  Not installed.
  */
 #ifndef RDMAD_SYNC_H
 #define RDMAD_SYNC_H
@@ -12,6 +13,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "follow.h"
 #include "snapshot.h"
 #include "wire.h"
 
@@ -26,8 +28,8 @@ struct sync {
 	struct client_event *unfolded;
 	size_t n_unfolded;
 	size_t cap_unfolded;
-	uint64_t subscribe_seq;
-	bool awaiting_snapshot;
+	/* Which frames apply, and the list's generation (proto/follow.h). */
+	struct follow follow;
 	bool resync_pending;
 	struct wire_assembly assembly; /* snapshot parts so far */
 	size_t assembly_bytes;	       /* what they take, as part_cost() */

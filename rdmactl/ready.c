@@ -4,7 +4,7 @@
  * blocks until a device, or every device, is present (and ready), and
  * `env` prints the variables that tell NCCL and UCX which devices and
  * ports to use.  `wait` follows a subscription (a snapshot, then events,
- * resubscribing on a gap as `monitor` does) and never polls; it keeps
+ * by proto/follow.h's rule as `monitor` and librdmad) and never polls; it keeps
  * only what its condition needs of each entry of the device list.  Both
  * look only at the devices of rdmad's own network namespace, or of the
  * one --netns names (PROTOCOL.md 8b: root sees every namespace's).
@@ -15,6 +15,7 @@
 #include <time.h>
 
 #include "commands.h"
+#include "follow.h"
 #include "netns.h"
 #include "output.h"
 #include "session.h"
@@ -134,8 +135,9 @@ static int devlist_load(struct devlist *l, const struct session_snapshot *snap)
 /*
  * Apply an event.  A device that went (REMOVED, whatever its state now,
  * or RELEASED) can no longer make a condition true, so its entry goes;
- * a new life comes as its own entry.  -EAGAIN for an event type this
- * rdmactl does not know: PROTOCOL.md says resync.
+ * a new life comes as its own entry.  -EAGAIN for one that lacks the
+ * device it is about (the follower already resyncs on a type this
+ * rdmactl does not know): the list cannot follow it, so resync.
  */
 static int devlist_apply(struct devlist *l, const Rdmad__Event *event)
 {
@@ -207,8 +209,8 @@ struct waiter {
 	const struct rdmactl_ctx *ctx;
 	struct session *s;
 	struct devlist list;
-	uint64_t last;	  /* generation the list is at */
-	int64_t deadline; /* CLOCK_MONOTONIC ms; -1: none */
+	struct follow follow; /* the generation the list is at */
+	int64_t deadline;     /* CLOCK_MONOTONIC ms; -1: none */
 };
 
 static int64_t now_ms(void)
@@ -223,7 +225,7 @@ static int take_snapshot(struct waiter *w, struct session_snapshot *snap)
 {
 	int r = devlist_load(&w->list, snap);
 
-	w->last = snap->generation;
+	follow_snapshot(&w->follow, 0, snap->generation);
 	session_snapshot_clear(snap);
 	return r;
 }
@@ -238,18 +240,15 @@ static int subscribe(struct waiter *w)
 	return r < 0 ? r : take_snapshot(w, &snap);
 }
 
+/* The next event (FOLLOW_APPLY); one without the device it is about
+ * resyncs, as an unknown type does. */
 static int on_event(struct waiter *w, const Rdmad__Event *event)
 {
-	int r;
+	int r = devlist_apply(&w->list, event);
 
-	if (event->generation <= w->last)
-		return 0;
-	if (event->generation != w->last + 1)
-		return subscribe(w);
-	r = devlist_apply(&w->list, event);
 	if (r == -EAGAIN)
 		return subscribe(w);
-	w->last = event->generation;
+	follow_applied(&w->follow, event->generation);
 	return r;
 }
 
@@ -258,13 +257,21 @@ static int on_frame(struct waiter *w, Rdmad__Frame *frame)
 	struct session_snapshot snap;
 	int r = 0;
 
-	if (frame->seq == 0 && frame->body_case == RDMAD__FRAME__BODY_EVENT)
+	switch (follow_frame(&w->follow, frame)) {
+	case FOLLOW_APPLY:
 		r = on_event(w, frame->event);
-	else if (frame->seq == 0 &&
-		 frame->body_case == RDMAD__FRAME__BODY_SNAPSHOT) {
+		break;
+	case FOLLOW_RESYNC:
+		r = subscribe(w);
+		break;
+	case FOLLOW_PART:
 		/* The daemon dropped our events and sent the state. */
 		r = session_collect(w->s, 0, frame, &snap);
 		return r < 0 ? r : take_snapshot(w, &snap);
+	case FOLLOW_SKIP:
+	case FOLLOW_IGNORE:
+	case FOLLOW_REFUSED:
+		break;
 	}
 	wire_free(frame);
 	return r;
@@ -383,8 +390,8 @@ static int port_list(const struct rdmactl_ctx *ctx,
 	return n;
 }
 
-static int print_env(const struct rdmactl_ctx *ctx,
-		     const struct session_snapshot *snap)
+static int show_env(const struct rdmactl_ctx *ctx,
+		    const struct session_snapshot *snap)
 {
 	bool both = !ctx->nccl && !ctx->ucx;
 	char *ports = NULL;
@@ -415,5 +422,5 @@ int commands_env(const struct rdmactl_ctx *ctx)
 {
 	/* Of rdmad's own namespace unless --netns says: another namespace's
 	 * devices are no use to a job here. */
-	return commands_with_snapshot(ctx, "env", print_env);
+	return commands_with_snapshot(ctx, "env", show_env);
 }

@@ -555,6 +555,22 @@ static void test_unsolicited_snapshot(struct rdmad_client *c, struct seen *seen)
 	      seen->gen[0] == 12);
 }
 
+/* An event type newer than the library: a resync, as a gap is
+ * (PROTOCOL.md 3; proto/follow.c, as rdmactl's monitor and wait). */
+static void test_unknown_type(struct rdmad_client *c, struct seen *seen)
+{
+	unsigned int before = fake_count(&fake.subscribes);
+	uint64_t next = rdmad_client_get_generation(c) + 1, gen;
+
+	seen->n = 0;
+	fake_do(FAKE_EVENT, next, 77, "mlx5_0");
+	CHECK(snapshot_count(c, &gen) != (size_t)-1 && gen == next);
+	CHECK(fake_count(&fake.subscribes) == before + 1);
+	CHECK(rdmad_client_process(c) == 1);
+	CHECK(seen->n == 1 && seen->type[0] == RDMAD_EVENT_RESYNC &&
+	      seen->gen[0] == next);
+}
+
 static void test_holds(struct rdmad_client *c, struct seen *seen)
 {
 	struct pollfd pfd = {.events = POLLIN};
@@ -1017,6 +1033,7 @@ int main(void)
 	test_reconnect(c, &seen);
 	test_many_events(c, &seen);
 	test_lifecycle_as_1_0(c, &seen);
+	test_unknown_type(c, &seen);
 	rdmad_client_unref(c);
 	test_lifecycle_events();
 	test_views();
