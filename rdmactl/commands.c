@@ -16,6 +16,7 @@
 #include "rdmad-config.h"
 
 #include "commands.h"
+#include "follow.h"
 #include "netns.h"
 #include "output.h"
 #include "session.h"
@@ -269,7 +270,7 @@ int commands_version(const struct rdmactl_ctx *ctx)
 struct monitor {
 	const struct rdmactl_ctx *ctx;
 	struct session *s;
-	uint64_t last; /* generation of the newest state printed */
+	struct follow follow; /* at the newest state printed */
 };
 
 static volatile sig_atomic_t monitor_stop;
@@ -284,7 +285,7 @@ static int print_resync(struct monitor *m, const struct session_snapshot *snap)
 	const struct rdmactl_ctx *ctx = m->ctx;
 	struct json_object *obj;
 
-	m->last = snap->generation;
+	follow_snapshot(&m->follow, 0, snap->generation);
 	if (!ctx->json) {
 		fprintf(ctx->out, "generation %llu: resync, %zu device%s\n",
 			(unsigned long long)snap->generation, snap->n_devices,
@@ -296,7 +297,8 @@ static int print_resync(struct monitor *m, const struct session_snapshot *snap)
 	return output_json_print(ctx->out, obj, 0) < 0 ? -EIO : 0;
 }
 
-/* A gap: ask for the whole state again (PROTOCOL.md, "Gaps"). */
+/* A gap or an event type this rdmactl does not know: ask for the whole
+ * state again (PROTOCOL.md 8, "Gaps"). */
 static int resubscribe(struct monitor *m)
 {
 	struct session_snapshot snap;
@@ -324,14 +326,10 @@ static int unsolicited_snapshot(struct monitor *m, Rdmad__Frame *frame)
 	return r;
 }
 
-static int on_event(struct monitor *m, const Rdmad__Event *event)
+/* The next event (FOLLOW_APPLY). */
+static int show_event(struct monitor *m, const Rdmad__Event *event)
 {
-	/* Already part of the snapshot we printed last. */
-	if (event->generation <= m->last)
-		return 0;
-	if (event->generation != m->last + 1)
-		return resubscribe(m);
-	m->last = event->generation;
+	follow_applied(&m->follow, event->generation);
 	if (!m->ctx->json) {
 		output_event_text(m->ctx->out, event);
 		return 0;
@@ -345,12 +343,21 @@ static int on_frame(struct monitor *m, Rdmad__Frame *frame)
 {
 	int r = 0;
 
-	if (frame->seq == 0 && frame->body_case == RDMAD__FRAME__BODY_EVENT)
-		r = on_event(m, frame->event);
-	else if (frame->seq == 0 &&
-		 frame->body_case == RDMAD__FRAME__BODY_SNAPSHOT)
+	switch (follow_frame(&m->follow, frame)) {
+	case FOLLOW_APPLY:
+		r = show_event(m, frame->event);
+		break;
+	case FOLLOW_RESYNC:
+		r = resubscribe(m);
+		break;
+	case FOLLOW_PART:
 		return unsolicited_snapshot(m, frame);
-	/* Anything else (a late reply) carries nothing for us. */
+	case FOLLOW_SKIP:
+	case FOLLOW_IGNORE:
+	case FOLLOW_REFUSED:
+		/* Old news, or a late reply: nothing for us. */
+		break;
+	}
 	wire_free(frame);
 	return r;
 }
@@ -390,7 +397,7 @@ static int monitor_start(struct monitor *m)
 	r = session_get_snapshot(m->s, RDMAD__FRAME__BODY_SUBSCRIBE, &snap);
 	if (r < 0)
 		return r;
-	m->last = snap.generation;
+	follow_snapshot(&m->follow, 0, snap.generation);
 	/* JSON output on stdout is changes only; the line saying that the
 	 * subscription is in place goes to stderr there, so scripts can wait
 	 * for it before they cause the changes they want to see. */

@@ -580,7 +580,8 @@ enum script {
 	SCRIPT_DENY,	     /* refuse Rescan */
 	SCRIPT_SILENT,	     /* read Hello, never answer */
 	SCRIPT_OLD_VERSION,  /* answer in protocol version 2 */
-	SCRIPT_MONITOR,	     /* events, a duplicate, a gap, an overflow */
+	SCRIPT_MONITOR,	     /* events, a duplicate, a gap, an overflow,
+			      * an unknown event */
 	SCRIPT_MONITOR_STOP, /* a snapshot, then SIGTERM to the monitor */
 	SCRIPT_WAIT,	     /* an unknown event, then mlx5_0 ready */
 };
@@ -688,6 +689,10 @@ static bool run_monitor(struct fake *fk, int fd)
 	ok = ok && snapshot(fk, fd, 0, 20, FLEET) == 0;
 	ok = ok &&
 	     event(fk, fd, 21, RDMAD__EVENT_TYPE__EVENT_TYPE_REMOVED, 0) == 0;
+	/* A type newer than rdmactl: not shown, a resync (PROTOCOL.md 3). */
+	ok = ok && event(fk, fd, 22, 77, 0) == 0;
+	seq = ok ? expect(fd, RDMAD__FRAME__BODY_SUBSCRIBE) : 0;
+	ok = seq && snapshot(fk, fd, seq, 22, 2) == 0;
 	/* Then the daemon goes away: the monitor exits 3. */
 	return ok;
 }
@@ -922,11 +927,8 @@ static void test_monitor(void)
 	static const struct {
 		const char *event;
 		int64_t generation;
-	} want[] = {{"added", 11},
-		    {"renamed", 12},
-		    {"resync", 15},
-		    {"resync", 20},
-		    {"removed", 21}};
+	} want[] = {{"added", 11},  {"renamed", 12}, {"resync", 15},
+		    {"resync", 20}, {"removed", 21}, {"resync", 22}};
 	struct fake *fk = calloc(1, sizeof(*fk));
 	char *out, *err, *line, *save = NULL;
 	struct json_object *o;
