@@ -140,10 +140,10 @@ static int select_device(const struct rdmactl_ctx *ctx,
 
 /* Print the snapshot's devices of the namespaces selected, or the lives
  * of ctx->device among them. */
-static int print_selected(const struct rdmactl_ctx *ctx, const char *verb,
-			  const struct session_snapshot *snap,
-			  int (*print)(const struct rdmactl_ctx *ctx,
-				       const struct session_snapshot *snap))
+static int show_selected(const struct rdmactl_ctx *ctx, const char *verb,
+			 const struct session_snapshot *snap,
+			 int (*print)(const struct rdmactl_ctx *ctx,
+				      const struct session_snapshot *snap))
 {
 	struct session_snapshot view;
 	int r = select_namespaces(ctx, snap, &view);
@@ -182,43 +182,33 @@ int commands_with_snapshot(const struct rdmactl_ctx *ctx, const char *verb,
 		session_free(s);
 		return r;
 	}
-	r = print_selected(ctx, verb, &snap, print);
+	r = show_selected(ctx, verb, &snap, print);
 	session_snapshot_clear(&snap);
 	session_free(s);
 	return r;
 }
 
-static int print_status(const struct rdmactl_ctx *ctx,
-			const struct session_snapshot *snap)
+static int show_status(const struct rdmactl_ctx *ctx,
+		       const struct session_snapshot *snap)
 {
-	struct json_object *obj;
+	struct print p;
 
-	if (!ctx->json) {
-		output_status_view_text(ctx->out, snap->generation, snap->view,
-					snap->devices, snap->n_devices);
-		output_closing_text(ctx->out, snap->closing, snap->n_closing);
-		return RDMACTL_EXIT_OK;
-	}
-	obj = output_status_view_json(snap->generation, snap->view,
-				      snap->devices, snap->n_devices);
-	output_closing_json(obj, snap->closing, snap->n_closing);
-	if (output_json_print(ctx->out, obj, ctx->pretty) < 0)
+	print_start(&p, ctx->out, ctx->json);
+	output_status(&p, snap->generation, snap->view, snap->devices,
+		      snap->n_devices, snap->closing, snap->n_closing);
+	if (print_end(&p, ctx->pretty) < 0)
 		return RDMACTL_EXIT_FAILURE;
 	return RDMACTL_EXIT_OK;
 }
 
-static int print_list(const struct rdmactl_ctx *ctx,
-		      const struct session_snapshot *snap)
+static int show_list(const struct rdmactl_ctx *ctx,
+		     const struct session_snapshot *snap)
 {
-	struct json_object *obj;
+	struct print p;
 
-	if (!ctx->json) {
-		output_list_text(ctx->out, snap->devices, snap->n_devices,
-				 ctx->all_namespaces);
-		return RDMACTL_EXIT_OK;
-	}
-	obj = output_devices_json(snap->devices, snap->n_devices);
-	if (output_json_print(ctx->out, obj, ctx->pretty) < 0)
+	print_start(&p, ctx->out, ctx->json);
+	output_list(&p, snap->devices, snap->n_devices, ctx->all_namespaces);
+	if (print_end(&p, ctx->pretty) < 0)
 		return RDMACTL_EXIT_FAILURE;
 	return RDMACTL_EXIT_OK;
 }
@@ -230,12 +220,12 @@ int commands_status(const struct rdmactl_ctx *ctx)
 	struct rdmactl_ctx all = *ctx;
 
 	all.all_namespaces = !ctx->netns;
-	return commands_with_snapshot(&all, "status", print_status);
+	return commands_with_snapshot(&all, "status", show_status);
 }
 
 int commands_list(const struct rdmactl_ctx *ctx)
 {
-	return commands_with_snapshot(ctx, "list", print_list);
+	return commands_with_snapshot(ctx, "list", show_list);
 }
 
 int commands_rescan(const struct rdmactl_ctx *ctx)
@@ -280,21 +270,14 @@ static void on_stop_signal(int sig)
 	monitor_stop = 1;
 }
 
-static int print_resync(struct monitor *m, const struct session_snapshot *snap)
+static int show_resync(struct monitor *m, const struct session_snapshot *snap)
 {
-	const struct rdmactl_ctx *ctx = m->ctx;
-	struct json_object *obj;
+	struct print p;
 
 	follow_snapshot(&m->follow, 0, snap->generation);
-	if (!ctx->json) {
-		fprintf(ctx->out, "generation %llu: resync, %zu device%s\n",
-			(unsigned long long)snap->generation, snap->n_devices,
-			snap->n_devices == 1 ? "" : "s");
-		return fflush(ctx->out) == 0 ? 0 : -EIO;
-	}
-	obj = output_resync_json(snap->generation, snap->devices,
-				 snap->n_devices);
-	return output_json_print(ctx->out, obj, 0) < 0 ? -EIO : 0;
+	print_start(&p, m->ctx->out, m->ctx->json);
+	output_resync(&p, snap->generation, snap->devices, snap->n_devices);
+	return print_end(&p, false);
 }
 
 /* A gap or an event type this rdmactl does not know: ask for the whole
@@ -307,7 +290,7 @@ static int resubscribe(struct monitor *m)
 	r = session_get_snapshot(m->s, RDMAD__FRAME__BODY_SUBSCRIBE, &snap);
 	if (r < 0)
 		return r;
-	r = print_resync(m, &snap);
+	r = show_resync(m, &snap);
 	session_snapshot_clear(&snap);
 	return r;
 }
@@ -321,7 +304,7 @@ static int unsolicited_snapshot(struct monitor *m, Rdmad__Frame *frame)
 	r = session_collect(m->s, 0, frame, &snap);
 	if (r < 0)
 		return r;
-	r = print_resync(m, &snap);
+	r = show_resync(m, &snap);
 	session_snapshot_clear(&snap);
 	return r;
 }
@@ -329,14 +312,12 @@ static int unsolicited_snapshot(struct monitor *m, Rdmad__Frame *frame)
 /* The next event (FOLLOW_APPLY). */
 static int show_event(struct monitor *m, const Rdmad__Event *event)
 {
+	struct print p;
+
 	follow_applied(&m->follow, event->generation);
-	if (!m->ctx->json) {
-		output_event_text(m->ctx->out, event);
-		return 0;
-	}
-	if (output_json_print(m->ctx->out, output_event_json(event), 0) < 0)
-		return -EIO;
-	return 0;
+	print_start(&p, m->ctx->out, m->ctx->json);
+	output_event(&p, event);
+	return print_end(&p, false);
 }
 
 static int on_frame(struct monitor *m, Rdmad__Frame *frame)

@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * rdmactl's output: JSON objects built with json-c (the keys are a
- * contract, see rdmactl(8)) and the human-readable forms.
+ * rdmactl's output: each object rdmad sends, printed once through the
+ * print layer (print.h) for both forms, JSON (the keys are a contract,
+ * see rdmactl(8)) and the human-readable one.  Each output_*() prints
+ * one value: the outermost one, or the next of the object or array open.
  */
 #ifndef RDMACTL_OUTPUT_H
 #define RDMACTL_OUTPUT_H
@@ -10,36 +12,41 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include <json-c/json.h>
-
+#include "print.h"
 #include "wire.h"
 
 const char *output_event_name(Rdmad__EventType type);
 const char *output_state_name(Rdmad__DeviceState state);
 
-struct json_object *output_device_json(const Rdmad__Device *dev);
-struct json_object *output_devices_json(Rdmad__Device *const *devices,
-					size_t n);
-/* rdmad's helpers behind (Snapshot.closing): a "closing" array in
- * @status, or one line each; nothing when @n is 0. */
-void output_closing_json(struct json_object *status,
-			 Rdmad__Closing *const *closing, size_t n);
-void output_closing_text(FILE *f, Rdmad__Closing *const *closing, size_t n);
-struct json_object *output_status_json(uint64_t generation,
-				       Rdmad__Device *const *devices, size_t n);
-/* The same with the client's view (PROTOCOL.md 8b) as "view"; @view NULL
- * (a daemon from before views) leaves the key out. */
-struct json_object *output_status_view_json(uint64_t generation,
-					    const Rdmad__View *view,
-					    Rdmad__Device *const *devices,
-					    size_t n);
-struct json_object *output_view_json(const Rdmad__View *view);
-struct json_object *output_event_json(const Rdmad__Event *event);
-struct json_object *output_resync_json(uint64_t generation,
-				       Rdmad__Device *const *devices, size_t n);
-/* Print @obj on one line (@pretty: indented), flush, and release it.
- * -EIO if the output cannot be written. */
-int output_json_print(FILE *f, struct json_object *obj, bool pretty);
+/* A device: its keys, or its block in the text form (as ibv_devinfo's:
+ * the device, then its ports and holders). */
+void output_device(struct print *p, const Rdmad__Device *dev);
+/*
+ * status: the generation, the client's view (PROTOCOL.md 8b; @view NULL,
+ * from a daemon before views, leaves it out), the devices and rdmad's
+ * helpers behind (Snapshot.closing).  In text, @devices in
+ * output_order_namespaces()'s order, rdmad's own namespace's first, then
+ * each other namespace's, indented under a heading.
+ */
+void output_status(struct print *p, uint64_t generation,
+		   const Rdmad__View *view, Rdmad__Device *const *devices,
+		   size_t n, Rdmad__Closing *const *closing, size_t n_closing);
+/* "view" in the object open; in text a "view: ..." line, or nothing for
+ * the host's view as before views (verified, in rdmad's namespaces, RDMA
+ * netns mode not exclusive) and for NULL. */
+void output_view(struct print *p, const Rdmad__View *view);
+/* A "closing" array in the object open, or one line each; nothing when
+ * @n is 0. */
+void output_closing(struct print *p, Rdmad__Closing *const *closing, size_t n);
+/* list: the devices' array; in text a name a line (@qualify: a device of
+ * another network namespace as NAME@netns:INODE, netns_qualifier(), for
+ * lists of several namespaces). */
+void output_list(struct print *p, Rdmad__Device *const *devices, size_t n,
+		 bool qualify);
+/* monitor: one event, or a resync with the whole list (a line each). */
+void output_event(struct print *p, const Rdmad__Event *event);
+void output_resync(struct print *p, uint64_t generation,
+		   Rdmad__Device *const *devices, size_t n);
 
 /*
  * Put the lives of each name (PROTOCOL.md 8a: a removed life still held
@@ -58,24 +65,5 @@ void output_order_lives(Rdmad__Device **devices, size_t n);
  * human forms of status take the devices in this order.
  */
 void output_order_namespaces(Rdmad__Device **devices, size_t n);
-
-void output_status_text(FILE *f, uint64_t generation,
-			Rdmad__Device *const *devices, size_t n);
-/* With a "view: ..." line after the first one, unless @view is NULL or
- * the plain host view (output_view_text); @devices in
- * output_order_namespaces()'s order, rdmad's own namespace's first, then
- * each other namespace's, indented under a heading. */
-void output_status_view_text(FILE *f, uint64_t generation,
-			     const Rdmad__View *view,
-			     Rdmad__Device *const *devices, size_t n);
-/* "view: pod UID, netns N, mount ns M (RDMA netns mode shared)\n", or
- * nothing for the host's view as before views (verified, in rdmad's
- * namespaces, RDMA netns mode not exclusive) and for NULL. */
-void output_view_text(FILE *f, const Rdmad__View *view);
-/* @qualify: a device of another network namespace as NAME@netns:INODE
- * (netns_qualifier()), for lists of several namespaces. */
-void output_list_text(FILE *f, Rdmad__Device *const *devices, size_t n,
-		      bool qualify);
-void output_event_text(FILE *f, const Rdmad__Event *event);
 
 #endif

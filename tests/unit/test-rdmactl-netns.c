@@ -29,6 +29,7 @@
 #include "fake-rdmad.h"
 #include "netns.h"
 #include "output.h"
+#include "print-capture.h"
 #include "parser.h"
 #include "wire.h"
 
@@ -562,9 +563,9 @@ static void test_event_text(void)
 	ev.generation = 43;
 	ev.type = RDMAD__EVENT_TYPE__EVENT_TYPE_ADDED;
 	ev.device = &fk.pod0.dev;
-	output_event_text(f, &ev);
+	capture_event_text(f, &ev);
 	ev.device = &fk.host0.dev;
-	output_event_text(f, &ev);
+	capture_event_text(f, &ev);
 	fclose(f);
 	CHECK(!strncmp(
 		      text, "generation 43: added mlx5_0@netns-cookie:7 [",

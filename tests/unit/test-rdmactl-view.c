@@ -24,6 +24,7 @@
 
 #include "commands.h"
 #include "output.h"
+#include "print-capture.h"
 #include "parser.h"
 #include "check.h"
 #include "fake-rdmad.h"
@@ -70,7 +71,7 @@ static char *json_text(struct json_object *obj)
 	size_t len = 0;
 	FILE *f = open_memstream(&text, &len);
 
-	CHECK(output_json_print(f, obj, false) == 0, "print");
+	CHECK(print_json_value(f, obj, false) == 0, "print");
 	fclose(f);
 	return text;
 }
@@ -88,7 +89,7 @@ static void test_view_json(void)
 
 	sample_init(&s);
 	devs[0] = &s.dev;
-	t = json_text(output_view_json(&s.view));
+	t = json_text(capture_view_json(&s.view));
 	CHECK(!strcmp(t, "{\"netns\":4026532001,\"mntns\":4026532002,"
 			 "\"pidns\":4026532003,"
 			 "\"pod_uid\":\"1b2c3d4e-0000-4000-8000-00000000abcd\","
@@ -98,7 +99,7 @@ static void test_view_json(void)
 	      "view: %s", t);
 	free(t);
 	/* "view" between "generation" and "devices". */
-	t = json_text(output_status_view_json(42, &s.view, devs, 1));
+	t = json_text(capture_status_view_json(42, &s.view, devs, 1));
 	CHECK(!strncmp(t, "{\"generation\":42,\"view\":{\"netns\":4026532001,",
 		       strlen("{\"generation\":42,\"view\":{\"netns\":"
 			      "4026532001,")) &&
@@ -107,7 +108,7 @@ static void test_view_json(void)
 	      "status: %s", t);
 	free(t);
 	/* A daemon from before views: no "view" key, as before. */
-	t = json_text(output_status_view_json(42, NULL, devs, 1));
+	t = json_text(capture_status_view_json(42, NULL, devs, 1));
 	CHECK(!strncmp(t, "{\"generation\":42,\"devices\":[",
 		       strlen("{\"generation\":42,\"devices\":[")) &&
 		      !strstr(t, "\"view\""),
@@ -120,7 +121,7 @@ static void test_view_json(void)
 static void test_closing(void)
 {
 	Rdmad__Closing c = RDMAD__CLOSING__INIT, *list[1] = {&c};
-	struct json_object *obj = json_object_new_object();
+	struct json_object *obj;
 	char *t = NULL;
 	size_t len = 0;
 	FILE *f;
@@ -128,20 +129,20 @@ static void test_closing(void)
 	c.uid = 65534;
 	c.pending = 1;
 	c.quiet_ms = 12345;
-	output_closing_json(obj, list, 0);
+	obj = capture_closing_json(list, 0);
 	CHECK(!has_key(obj, "closing"), "no key when none waits");
-	output_closing_json(obj, list, 1);
-	t = json_text(obj);
+	json_object_put(obj);
+	t = json_text(capture_closing_json(list, 1));
 	CHECK(!strcmp(t, "{\"closing\":[{\"uid\":65534,\"pending\":1,"
 			 "\"quiet_ms\":12345}]}\n"),
 	      "closing: %s", t);
 	free(t);
 	t = NULL;
 	f = open_memstream(&t, &len);
-	output_closing_text(f, list, 1);
+	capture_closing_text(f, list, 1);
 	c.pending = 253;
-	output_closing_text(f, list, 1);
-	output_closing_text(f, list, 0);
+	capture_closing_text(f, list, 1);
+	capture_closing_text(f, list, 0);
 	fclose(f);
 	CHECK(!strcmp(t, "\nrdmad is behind: 1 descriptor uid 65534 passed "
 			 "waits to be closed (none closed for 12.3 s)\n"
@@ -160,7 +161,7 @@ static void test_device_json(void)
 	sample_init(&s);
 	/* Always "unusable"; no "reason" when empty; a holder's namespaces
 	 * only where the daemon gave them; the keys after the old ones. */
-	t = json_text(output_device_json(&s.dev));
+	t = json_text(capture_device_json(&s.dev));
 	CHECK(strstr(t, "\"holders\":[{\"pid\":4242,\"uid\":1000,"
 			"\"comm\":\"nccl-test\"}]") &&
 		      strstr(t, "\"aliases\":[],\"unusable\":false}\n") &&
@@ -174,7 +175,7 @@ static void test_device_json(void)
 	s.holder.netns = 4026532101;
 	s.holder.mntns = 4026532102;
 	s.holder.pod_uid = "pod-a";
-	t = json_text(output_device_json(&s.dev));
+	t = json_text(capture_device_json(&s.dev));
 	CHECK(strstr(t, "\"holders\":[{\"pid\":4242,\"uid\":1000,"
 			"\"comm\":\"nccl-test\",\"pidns\":4026531836,"
 			"\"netns\":4026532101,\"mntns\":4026532102,"
@@ -187,7 +188,7 @@ static void test_device_json(void)
 	s.holder.pidns = 0;
 	s.holder.mntns = 0;
 	s.holder.pod_uid = "";
-	d = output_device_json(&s.dev);
+	d = capture_device_json(&s.dev);
 	h = json_object_array_get_idx(json_object_object_get(d, "holders"), 0);
 	CHECK(h && has_key(h, "netns") && !has_key(h, "pidns") &&
 		      !has_key(h, "mntns") && !has_key(h, "pod_uid"),
@@ -211,7 +212,7 @@ static void test_event_json(void)
 	ev.generation = 9;
 	ev.type = RDMAD__EVENT_TYPE__EVENT_TYPE_REMOVED;
 	ev.device = &s.dev;
-	t = json_text(output_event_json(&ev));
+	t = json_text(capture_event_json(&ev));
 	CHECK(!strncmp(t,
 		       "{\"generation\":9,\"event\":\"removed\","
 		       "\"device\":{\"name\":\"mlx5_0\",",
@@ -231,7 +232,7 @@ static char *status_text(const Rdmad__View *view, Rdmad__Device *dev)
 	size_t len = 0;
 	FILE *f = open_memstream(&text, &len);
 
-	output_status_view_text(f, 3, view, devs, 1);
+	capture_status_view_text(f, 3, view, devs, 1);
 	fclose(f);
 	return text;
 }
@@ -243,7 +244,7 @@ static char *view_line(const Rdmad__View *view)
 	size_t len = 0;
 	FILE *f = open_memstream(&text, &len);
 
-	output_view_text(f, view);
+	capture_view_text(f, view);
 	fclose(f);
 	return text;
 }
@@ -371,7 +372,7 @@ static char *list_text(Rdmad__Device *const *devs, size_t n)
 	size_t len = 0;
 	FILE *f = open_memstream(&text, &len);
 
-	output_list_text(f, devs, n, false);
+	capture_list_text(f, devs, n, false);
 	fclose(f);
 	return text;
 }
@@ -382,7 +383,7 @@ static char *event_text(const Rdmad__Event *ev)
 	size_t len = 0;
 	FILE *f = open_memstream(&text, &len);
 
-	output_event_text(f, ev);
+	capture_event_text(f, ev);
 	fclose(f);
 	return text;
 }

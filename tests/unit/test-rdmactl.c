@@ -26,6 +26,7 @@
 
 #include "commands.h"
 #include "output.h"
+#include "print-capture.h"
 #include "parser.h"
 #include "check.h"
 #include "fake-rdmad.h"
@@ -309,7 +310,7 @@ static void check_device(struct json_object *d, const char *name,
 	}
 }
 
-/* Print through output_json_print and parse what came out. */
+/* Print through print_json_value() and parse what came out. */
 static struct json_object *printed(struct json_object *obj, int pretty)
 {
 	struct json_object *back;
@@ -317,7 +318,7 @@ static struct json_object *printed(struct json_object *obj, int pretty)
 	size_t len;
 	FILE *f = open_memstream(&text, &len);
 
-	CHECK(output_json_print(f, obj, pretty) == 0, "print");
+	CHECK(print_json_value(f, obj, pretty) == 0, "print");
 	fclose(f);
 	CHECK(len > 0 && text[len - 1] == '\n', "no newline");
 	if (!pretty)
@@ -338,7 +339,7 @@ static void test_json(void)
 
 	sample_dev_init(&a, 0, false);
 	sample_dev_init(&b, 1, true);
-	o = printed(output_status_json(42, devs, 2), 1);
+	o = printed(capture_status_json(42, devs, 2), 1);
 	CHECK(num(o, "generation") == 42, "generation");
 	arr = key(o, "devices", json_type_array);
 	CHECK(arr && json_object_array_length(arr) == 2, "devices");
@@ -354,7 +355,7 @@ static void test_json(void)
 	ev.generation = 43;
 	ev.type = RDMAD__EVENT_TYPE__EVENT_TYPE_RENAMED;
 	ev.device = &b.dev;
-	o = printed(output_event_json(&ev), 0);
+	o = printed(capture_event_json(&ev), 0);
 	CHECK(num(o, "generation") == 43, "event generation");
 	CHECK(!strcmp(str(o, "event"), "renamed"), "event");
 	CHECK(!strcmp(str(o, "old_name"), "mlx5_9"), "old_name");
@@ -362,7 +363,7 @@ static void test_json(void)
 		     1);
 	json_object_put(o);
 
-	o = printed(output_resync_json(50, devs, 1), 0);
+	o = printed(capture_resync_json(50, devs, 1), 0);
 	CHECK(!strcmp(str(o, "event"), "resync") && num(o, "generation") == 50,
 	      "resync");
 	json_object_put(o);
@@ -401,7 +402,7 @@ static void test_lifecycle_json(void)
 	a.dev.ready = 1;
 	a.dev.n_aliases = 2;
 	a.dev.aliases = aliases;
-	d = printed(output_device_json(&a.dev), 0);
+	d = printed(capture_device_json(&a.dev), 0);
 	CHECK(!strcmp(str(d, "identity"), "pci:0000:03:00.0"), "identity");
 	CHECK(num(d, "incarnation") == 3, "incarnation");
 	v = key(d, "ready", json_type_boolean);
@@ -416,7 +417,7 @@ static void test_lifecycle_json(void)
 	a.dev.state = RDMAD__DEVICE_STATE__DEVICE_STATE_AWAY;
 	a.dev.away_deadline_ms = 1700000000123ULL;
 	a.dev.sriov_pf = "0000:03:00.0";
-	d = printed(output_device_json(&a.dev), 0);
+	d = printed(capture_device_json(&a.dev), 0);
 	CHECK(!strcmp(str(d, "state"), "away"), "away");
 	CHECK(num(d, "away_deadline_ms") == 1700000000123LL, "deadline");
 	CHECK(!strcmp(str(d, "sriov_pf"), "0000:03:00.0"), "sriov_pf");
@@ -427,7 +428,7 @@ static void test_lifecycle_json(void)
 	ev.generation = 9;
 	ev.type = RDMAD__EVENT_TYPE__EVENT_TYPE_RETURNED;
 	ev.device = &a.dev;
-	o = printed(output_event_json(&ev), 0);
+	o = printed(capture_event_json(&ev), 0);
 	/* "event" keeps the older name; "lifecycle" says it. */
 	CHECK(!strcmp(str(o, "event"), "added") &&
 		      !strcmp(str(o, "lifecycle"), "returned"),
@@ -439,7 +440,7 @@ static void test_lifecycle_json(void)
 	json_object_put(o);
 	a.dev.n_changed = 1;
 	a.dev.changed = changed;
-	o = printed(output_event_json(&ev), 0);
+	o = printed(capture_event_json(&ev), 0);
 	d = key(o, "device", json_type_object);
 	CHECK(d && !strcmp(item(d, "changed", 0), "name"), "changed");
 	json_object_put(o);
@@ -450,7 +451,7 @@ static void test_lifecycle_json(void)
 	sriov.ready = 3;
 	ev.type = RDMAD__EVENT_TYPE__EVENT_TYPE_SETTLED;
 	ev.sriov = &sriov;
-	o = printed(output_event_json(&ev), 0);
+	o = printed(capture_event_json(&ev), 0);
 	CHECK(!strcmp(str(o, "event"), "changed") && has_key(o, "device") &&
 		      !strcmp(str(o, "lifecycle"), "settled"),
 	      "settled");
@@ -480,14 +481,14 @@ static char *text_of(void (*fn)(FILE *f, const void *arg), const void *arg)
 
 static void event_text(FILE *f, const void *ev)
 {
-	output_event_text(f, ev);
+	capture_event_text(f, ev);
 }
 
 static void one_status_text(FILE *f, const void *dev)
 {
 	Rdmad__Device *devs[1] = {(Rdmad__Device *)dev};
 
-	output_status_text(f, 1, devs, 1);
+	capture_status_text(f, 1, devs, 1);
 }
 
 static void test_lifecycle_text(void)
@@ -564,7 +565,7 @@ static void test_text_escapes(void)
 	sample_dev_init(&a, 0, true);
 	a.holder.comm = "t\x1b]0;x\x07\xff";
 	a.dev.fw_ver = "\x1b[2J";
-	output_status_text(f, 1, devs, 1);
+	capture_status_text(f, 1, devs, 1);
 	fclose(f);
 	CHECK(text && !strpbrk(text, "\x1b\x07\xff"), "raw escapes: %s", text);
 	CHECK(text && strstr(text, "comm t\\x1b]0;x\\x07\\xff"),
