@@ -77,6 +77,8 @@ type Driver struct {
 	// resolved what each claim's device resolved to when last written.
 	claimSpecs map[string]*cdi.Writer
 	resolved   map[string]string
+	// backoff paces the publisher's requests after failures.
+	backoff *Backoff
 }
 
 // New makes a Driver, reading the checkpoint of prepared claims in
@@ -100,7 +102,8 @@ func New(o Options) (*Driver, error) {
 	}
 	d := &Driver{o: o, changed: make(chan struct{}),
 		publish: make(chan []Device, 1), resync: make(chan struct{}, 1),
-		claimSpecs: map[string]*cdi.Writer{}, resolved: map[string]string{}}
+		claimSpecs: map[string]*cdi.Writer{}, resolved: map[string]string{},
+		backoff: &Backoff{}}
 	claims, err := LoadCheckpoint(d.checkpointPath())
 	if err != nil {
 		o.logf("%v", err)
