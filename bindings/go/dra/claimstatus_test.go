@@ -78,7 +78,7 @@ func TestClaimStatusNetworkData(t *testing.T) {
 	e.d.Set(snap(1, ib, roce), true)
 	k := e.register()
 	gpu := k8sfake.Result{Request: "gpu", Driver: "gpu.example.com", Pool: node, Device: "gpu-0"}
-	if err := e.api.PutClaim("ns", "c", "uid-c", []k8sfake.Result{
+	if err := e.api.PutClaim("ns", "c", "5f0e3c1a-7b2d-4e8f-9a6b-000000c1a102", []k8sfake.Result{
 		{Request: "ib", Driver: driver, Pool: node, Device: "pci-0000-00-00-0"},
 		{Request: "roce", Driver: driver, Pool: node, Device: "pci-0000-01-00-0"}, gpu}); err != nil {
 		t.Fatal(err)
@@ -92,7 +92,7 @@ func TestClaimStatusNetworkData(t *testing.T) {
 		t.Fatal(err)
 	}
 	<-e.api.StatusWrites
-	if r := k.prepare(t, "uid-c", "c"); r.Error != "" {
+	if r := k.prepare(t, "5f0e3c1a-7b2d-4e8f-9a6b-000000c1a102", "c"); r.Error != "" {
 		t.Fatal(r.Error)
 	}
 	st := e.statusOf("c")
@@ -121,20 +121,20 @@ func TestClaimStatusNetworkData(t *testing.T) {
 		t.Fatalf("InfiniBand device without a net device: networkData %v", st["pci-0000-00-00-0"])
 	}
 	// A claim with none of this driver's devices: nothing applied.
-	if err := e.api.PutClaim("ns", "g", "uid-g", []k8sfake.Result{gpu}); err != nil {
+	if err := e.api.PutClaim("ns", "g", "5f0e3c1a-7b2d-4e8f-9a6b-000000c1a105", []k8sfake.Result{gpu}); err != nil {
 		t.Fatal(err)
 	}
-	if r := k.prepare(t, "uid-g", "g"); r.Error != "" || len(r.Devices) != 0 {
+	if r := k.prepare(t, "5f0e3c1a-7b2d-4e8f-9a6b-000000c1a105", "g"); r.Error != "" || len(r.Devices) != 0 {
 		t.Fatalf("another driver's claim: %v", r)
 	}
 	e.noStatus("another driver's claim")
 	// A role without resourceclaims/status: prepared all the same.
 	e.api.FailNextStatus(403)
-	if err := e.api.PutClaim("ns", "f", "uid-f", []k8sfake.Result{
+	if err := e.api.PutClaim("ns", "f", "5f0e3c1a-7b2d-4e8f-9a6b-000000c1a104", []k8sfake.Result{
 		{Request: "ib", Driver: driver, Pool: node, Device: "pci-0000-00-00-0"}}); err != nil {
 		t.Fatal(err)
 	}
-	if r := k.prepare(t, "uid-f", "f"); r.Error != "" || len(r.Devices) != 1 {
+	if r := k.prepare(t, "5f0e3c1a-7b2d-4e8f-9a6b-000000c1a104", "f"); r.Error != "" || len(r.Devices) != 1 {
 		t.Fatalf("prepare without the status role: %v", r)
 	}
 	e.noStatus("403")
