@@ -109,7 +109,14 @@ func New(o Options) (*Driver, error) {
 		o.logf("%v", err)
 	}
 	d.claims = claims
-	if rebind(d.claims, o.logf) {
+	changed := rebind(d.claims, o.logf)
+	if d.reconcileSpecs() {
+		changed = true
+	}
+	// Every claim's spec resolves to nothing until rdmad's first state
+	// says which device has each identity now.
+	d.writeClaimSpecs()
+	if changed {
 		if err := SaveCheckpoint(d.checkpointPath(), d.claims); err != nil {
 			o.logf("saving the checkpoint: %v", err)
 		}
