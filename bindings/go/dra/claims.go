@@ -105,7 +105,6 @@ func (d *Driver) prepare(ctx context.Context, c *drav1.Claim) ([]PreparedDevice,
 		return pc.Devices, "" // prepared meanwhile by a call beside this one
 	}
 	var devs []PreparedDevice
-	var status []AllocatedDeviceStatus
 	at := map[string]int{}
 	for _, r := range rc.Status.Allocation.Devices.Results {
 		if r.Driver != d.o.DriverName || r.Pool != d.o.NodeName {
@@ -120,7 +119,6 @@ func (d *Driver) prepare(ctx context.Context, c *drav1.Claim) ([]PreparedDevice,
 			return nil, why
 		}
 		at[r.Device] = len(devs)
-		status = append(status, d.deviceStatus(r.Device, dev))
 		devs = append(devs, PreparedDevice{Requests: []string{r.Request},
 			Pool: r.Pool, Device: r.Device, Identity: dev.GetIdentity(),
 			CDI: []string{cdi.ClaimName(c.GetUid(), r.Device)}})
@@ -137,7 +135,8 @@ func (d *Driver) prepare(ctx context.Context, c *drav1.Claim) ([]PreparedDevice,
 		return nil, errorf("saving the checkpoint: %v", err)
 	}
 	d.notify() // the health streams now cover its devices
-	go d.writeClaimStatus(rc, status)
+	delete(d.statusGone, c.GetUid())
+	d.wakeStatus()
 	return devs, ""
 }
 

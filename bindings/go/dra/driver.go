@@ -77,8 +77,14 @@ type Driver struct {
 	// resolved what each claim's device resolved to when last written.
 	claimSpecs map[string]*cdi.Writer
 	resolved   map[string]string
-	// backoff paces the publisher's requests after failures.
+	// backoff paces the requests to the API server after failures.
 	backoff *Backoff
+	// The status worker's (claimstatus.go): statusWake wakes it,
+	// statusApplied is what it last applied to each claim (JSON),
+	// statusGone the claims unprepared whose entries are still to go.
+	statusWake    chan struct{}
+	statusApplied map[string]string
+	statusGone    map[string]statusRef
 }
 
 // New makes a Driver, reading the checkpoint of prepared claims in
@@ -103,7 +109,8 @@ func New(o Options) (*Driver, error) {
 	d := &Driver{o: o, changed: make(chan struct{}),
 		publish: make(chan []Device, 1), resync: make(chan struct{}, 1),
 		claimSpecs: map[string]*cdi.Writer{}, resolved: map[string]string{},
-		backoff: &Backoff{}}
+		backoff: &Backoff{}, statusWake: make(chan struct{}, 1),
+		statusApplied: map[string]string{}, statusGone: map[string]statusRef{}}
 	claims, err := LoadCheckpoint(d.checkpointPath())
 	if err != nil {
 		o.logf("%v", err)
@@ -162,6 +169,7 @@ func (d *Driver) Set(s *rdmad.Snapshot, up bool) {
 		}
 	}
 	d.writeClaimSpecs()
+	d.wakeStatus()
 }
 
 // Resync has the publisher compare the slices with the API server's and
@@ -215,6 +223,13 @@ func (d *Driver) Serve(ctx context.Context) error {
 	defer k.stop()
 	if d.o.API != nil {
 		go d.publisher(ctx)
+		net := make(chan struct{}, 1)
+		go func() {
+			if err := watchLinks(ctx, net); err != nil {
+				d.o.logf("rtnetlink: %v: claims' status follows rdmad's states only", err)
+			}
+		}()
+		go d.statusWorker(ctx, net)
 	} else {
 		d.o.logf("no API server: no ResourceSlices are published")
 	}
