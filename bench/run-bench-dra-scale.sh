@@ -5,11 +5,12 @@
 # server (bindings/go/internal/k8sfake, every ResourceSlice checked
 # against the published schema of resource.k8s.io/v1), through a start of
 # every driver at once, an etcd compaction (every watch answered 410 Gone
-# for 3 s, every node's slice deleted meanwhile) and, 130 s later (past
+# for 10 s, every node's slice deleted meanwhile) and, 130 s later (past
 # client-go's 2-minute backoff reset), an API server restart (down 5 s
 # while every node's devices change, then every watch answered 410 for
-# 3 s).  Reported for each phase, over 30 s from its start: the requests
-# the API server answered, the peak in one second (and per node), and
+# 10 s while its watch cache is rebuilt).  Reported for each phase, over
+# 30 s from its start: the requests the API server answered, the peak in
+# one second (and per node), the mean per node and second, and
 # the seconds until every node's pool was complete with its devices
 # (bindings/go/internal/benchdra says how).
 #
@@ -67,15 +68,16 @@ out, variants = sys.argv[1], sys.argv[2:]
 runs = {v: {r["phase"]: r for r in map(json.loads, open("%s/%s.json" % (out, v)))}
         for v in variants}
 new = runs["new"]
-print("%-11s %-5s %6s %9s %10s %10s %11s" % ("phase", "build", "nodes", "requests",
-      "peak/s", "peak/node", "converged"))
+print("%-11s %-5s %6s %9s %8s %10s %10s %11s" % ("phase", "build", "nodes",
+      "requests", "peak/s", "peak/node", "mean/node", "converged"))
 for phase in ("start", "compaction", "restart"):
     for v in variants:
         r = runs[v][phase]
         conv = "%.2f s" % r["converged_s"] if r["converged_s"] >= 0 else \
             "> %g s" % r["window_s"]
-        print("%-11s %-5s %6d %9d %10d %10.2f %11s" % (phase, v, r["nodes"],
-              r["requests"], r["peak_per_s"], r["peak_per_node_per_s"], conv))
+        print("%-11s %-5s %6d %9d %8d %10.2f %10.2f %11s" % (phase, v,
+              r["nodes"], r["requests"], r["peak_per_s"],
+              r["peak_per_node_per_s"], r["mean_per_node_per_s"], conv))
     if "base" in runs:
         b, n = runs["base"][phase], new[phase]
         print("%-11s ratio base/new: requests %.1fx, peak %.1fx" % (phase,

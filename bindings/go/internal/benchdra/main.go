@@ -101,7 +101,7 @@ func main() {
 	nodes := flag.Int("nodes", 300, "simulated nodes, one driver each")
 	ndev := flag.Int("devices", 4, "fake devices per node")
 	down := flag.Duration("down", 5*time.Second, "how long the API server is down at its restart")
-	fail := flag.Duration("fail", 3*time.Second, "how long every watch is answered 410 after a compaction or a restart")
+	fail := flag.Duration("fail", 10*time.Second, "how long every watch is answered 410 after a compaction or a restart (a watch cache being rebuilt)")
 	window := flag.Duration("window", 30*time.Second, "how long each phase is measured")
 	settle := flag.Duration("settle", 130*time.Second, "the wait between the compaction and the restart: longer than client-go's backoff reset (2 min), so that each phase starts from a healthy cluster")
 	variant := flag.String("variant", "", "a name for this build of the driver, in the output")
