@@ -86,6 +86,15 @@ class Kube(Lines):
                            o["t"] >= since and ok(o), what)
 
 
+def claim_uid(tag):
+    """A claim UID as the API server makes them (RFC 4122's text), made
+    from @tag: the driver refuses a UID that is no UID."""
+    return "5f0e3c1a-7b2d-4e8f-9a6b-" + tag.encode().hex().rjust(12, "0")
+
+
+U1, U2, UA, US, UF = (claim_uid(t) for t in ("u1", "u2", "uA", "uS", "uF"))
+
+
 def claim_cdi(uid, dev):
     """A prepared device's CDI name: the claim's UID and the pool name."""
     return "rdmad.io/claim=%s-%s" % (uid, dev)
@@ -246,15 +255,15 @@ class TestClaims(DRATest):
         self.start()
         a, b = self.names("mlx5_0", "mlx5_1")
         self.kube.pool(lambda d: set(d) == {a, b}, "both published")
-        got = self.prepare("u1", b)
+        got = self.prepare(U1, b)
         self.assertEqual((got["error"], got["cdi"]),
-                         ("", [claim_cdi("u1", b)]))
-        self.assertEqual(self.prepare("u1", b)["cdi"],
-                         [claim_cdi("u1", b)], "idempotent")
+                         ("", [claim_cdi(U1, b)]))
+        self.assertEqual(self.prepare(U1, b)["cdi"],
+                         [claim_cdi(U1, b)], "idempotent")
         # A device unplugged is refused for a new claim.
         self.tb.unplug("mlx5_0")
         self.kube.pool(lambda d: set(d) == {b}, "mlx5_0 gone")
-        got = self.prepare("u2", a)
+        got = self.prepare(U2, a)
         self.assertIn("not present", got["error"])
         self.assertEqual(got["cdi"], [])
         # The driver restarts: the prepared claim is answered again and
@@ -263,14 +272,14 @@ class TestClaims(DRATest):
         self.start_driver()
         self.kube.expect(lambda o: o["event"] == "registered",
                          "registered again")
-        self.assertEqual(self.prepare("u1", b)["cdi"],
-                         [claim_cdi("u1", b)], "after a restart")
+        self.assertEqual(self.prepare(U1, b)["cdi"],
+                         [claim_cdi(U1, b)], "after a restart")
         self.timed("prepared device unplugged",
                    lambda: self.tb.unplug("mlx5_1"),
                    health=lambda h: h.get(b) == "UNHEALTHY")
         self.assertRegex(self.kube.last["health"]["messages"][b],
                          "away|removing|removed")
-        self.kube.send(cmd="unprepare", uid="u1", name="claim-u1")
+        self.kube.send(cmd="unprepare", uid=U1, name="claim-" + U1)
         got = self.kube.expect(lambda o: o["event"] == "unprepare",
                                "unprepare")
         self.assertEqual(got["error"], "")
@@ -311,8 +320,8 @@ class TestClaims(DRATest):
         a, b = self.names("mlx5_0", "mlx5_1")
         ident = rdmatb.find(rdmatb.status(self.sock), "mlx5_0")["identity"]
         self.kube.pool(lambda d: set(d) == {a, b}, "both published")
-        got = self.prepare("uA", a)
-        name = claim_cdi("uA", a)
+        got = self.prepare(UA, a)
+        name = claim_cdi(UA, a)
         self.assertEqual((got["error"], got["cdi"]), ("", [name]))
         self.resolves(name, ident, "prepared: A's nodes")
         da, db = swap_kernel_names(self.tb, "mlx5_0", "mlx5_1")
@@ -323,24 +332,24 @@ class TestClaims(DRATest):
         self.assertEqual(now_a["name"], "mlx5_1", "the kernel names swapped")
         self.assertNotEqual(nodes_of(now_a),
                             nodes_of(rdmatb.find(st, "mlx5_0")))
-        self.assertEqual(self.prepare("uA", a)["cdi"], [name],
+        self.assertEqual(self.prepare(UA, a)["cdi"], [name],
                          "prepared again: the same name")
         # A restarted driver checks its checkpoint against rdmad's
         # identities: the same resolution.
         self.assertEqual(self.driver.close(), 0)
-        os.unlink(os.path.join(self.cdi_dir, "rdmad.io-claim_uA.json"))
+        os.unlink(os.path.join(self.cdi_dir, "rdmad.io-claim_" + UA + ".json"))
         self.start_driver()
         self.kube.expect(lambda o: o["event"] == "registered",
                          "registered again")
         self.resolves(name, ident, "after a restart: A's nodes")
         self.tb.unplug("mlx5_1")
         self.unresolvable(name, "A unplugged again: unresolvable")
-        self.kube.send(cmd="unprepare", uid="uA", name="claim-uA")
+        self.kube.send(cmd="unprepare", uid=UA, name="claim-" + UA)
         got = self.kube.expect(lambda o: o["event"] == "unprepare",
                                "unprepare")
         self.assertEqual(got["error"], "")
         self.assertFalse(os.path.exists(
-            os.path.join(self.cdi_dir, "rdmad.io-claim_uA.json")))
+            os.path.join(self.cdi_dir, "rdmad.io-claim_" + UA + ".json")))
         self.tb.plug_back(da)
         self.kube.pool(lambda d: set(d) == {a, b}, "A back")
         self.unresolvable(name, "unprepared: unresolvable with A back")
@@ -362,12 +371,12 @@ class TestClaims(DRATest):
         self.start()
         a, = self.names("mlx5_0")
         self.kube.pool(lambda d: set(d) == {a} and d[a]["ready"], "ready")
-        got = self.prepare("uS", a)
+        got = self.prepare(US, a)
         self.assertEqual(got["error"], "")
         # Applied beside the answer: it may come before fake-dra prints
         # the prepare.
         st, = rdmatb.wait_until(lambda: [o for o in list(self.kube.statuses)
-                                         if o["name"] == "claim-uS"],
+                                         if o["name"] == "claim-" + US],
                                 what="the claim's status")
         self.assertEqual(st["manager"], DRIVER)
         entry, = st["devices"]
@@ -391,10 +400,10 @@ class TestClaims(DRATest):
         self.start()
         a, = self.names("mlx5_0")
         self.kube.pool(lambda d: set(d) == {a}, "published")
-        self.kube.send(cmd="prepare", uid="uF", name="claim-uF",
+        self.kube.send(cmd="prepare", uid=UF, name="claim-" + UF,
                        devices=[a], requests=["rdma/ib"])
         got = self.kube.expect(lambda o: o["event"] == "prepare" and
-                               o["uid"] == "uF", "prepare uF")
+                               o["uid"] == UF, "prepare " + UF)
         self.assertEqual(got["error"], "")
         self.assertEqual([d["requests"] for d in got["devices"]], [["rdma"]])
 

@@ -5,8 +5,10 @@ package cdi
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 
 	cdiapi "github.com/container-orchestrated-devices/container-device-interface/pkg/cdi"
@@ -33,6 +35,7 @@ func Validate(raw *specs.Spec, path string) error {
 type Writer struct {
 	path string
 	last []byte
+	err  error // the file name is not a plain name in its directory
 }
 
 // NewWriter writes dir/FileName.
@@ -40,9 +43,25 @@ func NewWriter(dir string) *Writer {
 	return NewFileWriter(dir, FileName)
 }
 
-// NewFileWriter writes dir/@file (a claim's spec: ClaimFile).
+// NewFileWriter writes dir/@file (a claim's spec: ClaimFile).  A @file
+// that is not one plain name ("", ".", "..", or with a "/") gives a
+// Writer that refuses to write or remove anything: whatever a name
+// holds, no path leaves @dir.
 func NewFileWriter(dir, file string) *Writer {
-	return &Writer{path: filepath.Join(dir, file)}
+	w := &Writer{path: filepath.Join(dir, file)}
+	if err := PlainName(file); err != nil {
+		w.err = err
+		w.path = ""
+	}
+	return w
+}
+
+// PlainName says why @name is not one plain file name, nil where it is.
+func PlainName(name string) error {
+	if name == "" || name == "." || name == ".." || strings.ContainsAny(name, "/\x00") {
+		return fmt.Errorf("%q is not a plain file name", name)
+	}
+	return nil
 }
 
 // Path is the spec file's path.
@@ -55,6 +74,9 @@ func (w *Writer) Path() string {
 // renamed over the spec): readers see the old spec or the new one,
 // never a part.  It says whether it wrote.
 func (w *Writer) Write(raw *specs.Spec) (bool, error) {
+	if w.err != nil {
+		return false, w.err
+	}
 	data, err := json.Marshal(raw)
 	if err != nil {
 		return false, err
@@ -105,6 +127,9 @@ func writeFile(path string, data []byte) error {
 
 // Remove takes the spec file away (on a clean stop, when asked).
 func (w *Writer) Remove() error {
+	if w.err != nil {
+		return w.err
+	}
 	w.last = nil
 	if err := os.Remove(w.path); err != nil && !os.IsNotExist(err) {
 		return err

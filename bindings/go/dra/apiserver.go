@@ -231,22 +231,30 @@ const (
 	WatchError    = "ERROR"
 )
 
-// watchTimeout is how long one watch request lasts before the driver
-// makes the next, from where it ended (as client-go's reflector asks for
-// a timeout of 5 to 10 minutes).
-const watchTimeout = 5 * time.Minute
+// watchTimeout is the least a watch request lasts before the driver
+// makes the next, from where it ended: each asks for between it and
+// twice it (watchTimeoutFor), as client-go's reflector does.  The
+// request itself is given up watchGrace after that, should the server
+// never end it (a connection gone dead without a reset).
+const (
+	watchTimeout = 5 * time.Minute
+	watchGrace   = 30 * time.Second
+)
 
 // WatchSlices follows the changes of the ResourceSlices of @driver on
 // node @node after resourceVersion @rv, handing each event to @fn (a
 // bookmark with only the object's resourceVersion), until the API server
-// ends the watch (nil: make the next from the last resourceVersion), the
-// connection breaks, or @ctx ends.  A resourceVersion the server no
+// ends the watch (nil: the stream ended; the caller decides when to make
+// the next), the connection breaks, or @ctx ends.  A resourceVersion the server no
 // longer has is a StatusError 410 Gone: list again, then watch from the
 // list's.
 func (a *APIServer) WatchSlices(ctx context.Context, node, driver, rv string, fn func(typ string, s *ResourceSlice)) error {
+	timeout := watchTimeoutFor()
 	q := "?watch=true&allowWatchBookmarks=true&fieldSelector=" + sliceSelector(node, driver) +
 		"&resourceVersion=" + url.QueryEscape(rv) +
-		fmt.Sprintf("&timeoutSeconds=%d", int(watchTimeout/time.Second))
+		fmt.Sprintf("&timeoutSeconds=%d", int(timeout/time.Second))
+	ctx, cancel := context.WithTimeout(ctx, timeout+watchGrace)
+	defer cancel()
 	req, err := a.newRequest(ctx, http.MethodGet, slicesPath+q, nil)
 	if err != nil {
 		return err

@@ -27,6 +27,9 @@ type PreparedDevice struct {
 	Device   string   `json:"device"`
 	CDI      []string `json:"cdi"`
 	Identity string   `json:"identity"` // the rdmad identity behind it
+	// Unbound: the identity is not trusted (the checkpoint and the
+	// claim's spec disagreed on it): no device resolves.
+	Unbound bool `json:"unbound,omitempty"`
 }
 
 // PreparedClaim is a claim prepared, by UID in the checkpoint.

@@ -16,6 +16,7 @@ package dra
 
 import (
 	"context"
+	"regexp"
 	"strings"
 
 	"github.com/rdmad/rdmad/bindings/go/cdi"
@@ -57,8 +58,25 @@ func stripSubrequestNames(names []string) []string {
 	return out
 }
 
+// uidPattern is a UID as the API server makes them (RFC 4122's text:
+// 8-4-4-4-12 hexadecimal digits), the only kind a claim has.
+var uidPattern = regexp.MustCompile(`^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$`)
+
+// ValidUID says why @uid is no claim's UID, "" where it could be one.
+// A claim's UID names its spec file: one that is not a UID is refused
+// before it reaches a path.
+func ValidUID(uid string) string {
+	if !uidPattern.MatchString(uid) {
+		return errorf("claim UID %q is not a UID", uid)
+	}
+	return ""
+}
+
 // prepare is one claim's devices, or why not.
 func (d *Driver) prepare(ctx context.Context, c *drav1.Claim) ([]PreparedDevice, string) {
+	if why := ValidUID(c.GetUid()); why != "" {
+		return nil, why
+	}
 	d.mu.Lock()
 	pc, done := d.claims[c.GetUid()]
 	d.mu.Unlock()
@@ -87,7 +105,6 @@ func (d *Driver) prepare(ctx context.Context, c *drav1.Claim) ([]PreparedDevice,
 		return pc.Devices, "" // prepared meanwhile by a call beside this one
 	}
 	var devs []PreparedDevice
-	var status []AllocatedDeviceStatus
 	at := map[string]int{}
 	for _, r := range rc.Status.Allocation.Devices.Results {
 		if r.Driver != d.o.DriverName || r.Pool != d.o.NodeName {
@@ -102,7 +119,6 @@ func (d *Driver) prepare(ctx context.Context, c *drav1.Claim) ([]PreparedDevice,
 			return nil, why
 		}
 		at[r.Device] = len(devs)
-		status = append(status, d.deviceStatus(r.Device, dev))
 		devs = append(devs, PreparedDevice{Requests: []string{r.Request},
 			Pool: r.Pool, Device: r.Device, Identity: dev.GetIdentity(),
 			CDI: []string{cdi.ClaimName(c.GetUid(), r.Device)}})
@@ -119,7 +135,8 @@ func (d *Driver) prepare(ctx context.Context, c *drav1.Claim) ([]PreparedDevice,
 		return nil, errorf("saving the checkpoint: %v", err)
 	}
 	d.notify() // the health streams now cover its devices
-	go d.writeClaimStatus(rc, status)
+	delete(d.statusGone, c.GetUid())
+	d.wakeStatus()
 	return devs, ""
 }
 
@@ -151,28 +168,38 @@ func (d *Driver) usable(name string) (*rdmadpb.Device, string) {
 }
 
 // NodeUnprepareResources implements drav1.DRAPluginServer: the claim's
-// CDI spec goes, so that its names resolve no more; a claim not prepared
-// (or unprepared before) is no error.
+// CDI spec goes, so that its names resolve no more.  Only a claim this
+// driver prepared is acted on: a claim not prepared (or unprepared
+// before) is no error and touches nothing, a UID that is no UID is
+// refused.
 func (d *Driver) NodeUnprepareResources(ctx context.Context, req *drav1.NodeUnprepareResourcesRequest) (*drav1.NodeUnprepareResourcesResponse, error) {
 	resp := &drav1.NodeUnprepareResourcesResponse{Claims: map[string]*drav1.NodeUnprepareResourceResponse{}}
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	for _, c := range req.GetClaims() {
 		r := &drav1.NodeUnprepareResourceResponse{}
-		if err := d.removeClaimSpec(c.GetUid()); err != nil {
-			r.Error = errorf("removing claim %s/%s's CDI spec: %v", c.GetNamespace(), c.GetName(), err)
-			resp.Claims[c.GetUid()] = r
+		resp.Claims[c.GetUid()] = r
+		if why := ValidUID(c.GetUid()); why != "" {
+			r.Error = why
+			d.o.logf("unprepare claim %s/%s: %s", c.GetNamespace(), c.GetName(), why)
 			continue
 		}
-		if pc, ok := d.claims[c.GetUid()]; ok {
-			delete(d.claims, c.GetUid())
-			if err := SaveCheckpoint(d.checkpointPath(), d.claims); err != nil {
-				d.claims[c.GetUid()] = pc
-				r.Error = errorf("saving the checkpoint: %v", err)
-				d.writeClaimSpec(c.GetUid(), pc)
-			}
+		pc, ok := d.claims[c.GetUid()]
+		if !ok {
+			continue
 		}
-		resp.Claims[c.GetUid()] = r
+		if err := d.removeClaimSpec(c.GetUid()); err != nil {
+			r.Error = errorf("removing claim %s/%s's CDI spec: %v", c.GetNamespace(), c.GetName(), err)
+			continue
+		}
+		delete(d.claims, c.GetUid())
+		if err := SaveCheckpoint(d.checkpointPath(), d.claims); err != nil {
+			d.claims[c.GetUid()] = pc
+			r.Error = errorf("saving the checkpoint: %v", err)
+			d.writeClaimSpec(c.GetUid(), pc)
+			continue
+		}
+		d.unprepared(c.GetUid(), pc)
 	}
 	d.notify()
 	return resp, nil

@@ -17,7 +17,9 @@ package dra
 
 import (
 	"context"
+	"encoding/json"
 	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"sort"
@@ -101,19 +103,158 @@ func gids(sysRoot string, dev *rdmadpb.Device) []PortGID {
 	return out
 }
 
-// writeClaimStatus applies @devs to claim @rc's status, unless none
-// (not this driver's claim) or there is no API server.
-func (d *Driver) writeClaimStatus(rc *ResourceClaim, devs []AllocatedDeviceStatus) {
-	if d.o.API == nil || len(devs) == 0 {
-		return
+// Keeping status true (statusWorker): the status of every prepared
+// claim is computed again at each state of rdmad (a port's net device
+// renamed, gone, back, its device away or back under another name), at
+// each link or address change the kernel announces on rtnetlink (the
+// port's addresses, and its RoCE GIDs, which the kernel makes from them,
+// read again a moment later too: statusSettle), and applied where it
+// differs from what was last applied; a device that no present device
+// holds has no entry.  At unprepare this driver's entries are taken out
+// (an apply of none).  An apply that fails is tried again, paced as
+// every request to the API server is (backoff.go); a claim gone or made
+// anew under its name (404, or 409 for the UID given) is left alone.
+
+// statusSettle is when the addresses and GIDs are read again after a
+// change the kernel announced: the RoCE GID table follows the addresses
+// a little later.
+const statusSettle = 500 * time.Millisecond
+
+// statusRef is a claim unprepared whose entries are still to go.
+type statusRef struct{ Namespace, Name string }
+
+// statusJob is one apply: claim @uid's entries @devs (none: remove).
+type statusJob struct {
+	uid  string
+	ref  statusRef
+	devs []AllocatedDeviceStatus
+	key  string // @devs as JSON: what was applied
+	gone bool   // unprepared: remove this driver's entries
+}
+
+// wakeStatus has the status worker look at every claim again.
+func (d *Driver) wakeStatus() {
+	select {
+	case d.statusWake <- struct{}{}:
+	default:
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+}
+
+// desiredStatus is claim @pc's entries now: one for each of its devices
+// that a present device holds; d.mu held.
+func (d *Driver) desiredStatus(pc PreparedClaim) []AllocatedDeviceStatus {
+	out := []AllocatedDeviceStatus{}
+	for _, pd := range pc.Devices {
+		if dev := d.holder(pd); dev != nil {
+			out = append(out, d.deviceStatus(pd.Device, dev))
+		}
+	}
+	return out
+}
+
+// statusJobs are the applies due: claims whose entries differ from those
+// last applied, then claims unprepared; none before rdmad's first state
+// (every device would look gone); d.mu held.
+func (d *Driver) statusJobs() []statusJob {
+	if d.snap == nil {
+		return nil
+	}
+	var jobs []statusJob
+	for _, uid := range uids(d.claims) {
+		pc := d.claims[uid]
+		if len(pc.Devices) == 0 {
+			continue // none of this driver's devices: nothing to say
+		}
+		devs := d.desiredStatus(pc)
+		b, _ := json.Marshal(devs)
+		if d.statusApplied[uid] == string(b) {
+			continue
+		}
+		jobs = append(jobs, statusJob{uid: uid, ref: statusRef{pc.Namespace, pc.Name},
+			devs: devs, key: string(b)})
+	}
+	var gone []string
+	for uid := range d.statusGone {
+		gone = append(gone, uid)
+	}
+	sort.Strings(gone)
+	for _, uid := range gone {
+		jobs = append(jobs, statusJob{uid: uid, ref: d.statusGone[uid],
+			devs: []AllocatedDeviceStatus{}, gone: true})
+	}
+	return jobs
+}
+
+// statusWorker applies the claims' status as it changes, until @ctx
+// ends; @net announces the kernel's link and address changes.
+func (d *Driver) statusWorker(ctx context.Context, net <-chan struct{}) {
+	pace := time.NewTimer(time.Hour)
+	pace.Stop()
+	settle := time.NewTimer(time.Hour)
+	settle.Stop()
+	paused := false
+	for {
+		if !paused {
+			d.mu.Lock()
+			jobs := d.statusJobs()
+			d.mu.Unlock()
+			for _, j := range jobs {
+				err := d.applyStatus(ctx, j)
+				if ctx.Err() != nil {
+					return
+				}
+				if err != nil && !IsStatus(err, http.StatusNotFound) &&
+					!IsStatus(err, http.StatusConflict) && !IsStatus(err, http.StatusUnprocessableEntity) {
+					wait := d.backoff.Next()
+					d.o.logf("claim %s/%s: status not written: %v (again in %v)",
+						j.ref.Namespace, j.ref.Name, err, wait.Round(time.Millisecond))
+					pace.Reset(wait)
+					paused = true
+					break
+				}
+				if err != nil {
+					d.o.logf("claim %s/%s: status left alone: %v", j.ref.Namespace, j.ref.Name, err)
+				}
+				d.mu.Lock()
+				if j.gone {
+					delete(d.statusGone, j.uid)
+					delete(d.statusApplied, j.uid)
+				} else {
+					d.statusApplied[j.uid] = j.key
+				}
+				d.mu.Unlock()
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-d.statusWake:
+		case <-net:
+			settle.Reset(statusSettle)
+		case <-settle.C:
+		case <-pace.C:
+			paused = false
+		}
+	}
+}
+
+// applyStatus applies job @j: the claim's entries of this driver, with
+// its UID as precondition (that claim and no other of the name).
+func (d *Driver) applyStatus(ctx context.Context, j statusJob) error {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	st := &ClaimStatusApply{APIVersion: APIVersion, Kind: "ResourceClaim",
-		Metadata: ObjectMeta{Name: rc.Metadata.Name, Namespace: rc.Metadata.Namespace,
-			UID: rc.Metadata.UID},
-		Status: ClaimStatus{Devices: devs}}
-	if err := d.o.API.ApplyClaimStatus(ctx, d.o.DriverName, st); err != nil {
-		d.o.logf("claim %s/%s: status not written: %v", rc.Metadata.Namespace, rc.Metadata.Name, err)
+		Metadata: ObjectMeta{Name: j.ref.Name, Namespace: j.ref.Namespace, UID: j.uid},
+		Status:   ClaimStatus{Devices: j.devs}}
+	return d.o.API.ApplyClaimStatus(ctx, d.o.DriverName, st)
+}
+
+// unprepared has claim @uid's entries taken out of its status; d.mu held.
+func (d *Driver) unprepared(uid string, pc PreparedClaim) {
+	if len(pc.Devices) == 0 {
+		return
 	}
+	d.statusGone[uid] = statusRef{pc.Namespace, pc.Name}
+	delete(d.statusApplied, uid)
+	d.wakeStatus()
 }

@@ -44,10 +44,10 @@ func TestSelectLimitsWhatIsOffered(t *testing.T) {
 		t.Fatalf("health list %v", list)
 	}
 	k := e.register()
-	if err := e.api.PutClaim("ns", "ib", "uid-ib", []k8sfake.Result{{Request: "r", Driver: driver, Pool: node, Device: "pci-0000-00-00-0"}}); err != nil {
+	if err := e.api.PutClaim("ns", "ib", "5f0e3c1a-7b2d-4e8f-9a6b-000000c1a106", []k8sfake.Result{{Request: "r", Driver: driver, Pool: node, Device: "pci-0000-00-00-0"}}); err != nil {
 		t.Fatal(err)
 	}
-	if r := k.prepare(t, "uid-ib", "ib"); !strings.Contains(r.Error, "not offered") {
+	if r := k.prepare(t, "5f0e3c1a-7b2d-4e8f-9a6b-000000c1a106", "ib"); !strings.Contains(r.Error, "not offered") {
 		t.Fatalf("a device not selected: %v", r)
 	}
 	if _, err := rdmad.ParseSelector("speed:100"); err == nil {

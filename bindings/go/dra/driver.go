@@ -77,6 +77,14 @@ type Driver struct {
 	// resolved what each claim's device resolved to when last written.
 	claimSpecs map[string]*cdi.Writer
 	resolved   map[string]string
+	// backoff paces the requests to the API server after failures.
+	backoff *Backoff
+	// The status worker's (claimstatus.go): statusWake wakes it,
+	// statusApplied is what it last applied to each claim (JSON),
+	// statusGone the claims unprepared whose entries are still to go.
+	statusWake    chan struct{}
+	statusApplied map[string]string
+	statusGone    map[string]statusRef
 }
 
 // New makes a Driver, reading the checkpoint of prepared claims in
@@ -100,13 +108,22 @@ func New(o Options) (*Driver, error) {
 	}
 	d := &Driver{o: o, changed: make(chan struct{}),
 		publish: make(chan []Device, 1), resync: make(chan struct{}, 1),
-		claimSpecs: map[string]*cdi.Writer{}, resolved: map[string]string{}}
+		claimSpecs: map[string]*cdi.Writer{}, resolved: map[string]string{},
+		backoff: &Backoff{}, statusWake: make(chan struct{}, 1),
+		statusApplied: map[string]string{}, statusGone: map[string]statusRef{}}
 	claims, err := LoadCheckpoint(d.checkpointPath())
 	if err != nil {
 		o.logf("%v", err)
 	}
 	d.claims = claims
-	if rebind(d.claims, o.logf) {
+	changed := rebind(d.claims, o.logf)
+	if d.reconcileSpecs() {
+		changed = true
+	}
+	// Every claim's spec resolves to nothing until rdmad's first state
+	// says which device has each identity now.
+	d.writeClaimSpecs()
+	if changed {
 		if err := SaveCheckpoint(d.checkpointPath(), d.claims); err != nil {
 			o.logf("saving the checkpoint: %v", err)
 		}
@@ -152,6 +169,7 @@ func (d *Driver) Set(s *rdmad.Snapshot, up bool) {
 		}
 	}
 	d.writeClaimSpecs()
+	d.wakeStatus()
 }
 
 // Resync has the publisher compare the slices with the API server's and
@@ -205,6 +223,13 @@ func (d *Driver) Serve(ctx context.Context) error {
 	defer k.stop()
 	if d.o.API != nil {
 		go d.publisher(ctx)
+		net := make(chan struct{}, 1)
+		go func() {
+			if err := watchLinks(ctx, net); err != nil {
+				d.o.logf("rtnetlink: %v: claims' status follows rdmad's states only", err)
+			}
+		}()
+		go d.statusWorker(ctx, net)
 	} else {
 		d.o.logf("no API server: no ResourceSlices are published")
 	}

@@ -117,10 +117,10 @@ func TestHealthAsKubeletsTakeIt(t *testing.T) {
 	expect("unready", map[string]int32{A: H, B: U}, map[string]string{B: "not ready"})
 	e.d.Set(snap(3, a, b), true)
 	expect("ready", map[string]int32{A: H, B: H}, map[string]string{B: "ready"})
-	if err := e.api.PutClaim("ns", "c", "uid-c", []k8sfake.Result{{Request: "r", Driver: driver, Pool: node, Device: B}}); err != nil {
+	if err := e.api.PutClaim("ns", "c", "5f0e3c1a-7b2d-4e8f-9a6b-000000c1a102", []k8sfake.Result{{Request: "r", Driver: driver, Pool: node, Device: B}}); err != nil {
 		t.Fatal(err)
 	}
-	if r := k.prepare(t, "uid-c", "c"); r.Error != "" {
+	if r := k.prepare(t, "5f0e3c1a-7b2d-4e8f-9a6b-000000c1a102", "c"); r.Error != "" {
 		t.Fatal(r.Error)
 	}
 	gone := clone(b)

@@ -14,13 +14,16 @@ package dra
 // deletes or changes is repaired at once, with one write for each slice
 // damaged, at the pool's generation.  A pool that changed (rdmad's
 // events) is written whole at a generation above every one it has seen,
-// and only after a list succeeded: a failed read is tried again a second
-// later, never taken for "no slices" (which would write a generation
-// below the one still there, and the scheduler, reading the highest
-// generation only, would see an incomplete pool).  Only the newest pool
-// is published: one that changes while a request is under way is
-// published right after it.  A failure is logged and tried again a
-// second later.
+// and only after a list succeeded: a failed read is tried again later,
+// never taken for "no slices" (which would write a generation below the
+// one still there, and the scheduler, reading the highest generation
+// only, would see an incomplete pool).  Only the newest pool is
+// published: one that changes while a request is under way is published
+// right after it.  Every failure (a list, the Node's read, a write, a
+// watch refused, ended with 410 Gone or ended at once) is logged and
+// waited on as client-go's reflector waits (backoff.go): from under a
+// second, doubling to 30 s, jittered, the first step again after two
+// minutes without a failure; nothing is sent meanwhile.
 
 import (
 	"context"
@@ -91,6 +94,10 @@ type publisher struct {
 	held  map[string]ResourceSlice // the slices there, as last listed, watched or written
 	owner *OwnerReference          // the Node, once read
 	stale bool                     // held must be listed again before a write
+	// nodeStale: the Node is read again at the next list (at start, at
+	// a registration, on the period), not at every list: a relist
+	// after a 410 costs one request.
+	nodeStale bool
 	// rv is the resourceVersion the watch resumes from: the last list's,
 	// then each event's.  tomb is, for each slice this driver deleted,
 	// the resourceVersion it had: an older event of it is history.
@@ -104,37 +111,49 @@ type publisher struct {
 }
 
 // watchEvent is what the watch hands the publisher: an event, or the
-// end of one watch request (end set, err why).
+// end of one watch request (end set, err why, events how many it
+// carried, started when it was made).
 type watchEvent struct {
-	typ   string
-	slice *ResourceSlice
-	end   bool
-	err   error
+	typ     string
+	slice   *ResourceSlice
+	end     bool
+	err     error
+	events  int
+	started time.Time
 }
 
+// shortWatch is how long a watch must last not to be a "very short
+// watch" (client-go's reflector: under a second).
+const shortWatch = time.Second
+
 func (d *Driver) publisher(ctx context.Context) {
-	p := &publisher{d: d, stale: true, tomb: map[string]string{}}
+	p := &publisher{d: d, stale: true, nodeStale: true, tomb: map[string]string{}}
 	var want []Device
 	have := false
-	retry := time.NewTimer(time.Hour)
-	retry.Stop()
+	// paused: a request failed; nothing is sent until pace fires.
+	pace := time.NewTimer(time.Hour)
+	pace.Stop()
+	paused := false
+	pause := func(what string, err error) {
+		wait := d.backoff.Next()
+		d.o.logf("%s: %v (again in %v)", what, err, wait.Round(time.Millisecond))
+		pace.Reset(wait)
+		paused = true
+	}
 	period := time.NewTicker(d.o.ResyncPeriod)
 	defer period.Stop()
 	events := make(chan watchEvent, 64)
-	watching, waiting := false, false
-	rewatch := time.NewTimer(time.Hour)
-	rewatch.Stop()
+	watching := false
 	for {
-		if have {
+		if have && !paused {
 			if err := p.sync(ctx, want); err != nil {
 				if ctx.Err() != nil {
 					return
 				}
-				d.o.logf("publishing ResourceSlices: %v (again in 1 s)", err)
-				retry.Reset(time.Second)
+				pause("publishing ResourceSlices", err)
 			}
 		}
-		if !watching && !waiting && p.rv != "" && !p.stale {
+		if have && !paused && !watching && p.rv != "" && !p.stale {
 			watching = true
 			go p.watch(ctx, p.rv, events)
 		}
@@ -144,27 +163,45 @@ func (d *Driver) publisher(ctx context.Context) {
 		case want = <-d.publish:
 			have = true
 		case <-d.resync:
-			p.stale = true
+			p.stale, p.nodeStale = true, true
 		case <-period.C:
-			p.stale = true
-		case <-retry.C:
+			p.stale, p.nodeStale = true, true
+		case <-pace.C:
+			paused = false
 		case ev := <-events:
 			if !ev.end {
 				p.apply(ev.typ, ev.slice)
 				break
 			}
 			watching = false
-			switch {
-			case IsStatus(ev.err, http.StatusGone):
-				p.stale, p.rv = true, "" // list again, watch from there
-			case ev.err != nil && ctx.Err() == nil:
-				d.o.logf("watching ResourceSlices: %v (resumed in 1 s)", ev.err)
-				waiting = true
-				rewatch.Reset(time.Second)
+			if ctx.Err() != nil {
+				return
 			}
-		case <-rewatch.C:
-			waiting = false
+			p.watchEnded(ev, pause)
 		}
+	}
+}
+
+// watchEnded decides what follows the end of a watch request, as
+// client-go's reflector does: a resourceVersion the API server no
+// longer has (410 Gone, in the stream or as the answer) is listed
+// again once, after a wait; a watch that ends within a second having
+// carried no event (a proxy that cuts long requests, an API server
+// going away) is an error too, listed again after a wait, so that an
+// API server answering every watch at once with nothing never makes
+// the driver loop; any other error is waited on, then the watch resumed
+// from its resourceVersion; a watch that ran its course, or carried
+// events, is made again at once from the last resourceVersion.
+func (p *publisher) watchEnded(ev watchEvent, pause func(string, error)) {
+	switch {
+	case IsStatus(ev.err, http.StatusGone):
+		p.stale, p.rv = true, "" // list again, watch from there
+		pause("watching ResourceSlices", ev.err)
+	case ev.err != nil:
+		pause("watching ResourceSlices", ev.err)
+	case ev.events == 0 && time.Since(ev.started) < shortWatch:
+		p.stale, p.rv = true, ""
+		pause("watching ResourceSlices", fmt.Errorf("very short watch: ended within %v with no event", shortWatch))
 	}
 }
 
@@ -172,15 +209,18 @@ func (d *Driver) publisher(ctx context.Context) {
 // request ends, handing its events to the publisher.
 func (p *publisher) watch(ctx context.Context, rv string, events chan<- watchEvent) {
 	o := &p.d.o
+	started := time.Now()
+	n := 0
 	err := o.API.WatchSlices(ctx, o.NodeName, o.DriverName, rv,
 		func(typ string, s *ResourceSlice) {
+			n++
 			select {
 			case events <- watchEvent{typ: typ, slice: s}:
 			case <-ctx.Done():
 			}
 		})
 	select {
-	case events <- watchEvent{end: true, err: err}:
+	case events <- watchEvent{end: true, err: err, events: n, started: started}:
 	case <-ctx.Done():
 	}
 }
@@ -281,20 +321,22 @@ func (p *publisher) repair(ctx context.Context, devs []Device) error {
 	return p.deleteOthers(ctx, keep)
 }
 
-// read lists what the API server holds, and the Node the slices belong
-// to; held and gen change only when both reads succeed.
+// read lists what the API server holds, and where due the Node the
+// slices belong to; held and gen change only when the list succeeds.
 func (p *publisher) read(ctx context.Context) error {
 	o := &p.d.o
-	n, err := o.API.GetNode(ctx, o.NodeName)
-	if err != nil {
-		return fmt.Errorf("reading Node %s (the slices' owner): %w", o.NodeName, err)
+	if p.nodeStale || p.owner == nil {
+		n, err := o.API.GetNode(ctx, o.NodeName)
+		if err != nil {
+			return fmt.Errorf("reading Node %s (the slices' owner): %w", o.NodeName, err)
+		}
+		owner := NodeOwner(o.NodeName, n.Metadata.UID)
+		p.owner, p.nodeStale = &owner, false
 	}
 	list, err := o.API.ListSlices(ctx, o.NodeName, o.DriverName)
 	if err != nil {
 		return fmt.Errorf("listing ResourceSlices: %w", err)
 	}
-	owner := NodeOwner(o.NodeName, n.Metadata.UID)
-	p.owner = &owner
 	p.held = map[string]ResourceSlice{}
 	for _, s := range list.Items {
 		p.held[s.Metadata.Name] = s

@@ -195,7 +195,8 @@ func TestFailedReadIsRetried(t *testing.T) {
 	e.api.FailNextRead(500, 500, 503)
 	e.start()
 	e.d.Set(snap(6, devs[:129]...), true)
-	deadline := time.Now().Add(5 * time.Second)
+	// Three failures: waits of up to 1.6, 3.2 and 6.4 s (backoff.go).
+	deadline := time.Now().Add(15 * time.Second)
 	for {
 		got, complete := e.api.PoolDevices(driver, node)
 		if complete && reflect.DeepEqual(got, names[:129]) {

@@ -3,10 +3,12 @@
 package k8sfake
 
 import (
+	"crypto/tls"
 	"encoding/json"
 	"encoding/pem"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -61,6 +63,13 @@ type Server struct {
 	// status.devices ("ns/name" \x01 entry key).
 	failSt []int
 	owners map[string]string
+	// watchMode: how watches are answered (SetWatchFailure); failAll:
+	// the code every request is answered (FailAll, 0: none); reqs: when
+	// each request came (reqMu).
+	watchMode int
+	failAll   int
+	reqMu     sync.Mutex
+	reqs      []time.Time
 }
 
 // watchEvent is one event of the watch of ResourceSlices.
@@ -78,7 +87,9 @@ const maxHistory = 1000
 
 // New starts a server over TLS whose objects are checked against @s.
 func New(s *Schema) *Server {
-	srv := &Server{Token: "rdmad-dra-test-token", Writes: make(chan Write, 4096),
+	// resourceVersions are etcd's revisions, which start at 1: a list
+	// never answers "0", which a watch takes for "from anywhere".
+	srv := &Server{Token: "rdmad-dra-test-token", Writes: make(chan Write, 4096), rv: 1,
 		schema: s, slices: map[string]map[string]interface{}{},
 		claims: map[string]map[string]interface{}{}, nodes: map[string]string{},
 		wake: make(chan struct{}), endWatch: make(chan struct{}),
@@ -260,6 +271,33 @@ func poolDevices(slices map[string]map[string]interface{}, driver, pool string) 
 	return names, len(at) > 0 && float64(len(at)) == count
 }
 
+// CompletePools are the pools of @driver that are complete now (every
+// slice at the highest generation, as many as resourceSliceCount), each
+// with its device names, sorted: one pass for a cluster's pools.
+func (s *Server) CompletePools(driver string) map[string][]string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	byPool := map[string]map[string]map[string]interface{}{}
+	for name, sl := range s.slices {
+		spec := sl["spec"].(map[string]interface{})
+		if spec["driver"] != driver {
+			continue
+		}
+		pool := spec["pool"].(map[string]interface{})["name"].(string)
+		if byPool[pool] == nil {
+			byPool[pool] = map[string]map[string]interface{}{}
+		}
+		byPool[pool][name] = sl
+	}
+	out := map[string][]string{}
+	for pool, slices := range byPool {
+		if names, complete := poolDevices(slices, driver, pool); complete {
+			out[pool] = names
+		}
+	}
+	return out
+}
+
 // Device is device @name of the pool as published now (nil: none).
 func (s *Server) Device(driver, pool, name string) map[string]interface{} {
 	s.mu.Lock()
@@ -298,8 +336,16 @@ const slicesPath = "/apis/resource.k8s.io/v1/resourceslices"
 
 func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	at := time.Now()
+	s.counted(at)
 	if r.Header.Get("Authorization") != "Bearer "+s.Token {
 		status(w, http.StatusUnauthorized, "Unauthorized", "Unauthorized")
+		return
+	}
+	s.mu.Lock()
+	code := s.failAll
+	s.mu.Unlock()
+	if code != 0 {
+		status(w, code, "InternalError", "failing as told")
 		return
 	}
 	path := r.URL.Path
@@ -495,13 +541,24 @@ func (s *Server) serveWatch(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	s.watches++
-	endWatch := s.endWatch
+	endWatch, mode := s.endWatch, s.watchMode
 	s.mu.Unlock()
 	defer func() {
 		s.mu.Lock()
 		s.watches--
 		s.mu.Unlock()
 	}()
+	switch mode {
+	case WatchGoneHTTP:
+		status(w, http.StatusGone, "Expired", "too old resource version: %d", from)
+		return
+	case WatchEmpty:
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusOK)
+		return
+	case WatchGoneInStream:
+		from = -1
+	}
 	timeout := time.Hour
 	if t, err := strconv.Atoi(q.Get("timeoutSeconds")); err == nil && t > 0 {
 		timeout = time.Duration(t) * time.Second
@@ -515,11 +572,14 @@ func (s *Server) serveWatch(w http.ResponseWriter, r *http.Request) {
 	for {
 		s.mu.Lock()
 		var out []watchEvent
-		gone := len(s.history) > 0 && from < s.history[0].rv-1 ||
+		gone := from < 0 || len(s.history) > 0 && from < s.history[0].rv-1 ||
 			len(s.history) == 0 && from < s.rv
 		if !gone {
-			for _, ev := range s.history {
-				if ev.rv > from && sel.matches(ev.obj) {
+			// The history is in resourceVersion order: only what is
+			// new is looked at (a cluster's watches wake at each event).
+			i := sort.Search(len(s.history), func(i int) bool { return s.history[i].rv > from })
+			for _, ev := range s.history[i:] {
+				if sel.matches(ev.obj) {
 					out = append(out, ev)
 				}
 			}
@@ -701,4 +761,75 @@ func (s *Server) refuse(w http.ResponseWriter, format string, args ...interface{
 	msg := fmt.Sprintf(format, args...)
 	s.errs = append(s.errs, msg)
 	status(w, http.StatusUnprocessableEntity, "Invalid", "%s", msg)
+}
+
+// Watch failure modes (SetWatchFailure): how every watch of
+// ResourceSlices is answered.
+const (
+	WatchServe        = iota // as the API server does
+	WatchGoneInStream        // 200, then an ERROR event 410 Expired (a compacted history)
+	WatchGoneHTTP            // a plain 410 Gone answer
+	WatchEmpty               // 200 and an empty body at once (a proxy cutting long requests)
+)
+
+// SetWatchFailure makes every watch answered as @mode says.
+func (s *Server) SetWatchFailure(mode int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.watchMode = mode
+}
+
+// FailAll makes every request answered @code (0: none), as an API
+// server that is up but failing (500, 503) answers.
+func (s *Server) FailAll(code int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.failAll = code
+}
+
+// Requests are the times at which requests came, every one (lists,
+// watches, reads, writes, failed or not), in order.
+func (s *Server) Requests() []time.Time {
+	s.reqMu.Lock()
+	defer s.reqMu.Unlock()
+	return append([]time.Time(nil), s.reqs...)
+}
+
+// CountRequests is how many requests came since @since.
+func (s *Server) CountRequests(since time.Time) int {
+	s.reqMu.Lock()
+	defer s.reqMu.Unlock()
+	n := 0
+	for i := len(s.reqs) - 1; i >= 0 && !s.reqs[i].Before(since); i-- {
+		n++
+	}
+	return n
+}
+
+// Stop takes the server off its address: connections are cut and new
+// ones refused (an API server down) until Start.
+func (s *Server) Stop() {
+	s.ts.Listener.Close()
+	s.ts.CloseClientConnections()
+}
+
+// Start serves again at the same address after Stop, as an API server
+// restarted: its watch cache is new (Compact), so a watch resumed from
+// a resourceVersion before it is answered 410 Gone.
+func (s *Server) Start() error {
+	l, err := net.Listen("tcp", s.ts.Listener.Addr().String())
+	if err != nil {
+		return err
+	}
+	s.Compact()
+	s.ts.Listener = tls.NewListener(l, s.ts.TLS)
+	go s.ts.Config.Serve(s.ts.Listener)
+	return nil
+}
+
+// counted records a request's time.
+func (s *Server) counted(at time.Time) {
+	s.reqMu.Lock()
+	s.reqs = append(s.reqs, at)
+	s.reqMu.Unlock()
 }
