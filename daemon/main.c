@@ -854,7 +854,8 @@ static int rdmad_run(struct rdmad *d)
 		goto out;
 	r = -ENOMEM;
 	d->base = event_base_new();
-	if (!d->base)
+	/* Two priorities: the control socket's events first (server.h). */
+	if (!d->base || event_base_priority_init(d->base, SERVER_PRIORITIES))
 		goto out;
 	d->notify = notify_new(d->base);
 	if (!d->notify || setup_signals(d) < 0)

@@ -29,8 +29,24 @@
  * clients never take.  Bound beside the public socket, at its path with
  * WIRE_CONTROL_SUFFIX appended (PROTOCOL.md, section 7). */
 #define SERVER_CONTROL_CLIENTS 16
+/* Of those, slots that only root and rdmad's own user take: the admin
+ * group's members hold at most the others, so root is answered whatever
+ * they do. */
+#define SERVER_CONTROL_ROOT 4
 #define SERVER_CONTROL_ROOM                                                    \
 	(SERVER_CONTROL_CLIENTS * SERVER_FDS_PER_CLIENT + WIRE_MAX_PASSED_FDS)
+/* The event loop's priorities (event_base_priority_init()): the control
+ * socket's listener and connections run at SERVER_PRIORITY_CONTROL, before
+ * anything else ready in the same turn, so that a flood on the public
+ * socket delays root by one turn of the loop at most. */
+#define SERVER_PRIORITIES 2
+#define SERVER_PRIORITY_CONTROL 0
+
+/* One owner's connections to the public socket: at most
+ * max_clients_per_uid, and never more than this share of max_clients (a
+ * quarter: 1024 of the default 4096, 273 of the 1095 an open file limit of
+ * 4096 leaves), so that no single owner fills the public room. */
+#define SERVER_OWNER_SHARE 4
 /* The least open file limit rdmad runs with (systemd's default soft
  * limit): what it keeps for itself (an eighth), the control socket's
  * room, and a public room of 595 (a budget of 297 for passed
