@@ -1159,7 +1159,9 @@ class TestInFlight(KernelTest):
     NOFILE = 4096
 
     def start_unprivileged(self):
-        os.chmod(self.work, 0o777)
+        # Its directory, where it binds its sockets: its own.
+        os.chmod(self.work, 0o755)
+        os.chown(self.work, self.DAEMON_UID, self.DAEMON_UID)
         state = os.path.join(self.work, "state")
         os.mkdir(state)
         os.chown(state, self.DAEMON_UID, self.DAEMON_UID)
@@ -1187,10 +1189,17 @@ class TestInFlight(KernelTest):
         Nothing of it is in flight on rdmad's user: root's status every
         0.5 s never fails, a bystander of another uid is never refused,
         and rdmad logs no reply sent without its descriptor."""
+        gc = [l.split()[2] for l in open("/proc/kallsyms")
+              if re.search(r" (__unix_gc|unix_gc|wait_for_unix_gc|"
+                           r"unix_schedule_gc|unix_walk_scc)$", l)]
+        print("figure: %s: the unix GC's functions: %s" % (
+            platform.release(), " ".join(sorted(set(gc)))), file=sys.stderr)
         self.start_unprivileged()
-        a = self.start("setpriv", "--reuid=60500", "--regid=60500",
-                       "--clear-groups", sys.executable, "-c",
-                       rawproto.QUEUED_LINGER, self.sock, "1000", "10")
+        # Niced: under emulation (TCG) a flood at full speed leaves
+        # rdmactl itself no CPU; what is under test is what rdmad does.
+        a = self.start("nice", "-n", "19", "setpriv", "--reuid=60500",
+                       "--regid=60500", "--clear-groups", sys.executable,
+                       "-c", rawproto.QUEUED_LINGER, self.sock, "1000", "10")
         line = a.next(timeout=DEADLINE * 5)
         self.assertTrue(line and line.startswith("queued"), a.seen[-8:])
         b = self.start("setpriv", "--reuid=65533", "--regid=65533",
@@ -1200,7 +1209,7 @@ class TestInFlight(KernelTest):
         end = time.monotonic() + 10
         while time.monotonic() < end:
             t = time.monotonic()
-            r = run(prog("rdmactl", "rdmactl"), "--timeout", "2", "status",
+            r = run(prog("rdmactl", "rdmactl"), "--timeout", "20", "status",
                     "--json", check=False, env=self.env)
             answers.append(time.monotonic() - t)
             failed += r.returncode != 0
@@ -1219,7 +1228,7 @@ class TestInFlight(KernelTest):
         log = self.daemon_log()
         self.assertNotIn("without its descriptor", log)
         # Emulated (TCG) 10-30x slower: 100 ms on hardware.
-        self.assertLess(answers[len(answers) // 2], 2.0)
+        self.assertLess(answers[len(answers) // 2], 3.0)
 
 
 class TestMrCache(KernelTest):
