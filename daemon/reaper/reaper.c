@@ -35,7 +35,8 @@ struct reaper_count {
 	uid_t owner;
 	unsigned int lane;
 	unsigned int waiting;
-	uint64_t since_ms; /* its last progress, or its first job after */
+	unsigned int closing; /* of those, with its closer */
+	uint64_t since_ms;    /* its last progress, or its first job after */
 };
 
 struct reaper_lane {
@@ -259,12 +260,31 @@ static void on_let_go(uid_t owner, unsigned int n, void *arg)
 		r->progress(r->arg);
 }
 
+static void on_closed(uid_t owner, unsigned int n, void *arg)
+{
+	struct reaper_count *c = count_of(arg, owner);
+
+	if (c)
+		c->closing = minus(c->closing, n);
+	on_let_go(owner, n, arg);
+}
+
+bool reaper_flooded(const struct reaper *r)
+{
+	for (size_t i = 0; r && i < r->ncounts; i++)
+		if (r->counts[i].closing >= REAPER_MAX_CLOSING)
+			return true;
+	return false;
+}
+
 /* ---- handing over ---- */
 
-static struct reaper_lane *lane_of(struct reaper *r, uid_t owner)
+static struct reaper_lane *lane_of(struct reaper *r, uid_t owner, bool closing)
 {
 	struct reaper_count *c = count_add(r, owner);
 
+	if (c && closing)
+		c->closing++;
 	return &r->lanes[c ? c->lane : 0];
 }
 
@@ -284,7 +304,7 @@ void reaper_put(struct reaper *r, int fd, uid_t owner)
 
 	if (fd < 0)
 		return;
-	lane = lane_of(r, owner);
+	lane = lane_of(r, owner, is_socket(fd));
 	if (is_socket(fd)) {
 		never_linger(fd);
 		remover_put(lane->closer, fd, owner);
@@ -320,7 +340,7 @@ bool reaper_close_connection(struct reaper *r, int fd, uid_t owner)
 		close(fd);
 		return false;
 	}
-	remover_put(lane_of(r, owner)->closer, fd, owner);
+	remover_put(lane_of(r, owner, true)->closer, fd, owner);
 	return true;
 }
 
@@ -332,7 +352,7 @@ static int start_lanes(struct reaper *r)
 		struct reaper_lane *lane = &r->lanes[i];
 
 		lane->closer =
-			remover_new(r->base, REMOVER_SOCKETS, on_let_go, r);
+			remover_new(r->base, REMOVER_SOCKETS, on_closed, r);
 		if (!lane->closer)
 			return -errno;
 		lane->remover =

@@ -58,6 +58,16 @@
  * worth (wire.h). */
 #define REAPER_MAX_PENDING 253
 
+/* Sockets of one owner with its closer (passed ones, and connections
+ * that ended with something queued, refused ones included) past which
+ * the server accepts no connection on the public socket until they are
+ * fewer (reaper_flooded()): an owner that floods connections, each with
+ * something queued, holds that many descriptors of rdmad's table at
+ * most while its closer catches up, never the public room.  A closer's
+ * job is short (no ->flush; a lingering wait ends within a tick), so
+ * the pause is too, unlike a remover's, which a FUSE FLUSH holds. */
+#define REAPER_MAX_CLOSING (2 * REAPER_MAX_PENDING)
+
 /* Nothing of an owner's let go of for this long while its descriptors
  * wait: behind, for that owner. */
 #define REAPER_BEHIND_MS 1000
@@ -82,6 +92,8 @@ void reaper_put(struct reaper *r, int fd, uid_t owner);
 /* Descriptors of @owner handed over and not let go of yet, wherever they
  * wait: what REAPER_MAX_PENDING bounds. */
 unsigned int reaper_waiting(const struct reaper *r, uid_t owner);
+/* Does an owner have REAPER_MAX_CLOSING sockets with its closer? */
+bool reaper_flooded(const struct reaper *r);
 /* Descriptors handed over and not let go of yet (all in rdmad's table). */
 unsigned int reaper_held(const struct reaper *r);
 /* Close the connection @fd of a client of @owner: shut at once; closed

@@ -392,12 +392,20 @@ static void accept_wait_for_room(struct server *srv, bool control)
 	event_del(control ? srv->ev_control : srv->ev_accept);
 }
 
+/* Room for one more connection: its descriptor and what its Hello may
+ * bring; on the public socket, no owner's closer flooded (reaper.h). */
+static bool room_to_accept(const struct server *srv, bool control)
+{
+	return server_room_for(srv, SERVER_FDS_PER_CLIENT, control) &&
+	       (control || !reaper_flooded(srv->reaper));
+}
+
 /* An accept installs one descriptor, and its Hello may bring more: with
  * no room for both, wait for the helpers to let some go. */
 static void accept_burst(struct server *srv, int listen_fd, bool control)
 {
 	for (int i = 0; i < ACCEPT_BURST; i++) {
-		if (!server_room_for(srv, SERVER_FDS_PER_CLIENT, control)) {
+		if (!room_to_accept(srv, control)) {
 			accept_wait_for_room(srv, control);
 			return;
 		}
@@ -421,14 +429,12 @@ static void on_reaper_progress(void *arg)
 {
 	struct server *srv = arg;
 
-	if (srv->accept_waiting_room &&
-	    server_room_for(srv, SERVER_FDS_PER_CLIENT, false)) {
+	if (srv->accept_waiting_room && room_to_accept(srv, false)) {
 		srv->accept_waiting_room = false;
 		srv->logged_room = false;
 		event_add(srv->ev_accept, NULL);
 	}
-	if (srv->control_waiting_room &&
-	    server_room_for(srv, SERVER_FDS_PER_CLIENT, true)) {
+	if (srv->control_waiting_room && room_to_accept(srv, true)) {
 		srv->control_waiting_room = false;
 		event_add(srv->ev_control, NULL);
 	}
