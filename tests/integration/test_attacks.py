@@ -16,7 +16,10 @@ Issue 25 (F1-F5, at the end of the file): descriptors a client passes
 (closed by rdmad's reaper, never its loop), mount namespaces a sibling
 container of the same uid claims, closed metrics connections, one
 container's share of its uid's connections, and a junk socket lent for a
-network namespace.  docs/security.md is the threat model these prove.
+network namespace.  Issue 46 (O6-O8): nothing a client hands over is in
+flight on rdmad's user, the admin group never takes root's control
+slots, rdmad's thread never waits for the unix GC.  docs/security.md is
+the threat model these prove.
 
 Every case prints what it measured as "figure N<k>: ..." lines on stderr
 (and, where $RDMAD_ATTACK_FIGURES names a file, appends them there as JSON
