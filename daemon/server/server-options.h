@@ -42,11 +42,6 @@
 #define SERVER_PRIORITIES 2
 #define SERVER_PRIORITY_CONTROL 0
 
-/* One owner's connections to the public socket: at most
- * max_clients_per_uid, and never more than this share of max_clients (a
- * quarter: 1024 of the default 4096, 273 of the 1095 an open file limit of
- * 4096 leaves), so that no single owner fills the public room. */
-#define SERVER_OWNER_SHARE 4
 /* The least open file limit rdmad runs with (systemd's default soft
  * limit): what it keeps for itself (an eighth), the control socket's
  * room, and a public room of 595 (a budget of 297 for passed
@@ -74,7 +69,9 @@ struct server_options {
 	gid_t socket_group;	  /* (gid_t)-1: leave as is */
 	gid_t admin_group;	  /* may send admin requests; root always */
 	unsigned int max_clients; /* e.g. 4096 */
-	unsigned int max_clients_per_uid; /* but root and the admin group */
+	/* but root and the admin group; where the open file limit leaves
+	 * fewer than max_clients, main.c scales it down with them */
+	unsigned int max_clients_per_uid;
 	/* ...and of those, per set of namespaces (a container) where the
 	 * kernel says which the peer is in (peer.h, known); where rdmad may
 	 * read other users' namespaces, the peers whose namespaces it could

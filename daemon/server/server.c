@@ -9,12 +9,12 @@
  * nothing one user does may lock out the others.  Bounds are per owner
  * (owner.h: a user and its subordinate uids are one): an owner other
  * than root, the admin group or rdmad's own user gets at most
- * max_clients_per_uid connections and never more than a quarter of
- * max_clients (SERVER_OWNER_SHARE), at most max_clients_per_namespace of
- * them from one container (where the kernel tells which that is), none
- * while REAPER_MAX_PENDING descriptors it passed wait to be closed
- * (reaper.h), and the last reserved_clients of max_clients are kept for
- * root and the admin group.  The control socket, beside the public one,
+ * max_clients_per_uid connections (scaled down with max_clients where
+ * the open file limit leaves fewer clients, main.c), at most
+ * max_clients_per_namespace of them from one container (where the kernel tells
+ * which that is), none while REAPER_MAX_PENDING descriptors it passed wait to
+ * be closed (reaper.h), and the last reserved_clients of max_clients are kept
+ * for root and the admin group.  The control socket, beside the public one,
  * admits root, the admin group and rdmad's own user only, into slots and
  * room of its own (server-options.h), the last SERVER_CONTROL_ROOT of
  * them for root and rdmad's own user alone, so whatever others do to the
@@ -188,24 +188,11 @@ static unsigned int clients_of_place(const struct server *srv,
 	return n;
 }
 
-/* One owner's connections at most: max_clients_per_uid, within its share
- * of max_clients (server-options.h). */
-static unsigned int owner_bound(const struct server *srv)
-{
-	unsigned int share = srv->opts.max_clients / SERVER_OWNER_SHARE;
-
-	if (share < 1)
-		share = 1;
-	return srv->opts.max_clients_per_uid < share
-		       ? srv->opts.max_clients_per_uid
-		       : share;
-}
-
 /* The bounds of one owner (owner.h). */
 static enum server_refusal refusal_of_owner(const struct server *srv,
 					    uid_t owner)
 {
-	if (clients_of_owner(srv, owner) >= owner_bound(srv))
+	if (clients_of_owner(srv, owner) >= srv->opts.max_clients_per_uid)
 		return SERVER_REFUSED_PER_UID;
 	/* Everything of the owner's not let go of yet counts here: an owner
 	 * that floods connections, each with descriptors queued, is turned away
