@@ -871,7 +871,8 @@ static int rdmad_run(struct rdmad *d)
 		goto out;
 	r = -ENOMEM;
 	d->base = event_base_new();
-	/* Two priorities: the control socket's events first (server.h). */
+	/* Two priorities: the control socket's events first
+	 * (server-options.h). */
 	if (!d->base || event_base_priority_init(d->base, SERVER_PRIORITIES))
 		goto out;
 	d->notify = notify_new(d->base);
