@@ -460,6 +460,21 @@ static unsigned int clients_within_fd_limit(unsigned int want)
 	return (unsigned int)room;
 }
 
+/* An owner's share of the clients, as rdmad.conf sets it
+ * (max_clients_per_uid of max_clients), kept where the open file limit
+ * leaves fewer clients (@got of @want): one owner never takes more of
+ * what is left than the configuration gives it of the whole. */
+static unsigned int per_uid_within(unsigned int per_uid, unsigned int want,
+				   unsigned int got)
+{
+	unsigned long long share;
+
+	if (got >= want || want == 0)
+		return per_uid;
+	share = (unsigned long long)per_uid * got / want;
+	return share ? (unsigned int)share : 1;
+}
+
 /* The kernel's RDMA namespace mode; $RDMAD_NETNS_MODE (shared or
  * exclusive) stands in for a kernel that cannot say (rdmad(8)). */
 static enum views_netns_mode netns_mode(const struct rdmad *d)
@@ -476,13 +491,15 @@ static enum views_netns_mode netns_mode(const struct rdmad *d)
 static struct server_options server_options(const struct rdmad *d,
 					    const struct config *cfg)
 {
+	unsigned int clients = clients_within_fd_limit(cfg->max_clients);
 	struct server_options o = {
 		.socket_path = d->socket_path,
 		.socket_mode = cfg->socket_mode,
 		.socket_group = cfg->socket_group,
 		.admin_group = cfg->admin_group,
-		.max_clients = clients_within_fd_limit(cfg->max_clients),
-		.max_clients_per_uid = cfg->max_clients_per_uid,
+		.max_clients = clients,
+		.max_clients_per_uid = per_uid_within(
+			cfg->max_clients_per_uid, cfg->max_clients, clients),
 		.max_clients_per_namespace = cfg->max_clients_per_namespace,
 		.reserved_clients = cfg->reserved_clients,
 		.hello_timeout_ms = cfg->hello_timeout_ms,
@@ -854,7 +871,9 @@ static int rdmad_run(struct rdmad *d)
 		goto out;
 	r = -ENOMEM;
 	d->base = event_base_new();
-	if (!d->base)
+	/* Two priorities: the control socket's events first
+	 * (server-options.h). */
+	if (!d->base || event_base_priority_init(d->base, SERVER_PRIORITIES))
 		goto out;
 	d->notify = notify_new(d->base);
 	if (!d->notify || setup_signals(d) < 0)

@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The reaper (reaper.h): where what clients hand over goes, and what
- * waits per owner.  REAPER_LANES lanes, each a closer (sockets,
- * a table of its own, closer.h) and a remover (other files, rdmad's
- * table, remover.h).  An owner with descriptors waiting keeps its lane
+ * waits per owner.  REAPER_LANES lanes, each a pair of removers
+ * (remover.h) that share rdmad's table: one for sockets (the closer),
+ * one for other files.  An owner with descriptors waiting keeps its lane
  * until they are all let go of; an owner with none takes a lane that
  * serves nobody else, or, when every lane is taken, the one with the
  * fewest descriptors waiting.  So a close the kernel makes slow (a FUSE
@@ -29,22 +29,21 @@
 #include "reaper.h"
 #include "remover.h"
 
-/* One owner's descriptors handed over: how many are still in rdmad's
- * table (the remover's, and the closer's not sent yet), how many are
- * not let go of yet (those, and the closer's in its queue or table). */
+/* One owner's descriptors handed over and not let go of yet: all in
+ * rdmad's table, where its lane's removers close them. */
 struct reaper_count {
 	uid_t owner;
 	unsigned int lane;
-	unsigned int in_table;
 	unsigned int waiting;
-	uint64_t since_ms; /* its last progress, or its first job after */
+	unsigned int closing; /* of those, with its closer */
+	uint64_t since_ms;    /* its last progress, or its first job after */
 };
 
 struct reaper_lane {
-	struct closer *closer;
-	struct remover *remover;
-	unsigned int owners;  /* with descriptors waiting in this lane */
-	unsigned int waiting; /* theirs, in all */
+	struct remover *closer;	 /* sockets */
+	struct remover *remover; /* other files */
+	unsigned int owners;	 /* with descriptors waiting in this lane */
+	unsigned int waiting;	 /* theirs, in all */
 };
 
 struct reaper {
@@ -60,10 +59,11 @@ struct reaper {
 
 /* ---- the undertaker ---- */
 
-/* A socket has no ->flush: handing it over never waits (closer.h).  Any
- * other file may (FUSE sends FLUSH on every close(2), last or not), so
- * only a process that shares rdmad's table may take it out of there.
- * getsockopt() asks the socket layer only, never the file's own code. */
+/* A socket has no ->flush: a close(2) that is not its last never waits,
+ * and its last is a closer's, with the tick (closer.h).  Any other file
+ * may (FUSE sends FLUSH on every close(2), last or not): a remover's, no
+ * tick.  getsockopt() asks the socket layer only, never the file's own
+ * code. */
 static bool is_socket(int fd)
 {
 	int type;
@@ -187,7 +187,6 @@ static struct reaper_count *count_add(struct reaper *r, uid_t owner)
 					   .since_ms = clock_monotonic_ms()};
 		r->lanes[c->lane].owners++;
 	}
-	c->in_table++;
 	c->waiting++;
 	r->lanes[c->lane].waiting++;
 	return c;
@@ -198,17 +197,13 @@ static unsigned int minus(unsigned int a, unsigned int b)
 	return a > b ? a - b : 0;
 }
 
-/* @n of @owner's left rdmad's table (@let_go: and were let go of). */
-static void count_done(struct reaper *r, uid_t owner, unsigned int n,
-		       bool let_go)
+/* @n of @owner's were let go of. */
+static void count_done(struct reaper *r, uid_t owner, unsigned int n)
 {
 	struct reaper_count *c = count_of(r, owner);
 	struct reaper_lane *lane;
 
 	if (!c)
-		return;
-	c->in_table = minus(c->in_table, n);
-	if (!let_go)
 		return;
 	n = n < c->waiting ? n : c->waiting;
 	lane = &r->lanes[c->lane];
@@ -234,7 +229,7 @@ unsigned int reaper_held(const struct reaper *r)
 
 	for (unsigned int i = 0; r && i < REAPER_LANES; i++)
 		n += remover_held(r->lanes[i].remover) +
-		     closer_held(r->lanes[i].closer);
+		     remover_held(r->lanes[i].closer);
 	return n;
 }
 
@@ -260,27 +255,36 @@ static void on_let_go(uid_t owner, unsigned int n, void *arg)
 {
 	struct reaper *r = arg;
 
-	count_done(r, owner, n, true);
+	count_done(r, owner, n);
 	if (r->progress)
 		r->progress(r->arg);
 }
 
-static void on_sent(uid_t owner, unsigned int n, void *arg)
+static void on_closed(uid_t owner, unsigned int n, void *arg)
 {
-	count_done(arg, owner, n, false);
+	struct reaper_count *c = count_of(arg, owner);
+
+	if (c)
+		c->closing = minus(c->closing, n);
+	on_let_go(owner, n, arg);
 }
 
-static const struct closer_ops closer_ops = {
-	.sent = on_sent,
-	.done = on_let_go,
-};
+bool reaper_flooded(const struct reaper *r)
+{
+	for (size_t i = 0; r && i < r->ncounts; i++)
+		if (r->counts[i].closing >= REAPER_MAX_CLOSING)
+			return true;
+	return false;
+}
 
 /* ---- handing over ---- */
 
-static struct reaper_lane *lane_of(struct reaper *r, uid_t owner)
+static struct reaper_lane *lane_of(struct reaper *r, uid_t owner, bool closing)
 {
 	struct reaper_count *c = count_add(r, owner);
 
+	if (c && closing)
+		c->closing++;
 	return &r->lanes[c ? c->lane : 0];
 }
 
@@ -300,10 +304,10 @@ void reaper_put(struct reaper *r, int fd, uid_t owner)
 
 	if (fd < 0)
 		return;
-	lane = lane_of(r, owner);
+	lane = lane_of(r, owner, is_socket(fd));
 	if (is_socket(fd)) {
 		never_linger(fd);
-		closer_put(lane->closer, fd, owner);
+		remover_put(lane->closer, fd, owner);
 	} else {
 		remover_put(lane->remover, fd, owner);
 	}
@@ -313,7 +317,7 @@ void reaper_put(struct reaper *r, int fd, uid_t owner)
  * no room for control data installs nothing: the kernel drops its own
  * extra references to the files a datagram carries (not the last: the
  * datagram keeps them) and says MSG_CTRUNC.  An error says yes: the
- * closer takes it whole, as it would anything. */
+ * closer closes it, as it would anything. */
 static bool anything_queued(int fd)
 {
 	char byte;
@@ -336,7 +340,7 @@ bool reaper_close_connection(struct reaper *r, int fd, uid_t owner)
 		close(fd);
 		return false;
 	}
-	closer_put(lane_of(r, owner)->closer, fd, owner);
+	remover_put(lane_of(r, owner, true)->closer, fd, owner);
 	return true;
 }
 
@@ -347,10 +351,12 @@ static int start_lanes(struct reaper *r)
 	for (unsigned int i = 0; i < REAPER_LANES; i++) {
 		struct reaper_lane *lane = &r->lanes[i];
 
-		lane->closer = closer_new(r->base, &closer_ops, r);
+		lane->closer =
+			remover_new(r->base, REMOVER_SOCKETS, on_closed, r);
 		if (!lane->closer)
 			return -errno;
-		lane->remover = remover_new(r->base, on_let_go, r);
+		lane->remover =
+			remover_new(r->base, REMOVER_FILES, on_let_go, r);
 		if (!lane->remover)
 			return -errno;
 	}
@@ -370,8 +376,6 @@ struct reaper *reaper_new(struct event_base *base, reaper_progress_fn progress,
 	r->arg = arg;
 	r->parent = getpid();
 	r->undertaker = -1;
-	/* Now, while rdmad's table holds nothing of a client's: each
-	 * closer lets go of its copy of that table (closer.h). */
 	err = start_lanes(r);
 	if (err == 0)
 		err = start_undertaker(r);
@@ -393,7 +397,7 @@ void reaper_free(struct reaper *r)
 	}
 	for (unsigned int i = 0; i < REAPER_LANES; i++) {
 		remover_free(r->lanes[i].remover);
-		closer_free(r->lanes[i].closer);
+		remover_free(r->lanes[i].closer);
 	}
 	free(r->counts);
 	free(r);

@@ -12,32 +12,36 @@
  * last reference in whichever task lets go of it: rdmad's loop must never
  * be that task.
  *
- * So rdmad never drops the last reference to a client's file itself:
- * - a socket (what a client may pass with Hello, and a connection rdmad
- *   closes with something still queued on it) goes to a closer
- *   (closer.h), a process with a descriptor table of its own; a passed
- *   socket first gets SO_LINGER {1, 0}, so a TCP socket's close resets
- *   instead of lingering;
- * - any other file goes to a remover (remover.h), which shares rdmad's
- *   table, because a file system's ->flush runs on every close(2).
- * The helpers come in REAPER_LANES lanes, a closer and a remover each,
- * and each owner's descriptors go to its own lane while it has any
- * waiting: one owner's slow closes hold its lane, nobody else's, until
- * more owners than lanes are slow at once.  A close that hangs holds a
- * helper, never the loop; rdmad itself still exits on SIGTERM and dies
- * on SIGKILL.  The helpers die with rdmad (PR_SET_PDEATHSIG), once a
- * close they are in returns.
+ * So rdmad never drops the last reference to a client's file itself.
+ * Helpers that share its descriptor table (removers, remover.h) close
+ * them there, in REAPER_LANES lanes of two each: a socket (what a client
+ * may pass with Hello, and a connection rdmad closes with something still
+ * queued on it) goes to the lane's closer, whose tick ends any lingering
+ * wait (closer.h; a passed socket first gets SO_LINGER {1, 0}, so a TCP
+ * socket's close resets at once); any other file goes to the lane's
+ * remover, because a file system's ->flush runs on every close(2).
+ * Nothing is ever sent to a helper with SCM_RIGHTS: no client's file, and
+ * no connection, is ever in flight on rdmad's user, whose quota of files
+ * in flight (RLIMIT_NOFILE, too_many_unix_fds()) stays for the generation
+ * pages of its Welcomes alone.
+ *
+ * Each owner's descriptors go to its own lane while it has any waiting:
+ * one owner's slow closes hold its lane, nobody else's, until more owners
+ * than lanes are slow at once.  A close that hangs holds a helper, never
+ * the loop; rdmad itself still exits on SIGTERM and dies on SIGKILL.  The
+ * helpers die with rdmad (PR_SET_PDEATHSIG), once a close they are in
+ * returns; the undertaker (reaper.c) then closes the sockets of rdmad's
+ * table that a remover stuck in a FLUSH keeps alive.
  *
  * A connection rdmad closes with nothing queued on it is closed at once,
  * by rdmad, charged to nobody (reaper_close_connection()).
  *
  * What waits is counted per owner (owner.h: a user and its subordinate
- * uids are one) until its close has returned, wherever it waits: rdmad's
- * table, a closer's queue or table.  The server (client.c, server.c)
+ * uids are one) until its close has returned; all of it is in rdmad's
+ * table meanwhile (reaper_held()).  The server (client.c, server.c)
  * reads no datagram of an owner that has REAPER_MAX_PENDING descriptors
  * waiting and admits no new connection of it, and keeps a budget for all
- * owners together (server-int.h); reaper_held() says how many are in
- * rdmad's table, for the server's ceiling.
+ * owners together (server-int.h).
  */
 #ifndef RDMAD_REAPER_H
 #define RDMAD_REAPER_H
@@ -53,6 +57,16 @@
  * read from no more and its new connections are refused: one Hello's
  * worth (wire.h). */
 #define REAPER_MAX_PENDING 253
+
+/* Sockets of one owner with its closer (passed ones, and connections
+ * that ended with something queued, refused ones included) past which
+ * the server accepts no connection on the public socket until they are
+ * fewer (reaper_flooded()): an owner that floods connections, each with
+ * something queued, holds that many descriptors of rdmad's table at
+ * most while its closer catches up, never the public room.  A closer's
+ * job is short (no ->flush; a lingering wait ends within a tick), so
+ * the pause is too, unlike a remover's, which a FUSE FLUSH holds. */
+#define REAPER_MAX_CLOSING (2 * REAPER_MAX_PENDING)
 
 /* Nothing of an owner's let go of for this long while its descriptors
  * wait: behind, for that owner. */
@@ -78,11 +92,13 @@ void reaper_put(struct reaper *r, int fd, uid_t owner);
 /* Descriptors of @owner handed over and not let go of yet, wherever they
  * wait: what REAPER_MAX_PENDING bounds. */
 unsigned int reaper_waiting(const struct reaper *r, uid_t owner);
-/* Descriptors handed over that are still in rdmad's table. */
+/* Does an owner have REAPER_MAX_CLOSING sockets with its closer? */
+bool reaper_flooded(const struct reaper *r);
+/* Descriptors handed over and not let go of yet (all in rdmad's table). */
 unsigned int reaper_held(const struct reaper *r);
 /* Close the connection @fd of a client of @owner: shut at once; closed
- * here when nothing is queued on it (false), else to @owner's closer
- * whole, with what is queued (true, and counted as @owner's). */
+ * here when nothing is queued on it (false), else by @owner's closer,
+ * with what is queued (true, and counted as @owner's). */
 bool reaper_close_connection(struct reaper *r, int fd, uid_t owner);
 
 /* Whose descriptors wait, none of them let go of for REAPER_BEHIND_MS. */

@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * A remover (remover.h): a process that shares rdmad's table and closes
- * there the passed files that are not sockets.  Joined to rdmad by two pipes:
- * jobs go down one (a descriptor and the owner it is charged to, 8 bytes,
- * written whole as pipes promise for fewer than PIPE_BUF), the same job comes
- * back up the other once closed.  The descriptor numbers mean the same in
+ * there what clients left with rdmad, files or sockets.  Joined to rdmad by two
+ * pipes: jobs go down one (a descriptor and the owner it is charged to, 8
+ * bytes, written whole as pipes promise for fewer than PIPE_BUF), the same job
+ * comes back up the other once closed.  The descriptor numbers mean the same in
  * both processes because they share one table.  A job the pipe cannot
  * take (the remover is stuck and the pipe full) waits in a backlog until
  * the pipe is writable again.
@@ -33,6 +33,7 @@ struct remover_job {
 
 struct remover {
 	struct event_base *base;
+	enum remover_kind kind;
 	remover_done_fn done;
 	void *arg;
 	unsigned int held; /* handed over, not closed */
@@ -61,7 +62,8 @@ static void remover_loop(const struct remover *rm)
 	prctl(PR_SET_PDEATHSIG, SIGKILL);
 	if (getppid() != rm->parent)
 		_exit(0);
-	prctl(PR_SET_NAME, "rdmad-remover");
+	prctl(PR_SET_NAME,
+	      rm->kind == REMOVER_SOCKETS ? "rdmad-closer" : "rdmad-remover");
 	/* Jobs are written whole (a multiple of 8 bytes, at most PIPE_BUF):
 	 * a read gets whole jobs, acked together once closed. */
 	for (;;) {
@@ -70,8 +72,10 @@ static void remover_loop(const struct remover *rm)
 			continue;
 		if (n < (ssize_t)sizeof(jobs[0]))
 			_exit(0);
+		closer_tick(rm->kind == REMOVER_SOCKETS);
 		for (size_t i = 0; i < (size_t)n / sizeof(jobs[0]); i++)
 			close(jobs[i].fd);
+		closer_tick(false);
 		while (write(rm->up[1], jobs, (size_t)n) < 0 && errno == EINTR)
 			;
 	}
@@ -234,8 +238,8 @@ static int events(struct remover *rm)
 	return 0;
 }
 
-struct remover *remover_new(struct event_base *base, remover_done_fn done,
-			    void *arg)
+struct remover *remover_new(struct event_base *base, enum remover_kind kind,
+			    remover_done_fn done, void *arg)
 {
 	struct remover *rm = calloc(1, sizeof(*rm));
 	int err;
@@ -243,6 +247,7 @@ struct remover *remover_new(struct event_base *base, remover_done_fn done,
 	if (!rm)
 		return NULL;
 	rm->base = base;
+	rm->kind = kind;
 	rm->done = done;
 	rm->arg = arg;
 	rm->parent = getpid();

@@ -157,6 +157,32 @@ void client_drop_events(struct client *c)
 	event_add(c->ev_write, NULL);
 }
 
+/* Did the kernel refuse to carry the descriptor rather than the
+ * datagram?  ETOOMANYREFS: rdmad's user has more files in flight than its
+ * open file limit (too_many_unix_fds()); EPERM: the client's socket
+ * refuses rights (SO_PASSRIGHTS, Linux 6.16). */
+static bool descriptor_refused(int r)
+{
+	return r == -ETOOMANYREFS || r == -EPERM;
+}
+
+/* Send @ob; where the kernel will not carry its descriptor, the same
+ * reply without it (outq.h), never a closed connection. */
+static int send_outbuf(struct client *c, const struct outbuf *ob)
+{
+	int r = wire_send(c->fd, ob->data, ob->len, ob->pass_fd);
+
+	if (r < 0 && ob->bare && descriptor_refused(r)) {
+		if (!c->srv->logged_bare)
+			log_warnx("client pid %d: a reply went without its "
+				  "descriptor: %s (logged once)",
+				  c->peer.pid, strerror(-r));
+		c->srv->logged_bare = true;
+		r = wire_send(c->fd, ob->bare->data, ob->bare->len, -1);
+	}
+	return r;
+}
+
 int client_push(struct client *c, struct outbuf *ob)
 {
 	int r;
@@ -164,7 +190,7 @@ int client_push(struct client *c, struct outbuf *ob)
 	if (c->state == CLIENT_STATE_DEAD)
 		return -EPIPE;
 	if (c->out.count == 0) {
-		r = wire_send(c->fd, ob->data, ob->len, ob->pass_fd);
+		r = send_outbuf(c, ob);
 		if (r != -EAGAIN) {
 			if (r < 0)
 				client_kill(c);
@@ -200,6 +226,28 @@ int client_reply_frame(struct client *c, const Rdmad__Frame *frame, int pass_fd)
 	return r;
 }
 
+int client_reply_frame_fd(struct client *c, Rdmad__Frame *frame, int pass_fd,
+			  protobuf_c_boolean *says_fd)
+{
+	struct outbuf *ob = outbuf_encode(frame, false, pass_fd);
+	int r;
+
+	if (ob && pass_fd >= 0) {
+		*says_fd = false;
+		ob->bare = outbuf_encode(frame, false, -1);
+		*says_fd = true;
+	}
+	if (!ob || (pass_fd >= 0 && !ob->bare)) {
+		if (ob)
+			outbuf_unref(ob);
+		client_kill(c);
+		return -ENOMEM;
+	}
+	r = client_push(c, ob);
+	outbuf_unref(ob);
+	return r;
+}
+
 /* Flush the queue; then, if owed, the resync snapshot. */
 static void client_flush(struct client *c)
 {
@@ -207,7 +255,7 @@ static void client_flush(struct client *c)
 	int r;
 
 	while ((ob = outq_peek(&c->out))) {
-		r = wire_send(c->fd, ob->data, ob->len, ob->pass_fd);
+		r = send_outbuf(c, ob);
 		if (r == -EAGAIN)
 			return;
 		if (r < 0) {
@@ -466,6 +514,10 @@ struct client *client_new(struct server *srv, int fd, const struct peer *peer,
 	c->ev_write = event_new(srv->base, fd, EV_WRITE | EV_PERSIST,
 				on_client_write, c);
 	c->ev_hello = evtimer_new(srv->base, on_hello_timeout, c);
+	if (c->ev_read && c->ev_write && control) {
+		event_priority_set(c->ev_read, SERVER_PRIORITY_CONTROL);
+		event_priority_set(c->ev_write, SERVER_PRIORITY_CONTROL);
+	}
 	if (!c->ev_read || !c->ev_write || !c->ev_hello ||
 	    event_add(c->ev_read, NULL) < 0 ||
 	    evtimer_add(c->ev_hello, &tv) < 0) {

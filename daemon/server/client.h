@@ -112,6 +112,13 @@ void client_drop_events(struct client *c);
 int client_reply_frame(struct client *c, const Rdmad__Frame *frame,
 		       int pass_fd);
 
+/* Encode @frame and push it with @pass_fd (or -1); where the kernel will
+ * not carry the descriptor, the frame goes without it, *@says_fd (the
+ * frame's flag that one comes) false.  Never closes the connection for
+ * that. */
+int client_reply_frame_fd(struct client *c, Rdmad__Frame *frame, int pass_fd,
+			  protobuf_c_boolean *says_fd);
+
 /* Let go of a descriptor it passed (reaper.h; a NETLINK_RDMA socket is
  * closed here, its last close cannot block). */
 void client_let_go(struct client *c, int fd);

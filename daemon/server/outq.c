@@ -22,6 +22,7 @@ struct outbuf *outbuf_encode(const Rdmad__Frame *frame, bool event, int pass_fd)
 	ob->refs = 1;
 	ob->event = event;
 	ob->pass_fd = pass_fd;
+	ob->bare = NULL;
 	return ob;
 }
 
@@ -29,6 +30,8 @@ void outbuf_unref(struct outbuf *ob)
 {
 	if (--ob->refs)
 		return;
+	if (ob->bare)
+		outbuf_unref(ob->bare);
 	free(ob->data);
 	free(ob);
 }

@@ -22,6 +22,9 @@ struct outbuf {
 	int pass_fd; /* sent with SCM_RIGHTS, or -1 */
 	size_t len;
 	uint8_t *data;
+	/* The same reply saying it carries no descriptor, sent instead
+	 * where the kernel will not carry pass_fd (client.c); or NULL. */
+	struct outbuf *bare;
 };
 
 /* Encode @frame into a new outbuf with one reference; NULL on failure. */

@@ -120,7 +120,8 @@ static int handle_hello(struct client *c, const Rdmad__Frame *req)
 	welcome.generation_page = c->view->page.ro_fd >= 0;
 	publish_fill_view(c, &view);
 	welcome.view = &view;
-	return client_reply_frame(c, &frame, c->view->page.ro_fd);
+	return client_reply_frame_fd(c, &frame, c->view->page.ro_fd,
+				     &welcome.generation_page);
 }
 
 /* Its nodes, reported again: the snapshot's refresh applies them. */

@@ -54,6 +54,7 @@ struct server {
 	bool logged_emfile;
 	bool logged_room;
 	bool logged_ctrunc;
+	bool logged_bare;	   /* a reply went without its descriptor */
 	bool accept_waiting_room;  /* accept paused for the table's room */
 	bool control_waiting_room; /* the control socket's, for its room */
 	unsigned int fd_ceiling;   /* descriptors clients may cost, in all */

@@ -29,8 +29,19 @@
  * clients never take.  Bound beside the public socket, at its path with
  * WIRE_CONTROL_SUFFIX appended (PROTOCOL.md, section 7). */
 #define SERVER_CONTROL_CLIENTS 16
+/* Of those, slots that only root and rdmad's own user take: the admin
+ * group's members hold at most the others, so root is answered whatever
+ * they do. */
+#define SERVER_CONTROL_ROOT 4
 #define SERVER_CONTROL_ROOM                                                    \
 	(SERVER_CONTROL_CLIENTS * SERVER_FDS_PER_CLIENT + WIRE_MAX_PASSED_FDS)
+/* The event loop's priorities (event_base_priority_init()): the control
+ * socket's listener and connections run at SERVER_PRIORITY_CONTROL, before
+ * anything else ready in the same turn, so that a flood on the public
+ * socket delays root by one turn of the loop at most. */
+#define SERVER_PRIORITIES 2
+#define SERVER_PRIORITY_CONTROL 0
+
 /* The least open file limit rdmad runs with (systemd's default soft
  * limit): what it keeps for itself (an eighth), the control socket's
  * room, and a public room of 595 (a budget of 297 for passed
@@ -58,7 +69,9 @@ struct server_options {
 	gid_t socket_group;	  /* (gid_t)-1: leave as is */
 	gid_t admin_group;	  /* may send admin requests; root always */
 	unsigned int max_clients; /* e.g. 4096 */
-	unsigned int max_clients_per_uid; /* but root and the admin group */
+	/* but root and the admin group; where the open file limit leaves
+	 * fewer than max_clients, main.c scales it down with them */
+	unsigned int max_clients_per_uid;
 	/* ...and of those, per set of namespaces (a container) where the
 	 * kernel says which the peer is in (peer.h, known); where rdmad may
 	 * read other users' namespaces, the peers whose namespaces it could

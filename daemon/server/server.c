@@ -9,14 +9,17 @@
  * nothing one user does may lock out the others.  Bounds are per owner
  * (owner.h: a user and its subordinate uids are one): an owner other
  * than root, the admin group or rdmad's own user gets at most
- * max_clients_per_uid connections, at most max_clients_per_namespace of
- * them from one container (where the kernel tells which that is), none
- * while REAPER_MAX_PENDING descriptors it passed wait to be closed
- * (reaper.h), and the last reserved_clients of max_clients are kept for
- * root and the admin group.  The control socket, beside the public one,
+ * max_clients_per_uid connections (scaled down with max_clients where
+ * the open file limit leaves fewer clients, main.c), at most
+ * max_clients_per_namespace of them from one container (where the kernel tells
+ * which that is), none while REAPER_MAX_PENDING descriptors it passed wait to
+ * be closed (reaper.h), and the last reserved_clients of max_clients are kept
+ * for root and the admin group.  The control socket, beside the public one,
  * admits root, the admin group and rdmad's own user only, into slots and
- * room of its own (server-options.h), so whatever others do to the
- * public socket, root is answered.  Whether a peer is root or in the
+ * room of its own (server-options.h), the last SERVER_CONTROL_ROOT of
+ * them for root and rdmad's own user alone, so whatever others do to the
+ * public socket, and whatever the admin group does to the control one,
+ * root is answered.  Whether a peer is root or in the
  * admin group comes from SO_PEERCRED and SO_PEERGROUPS, never from what
  * it says.
  * A connection must say Hello within hello_timeout_ms, and says it once:
@@ -191,12 +194,38 @@ static enum server_refusal refusal_of_owner(const struct server *srv,
 {
 	if (clients_of_owner(srv, owner) >= srv->opts.max_clients_per_uid)
 		return SERVER_REFUSED_PER_UID;
-	/* Everything of the owner's not let go of yet counts here, in the
-	 * closers' queues too: an owner that floods connections, each with
-	 * descriptors queued, is turned away cheaply while its lane
-	 * catches up. */
+	/* Everything of the owner's not let go of yet counts here: an owner
+	 * that floods connections, each with descriptors queued, is turned away
+	 * cheaply while its lane catches up. */
 	if (reaper_waiting(srv->reaper, owner) >= REAPER_MAX_PENDING)
 		return SERVER_REFUSED_REAPING;
+	return SERVER_REFUSED_NONE;
+}
+
+/* The control socket's connections of the admin group's members other
+ * than root and rdmad's own user. */
+static unsigned int control_of_members(const struct server *srv)
+{
+	unsigned int n = 0;
+
+	for (const struct client *c = srv->clients; c; c = c->next)
+		n += c->control && c->peer.uid != 0 && c->peer.uid != geteuid();
+	return n;
+}
+
+/* A slot of the control socket: root and rdmad's own user take any of
+ * SERVER_CONTROL_CLIENTS, the admin group's other members all but the
+ * last SERVER_CONTROL_ROOT. */
+static enum server_refusal refusal_of_control(const struct server *srv,
+					      const struct ucred *cred,
+					      bool exempt)
+{
+	if (!exempt || srv->ncontrol >= SERVER_CONTROL_CLIENTS)
+		return SERVER_REFUSED_CONTROL;
+	if (cred->uid != 0 && cred->uid != geteuid() &&
+	    control_of_members(srv) >=
+		    SERVER_CONTROL_CLIENTS - SERVER_CONTROL_ROOT)
+		return SERVER_REFUSED_CONTROL;
 	return SERVER_REFUSED_NONE;
 }
 
@@ -216,9 +245,7 @@ static enum server_refusal refusal_of_uid(const struct server *srv, int fd,
 	 * of its own (a test suite as nobody) never locks that user out. */
 	*exempt = peer_is_admin(srv, fd, cred) || cred->uid == geteuid();
 	if (control)
-		return *exempt && srv->ncontrol < SERVER_CONTROL_CLIENTS
-			       ? SERVER_REFUSED_NONE
-			       : SERVER_REFUSED_CONTROL;
+		return refusal_of_control(srv, cred, *exempt);
 	if (public >= o->max_clients)
 		return SERVER_REFUSED_FULL;
 	if (*exempt)
@@ -352,12 +379,20 @@ static void accept_wait_for_room(struct server *srv, bool control)
 	event_del(control ? srv->ev_control : srv->ev_accept);
 }
 
+/* Room for one more connection: its descriptor and what its Hello may
+ * bring; on the public socket, no owner's closer flooded (reaper.h). */
+static bool room_to_accept(const struct server *srv, bool control)
+{
+	return server_room_for(srv, SERVER_FDS_PER_CLIENT, control) &&
+	       (control || !reaper_flooded(srv->reaper));
+}
+
 /* An accept installs one descriptor, and its Hello may bring more: with
  * no room for both, wait for the helpers to let some go. */
 static void accept_burst(struct server *srv, int listen_fd, bool control)
 {
 	for (int i = 0; i < ACCEPT_BURST; i++) {
-		if (!server_room_for(srv, SERVER_FDS_PER_CLIENT, control)) {
+		if (!room_to_accept(srv, control)) {
 			accept_wait_for_room(srv, control);
 			return;
 		}
@@ -381,14 +416,12 @@ static void on_reaper_progress(void *arg)
 {
 	struct server *srv = arg;
 
-	if (srv->accept_waiting_room &&
-	    server_room_for(srv, SERVER_FDS_PER_CLIENT, false)) {
+	if (srv->accept_waiting_room && room_to_accept(srv, false)) {
 		srv->accept_waiting_room = false;
 		srv->logged_room = false;
 		event_add(srv->ev_accept, NULL);
 	}
-	if (srv->control_waiting_room &&
-	    server_room_for(srv, SERVER_FDS_PER_CLIENT, true)) {
+	if (srv->control_waiting_room && room_to_accept(srv, true)) {
 		srv->control_waiting_room = false;
 		event_add(srv->ev_control, NULL);
 	}
@@ -582,6 +615,8 @@ static int server_listen(struct server *srv)
 				   EV_READ | EV_PERSIST, on_accept, srv);
 	srv->ev_control = event_new(srv->base, srv->control_fd,
 				    EV_READ | EV_PERSIST, on_control, srv);
+	if (srv->ev_control)
+		event_priority_set(srv->ev_control, SERVER_PRIORITY_CONTROL);
 	srv->ev_backoff = evtimer_new(srv->base, on_backoff, srv);
 	srv->ev_settle = evtimer_new(srv->base, on_settle, srv);
 	srv->ev_nsscan = event_new(srv->base, -1, EV_PERSIST, on_nsscan, srv);

@@ -70,18 +70,37 @@ print("eof", flush=True)
 '''
 
 
-# SOCK N: a client of another owner (a bystander): N times, connect,
+# SOCK N: a client of another owner (a bystander): N times, connect
+# (trying again while the listener's backlog is full, as rdmactl does),
 # Hello, read the Welcome (or the end: refused), GetStatus, close.
-# Prints "done OK REFUSED".
+# Prints "done OK REFUSED BUSY" (BUSY: connect() tries that found the
+# backlog full).
 BYSTANDER = PROTO + r'''
-import socket, sys
+import socket, sys, time
 path, n = sys.argv[1], int(sys.argv[2])
-ok = refused = 0
+ok = refused = busy = 0
+def connect():
+    # As rdmactl does: a listener whose backlog is full says EAGAIN at
+    # once; try again, 1 ms then up to 50 ms apart, within 10 s.
+    global busy
+    pause, end = 0.001, time.monotonic() + 10
+    while True:
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        s.settimeout(10)
+        try:
+            s.connect(path)
+            return s
+        except BlockingIOError:
+            s.close()
+            busy += 1
+            if time.monotonic() > end:
+                raise
+            time.sleep(pause)
+            pause = min(pause * 2, 0.05)
 for i in range(n):
-    s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-    s.settimeout(10)
+    s = None
     try:
-        s.connect(path)
+        s = connect()
         s.send(hello())
         if not s.recv(65536):
             raise OSError("refused")
@@ -91,8 +110,9 @@ for i in range(n):
         ok += 1
     except OSError:
         refused += 1
-    s.close()
-print("done %d %d" % (ok, refused), flush=True)
+    if s:
+        s.close()
+print("done %d %d %d" % (ok, refused, busy), flush=True)
 '''
 
 
@@ -126,5 +146,70 @@ s.connect(path)
 socket.send_fds(s, [hello()], [a.fileno()])
 a.close()
 print("sent %d" % n, flush=True)
+time.sleep(3600)
+'''
+
+
+# SOCK N SECS: N connections (issue 46, break 1), each a junk datagram
+# (rdmad reads it, a protocol error, and reads no more) and behind it a
+# datagram carrying one loopback TCP socket with unsent data, a peer
+# that never reads and SO_LINGER {1, 3600}: rdmad never receives that
+# socket, so only the release of the connection lets go of it.  Prints
+# "queued N"; then for SECS seconds opens connections that end with a
+# datagram queued (admitted or refused) and closes them, and prints
+# "flooded N".
+QUEUED_LINGER = PROTO + r'''
+import os, resource, signal, socket, struct, sys, time
+path, n, secs = sys.argv[1], int(sys.argv[2]), float(sys.argv[3])
+hard = resource.getrlimit(resource.RLIMIT_NOFILE)[1]
+resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+# Where rdmad let go of a connection before this process closes the
+# socket it queued there, this close is the last and would linger: a
+# tick of its own ends that wait.
+signal.signal(signal.SIGALRM, lambda *_: None)
+signal.setitimer(signal.ITIMER_REAL, 0.02, 0.02)
+srv = socket.socket()
+srv.bind(("127.0.0.1", 0))
+srv.listen(4096)
+keep = []
+queued = 0
+for _ in range(n):
+    slow = socket.socket()
+    slow.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    slow.connect(srv.getsockname())
+    h, _ = srv.accept()
+    h.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER,
+                 struct.pack("ii", 1, 3600))
+    h.setblocking(False)
+    try:
+        while True:
+            h.send(b"x" * 65536)
+    except BlockingIOError:
+        pass
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    try:
+        s.connect(path)
+        s.send(b"\xff" * 8)
+        socket.send_fds(s, [b"\xff" * 8], [h.fileno()])
+        queued += 1
+    except OSError:
+        pass
+    h.close()
+    keep += [slow, s]
+signal.setitimer(signal.ITIMER_REAL, 0)
+print("queued %d" % queued, flush=True)
+flooded = 0
+end = time.monotonic() + secs
+while time.monotonic() < end:
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    try:
+        s.connect(path)
+        s.send(b"\xff" * 8)
+        s.send(b"\xff" * 8)
+        flooded += 1
+    except OSError:
+        pass
+    s.close()
+print("flooded %d" % flooded, flush=True)
 time.sleep(3600)
 '''

@@ -460,7 +460,7 @@ class TestHostileUser(DaemonTest):
         human = rdmactl(self.sock, "status").stdout
         self.assertNotIn("\x1b", human)
         # rdmactl's connections, once closed, go to the closer when the
-        # loop turns next (daemon/reaper/closer.h).
+        # loop turns next (daemon/reaper/remover.h).
         fds, rss = wait_until(
             lambda: (lambda u: u if u[0] <= fds0 + held + 2 else None)(
                 self.usage()),

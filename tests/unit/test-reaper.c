@@ -1,14 +1,14 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * daemon/reaper/reaper.c, closer.c and remover.c: descriptors handed over are
- * closed by a helper process, not by the caller: a file by a remover
- * (which shares the caller's table), a socket by a closer (a table of its
- * own, which holds nothing else of the caller's); a passed TCP socket is
- * reset, not lingered on; a close that lingers anyway (a socket queued on
- * a passed one) returns within the closer's tick and holds its owner's
- * lane only; a connection with something queued goes to the closer
- * whole, an empty one is closed at once, uncounted; either way its peer
- * sees the end at once and nothing can be queued on it afterwards.
+ * closed by a helper process that shares the caller's table, not by the
+ * caller, and never sent anywhere: a file by a remover, a socket by a
+ * closer; a passed TCP socket is reset, not lingered on; a close that
+ * lingers anyway (a socket queued on a passed one) returns within the
+ * closer's tick and holds its owner's lane only; a connection with
+ * something queued goes to the closer, an empty one is closed at once,
+ * uncounted; either way its peer sees the end at once and nothing can be
+ * queued on it afterwards.
  */
 #include <arpa/inet.h>
 #include <dirent.h>
@@ -173,8 +173,7 @@ static void test_blocking_close(struct reaper *r)
 	      "the lingering socket let go of within 1 s (linger 30 s)");
 	took = now_ms() - t0;
 	figure_ms("the lingering socket let go of after", took);
-	CHECK(took < 3 * CLOSER_TICK_MS, "not lingered on: %llu ms",
-	      (unsigned long long)took);
+	CHECK(took < 100, "not lingered on: %llu ms", (unsigned long long)took);
 	CHECK(loop_until(reset, &peer, 1000), "its peer got a reset");
 	event_free(tick);
 	close(peer);
@@ -203,13 +202,13 @@ static int socket_of_lingering(int *peer)
 	return sv[0];
 }
 
-/* One owner's slow closes hold its lane, not another owner's: while
- * twenty such sockets wait out a tick each (about a second), another
+/* One owner's slow closes hold its lane, not another owner's: while a
+ * hundred such sockets wait out a tick each (CLOSER_TICK_US), another
  * owner's pipe and socket are let go of at once; the slow owner's stay
  * counted as its own until they return. */
 static void test_lanes(struct reaper *r)
 {
-	enum { N = 20 };
+	enum { N = 100 };
 	uid_t slow = UID + 10, quick = UID + 11;
 	void *slow_arg[] = {r, &slow}, *quick_arg[] = {r, &quick};
 	int peers[N], p[2], sv[2];
@@ -230,11 +229,11 @@ static void test_lanes(struct reaper *r)
 	figure_ms("another owner's let go of, behind a slow owner, after",
 		  now_ms() - t0);
 	CHECK(now_ms() - t0 < 300, "without waiting for the slow owner");
-	CHECK(reaper_waiting(r, slow) > N / 2,
-	      "the slow owner's still counted: %u", reaper_waiting(r, slow));
+	CHECK(reaper_waiting(r, slow) > 0, "the slow owner's still counted: %u",
+	      reaper_waiting(r, slow));
 	CHECK(loop_until(none_pending_of, slow_arg, 10000),
 	      "the slow owner's let go of in the end");
-	figure_ms("twenty sockets that each wait out a tick let go of after",
+	figure_ms("a hundred sockets that each wait out a tick let go of after",
 		  now_ms() - t0);
 	for (unsigned int i = 0; i < N; i++)
 		close(peers[i]);
@@ -283,15 +282,16 @@ static unsigned int open_fds(pid_t pid)
 	return n > 2 ? n - 2 : 0; /* . and .. */
 }
 
-/* The closer holds only what it was sent: none of the 200 descriptors
- * this process has open. */
+/* The closer shares this process's table: it is sent no descriptor
+ * (nothing in flight on this user's account), and sees the 200 this
+ * process opens. */
 static bool closer_named(void *arg)
 {
 	*(pid_t *)arg = child_named("rdmad-closer");
 	return *(pid_t *)arg > 0;
 }
 
-static void test_own_table(void)
+static void test_shared_table(void)
 {
 	pid_t closer = -1;
 	int fds[200];
@@ -302,17 +302,17 @@ static void test_own_table(void)
 		fds[i] = open("/dev/null", O_RDONLY | O_CLOEXEC);
 	CHECK(closer > 0, "the closer runs");
 	CHECK(open_fds(getpid()) > 200, "this process holds 200 more");
-	CHECK(closer <= 0 || open_fds(closer) <= 4,
-	      "the closer's table holds only its own: %u descriptors",
-	      closer > 0 ? open_fds(closer) : 0);
+	CHECK(closer <= 0 || open_fds(closer) == open_fds(getpid()),
+	      "the closer's table is this process's: %u descriptors, %u here",
+	      closer > 0 ? open_fds(closer) : 0, open_fds(getpid()));
 	for (size_t i = 0; i < 200; i++)
 		close(fds[i]);
 }
 
 /* Our end of a SEQPACKET pair with queued datagrams: one with a pipe's
  * write end, an empty one, one with the other pipe's.  Closing it hands
- * it to the closer whole, one descriptor; the peer sees the end at once
- * and can queue nothing afterwards. */
+ * it to the closer, one descriptor; the peer sees the end at once and
+ * can queue nothing afterwards. */
 static void test_close_connection(struct reaper *r)
 {
 	int sv[2], a[2], b[2];
@@ -329,7 +329,8 @@ static void test_close_connection(struct reaper *r)
 	close(b[1]);
 	CHECK(reaper_close_connection(r, sv[0], UID), "handed over");
 	CHECK(reaper_waiting(r, UID) == 1,
-	      "the connection handed over whole: %u", reaper_waiting(r, UID));
+	      "the connection handed over, one descriptor: %u",
+	      reaper_waiting(r, UID));
 	CHECK(reaper_held(r) == 1, "in rdmad's table until the loop turns: %u",
 	      reaper_held(r));
 	/* EOF, or ECONNRESET once the closer let go of it unread. */
@@ -370,8 +371,8 @@ static bool closer_back(void *arg)
 	return pid > 0 && pid != *(pid_t *)arg;
 }
 
-/* A closer killed by hand is started again, and what was handed to the
- * dead one is counted done (its exit let go of it). */
+/* A closer killed by hand is started again, and lets go of what is
+ * handed over next. */
 static void test_closer_restart(struct reaper *r)
 {
 	pid_t old = -1;
@@ -403,7 +404,7 @@ int main(void)
 	if (!r)
 		return 1;
 	test_put(r);
-	test_own_table();
+	test_shared_table();
 	test_blocking_close(r);
 	test_close_connection(r);
 	test_close_empty_connection(r);

@@ -357,6 +357,39 @@ static void test_hello(void)
 	close(fd);
 }
 
+/* A client whose socket refuses descriptors (SO_PASSRIGHTS 0, Linux
+ * 6.16: the daemon's send with the page fails EPERM) still gets its
+ * Welcome, without the page and saying so, and keeps its connection: a
+ * reply never depends on whether its descriptor can go. */
+#ifndef SO_PASSRIGHTS
+#define SO_PASSRIGHTS 83
+#endif
+static void test_welcome_without_page(void)
+{
+	int fd = cl_connect(), off = 0, gfd = -1;
+	Rdmad__Frame *f;
+	uint64_t gen;
+
+	if (setsockopt(fd, SOL_SOCKET, SO_PASSRIGHTS, &off, sizeof(off)) < 0) {
+		printf("skip: no SO_PASSRIGHTS (Linux 6.16) to refuse the "
+		       "page with\n");
+		close(fd);
+		return;
+	}
+	cl_request(fd, 5, RDMAD__FRAME__BODY_HELLO, NULL);
+	f = cl_recv_fd(fd, 2000, NULL, &gfd);
+	CHECK(f && f->body_case == RDMAD__FRAME__BODY_WELCOME,
+	      "a Welcome for a client that refuses descriptors");
+	CHECK(f && !f->welcome->generation_page && gfd < 0,
+	      "without the page, and saying so");
+	if (f)
+		wire_free(f);
+	cl_request(fd, 6, RDMAD__FRAME__BODY_GET_STATUS, NULL);
+	CHECK(cl_snapshot(fd, 6, &gen, NULL) == NDEVS,
+	      "the connection stays and is served");
+	close(fd);
+}
+
 static void test_status_split(void)
 {
 	int fd = cl_connect();
@@ -1178,6 +1211,7 @@ int main(void)
 {
 	setup();
 	test_hello();
+	test_welcome_without_page();
 	test_status_split();
 	test_fanout();
 	test_states();
