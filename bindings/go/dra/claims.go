@@ -104,24 +104,9 @@ func (d *Driver) prepare(ctx context.Context, c *drav1.Claim) ([]PreparedDevice,
 	if pc, done := d.claims[c.GetUid()]; done {
 		return pc.Devices, "" // prepared meanwhile by a call beside this one
 	}
-	var devs []PreparedDevice
-	at := map[string]int{}
-	for _, r := range rc.Status.Allocation.Devices.Results {
-		if r.Driver != d.o.DriverName || r.Pool != d.o.NodeName {
-			continue
-		}
-		if i, ok := at[r.Device]; ok {
-			devs[i].Requests = append(devs[i].Requests, r.Request)
-			continue
-		}
-		dev, why := d.usable(r.Device)
-		if why != "" {
-			return nil, why
-		}
-		at[r.Device] = len(devs)
-		devs = append(devs, PreparedDevice{Requests: []string{r.Request},
-			Pool: r.Pool, Device: r.Device, Identity: dev.GetIdentity(),
-			CDI: []string{cdi.ClaimName(c.GetUid(), r.Device)}})
+	devs, why := d.allocated(c.GetUid(), rc.Status.Allocation.Devices.Results)
+	if why != "" {
+		return nil, why
 	}
 	pc = PreparedClaim{Namespace: c.GetNamespace(), Name: c.GetName(), Devices: devs}
 	if err := d.writeClaimSpec(c.GetUid(), pc); err != nil {
@@ -137,6 +122,55 @@ func (d *Driver) prepare(ctx context.Context, c *drav1.Claim) ([]PreparedDevice,
 	d.notify() // the health streams now cover its devices
 	delete(d.statusGone, c.GetUid())
 	d.wakeStatus()
+	return devs, ""
+}
+
+// allocated are the devices of this driver and node in allocation
+// @results of claim @uid, each usable now and within its slots, or why
+// not; d.mu held.  A device met twice (two requests, or two shares) is
+// one device with every request and the sum of the slots.
+func (d *Driver) allocated(uid string, results []DeviceRequestAllocationResult) ([]PreparedDevice, string) {
+	var devs []PreparedDevice
+	at := map[string]int{}
+	for _, r := range results {
+		if r.Driver != d.o.DriverName || r.Pool != d.o.NodeName {
+			continue
+		}
+		admin := r.AdminAccess != nil && *r.AdminAccess
+		n, why := consumed(r)
+		if why != "" {
+			return nil, why
+		}
+		if admin {
+			n = 0
+		}
+		i, ok := at[r.Device]
+		if !ok {
+			dev, why := d.usable(r.Device)
+			if why != "" {
+				return nil, why
+			}
+			i = len(devs)
+			at[r.Device] = i
+			devs = append(devs, PreparedDevice{Pool: r.Pool, Device: r.Device,
+				Identity: dev.GetIdentity(), Admin: admin,
+				CDI: []string{cdi.ClaimName(uid, r.Device)}})
+		}
+		pd := &devs[i]
+		pd.Requests = append(pd.Requests, r.Request)
+		pd.Admin = pd.Admin && admin
+		if d.o.Slots > 0 && !admin {
+			pd.Slots += n
+		}
+		if r.ShareID != "" {
+			pd.ShareIDs = append(pd.ShareIDs, r.ShareID)
+		}
+	}
+	for _, pd := range devs {
+		if why := d.admitted(uid, pd.Device, pd.slots(), pd.Admin); why != "" {
+			return nil, why
+		}
+	}
 	return devs, ""
 }
 

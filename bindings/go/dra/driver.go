@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"github.com/rdmad/rdmad/bindings/go/cdi"
+	"github.com/rdmad/rdmad/bindings/go/deviceplugin"
 	"github.com/rdmad/rdmad/bindings/go/dra/drav1"
 	"github.com/rdmad/rdmad/bindings/go/rdmad"
 )
@@ -44,6 +45,14 @@ type Options struct {
 	// Select is which devices the driver offers (rdmad-device-plugin's
 	// matchers; nil: every device).
 	Select rdmad.Selector
+	// Slots: 0, every device is exclusive (one claim at a time); N
+	// (deviceplugin.ValidSlots), every device is shared by up to N
+	// claims, published with allowMultipleAllocations and the capacity
+	// "slots" (shares.go).
+	Slots int
+	// TaintEffect is the effect of the taint on a device none of whose
+	// ports is up: NoSchedule where "", NoExecute, None, or TaintOff.
+	TaintEffect string
 	// ResyncPeriod is how often the slices are compared with the API
 	// server's besides (DefaultResyncPeriod where 0).
 	ResyncPeriod time.Duration
@@ -103,6 +112,14 @@ func New(o Options) (*Driver, error) {
 	if o.NodeName == "" {
 		return nil, errors.New("no node name (--node-name, or NODE_NAME from the pod's spec.nodeName)")
 	}
+	if o.Slots != 0 {
+		if err := deviceplugin.ValidSlots(o.Slots); err != nil {
+			return nil, err
+		}
+	}
+	if err := ValidTaintEffect(o.TaintEffect); err != nil {
+		return nil, err
+	}
 	if err := os.MkdirAll(o.PluginDir, 0o750); err != nil {
 		return nil, err
 	}
@@ -157,7 +174,7 @@ func (d *Driver) Set(s *rdmad.Snapshot, up bool) {
 	if !up {
 		return
 	}
-	pool := Pool(d.snap, d.o.Select, d.o.SysRoot)
+	pool := d.o.shape(Pool(d.snap, d.o.Select, d.o.SysRoot), d.snap)
 	if !d.poolSet || !reflect.DeepEqual(pool, d.pool) {
 		d.pool, d.poolSet = pool, true
 		latestPool(d.publish, pool)
