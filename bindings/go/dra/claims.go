@@ -146,7 +146,7 @@ func (d *Driver) allocated(uid string, results []DeviceRequestAllocationResult) 
 		}
 		i, ok := at[r.Device]
 		if !ok {
-			dev, why := d.usable(r.Device)
+			dev, why := d.usable(r.Device, admin)
 			if why != "" {
 				return nil, why
 			}
@@ -175,8 +175,10 @@ func (d *Driver) allocated(uid string, results []DeviceRequestAllocationResult) 
 }
 
 // usable is the rdmad device behind pool device @name if it can be
-// given to a container now, else why not; d.mu held.
-func (d *Driver) usable(name string) (*rdmadpb.Device, string) {
+// given to a container now, else why not; d.mu held.  An admin claim
+// (@admin) also gets a device present but not ready: monitoring and
+// repairing a sick device is what it is for.
+func (d *Driver) usable(name string, admin bool) (*rdmadpb.Device, string) {
 	if !d.up {
 		return nil, errorf("rdmad is out of reach: cannot tell whether device %s is present", name)
 	}
@@ -193,7 +195,7 @@ func (d *Driver) usable(name string) (*rdmadpb.Device, string) {
 			return nil, errorf("device %s (%s) is not offered by this driver (--select)", name, dev.GetName())
 		case dev.GetRemoving():
 			return nil, errorf("device %s (%s) is being removed: not present", name, dev.GetName())
-		case !rdmad.Ready(dev):
+		case !rdmad.Ready(dev) && !admin:
 			return nil, errorf("device %s (%s) is present but not ready (no ACTIVE port with a GID, or its netdev down)", name, dev.GetName())
 		}
 		return dev, ""
