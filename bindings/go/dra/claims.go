@@ -18,6 +18,7 @@ import (
 	"context"
 	"regexp"
 	"strings"
+	"time"
 
 	"github.com/rdmad/rdmad/bindings/go/cdi"
 	"github.com/rdmad/rdmad/bindings/go/dra/drav1"
@@ -29,7 +30,9 @@ import (
 func (d *Driver) NodePrepareResources(ctx context.Context, req *drav1.NodePrepareResourcesRequest) (*drav1.NodePrepareResourcesResponse, error) {
 	resp := &drav1.NodePrepareResourcesResponse{Claims: map[string]*drav1.NodePrepareResourceResponse{}}
 	for _, c := range req.GetClaims() {
+		start := time.Now()
 		devs, err := d.prepare(ctx, c)
+		d.metrics.Operation("prepare", time.Since(start), err != "")
 		r := &drav1.NodePrepareResourceResponse{}
 		if err != "" {
 			r.Error = err
@@ -119,6 +122,7 @@ func (d *Driver) prepare(ctx context.Context, c *drav1.Claim) ([]PreparedDevice,
 		d.removeClaimSpec(c.GetUid())
 		return nil, errorf("saving the checkpoint: %v", err)
 	}
+	d.metrics.Prepared(len(d.claims))
 	d.notify() // the health streams now cover its devices
 	delete(d.statusGone, c.GetUid())
 	d.wakeStatus()
@@ -213,32 +217,37 @@ func (d *Driver) NodeUnprepareResources(ctx context.Context, req *drav1.NodeUnpr
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	for _, c := range req.GetClaims() {
-		r := &drav1.NodeUnprepareResourceResponse{}
+		start := time.Now()
+		r := &drav1.NodeUnprepareResourceResponse{Error: d.unprepare(c)}
+		d.metrics.Operation("unprepare", time.Since(start), r.Error != "")
 		resp.Claims[c.GetUid()] = r
-		if why := ValidUID(c.GetUid()); why != "" {
-			r.Error = why
-			d.o.logf("unprepare claim %s/%s: %s", c.GetNamespace(), c.GetName(), why)
-			continue
-		}
-		pc, ok := d.claims[c.GetUid()]
-		if !ok {
-			continue
-		}
-		if err := d.removeClaimSpec(c.GetUid()); err != nil {
-			r.Error = errorf("removing claim %s/%s's CDI spec: %v", c.GetNamespace(), c.GetName(), err)
-			continue
-		}
-		delete(d.claims, c.GetUid())
-		if err := SaveCheckpoint(d.checkpointPath(), d.claims); err != nil {
-			d.claims[c.GetUid()] = pc
-			r.Error = errorf("saving the checkpoint: %v", err)
-			d.writeClaimSpec(c.GetUid(), pc)
-			continue
-		}
-		d.unprepared(c.GetUid(), pc)
 	}
+	d.metrics.Prepared(len(d.claims))
 	d.notify()
 	return resp, nil
+}
+
+// unprepare undoes claim @c's preparation, or says why not; d.mu held.
+func (d *Driver) unprepare(c *drav1.Claim) string {
+	if why := ValidUID(c.GetUid()); why != "" {
+		d.o.logf("unprepare claim %s/%s: %s", c.GetNamespace(), c.GetName(), why)
+		return why
+	}
+	pc, ok := d.claims[c.GetUid()]
+	if !ok {
+		return ""
+	}
+	if err := d.removeClaimSpec(c.GetUid()); err != nil {
+		return errorf("removing claim %s/%s's CDI spec: %v", c.GetNamespace(), c.GetName(), err)
+	}
+	delete(d.claims, c.GetUid())
+	if err := SaveCheckpoint(d.checkpointPath(), d.claims); err != nil {
+		d.claims[c.GetUid()] = pc
+		d.writeClaimSpec(c.GetUid(), pc)
+		return errorf("saving the checkpoint: %v", err)
+	}
+	d.unprepared(c.GetUid(), pc)
+	return ""
 }
 
 // Prepared is a copy of the claims prepared, by UID.

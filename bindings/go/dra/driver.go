@@ -15,6 +15,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -56,6 +57,9 @@ type Options struct {
 	// ResyncPeriod is how often the slices are compared with the API
 	// server's besides (DefaultResyncPeriod where 0).
 	ResyncPeriod time.Duration
+	// MetricsAddress: where the metrics are served over HTTP, at
+	// /metrics (host:port; "": not served).
+	MetricsAddress string
 	// Logf reports what happens; nil: nothing.
 	Logf func(format string, args ...interface{})
 }
@@ -88,6 +92,9 @@ type Driver struct {
 	resolved   map[string]string
 	// backoff paces the requests to the API server after failures.
 	backoff *Backoff
+	// metrics: what metrics.go serves; metricsAddr where, once served.
+	metrics     *Metrics
+	metricsAddr net.Addr
 	// The status worker's (claimstatus.go): statusWake wakes it,
 	// statusApplied is what it last applied to each claim (JSON),
 	// statusGone the claims unprepared whose entries are still to go.
@@ -127,12 +134,17 @@ func New(o Options) (*Driver, error) {
 		publish: make(chan []Device, 1), resync: make(chan struct{}, 1),
 		claimSpecs: map[string]*cdi.Writer{}, resolved: map[string]string{},
 		backoff: &Backoff{}, statusWake: make(chan struct{}, 1),
-		statusApplied: map[string]string{}, statusGone: map[string]statusRef{}}
+		statusApplied: map[string]string{}, statusGone: map[string]statusRef{},
+		metrics: NewMetrics()}
+	if o.API != nil {
+		o.API.Metrics = d.metrics
+	}
 	claims, err := LoadCheckpoint(d.checkpointPath())
 	if err != nil {
 		o.logf("%v", err)
 	}
 	d.claims = claims
+	d.metrics.Prepared(len(claims))
 	changed := rebind(d.claims, o.logf)
 	if d.reconcileSpecs() {
 		changed = true
@@ -233,6 +245,18 @@ func (d *Driver) Run(ctx context.Context) error {
 // ends, then takes the sockets away (the slices and the checkpoint stay
 // for the next run).
 func (d *Driver) Serve(ctx context.Context) error {
+	if d.o.MetricsAddress != "" {
+		stop := make(chan struct{})
+		defer close(stop)
+		addr, err := d.metrics.serve(d.o.MetricsAddress, stop)
+		if err != nil {
+			return err
+		}
+		d.mu.Lock()
+		d.metricsAddr = addr
+		d.mu.Unlock()
+		d.o.logf("metrics at http://%s/metrics", addr)
+	}
 	k, err := d.serveKubelet()
 	if err != nil {
 		return err
@@ -251,6 +275,16 @@ func (d *Driver) Serve(ctx context.Context) error {
 		d.o.logf("no API server: no ResourceSlices are published")
 	}
 	return k.watch(ctx)
+}
+
+// Metrics are the driver's metrics.
+func (d *Driver) Metrics() *Metrics { return d.metrics }
+
+// MetricsAddr is where the metrics are served, nil until they are.
+func (d *Driver) MetricsAddr() net.Addr {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.metricsAddr
 }
 
 // errorf is a refusal of a claim, in the words the kubelet shows.

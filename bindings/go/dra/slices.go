@@ -208,14 +208,18 @@ func (d *Driver) publisher(ctx context.Context) {
 // from its resourceVersion; a watch that ran its course, or carried
 // events, is made again at once from the last resourceVersion.
 func (p *publisher) watchEnded(ev watchEvent, pause func(string, error)) {
+	m := p.d.metrics
 	switch {
 	case IsStatus(ev.err, http.StatusGone):
 		p.stale, p.rv = true, "" // list again, watch from there
+		m.WatchRestart("gone")
 		pause("watching ResourceSlices", ev.err)
 	case ev.err != nil:
+		m.WatchRestart("error")
 		pause("watching ResourceSlices", ev.err)
 	case ev.events == 0 && time.Since(ev.started) < shortWatch:
 		p.stale, p.rv = true, ""
+		m.WatchRestart("short")
 		pause("watching ResourceSlices", fmt.Errorf("very short watch: ended within %v with no event", shortWatch))
 	}
 }
@@ -473,6 +477,7 @@ func (p *publisher) put(ctx context.Context, devs []Device) error {
 		return err
 	}
 	p.published, p.done = devs, true
+	p.d.metrics.Published(len(slices), len(devs), gen)
 	return nil
 }
 

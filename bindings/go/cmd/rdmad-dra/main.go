@@ -9,7 +9,7 @@
 //	          [--plugin-dir DIR] [--registry-dir DIR] [--cdi-dir DIR]
 //	          [--socket-mount DIR] [--apiserver URL] [--serviceaccount DIR]
 //	          [--select EXPR] [--slots N] [--taint-effect EFFECT]
-//	          [--no-apiserver]
+//	          [--metrics-address HOST:PORT] [--no-apiserver]
 //
 // It logs to stderr.  SIGINT and SIGTERM stop it (status 0), taking its
 // sockets away and leaving the slices and the checkpoint; bad arguments
@@ -51,6 +51,7 @@ func run(args []string, stderr io.Writer) int {
 	sysfs := fs.String("sysfs", "/sys", "sysfs: devices' PCIe roots, net devices' hardware addresses, GIDs")
 	slots := fs.Int("slots", 0, "share each device among up to N claims (1..1000, the device plugin's slots; DRAConsumableCapacity); 0: every device exclusive")
 	taint := fs.String("taint-effect", dra.TaintNoSchedule, "the effect of the taint on a device none of whose ports is up: NoSchedule, NoExecute, None, or off (DRADeviceTaints)")
+	metrics := fs.String("metrics-address", "", "serve Prometheus metrics at http://HOST:PORT/metrics (\"\": not served)")
 	noAPI := fs.Bool("no-apiserver", false, "publish no ResourceSlices and read no claims (testing the kubelet's side alone)")
 	if err := fs.Parse(args); err != nil {
 		return 2
@@ -74,7 +75,7 @@ func run(args []string, stderr io.Writer) int {
 		Socket: rdmad.SocketPath(*socket), PluginDir: *pluginDir,
 		RegistryDir: *registry, CDISpecDir: *cdiDir, SocketMount: *mount,
 		SysRoot: *sysfs, Select: selector, Slots: *slots, TaintEffect: *taint,
-		Logf: logf}
+		MetricsAddress: *metrics, Logf: logf}
 	if !*noAPI {
 		api, err := dra.InCluster(*apiserver, *sa)
 		if err != nil {
