@@ -81,7 +81,9 @@ func (d *Driver) prepare(ctx context.Context, c *drav1.Claim) ([]PreparedDevice,
 		return nil, why
 	}
 	d.mu.Lock()
+	unlock := d.shared()
 	pc, done := d.claims[c.GetUid()]
+	unlock()
 	d.mu.Unlock()
 	if done {
 		return pc.Devices, ""
@@ -104,6 +106,7 @@ func (d *Driver) prepare(ctx context.Context, c *drav1.Claim) ([]PreparedDevice,
 	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	defer d.shared()()
 	if pc, done := d.claims[c.GetUid()]; done {
 		return pc.Devices, "" // prepared meanwhile by a call beside this one
 	}
@@ -216,6 +219,7 @@ func (d *Driver) NodeUnprepareResources(ctx context.Context, req *drav1.NodeUnpr
 	resp := &drav1.NodeUnprepareResourcesResponse{Claims: map[string]*drav1.NodeUnprepareResourceResponse{}}
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	defer d.shared()()
 	for _, c := range req.GetClaims() {
 		start := time.Now()
 		r := &drav1.NodeUnprepareResourceResponse{Error: d.unprepare(c)}

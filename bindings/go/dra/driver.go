@@ -57,6 +57,10 @@ type Options struct {
 	// ResyncPeriod is how often the slices are compared with the API
 	// server's besides (DefaultResyncPeriod where 0).
 	ResyncPeriod time.Duration
+	// RollingUpdateUID: the pod's UID, for seamless upgrades
+	// (rolling.go): sockets of the pod's own, and the plugin
+	// directory's state shared under a lock; "": fixed socket names.
+	RollingUpdateUID string
 	// MetricsAddress: where the metrics are served over HTTP, at
 	// /metrics (host:port; "": not served).
 	MetricsAddress string
@@ -139,6 +143,13 @@ func New(o Options) (*Driver, error) {
 	if o.API != nil {
 		o.API.Metrics = d.metrics
 	}
+	if o.RollingUpdateUID != "" {
+		if why := ValidUID(o.RollingUpdateUID); why != "" {
+			return nil, fmt.Errorf("--rolling-update-uid: %s", why)
+		}
+	}
+	unlock := d.shared()
+	defer unlock()
 	claims, err := LoadCheckpoint(d.checkpointPath())
 	if err != nil {
 		o.logf("%v", err)
@@ -197,7 +208,9 @@ func (d *Driver) Set(s *rdmad.Snapshot, up bool) {
 			d.o.logf("CDI spec %s: %v", d.spec.Path(), err)
 		}
 	}
+	unlock := d.shared()
 	d.writeClaimSpecs()
+	unlock()
 	d.wakeStatus()
 }
 
@@ -263,14 +276,19 @@ func (d *Driver) Serve(ctx context.Context) error {
 	}
 	defer k.stop()
 	if d.o.API != nil {
-		go d.publisher(ctx)
-		net := make(chan struct{}, 1)
 		go func() {
-			if err := watchLinks(ctx, net); err != nil {
-				d.o.logf("rtnetlink: %v: claims' status follows rdmad's states only", err)
+			if !d.publishLock(ctx) {
+				return
 			}
+			go d.publisher(ctx)
+			net := make(chan struct{}, 1)
+			go func() {
+				if err := watchLinks(ctx, net); err != nil {
+					d.o.logf("rtnetlink: %v: claims' status follows rdmad's states only", err)
+				}
+			}()
+			d.statusWorker(ctx, net)
 		}()
-		go d.statusWorker(ctx, net)
 	} else {
 		d.o.logf("no API server: no ResourceSlices are published")
 	}
