@@ -18,11 +18,13 @@ import json
 import os
 import re
 import shutil
+import subprocess
 import time
 
 import rdmatb
 from test_device_plugin import (Child, GoProgramTest, Lines, RESOLVE,
                                 cdi_resolve, nodes_of, swap_kernel_names)
+from test_metrics import free_port, samples, scrape
 
 GO_BUILD = os.path.join(rdmatb.BUILD, "bindings", "go")
 DRA = os.path.join(GO_BUILD, "rdmad-dra")
@@ -103,17 +105,17 @@ def claim_cdi(uid, dev):
 class DRATest(GoProgramTest):
     PROGRAMS = (DRA, FAKE, RESOLVE)
 
-    def start(self):
+    def start(self, *extra):
         self.start_daemon(config=self.conf)
         kdir = os.path.join(self.work, "kube")
         os.mkdir(kdir)
         self.kube = Kube(kdir, self.log)
         self.procs.append(self.kube)
         self.plugin_dir = os.path.join(kdir, "plugins", DRIVER)
-        self.start_driver()
+        self.start_driver(*extra)
         self.kube.expect(lambda o: o["event"] == "registered", "registered")
 
-    def start_driver(self):
+    def start_driver(self, *extra):
         r = self.kube.ready
         self.cdi_dir = os.path.join(self.work, "cdi")
         self.driver = Child([DRA, "--socket", self.sock, "--node-name", NODE,
@@ -122,8 +124,8 @@ class DRATest(GoProgramTest):
                              "--cdi-dir", self.cdi_dir,
                              "--sysfs", self.tb.sys,
                              "--apiserver", r["apiserver"],
-                             "--serviceaccount", r["serviceaccount"]],
-                            self.log)
+                             "--serviceaccount", r["serviceaccount"]]
+                            + list(extra), self.log)
         self.procs.append(self.driver)
 
     def names(self, *devs):
@@ -406,6 +408,37 @@ class TestClaims(DRATest):
                                o["uid"] == UF, "prepare " + UF)
         self.assertEqual(got["error"], "")
         self.assertEqual([d["requests"] for d in got["devices"]], [["rdma"]])
+
+
+class TestTaintsAndMetrics(DRATest):
+    def test_port_down_taints_and_metrics(self):
+        """A port that goes down taints its device in the slice within a
+        second, the taint goes when it is back; the metrics the driver
+        serves meanwhile pass promtool."""
+        self.tb.plug("mlx5_0", "mlx5-ib")
+        port = free_port()
+        self.start("--metrics-address", "127.0.0.1:%d" % port)
+        a, = self.names("mlx5_0")
+        self.kube.pool(lambda d: set(d) == {a} and "taints" not in d[a],
+                       "published, untainted")
+        self.timed("port down", lambda: self.tb.set_port(
+            "mlx5_0", 1, state="1: DOWN", phys_state="3: Disabled"),
+            pool=lambda d: d.get(a, {}).get("taints") ==
+            ["rdmad.io/port-down=DOWN:NoSchedule"])
+        self.timed("port back", lambda: self.tb.set_port(
+            "mlx5_0", 1, state="4: ACTIVE", phys_state="5: LinkUp"),
+            pool=lambda d: a in d and "taints" not in d[a])
+        for what in ("port down (slice)", "port back (slice)"):
+            self.assertLess(self.latency[what], 1000, what)
+        ctype, text = scrape(port)
+        self.assertTrue(ctype.startswith("text/plain; version=0.0.4"), ctype)
+        got = samples(text)
+        self.assertGreaterEqual(got["rdmad_dra_pool_publications_total"], 3)
+        self.assertEqual(got["rdmad_dra_health_streams"], 1)
+        if shutil.which("promtool"):
+            r = subprocess.run(["promtool", "check", "metrics"], input=text,
+                               capture_output=True, text=True)
+            self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
 
 
 if __name__ == "__main__":
