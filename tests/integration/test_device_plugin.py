@@ -488,6 +488,25 @@ class TestRestarts(PluginTest):
 
 
 class TestCDISpec(PluginTest):
+    def test_socket_reaching_no_container_is_warned(self):
+        """socketMount with neither cdiSpecDir nor deviceSpecs: the
+        socket reaches containers only through rdmad-cdi's spec, which
+        the plugin does not write; it says so at start."""
+        def warning(config):
+            cfg = os.path.join(self.work, "warn.json")
+            with open(cfg, "w") as f:
+                json.dump(config, f)
+            r = subprocess.run([PLUGIN, "--config", cfg, "--check-config"],
+                               capture_output=True, text=True,
+                               timeout=rdmatb.DEADLINE)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            return r.stderr
+        self.assertIn("warning: socketMount /run/rdmad with neither "
+                      "cdiSpecDir nor deviceSpecs", warning(CONFIG))
+        for extra in ({"cdiSpecDir": os.path.join(self.work, "cdi")},
+                      {"deviceSpecs": True}):
+            self.assertEqual(warning(dict(CONFIG, **extra)), "", extra)
+
     def check(self, spec_dir):
         r = subprocess.run([CDI, "--check", spec_dir], capture_output=True,
                            text=True, timeout=rdmatb.DEADLINE)

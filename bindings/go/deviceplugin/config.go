@@ -6,9 +6,13 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 
+	specs "github.com/container-orchestrated-devices/container-device-interface/specs-go"
+
+	"github.com/rdmad/rdmad/bindings/go/cdi"
 	"github.com/rdmad/rdmad/bindings/go/rdmad"
 	"github.com/rdmad/rdmad/bindings/go/rdmad/rdmadpb"
 )
@@ -67,6 +71,40 @@ type Resource struct {
 	Mode   string `json:"mode"`  // Exclusive (default) or Shared
 	Slots  int    `json:"slots"` // Shared: units per device, 1..1000
 	sel    rdmad.Selector
+}
+
+// SocketWarning says why rdmad's socket may reach no container, "" where
+// it does or none is asked for.  With socketMount, the socket reaches a
+// container through the CDI spec the plugin writes (cdiSpecDir) or
+// Allocate's mounts (deviceSpecs); with neither, only through a spec
+// rdmad-cdi writes with --socket-mount, which the plugin cannot see to:
+// it says whether the spec it finds in the usual CDI directories
+// (@specDirs) has the mount.
+func (c *Config) SocketWarning(specDirs ...string) string {
+	if c.SocketMount == "" || c.CDISpecDir != "" || c.WantDeviceSpecs() {
+		return ""
+	}
+	w := fmt.Sprintf("socketMount %s with neither cdiSpecDir nor deviceSpecs: "+
+		"containers get rdmad's socket only where rdmad-cdi writes the CDI spec with --socket-mount %s",
+		c.SocketMount, c.SocketMount)
+	for _, dir := range specDirs {
+		path := filepath.Join(dir, cdi.FileName)
+		b, err := os.ReadFile(path)
+		if err != nil {
+			continue
+		}
+		var spec specs.Spec
+		if json.Unmarshal(b, &spec) != nil {
+			continue
+		}
+		for _, m := range spec.ContainerEdits.Mounts {
+			if m.ContainerPath == c.SocketMount {
+				return w + fmt.Sprintf(" (%s has it)", path)
+			}
+		}
+		return w + fmt.Sprintf(": %s has no such mount, so no container gets the socket", path)
+	}
+	return w + fmt.Sprintf(": no %s found in %s", cdi.FileName, strings.Join(specDirs, " or "))
 }
 
 // WantDeviceSpecs says whether Allocate lists device nodes.

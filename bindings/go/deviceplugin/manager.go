@@ -52,6 +52,10 @@ type state struct {
 	err  error
 }
 
+// SpecDirs are where runtimes read CDI specs (the CDI library's
+// defaults): where SocketWarning looks for rdmad-cdi's spec.
+var SpecDirs = []string{"/etc/cdi", cdi.DefaultDir}
+
 // Run serves cfg's resources until ctx ends.
 func Run(ctx context.Context, cfg *Config, o Options) error {
 	if o.KubeletDir == "" {
@@ -65,6 +69,9 @@ func Run(ctx context.Context, cfg *Config, o Options) error {
 	if err := w.Add(o.KubeletDir); err != nil {
 		return fmt.Errorf("watching the kubelet's directory %s: %w",
 			o.KubeletDir, err)
+	}
+	if w := cfg.SocketWarning(SpecDirs...); w != "" {
+		o.logf("warning: %s", w)
 	}
 	m := &manager{cfg: cfg, o: &o, registered: make(chan registration, 1)}
 	if cfg.CDISpecDir != "" {

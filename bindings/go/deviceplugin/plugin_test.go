@@ -5,6 +5,8 @@ package deviceplugin
 import (
 	"context"
 	"google.golang.org/protobuf/proto"
+	"os"
+	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
@@ -256,5 +258,35 @@ func TestAllocate(t *testing.T) {
 			DevicesIds: []string{"pci_0000_01_00.0-0"}}}}); err == nil ||
 		!strings.Contains(err.Error(), "not present") {
 		t.Fatalf("an away device was allocated: %v", err)
+	}
+}
+
+// A configuration in which rdmad's socket reaches no container through
+// the plugin (socketMount, but neither cdiSpecDir nor deviceSpecs) is
+// warned about, saying whether rdmad-cdi's spec has the mount; the
+// combinations that mount it themselves are not.
+func TestSocketWarning(t *testing.T) {
+	for _, c := range []struct{ conf, want string }{
+		{`{"resources":[{"name":"hca"}]}`, ""},
+		{`{"resources":[{"name":"hca"}],"socketMount":"/run/rdmad","cdiSpecDir":"/var/run/cdi"}`, ""},
+		{`{"resources":[{"name":"hca"}],"socketMount":"/run/rdmad","deviceSpecs":true}`, ""},
+		{`{"resources":[{"name":"hca"}],"socketMount":"/run/rdmad"}`, "no rdmad.io-rdma.json found"},
+	} {
+		if got := config(t, c.conf).SocketWarning(t.TempDir()); c.want == "" && got != "" ||
+			!strings.Contains(got, c.want) {
+			t.Errorf("%s: warning %q, want %q", c.conf, got, c.want)
+		}
+	}
+	c := config(t, `{"resources":[{"name":"hca"}],"socketMount":"/run/rdmad"}`)
+	dir := t.TempDir()
+	spec := filepath.Join(dir, "rdmad.io-rdma.json")
+	os.WriteFile(spec, []byte(`{"cdiVersion":"0.5.0","kind":"rdmad.io/rdma","devices":[]}`), 0o644)
+	if w := c.SocketWarning(dir); !strings.Contains(w, "has no such mount, so no container gets the socket") {
+		t.Errorf("rdmad-cdi's spec without the mount: %q", w)
+	}
+	os.WriteFile(spec, []byte(`{"cdiVersion":"0.5.0","kind":"rdmad.io/rdma","devices":[],
+		"containerEdits":{"mounts":[{"hostPath":"/run/rdmad","containerPath":"/run/rdmad"}]}}`), 0o644)
+	if w := c.SocketWarning(dir); !strings.Contains(w, "has it") {
+		t.Errorf("rdmad-cdi's spec with the mount: %q", w)
 	}
 }

@@ -50,6 +50,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	if *check {
+		if w := cfg.SocketWarning(deviceplugin.SpecDirs...); w != "" {
+			fmt.Fprintf(stderr, "rdmad-device-plugin: warning: %s\n", w)
+		}
 		for i := range cfg.Resources {
 			r := &cfg.Resources[i]
 			fmt.Fprintf(stdout, "%s %s slots=%d select=%q\n", cfg.FullName(r), r.Mode, r.Slots, r.Select)

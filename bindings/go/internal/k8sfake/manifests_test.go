@@ -6,9 +6,10 @@ package k8sfake
 // every object checked against the published schema of its kind where
 // ../shared/upstream/k8s has it (skipped, saying which, where not), read
 // as kubectl reads YAML (sigs.k8s.io/yaml); and rdmad-dra's least
-// privilege: the rules cut to what the driver does, the admission policy
-// that ties a slice to the node in the token, a DaemonSet without
-// privilege or capability and with only the host paths it needs.
+// privilege: the rules cut to what the driver does, the admission
+// policies that tie a slice and a claim's status to the node in the
+// token, a DaemonSet without privilege or capability and with only the
+// host paths it needs.
 
 import (
 	"encoding/json"
@@ -136,5 +137,96 @@ func TestDRAManifestLeastPrivilege(t *testing.T) {
 		"/var/lib/kubelet/plugins/rdmad.io", "/var/lib/kubelet/plugins_registry", "/var/run/cdi"}
 	if !reflect.DeepEqual(paths, wantPaths) {
 		t.Errorf("host paths %v, want %v", paths, wantPaths)
+	}
+}
+
+// hasPath reports whether the published schema @name has the field at
+// @path ("[]" steps into a list's items), as a policy's CEL reads it.
+func (s *Schema) hasPath(name string, path ...string) bool {
+	sch, ok := s.defs[name]
+	if !ok {
+		return false
+	}
+	for _, p := range path {
+		r, err := s.resolve(sch)
+		if err != nil {
+			return false
+		}
+		if p == "[]" {
+			sch, ok = r["items"].(map[string]interface{})
+		} else {
+			props, _ := r["properties"].(map[string]interface{})
+			sch, ok = props[p].(map[string]interface{})
+		}
+		if !ok {
+			return false
+		}
+	}
+	return true
+}
+
+// A node's driver changes only what concerns its node: its claims'
+// status is held by an admission policy as its slices are (RBAC cannot
+// name a node): updates of resourceclaims/status by its account, denied
+// unless the claim has a device of this driver allocated in the token's
+// node's pool, only this driver's entries of that pool change, and
+// nothing else of the status; every field the policy reads is one the
+// published schema of resource.k8s.io/v1 (1.35) has.
+func TestDRAManifestClaimStatusPolicy(t *testing.T) {
+	objs := manifest(t, "rdmad-dra.yaml")
+	var vap, bind map[string]interface{}
+	for _, o := range objs {
+		if at(o, "metadata", "name") != "rdmad-dra-claim-status" {
+			continue
+		}
+		switch o["kind"] {
+		case "ValidatingAdmissionPolicy":
+			vap = o
+		case "ValidatingAdmissionPolicyBinding":
+			bind = o
+		}
+	}
+	if vap == nil || bind == nil {
+		t.Fatal("no ValidatingAdmissionPolicy and binding rdmad-dra-claim-status")
+	}
+	rule := at(vap, "spec", "matchConstraints", "resourceRules", 0)
+	if !reflect.DeepEqual(at(rule, "resources"), []interface{}{"resourceclaims/status"}) ||
+		!reflect.DeepEqual(at(rule, "operations"), []interface{}{"UPDATE"}) ||
+		at(vap, "spec", "failurePolicy") != "Fail" {
+		t.Errorf("policy matches %v (failurePolicy %v), want UPDATE of resourceclaims/status, failing closed",
+			rule, at(vap, "spec", "failurePolicy"))
+	}
+	if at(bind, "spec", "policyName") != "rdmad-dra-claim-status" ||
+		!reflect.DeepEqual(at(bind, "spec", "validationActions"), []interface{}{"Deny"}) {
+		t.Errorf("binding %v does not deny with the policy", at(bind, "spec"))
+	}
+	js, _ := json.Marshal(vap)
+	for _, s := range []string{"system:serviceaccount:kube-system:rdmad-dra",
+		"authentication.kubernetes.io/node-name", "r.pool == variables.userNodeName",
+		"d.pool == variables.userNodeName", "o.pool == variables.userNodeName",
+		"'rdmad.io'", "oldObject.status.allocation", "reservedFor"} {
+		if !strings.Contains(string(js), s) {
+			t.Errorf("ValidatingAdmissionPolicy rdmad-dra-claim-status does not say %s", s)
+		}
+	}
+	schema, err := LoadFullSchema("")
+	if err != nil {
+		t.Skipf("no published schema of resource.k8s.io/v1 to check the fields against: %v", err)
+	}
+	claim := "io.k8s.api.resource.v1.ResourceClaim"
+	for _, p := range [][]string{
+		{"status", "allocation", "devices", "results", "[]", "driver"},
+		{"status", "allocation", "devices", "results", "[]", "pool"},
+		{"status", "devices", "[]", "driver"},
+		{"status", "devices", "[]", "pool"},
+		{"status", "reservedFor"},
+	} {
+		if !schema.hasPath(claim, p...) {
+			t.Errorf("the policy reads %s, which %s does not have in %s", strings.Join(p, "."), claim, schema.File)
+		}
+	}
+	// The control: a field the schema does not have is seen as missing.
+	if schema.hasPath(claim, "status", "devices", "[]", "node") {
+		t.Error("hasPath finds a field the schema does not have")
 	}
 }

@@ -292,6 +292,33 @@ func poolDevices(slices map[string]map[string]interface{}, driver, pool string) 
 	return names, len(at) > 0 && float64(len(at)) == count
 }
 
+// CompletePools are the pools of @driver that are complete now (every
+// slice at the highest generation, as many as resourceSliceCount), each
+// with its device names, sorted: one pass for a cluster's pools.
+func (s *Server) CompletePools(driver string) map[string][]string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	byPool := map[string]map[string]map[string]interface{}{}
+	for name, sl := range s.slices {
+		spec := sl["spec"].(map[string]interface{})
+		if spec["driver"] != driver {
+			continue
+		}
+		pool := spec["pool"].(map[string]interface{})["name"].(string)
+		if byPool[pool] == nil {
+			byPool[pool] = map[string]map[string]interface{}{}
+		}
+		byPool[pool][name] = sl
+	}
+	out := map[string][]string{}
+	for pool, slices := range byPool {
+		if names, complete := poolDevices(slices, driver, pool); complete {
+			out[pool] = names
+		}
+	}
+	return out
+}
+
 // Device is device @name of the pool as published now (nil: none).
 func (s *Server) Device(driver, pool, name string) map[string]interface{} {
 	s.mu.Lock()
@@ -569,8 +596,11 @@ func (s *Server) serveWatch(w http.ResponseWriter, r *http.Request) {
 		gone := from < 0 || len(s.history) > 0 && from < s.history[0].rv-1 ||
 			len(s.history) == 0 && from < s.rv
 		if !gone {
-			for _, ev := range s.history {
-				if ev.rv > from && sel.matches(ev.obj) {
+			// The history is in resourceVersion order: only what is
+			// new is looked at (a cluster's watches wake at each event).
+			i := sort.Search(len(s.history), func(i int) bool { return s.history[i].rv > from })
+			for _, ev := range s.history[i:] {
+				if sel.matches(ev.obj) {
 					out = append(out, ev)
 				}
 			}
