@@ -45,7 +45,8 @@ type Metrics struct {
 	gen       int64
 	streams   int
 	prepared  int
-	published uint64 // pools written whole
+	published uint64    // pools written whole
+	lastPub   time.Time // when last
 }
 
 // NewMetrics is an empty set.
@@ -112,6 +113,7 @@ func (m *Metrics) Published(slices, devices int, gen int64) {
 	m.mu.Lock()
 	m.slices, m.devices, m.gen = slices, devices, gen
 	m.published++
+	m.lastPub = time.Now()
 	m.mu.Unlock()
 }
 
@@ -204,6 +206,12 @@ func (m *Metrics) WriteTo(w io.Writer) (int64, error) {
 	fmt.Fprintf(&b, "rdmad_dra_pool_generation %d\n", m.gen)
 	family(&b, "rdmad_dra_pool_publications_total", "counter", "Times the pool was written whole (a new generation).")
 	fmt.Fprintf(&b, "rdmad_dra_pool_publications_total %d\n", m.published)
+	family(&b, "rdmad_dra_pool_last_published_time_seconds", "gauge", "When the pool was last written whole (Unix time; 0: never).")
+	var last float64
+	if !m.lastPub.IsZero() {
+		last = float64(m.lastPub.UnixNano()) / 1e9
+	}
+	fmt.Fprintf(&b, "rdmad_dra_pool_last_published_time_seconds %s\n", float(last))
 	family(&b, "rdmad_dra_health_streams", "gauge", "Health streams (NodeWatchResources) open to the kubelet.")
 	fmt.Fprintf(&b, "rdmad_dra_health_streams %d\n", m.streams)
 	family(&b, "rdmad_dra_claims_prepared", "gauge", "Claims prepared on this node (the checkpoint's).")

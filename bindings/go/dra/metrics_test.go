@@ -95,6 +95,9 @@ func TestMetrics(t *testing.T) {
 			t.Errorf("no %s in\n%s", series, text)
 		}
 	}
+	if t0 := sample(text, `rdmad_dra_pool_last_published_time_seconds`); t0 < float64(time.Now().Add(-time.Minute).Unix()) {
+		t.Errorf("last published at %v", t0)
+	}
 	if sample(text, `rdmad_dra_pool_generation`) < 2 {
 		t.Errorf("pool generation %v", sample(text, `rdmad_dra_pool_generation`))
 	}
