@@ -144,8 +144,8 @@ func New(o Options) (*Driver, error) {
 		o.API.Metrics = d.metrics
 	}
 	if o.RollingUpdateUID != "" {
-		if why := ValidUID(o.RollingUpdateUID); why != "" {
-			return nil, fmt.Errorf("--rolling-update-uid: %s", why)
+		if !uidPattern.MatchString(o.RollingUpdateUID) {
+			return nil, fmt.Errorf("--rolling-update-uid %q: not a pod UID (it names sockets)", o.RollingUpdateUID)
 		}
 	}
 	unlock := d.shared()
