@@ -128,6 +128,12 @@ class DRATest(GoProgramTest):
                             + list(extra), self.log)
         self.procs.append(self.driver)
 
+    def prepare(self, uid, *devs):
+        self.kube.send(cmd="prepare", uid=uid, name="claim-" + uid,
+                       devices=list(devs))
+        return self.kube.expect(lambda o: o["event"] == "prepare" and
+                                o["uid"] == uid, "prepare " + uid)
+
     def names(self, *devs):
         st = rdmatb.status(self.sock)
         return [dev_name(rdmatb.find(st, n)["identity"]) for n in devs]
@@ -245,12 +251,6 @@ class TestRepair(DRATest):
 
 
 class TestClaims(DRATest):
-    def prepare(self, uid, *devs):
-        self.kube.send(cmd="prepare", uid=uid, name="claim-" + uid,
-                       devices=list(devs))
-        return self.kube.expect(lambda o: o["event"] == "prepare" and
-                                o["uid"] == uid, "prepare " + uid)
-
     def test_prepare_refuse_and_restart(self):
         self.tb.plug("mlx5_0", "mlx5-ib")
         self.tb.plug("mlx5_1", "mlx5-roce")
@@ -408,6 +408,54 @@ class TestClaims(DRATest):
                                o["uid"] == UF, "prepare " + UF)
         self.assertEqual(got["error"], "")
         self.assertEqual([d["requests"] for d in got["devices"]], [["rdma"]])
+
+
+POD_OLD = "0d1e0000-0000-4000-8000-00000000001d"
+POD_NEW = "0d1e0000-0000-4000-8000-00000000002e"
+
+
+class TestRollingUpdate(DRATest):
+    def test_rolling_update(self):
+        """Two rdmad-dra pods of a rolling update on one node, with the
+        real rdmad: the new one registers beside the old one (sockets of
+        their own), unprepares what the old one prepared, answers alone
+        once the old one is stopped, and then publishes the slices."""
+        self.tb.plug("mlx5_0", "mlx5-ib")
+        self.tb.plug("mlx5_1", "mlx5-roce")
+        self.start("--rolling-update-uid", POD_OLD)
+        a, b = self.names("mlx5_0", "mlx5_1")
+        self.kube.pool(lambda d: set(d) == {a, b}, "published by the old pod")
+        self.assertEqual(self.prepare(U1, a)["error"], "")
+        old = self.driver
+        self.start_driver("--rolling-update-uid", POD_NEW)
+        got = self.kube.expect(lambda o: o["event"] == "registered" and
+                               POD_NEW in o["info"]["endpoint"],
+                               "the new pod registered")
+        reg_old = os.path.join(self.kube.ready["registry"],
+                               "%s-%s-reg.sock" % (DRIVER, POD_OLD))
+        self.assertTrue(os.path.exists(reg_old), "the old pod's socket kept")
+        # The new pod answers for the old one's claim, and for its own.
+        self.assertEqual(self.prepare(U2, b)["error"], "")
+        self.assertEqual(self.prepare(U1, a)["cdi"], [claim_cdi(U1, a)])
+        self.kube.send(cmd="unprepare", uid=U1, name="claim-" + U1)
+        self.assertEqual(self.kube.expect(
+            lambda o: o["event"] == "unprepare", "unprepare")["error"], "")
+        # The old pod goes: its sockets with it, the new one's stay.
+        self.assertEqual(old.close(), 0)
+        self.assertFalse(os.path.exists(reg_old))
+        self.assertTrue(os.path.exists(got["info"]["endpoint"]))
+        self.assertEqual(self.prepare(UA, a)["error"], "")
+        claims = os.listdir(self.cdi_dir)
+        self.assertEqual(sorted(c for c in claims if "claim_" in c),
+                         sorted("rdmad.io-claim_%s.json" % u
+                                for u in (U2, UA)))
+        with open(os.path.join(self.plugin_dir, "checkpoint.json")) as f:
+            self.assertEqual(sorted(json.load(f)["claims"]), sorted([U2, UA]))
+        # Now the only pod, the new one publishes.
+        self.tb.plug("mlx5_2", "mlx5-ib")
+        c, = self.names("mlx5_2")
+        self.kube.pool(lambda d: set(d) == {a, b, c},
+                       "published by the new pod")
 
 
 class TestTaintsAndMetrics(DRATest):
