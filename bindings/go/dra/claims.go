@@ -5,7 +5,10 @@ package dra
 // Preparing and unpreparing claims (the kubelet's NodePrepareResources
 // and NodeUnprepareResources): a claim's devices are read from its
 // allocation in the API server, each must be a device of this pool that
-// rdmad has present and ready now, and the answer is each device's CDI
+// rdmad has present and ready now (present is enough for an admin
+// request) and that the claims prepared leave room for (shares.go: an
+// exclusive device held by no other claim, a shared one with the slots
+// asked still free), and the answer is each device's CDI
 // name in a spec of the claim's own (rdmad.io/claim=UID-DEVICE, DEVICE
 // the pool's name of the device, made from its identity), written before
 // the answer and removed at unprepare.  The kubelet keeps these names
@@ -165,7 +168,13 @@ func (d *Driver) allocated(uid string, results []DeviceRequestAllocationResult) 
 		}
 		pd := &devs[i]
 		pd.Requests = append(pd.Requests, r.Request)
-		pd.Admin = pd.Admin && admin
+		if pd.Admin && !admin {
+			// Met for an admin request first: ready now too?
+			if _, why := d.usable(r.Device, false); why != "" {
+				return nil, why
+			}
+			pd.Admin = false
+		}
 		if d.o.Slots > 0 && !admin {
 			pd.Slots += n
 		}
