@@ -10,8 +10,6 @@ import (
 	"regexp"
 	"strings"
 
-	specs "github.com/container-orchestrated-devices/container-device-interface/specs-go"
-
 	"github.com/rdmad/rdmad/bindings/go/cdi"
 	"github.com/rdmad/rdmad/bindings/go/rdmad"
 	"github.com/rdmad/rdmad/bindings/go/rdmad/rdmadpb"
@@ -93,7 +91,13 @@ func (c *Config) SocketWarning(specDirs ...string) string {
 		if err != nil {
 			continue
 		}
-		var spec specs.Spec
+		var spec struct {
+			ContainerEdits struct {
+				Mounts []struct {
+					ContainerPath string `json:"containerPath"`
+				} `json:"mounts"`
+			} `json:"containerEdits"`
+		}
 		if json.Unmarshal(b, &spec) != nil {
 			continue
 		}

@@ -36,8 +36,6 @@ import (
 	"path/filepath"
 	"strings"
 
-	specs "github.com/container-orchestrated-devices/container-device-interface/specs-go"
-
 	"github.com/rdmad/rdmad/bindings/go/cdi"
 	"github.com/rdmad/rdmad/bindings/go/rdmad"
 	"github.com/rdmad/rdmad/bindings/go/rdmad/rdmadpb"
@@ -133,7 +131,13 @@ func readRecord(path, uid string) (PreparedClaim, error) {
 	if err != nil {
 		return pc, err
 	}
-	var spec specs.Spec
+	// The fields read, as the spec's JSON names them.
+	var spec struct {
+		Kind           string `json:"kind"`
+		ContainerEdits struct {
+			Env []string `json:"env"`
+		} `json:"containerEdits"`
+	}
 	if err := json.Unmarshal(b, &spec); err != nil {
 		return pc, err
 	}
