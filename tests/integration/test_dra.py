@@ -18,11 +18,13 @@ import json
 import os
 import re
 import shutil
+import subprocess
 import time
 
 import rdmatb
 from test_device_plugin import (Child, GoProgramTest, Lines, RESOLVE,
                                 cdi_resolve, nodes_of, swap_kernel_names)
+from test_metrics import free_port, samples, scrape
 
 GO_BUILD = os.path.join(rdmatb.BUILD, "bindings", "go")
 DRA = os.path.join(GO_BUILD, "rdmad-dra")
@@ -103,17 +105,17 @@ def claim_cdi(uid, dev):
 class DRATest(GoProgramTest):
     PROGRAMS = (DRA, FAKE, RESOLVE)
 
-    def start(self):
+    def start(self, *extra):
         self.start_daemon(config=self.conf)
         kdir = os.path.join(self.work, "kube")
         os.mkdir(kdir)
         self.kube = Kube(kdir, self.log)
         self.procs.append(self.kube)
         self.plugin_dir = os.path.join(kdir, "plugins", DRIVER)
-        self.start_driver()
+        self.start_driver(*extra)
         self.kube.expect(lambda o: o["event"] == "registered", "registered")
 
-    def start_driver(self):
+    def start_driver(self, *extra):
         r = self.kube.ready
         self.cdi_dir = os.path.join(self.work, "cdi")
         self.driver = Child([DRA, "--socket", self.sock, "--node-name", NODE,
@@ -122,9 +124,15 @@ class DRATest(GoProgramTest):
                              "--cdi-dir", self.cdi_dir,
                              "--sysfs", self.tb.sys,
                              "--apiserver", r["apiserver"],
-                             "--serviceaccount", r["serviceaccount"]],
-                            self.log)
+                             "--serviceaccount", r["serviceaccount"]]
+                            + list(extra), self.log)
         self.procs.append(self.driver)
+
+    def prepare(self, uid, *devs):
+        self.kube.send(cmd="prepare", uid=uid, name="claim-" + uid,
+                       devices=list(devs))
+        return self.kube.expect(lambda o: o["event"] == "prepare" and
+                                o["uid"] == uid, "prepare " + uid)
 
     def names(self, *devs):
         st = rdmatb.status(self.sock)
@@ -243,12 +251,6 @@ class TestRepair(DRATest):
 
 
 class TestClaims(DRATest):
-    def prepare(self, uid, *devs):
-        self.kube.send(cmd="prepare", uid=uid, name="claim-" + uid,
-                       devices=list(devs))
-        return self.kube.expect(lambda o: o["event"] == "prepare" and
-                                o["uid"] == uid, "prepare " + uid)
-
     def test_prepare_refuse_and_restart(self):
         self.tb.plug("mlx5_0", "mlx5-ib")
         self.tb.plug("mlx5_1", "mlx5-roce")
@@ -406,6 +408,85 @@ class TestClaims(DRATest):
                                o["uid"] == UF, "prepare " + UF)
         self.assertEqual(got["error"], "")
         self.assertEqual([d["requests"] for d in got["devices"]], [["rdma"]])
+
+
+POD_OLD = "0d1e0000-0000-4000-8000-00000000001d"
+POD_NEW = "0d1e0000-0000-4000-8000-00000000002e"
+
+
+class TestRollingUpdate(DRATest):
+    def test_rolling_update(self):
+        """Two rdmad-dra pods of a rolling update on one node, with the
+        real rdmad: the new one registers beside the old one (sockets of
+        their own), unprepares what the old one prepared, answers alone
+        once the old one is stopped, and then publishes the slices."""
+        self.tb.plug("mlx5_0", "mlx5-ib")
+        self.tb.plug("mlx5_1", "mlx5-roce")
+        self.start("--rolling-update-uid", POD_OLD)
+        a, b = self.names("mlx5_0", "mlx5_1")
+        self.kube.pool(lambda d: set(d) == {a, b}, "published by the old pod")
+        self.assertEqual(self.prepare(U1, a)["error"], "")
+        old = self.driver
+        self.start_driver("--rolling-update-uid", POD_NEW)
+        got = self.kube.expect(lambda o: o["event"] == "registered" and
+                               POD_NEW in o["info"]["endpoint"],
+                               "the new pod registered")
+        reg_old = os.path.join(self.kube.ready["registry"],
+                               "%s-%s-reg.sock" % (DRIVER, POD_OLD))
+        self.assertTrue(os.path.exists(reg_old), "the old pod's socket kept")
+        # The new pod answers for the old one's claim, and for its own.
+        self.assertEqual(self.prepare(U2, b)["error"], "")
+        self.assertEqual(self.prepare(U1, a)["cdi"], [claim_cdi(U1, a)])
+        self.kube.send(cmd="unprepare", uid=U1, name="claim-" + U1)
+        self.assertEqual(self.kube.expect(
+            lambda o: o["event"] == "unprepare", "unprepare")["error"], "")
+        # The old pod goes: its sockets with it, the new one's stay.
+        self.assertEqual(old.close(), 0)
+        self.assertFalse(os.path.exists(reg_old))
+        self.assertTrue(os.path.exists(got["info"]["endpoint"]))
+        self.assertEqual(self.prepare(UA, a)["error"], "")
+        claims = os.listdir(self.cdi_dir)
+        self.assertEqual(sorted(c for c in claims if "claim_" in c),
+                         sorted("rdmad.io-claim_%s.json" % u
+                                for u in (U2, UA)))
+        with open(os.path.join(self.plugin_dir, "checkpoint.json")) as f:
+            self.assertEqual(sorted(json.load(f)["claims"]), sorted([U2, UA]))
+        # Now the only pod, the new one publishes.
+        self.tb.plug("mlx5_2", "mlx5-ib")
+        c, = self.names("mlx5_2")
+        self.kube.pool(lambda d: set(d) == {a, b, c},
+                       "published by the new pod")
+
+
+class TestTaintsAndMetrics(DRATest):
+    def test_port_down_taints_and_metrics(self):
+        """A port that goes down taints its device in the slice within a
+        second, the taint goes when it is back; the metrics the driver
+        serves meanwhile pass promtool."""
+        self.tb.plug("mlx5_0", "mlx5-ib")
+        port = free_port()
+        self.start("--metrics-address", "127.0.0.1:%d" % port)
+        a, = self.names("mlx5_0")
+        self.kube.pool(lambda d: set(d) == {a} and "taints" not in d[a],
+                       "published, untainted")
+        self.timed("port down", lambda: self.tb.set_port(
+            "mlx5_0", 1, state="1: DOWN", phys_state="3: Disabled"),
+            pool=lambda d: d.get(a, {}).get("taints") ==
+            ["rdmad.io/port-down=DOWN:NoSchedule"])
+        self.timed("port back", lambda: self.tb.set_port(
+            "mlx5_0", 1, state="4: ACTIVE", phys_state="5: LinkUp"),
+            pool=lambda d: a in d and "taints" not in d[a])
+        for what in ("port down (slice)", "port back (slice)"):
+            self.assertLess(self.latency[what], 1000, what)
+        ctype, text = scrape(port)
+        self.assertTrue(ctype.startswith("text/plain; version=0.0.4"), ctype)
+        got = samples(text)
+        self.assertGreaterEqual(got["rdmad_dra_pool_publications_total"], 3)
+        self.assertEqual(got["rdmad_dra_health_streams"], 1)
+        if shutil.which("promtool"):
+            r = subprocess.run(["promtool", "check", "metrics"], input=text,
+                               capture_output=True, text=True)
+            self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
 
 
 if __name__ == "__main__":

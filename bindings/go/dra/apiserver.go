@@ -35,6 +35,8 @@ type APIServer struct {
 	URL       string // https://host:port: the token goes over TLS only
 	TokenFile string // read at every request: the kubelet rotates it
 	HTTP      *http.Client
+	// Metrics counts every answer (nil: not counted).
+	Metrics *Metrics
 }
 
 // errPlainHTTP refuses to send the service account's token in clear.
@@ -147,6 +149,7 @@ func (a *APIServer) doAs(ctx context.Context, method, path, ctype string, in, ou
 		req.Header.Set("Content-Type", ctype)
 	}
 	resp, err := a.HTTP.Do(req)
+	a.count(method, path, resp)
 	if err != nil {
 		return err
 	}
@@ -171,6 +174,46 @@ func (a *APIServer) doAs(ctx context.Context, method, path, ctype string, in, ou
 }
 
 const slicesPath = "/apis/resource.k8s.io/v1/resourceslices"
+
+// count records the answer @resp (nil: none) to @method on @pathQuery
+// in a.Metrics, by verb and resource as the API server names them.
+func (a *APIServer) count(method, pathQuery string, resp *http.Response) {
+	if a.Metrics == nil {
+		return
+	}
+	path, query, _ := strings.Cut(pathQuery, "?")
+	parts := strings.Split(strings.Trim(path, "/"), "/")
+	// /api/v1/R[/NAME[/SUB]], /apis/G/V/[namespaces/NS/]R[/NAME[/SUB]]
+	if len(parts) > 0 && parts[0] == "apis" && len(parts) > 1 {
+		parts = parts[1:]
+	}
+	if len(parts) > 2 {
+		parts = parts[2:]
+	}
+	if len(parts) > 2 && parts[0] == "namespaces" {
+		parts = parts[2:]
+	}
+	resource := parts[0]
+	if len(parts) > 2 {
+		resource += "/" + parts[2]
+	}
+	verb := map[string]string{http.MethodPost: "create", http.MethodPut: "update",
+		http.MethodDelete: "delete", http.MethodPatch: "patch"}[method]
+	switch {
+	case verb != "":
+	case strings.Contains(query, "watch=true"):
+		verb = "watch"
+	case len(parts) == 1:
+		verb = "list"
+	default:
+		verb = "get"
+	}
+	code := 0
+	if resp != nil {
+		code = resp.StatusCode
+	}
+	a.Metrics.Request(verb, resource, code)
+}
 
 // CreateSlice creates @s; the answer has its resourceVersion.
 func (a *APIServer) CreateSlice(ctx context.Context, s *ResourceSlice) (*ResourceSlice, error) {
@@ -261,6 +304,7 @@ func (a *APIServer) WatchSlices(ctx context.Context, node, driver, rv string, fn
 	}
 	// The stream outlives a.HTTP's timeout for one request.
 	resp, err := (&http.Client{Transport: a.HTTP.Transport}).Do(req)
+	a.count(http.MethodGet, slicesPath+q, resp)
 	if err != nil {
 		return err
 	}

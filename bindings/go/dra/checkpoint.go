@@ -30,6 +30,12 @@ type PreparedDevice struct {
 	// Unbound: the identity is not trusted (the checkpoint and the
 	// claim's spec disagreed on it): no device resolves.
 	Unbound bool `json:"unbound,omitempty"`
+	// Slots: the slots of a shared device the claim holds (its shares'
+	// consumed capacity, ShareIDs theirs); 0 a whole device.  Admin: an
+	// admin claim's device (adminAccess), which holds nothing.
+	Slots    int64    `json:"slots,omitempty"`
+	ShareIDs []string `json:"shareIDs,omitempty"`
+	Admin    bool     `json:"admin,omitempty"`
 }
 
 // PreparedClaim is a claim prepared, by UID in the checkpoint.

@@ -5,7 +5,10 @@ package dra
 // Preparing and unpreparing claims (the kubelet's NodePrepareResources
 // and NodeUnprepareResources): a claim's devices are read from its
 // allocation in the API server, each must be a device of this pool that
-// rdmad has present and ready now, and the answer is each device's CDI
+// rdmad has present and ready now (present is enough for an admin
+// request) and that the claims prepared leave room for (shares.go: an
+// exclusive device held by no other claim, a shared one with the slots
+// asked still free), and the answer is each device's CDI
 // name in a spec of the claim's own (rdmad.io/claim=UID-DEVICE, DEVICE
 // the pool's name of the device, made from its identity), written before
 // the answer and removed at unprepare.  The kubelet keeps these names
@@ -18,6 +21,7 @@ import (
 	"context"
 	"regexp"
 	"strings"
+	"time"
 
 	"github.com/rdmad/rdmad/bindings/go/cdi"
 	"github.com/rdmad/rdmad/bindings/go/dra/drav1"
@@ -29,7 +33,9 @@ import (
 func (d *Driver) NodePrepareResources(ctx context.Context, req *drav1.NodePrepareResourcesRequest) (*drav1.NodePrepareResourcesResponse, error) {
 	resp := &drav1.NodePrepareResourcesResponse{Claims: map[string]*drav1.NodePrepareResourceResponse{}}
 	for _, c := range req.GetClaims() {
+		start := time.Now()
 		devs, err := d.prepare(ctx, c)
+		d.metrics.Operation("prepare", time.Since(start), err != "")
 		r := &drav1.NodePrepareResourceResponse{}
 		if err != "" {
 			r.Error = err
@@ -78,7 +84,9 @@ func (d *Driver) prepare(ctx context.Context, c *drav1.Claim) ([]PreparedDevice,
 		return nil, why
 	}
 	d.mu.Lock()
+	unlock := d.shared()
 	pc, done := d.claims[c.GetUid()]
+	unlock()
 	d.mu.Unlock()
 	if done {
 		return pc.Devices, ""
@@ -101,27 +109,13 @@ func (d *Driver) prepare(ctx context.Context, c *drav1.Claim) ([]PreparedDevice,
 	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	defer d.shared()()
 	if pc, done := d.claims[c.GetUid()]; done {
 		return pc.Devices, "" // prepared meanwhile by a call beside this one
 	}
-	var devs []PreparedDevice
-	at := map[string]int{}
-	for _, r := range rc.Status.Allocation.Devices.Results {
-		if r.Driver != d.o.DriverName || r.Pool != d.o.NodeName {
-			continue
-		}
-		if i, ok := at[r.Device]; ok {
-			devs[i].Requests = append(devs[i].Requests, r.Request)
-			continue
-		}
-		dev, why := d.usable(r.Device)
-		if why != "" {
-			return nil, why
-		}
-		at[r.Device] = len(devs)
-		devs = append(devs, PreparedDevice{Requests: []string{r.Request},
-			Pool: r.Pool, Device: r.Device, Identity: dev.GetIdentity(),
-			CDI: []string{cdi.ClaimName(c.GetUid(), r.Device)}})
+	devs, why := d.allocated(c.GetUid(), rc.Status.Allocation.Devices.Results)
+	if why != "" {
+		return nil, why
 	}
 	pc = PreparedClaim{Namespace: c.GetNamespace(), Name: c.GetName(), Devices: devs}
 	if err := d.writeClaimSpec(c.GetUid(), pc); err != nil {
@@ -134,15 +128,73 @@ func (d *Driver) prepare(ctx context.Context, c *drav1.Claim) ([]PreparedDevice,
 		d.removeClaimSpec(c.GetUid())
 		return nil, errorf("saving the checkpoint: %v", err)
 	}
+	d.metrics.Prepared(len(d.claims))
 	d.notify() // the health streams now cover its devices
 	delete(d.statusGone, c.GetUid())
 	d.wakeStatus()
 	return devs, ""
 }
 
+// allocated are the devices of this driver and node in allocation
+// @results of claim @uid, each usable now and within its slots, or why
+// not; d.mu held.  A device met twice (two requests, or two shares) is
+// one device with every request and the sum of the slots.
+func (d *Driver) allocated(uid string, results []DeviceRequestAllocationResult) ([]PreparedDevice, string) {
+	var devs []PreparedDevice
+	at := map[string]int{}
+	for _, r := range results {
+		if r.Driver != d.o.DriverName || r.Pool != d.o.NodeName {
+			continue
+		}
+		admin := r.AdminAccess != nil && *r.AdminAccess
+		n, why := consumed(r)
+		if why != "" {
+			return nil, why
+		}
+		if admin {
+			n = 0
+		}
+		i, ok := at[r.Device]
+		if !ok {
+			dev, why := d.usable(r.Device, admin)
+			if why != "" {
+				return nil, why
+			}
+			i = len(devs)
+			at[r.Device] = i
+			devs = append(devs, PreparedDevice{Pool: r.Pool, Device: r.Device,
+				Identity: dev.GetIdentity(), Admin: admin,
+				CDI: []string{cdi.ClaimName(uid, r.Device)}})
+		}
+		pd := &devs[i]
+		pd.Requests = append(pd.Requests, r.Request)
+		if pd.Admin && !admin {
+			// Met for an admin request first: ready now too?
+			if _, why := d.usable(r.Device, false); why != "" {
+				return nil, why
+			}
+			pd.Admin = false
+		}
+		if d.o.Slots > 0 && !admin {
+			pd.Slots += n
+		}
+		if r.ShareID != "" {
+			pd.ShareIDs = append(pd.ShareIDs, r.ShareID)
+		}
+	}
+	for _, pd := range devs {
+		if why := d.admitted(uid, pd.Device, pd.slots(), pd.Admin); why != "" {
+			return nil, why
+		}
+	}
+	return devs, ""
+}
+
 // usable is the rdmad device behind pool device @name if it can be
-// given to a container now, else why not; d.mu held.
-func (d *Driver) usable(name string) (*rdmadpb.Device, string) {
+// given to a container now, else why not; d.mu held.  An admin claim
+// (@admin) also gets a device present but not ready: monitoring and
+// repairing a sick device is what it is for.
+func (d *Driver) usable(name string, admin bool) (*rdmadpb.Device, string) {
 	if !d.up {
 		return nil, errorf("rdmad is out of reach: cannot tell whether device %s is present", name)
 	}
@@ -159,7 +211,7 @@ func (d *Driver) usable(name string) (*rdmadpb.Device, string) {
 			return nil, errorf("device %s (%s) is not offered by this driver (--select)", name, dev.GetName())
 		case dev.GetRemoving():
 			return nil, errorf("device %s (%s) is being removed: not present", name, dev.GetName())
-		case !rdmad.Ready(dev):
+		case !rdmad.Ready(dev) && !admin:
 			return nil, errorf("device %s (%s) is present but not ready (no ACTIVE port with a GID, or its netdev down)", name, dev.GetName())
 		}
 		return dev, ""
@@ -176,33 +228,39 @@ func (d *Driver) NodeUnprepareResources(ctx context.Context, req *drav1.NodeUnpr
 	resp := &drav1.NodeUnprepareResourcesResponse{Claims: map[string]*drav1.NodeUnprepareResourceResponse{}}
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	defer d.shared()()
 	for _, c := range req.GetClaims() {
-		r := &drav1.NodeUnprepareResourceResponse{}
+		start := time.Now()
+		r := &drav1.NodeUnprepareResourceResponse{Error: d.unprepare(c)}
+		d.metrics.Operation("unprepare", time.Since(start), r.Error != "")
 		resp.Claims[c.GetUid()] = r
-		if why := ValidUID(c.GetUid()); why != "" {
-			r.Error = why
-			d.o.logf("unprepare claim %s/%s: %s", c.GetNamespace(), c.GetName(), why)
-			continue
-		}
-		pc, ok := d.claims[c.GetUid()]
-		if !ok {
-			continue
-		}
-		if err := d.removeClaimSpec(c.GetUid()); err != nil {
-			r.Error = errorf("removing claim %s/%s's CDI spec: %v", c.GetNamespace(), c.GetName(), err)
-			continue
-		}
-		delete(d.claims, c.GetUid())
-		if err := SaveCheckpoint(d.checkpointPath(), d.claims); err != nil {
-			d.claims[c.GetUid()] = pc
-			r.Error = errorf("saving the checkpoint: %v", err)
-			d.writeClaimSpec(c.GetUid(), pc)
-			continue
-		}
-		d.unprepared(c.GetUid(), pc)
 	}
+	d.metrics.Prepared(len(d.claims))
 	d.notify()
 	return resp, nil
+}
+
+// unprepare undoes claim @c's preparation, or says why not; d.mu held.
+func (d *Driver) unprepare(c *drav1.Claim) string {
+	if why := ValidUID(c.GetUid()); why != "" {
+		d.o.logf("unprepare claim %s/%s: %s", c.GetNamespace(), c.GetName(), why)
+		return why
+	}
+	pc, ok := d.claims[c.GetUid()]
+	if !ok {
+		return ""
+	}
+	if err := d.removeClaimSpec(c.GetUid()); err != nil {
+		return errorf("removing claim %s/%s's CDI spec: %v", c.GetNamespace(), c.GetName(), err)
+	}
+	delete(d.claims, c.GetUid())
+	if err := SaveCheckpoint(d.checkpointPath(), d.claims); err != nil {
+		d.claims[c.GetUid()] = pc
+		d.writeClaimSpec(c.GetUid(), pc)
+		return errorf("saving the checkpoint: %v", err)
+	}
+	d.unprepared(c.GetUid(), pc)
+	return ""
 }
 
 // Prepared is a copy of the claims prepared, by UID.

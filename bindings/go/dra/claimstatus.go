@@ -145,8 +145,20 @@ func (d *Driver) wakeStatus() {
 func (d *Driver) desiredStatus(pc PreparedClaim) []AllocatedDeviceStatus {
 	out := []AllocatedDeviceStatus{}
 	for _, pd := range pc.Devices {
-		if dev := d.holder(pd); dev != nil {
-			out = append(out, d.deviceStatus(pd.Device, dev))
+		dev := d.holder(pd)
+		if dev == nil {
+			continue
+		}
+		// One entry per share of a shared device (the API keys
+		// status.devices by shareID too), else one.
+		shares := pd.ShareIDs
+		if len(shares) == 0 {
+			shares = []string{""}
+		}
+		for _, id := range shares {
+			st := d.deviceStatus(pd.Device, dev)
+			st.ShareID = id
+			out = append(out, st)
 		}
 	}
 	return out

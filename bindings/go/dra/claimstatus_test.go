@@ -130,10 +130,11 @@ func TestClaimStatusNetworkData(t *testing.T) {
 		t.Fatalf("another driver's claim: %v", r)
 	}
 	e.noStatus("another driver's claim")
-	// A role without resourceclaims/status: prepared all the same.
+	// A role without resourceclaims/status: prepared all the same (an
+	// admin claim: the device is the first claim's).
 	e.api.FailNextStatus(403)
 	if err := e.api.PutClaim("ns", "f", "5f0e3c1a-7b2d-4e8f-9a6b-000000c1a104", []k8sfake.Result{
-		{Request: "ib", Driver: driver, Pool: node, Device: "pci-0000-00-00-0"}}); err != nil {
+		{Request: "ib", Driver: driver, Pool: node, Device: "pci-0000-00-00-0", Admin: true}}); err != nil {
 		t.Fatal(err)
 	}
 	if r := k.prepare(t, "5f0e3c1a-7b2d-4e8f-9a6b-000000c1a104", "f"); r.Error != "" || len(r.Devices) != 1 {

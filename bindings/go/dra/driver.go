@@ -15,6 +15,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -22,6 +23,7 @@ import (
 	"time"
 
 	"github.com/rdmad/rdmad/bindings/go/cdi"
+	"github.com/rdmad/rdmad/bindings/go/deviceplugin"
 	"github.com/rdmad/rdmad/bindings/go/dra/drav1"
 	"github.com/rdmad/rdmad/bindings/go/rdmad"
 )
@@ -44,9 +46,24 @@ type Options struct {
 	// Select is which devices the driver offers (rdmad-device-plugin's
 	// matchers; nil: every device).
 	Select rdmad.Selector
+	// Slots: 0, every device is exclusive (one claim at a time); N
+	// (deviceplugin.ValidSlots), every device is shared by up to N
+	// claims, published with allowMultipleAllocations and the capacity
+	// "slots" (shares.go).
+	Slots int
+	// TaintEffect is the effect of the taint on a device none of whose
+	// ports is up: NoSchedule where "", NoExecute, None, or TaintOff.
+	TaintEffect string
 	// ResyncPeriod is how often the slices are compared with the API
 	// server's besides (DefaultResyncPeriod where 0).
 	ResyncPeriod time.Duration
+	// RollingUpdateUID: the pod's UID, for seamless upgrades
+	// (rolling.go): sockets of the pod's own, and the plugin
+	// directory's state shared under a lock; "": fixed socket names.
+	RollingUpdateUID string
+	// MetricsAddress: where the metrics are served over HTTP, at
+	// /metrics (host:port; "": not served).
+	MetricsAddress string
 	// Logf reports what happens; nil: nothing.
 	Logf func(format string, args ...interface{})
 }
@@ -79,6 +96,9 @@ type Driver struct {
 	resolved   map[string]string
 	// backoff paces the requests to the API server after failures.
 	backoff *Backoff
+	// metrics: what metrics.go serves; metricsAddr where, once served.
+	metrics     *Metrics
+	metricsAddr net.Addr
 	// The status worker's (claimstatus.go): statusWake wakes it,
 	// statusApplied is what it last applied to each claim (JSON),
 	// statusGone the claims unprepared whose entries are still to go.
@@ -103,6 +123,14 @@ func New(o Options) (*Driver, error) {
 	if o.NodeName == "" {
 		return nil, errors.New("no node name (--node-name, or NODE_NAME from the pod's spec.nodeName)")
 	}
+	if o.Slots != 0 {
+		if err := deviceplugin.ValidSlots(o.Slots); err != nil {
+			return nil, err
+		}
+	}
+	if err := ValidTaintEffect(o.TaintEffect); err != nil {
+		return nil, err
+	}
 	if err := os.MkdirAll(o.PluginDir, 0o750); err != nil {
 		return nil, err
 	}
@@ -110,12 +138,24 @@ func New(o Options) (*Driver, error) {
 		publish: make(chan []Device, 1), resync: make(chan struct{}, 1),
 		claimSpecs: map[string]*cdi.Writer{}, resolved: map[string]string{},
 		backoff: &Backoff{}, statusWake: make(chan struct{}, 1),
-		statusApplied: map[string]string{}, statusGone: map[string]statusRef{}}
+		statusApplied: map[string]string{}, statusGone: map[string]statusRef{},
+		metrics: NewMetrics()}
+	if o.API != nil {
+		o.API.Metrics = d.metrics
+	}
+	if o.RollingUpdateUID != "" {
+		if !uidPattern.MatchString(o.RollingUpdateUID) {
+			return nil, fmt.Errorf("--rolling-update-uid %q: not a pod UID (it names sockets)", o.RollingUpdateUID)
+		}
+	}
+	unlock := d.shared()
+	defer unlock()
 	claims, err := LoadCheckpoint(d.checkpointPath())
 	if err != nil {
 		o.logf("%v", err)
 	}
 	d.claims = claims
+	d.metrics.Prepared(len(claims))
 	changed := rebind(d.claims, o.logf)
 	if d.reconcileSpecs() {
 		changed = true
@@ -157,7 +197,7 @@ func (d *Driver) Set(s *rdmad.Snapshot, up bool) {
 	if !up {
 		return
 	}
-	pool := Pool(d.snap, d.o.Select, d.o.SysRoot)
+	pool := d.o.shape(Pool(d.snap, d.o.Select, d.o.SysRoot), d.snap)
 	if !d.poolSet || !reflect.DeepEqual(pool, d.pool) {
 		d.pool, d.poolSet = pool, true
 		latestPool(d.publish, pool)
@@ -168,7 +208,9 @@ func (d *Driver) Set(s *rdmad.Snapshot, up bool) {
 			d.o.logf("CDI spec %s: %v", d.spec.Path(), err)
 		}
 	}
+	unlock := d.shared()
 	d.writeClaimSpecs()
+	unlock()
 	d.wakeStatus()
 }
 
@@ -216,24 +258,51 @@ func (d *Driver) Run(ctx context.Context) error {
 // ends, then takes the sockets away (the slices and the checkpoint stay
 // for the next run).
 func (d *Driver) Serve(ctx context.Context) error {
+	if d.o.MetricsAddress != "" {
+		stop := make(chan struct{})
+		defer close(stop)
+		addr, err := d.metrics.serve(d.o.MetricsAddress, stop)
+		if err != nil {
+			return err
+		}
+		d.mu.Lock()
+		d.metricsAddr = addr
+		d.mu.Unlock()
+		d.o.logf("metrics at http://%s/metrics", addr)
+	}
 	k, err := d.serveKubelet()
 	if err != nil {
 		return err
 	}
 	defer k.stop()
 	if d.o.API != nil {
-		go d.publisher(ctx)
-		net := make(chan struct{}, 1)
 		go func() {
-			if err := watchLinks(ctx, net); err != nil {
-				d.o.logf("rtnetlink: %v: claims' status follows rdmad's states only", err)
+			if !d.publishLock(ctx) {
+				return
 			}
+			go d.publisher(ctx)
+			net := make(chan struct{}, 1)
+			go func() {
+				if err := watchLinks(ctx, net); err != nil {
+					d.o.logf("rtnetlink: %v: claims' status follows rdmad's states only", err)
+				}
+			}()
+			d.statusWorker(ctx, net)
 		}()
-		go d.statusWorker(ctx, net)
 	} else {
 		d.o.logf("no API server: no ResourceSlices are published")
 	}
 	return k.watch(ctx)
+}
+
+// Metrics are the driver's metrics.
+func (d *Driver) Metrics() *Metrics { return d.metrics }
+
+// MetricsAddr is where the metrics are served, nil until they are.
+func (d *Driver) MetricsAddr() net.Addr {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.metricsAddr
 }
 
 // errorf is a refusal of a claim, in the words the kubelet shows.

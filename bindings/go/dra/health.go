@@ -132,6 +132,8 @@ func (d *Driver) absent(name string) string {
 // watchHealth sends @send the health list now, at every change of it and
 // every HealthRefresh, until the stream ends.
 func (d *Driver) watchHealth(done <-chan struct{}, send func([]DeviceHealth) error) error {
+	d.metrics.Streams(1)
+	defer d.metrics.Streams(-1)
 	tick := time.NewTicker(HealthRefresh)
 	defer tick.Stop()
 	var last []DeviceHealth

@@ -37,10 +37,21 @@ var Services = append([]string{"v1.DRAPlugin", "v1beta1.DRAPlugin"}, HealthServi
 // PluginType is the plugin watcher's type of a DRA driver.
 const PluginType = "DRAPlugin"
 
-// DRASocket and RegistrationSocket are the driver's socket paths.
-func (d *Driver) DRASocket() string { return filepath.Join(d.o.PluginDir, "dra.sock") }
+// DRASocket and RegistrationSocket are the driver's socket paths:
+// dra.sock and DRIVER-reg.sock, or dra-UID.sock and DRIVER-UID-reg.sock
+// with Options.RollingUpdateUID (rolling.go).
+func (d *Driver) DRASocket() string {
+	return filepath.Join(d.o.PluginDir, "dra"+d.uidPart()+".sock")
+}
 func (d *Driver) RegistrationSocket() string {
-	return filepath.Join(d.o.RegistryDir, d.o.DriverName+"-reg.sock")
+	return filepath.Join(d.o.RegistryDir, d.o.DriverName+d.uidPart()+"-reg.sock")
+}
+
+func (d *Driver) uidPart() string {
+	if d.o.RollingUpdateUID == "" {
+		return ""
+	}
+	return "-" + d.o.RollingUpdateUID
 }
 
 type kubelet struct {

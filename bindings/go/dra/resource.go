@@ -64,10 +64,46 @@ type ResourcePool struct {
 	ResourceSliceCount int64  `json:"resourceSliceCount"`
 }
 
-// Device is one device of a slice.
+// Device is one device of a slice.  AllowMultipleAllocations and
+// Capacity are set where devices are shared (Options.Slots: the
+// DRAConsumableCapacity gate), Taints where a device is sick
+// (Options.TaintEffect: the DRADeviceTaints gate).
 type Device struct {
-	Name       string                     `json:"name"`
-	Attributes map[string]DeviceAttribute `json:"attributes,omitempty"`
+	Name                     string                     `json:"name"`
+	Attributes               map[string]DeviceAttribute `json:"attributes,omitempty"`
+	AllowMultipleAllocations *bool                      `json:"allowMultipleAllocations,omitempty"`
+	Capacity                 map[string]DeviceCapacity  `json:"capacity,omitempty"`
+	Taints                   []DeviceTaint              `json:"taints,omitempty"`
+}
+
+// DeviceCapacity is one capacity of a device: its total, and how a
+// claim consumes it.  Quantities are their canonical strings.
+type DeviceCapacity struct {
+	Value         string                 `json:"value"`
+	RequestPolicy *CapacityRequestPolicy `json:"requestPolicy,omitempty"`
+}
+
+// CapacityRequestPolicy: what a request that names no amount consumes
+// (Default), and which amounts a request may ask (ValidRange).
+type CapacityRequestPolicy struct {
+	Default    string                      `json:"default,omitempty"`
+	ValidRange *CapacityRequestPolicyRange `json:"validRange,omitempty"`
+}
+
+// CapacityRequestPolicyRange: from Min to Max in steps of Step.
+type CapacityRequestPolicyRange struct {
+	Min  string `json:"min"`
+	Max  string `json:"max,omitempty"`
+	Step string `json:"step,omitempty"`
+}
+
+// DeviceTaint is a taint the driver puts on a device (TimeAdded is set
+// by the API server where the driver leaves it out).
+type DeviceTaint struct {
+	Key       string `json:"key"`
+	Value     string `json:"value,omitempty"`
+	Effect    string `json:"effect"`
+	TimeAdded string `json:"timeAdded,omitempty"`
 }
 
 // DeviceAttribute has exactly one field set.
@@ -98,6 +134,7 @@ type AllocatedDeviceStatus struct {
 	Driver      string             `json:"driver"`
 	Pool        string             `json:"pool"`
 	Device      string             `json:"device"`
+	ShareID     string             `json:"shareID,omitempty"`
 	Data        *DeviceStatusData  `json:"data,omitempty"`
 	NetworkData *NetworkDeviceData `json:"networkData,omitempty"`
 }
@@ -147,17 +184,23 @@ type DeviceAllocationResult struct {
 	Results []DeviceRequestAllocationResult `json:"results"`
 }
 
-// DeviceRequestAllocationResult is one device given to one request.
+// DeviceRequestAllocationResult is one device given to one request:
+// for administrative access (AdminAccess), or a share of a device that
+// allows multiple allocations (ShareID, with the capacity it consumes).
 type DeviceRequestAllocationResult struct {
-	Request string `json:"request"`
-	Driver  string `json:"driver"`
-	Pool    string `json:"pool"`
-	Device  string `json:"device"`
+	Request          string            `json:"request"`
+	Driver           string            `json:"driver"`
+	Pool             string            `json:"pool"`
+	Device           string            `json:"device"`
+	AdminAccess      *bool             `json:"adminAccess,omitempty"`
+	ShareID          string            `json:"shareID,omitempty"`
+	ConsumedCapacity map[string]string `json:"consumedCapacity,omitempty"`
 }
 
 // Limits of resource.k8s.io/v1 (its OpenAPI schema's descriptions).
 const (
 	maxSliceDevices   = 128 // devices in one slice
+	maxTaintedDevices = 64  // devices in one slice where one has taints
 	maxAttributes     = 32  // attributes and capacities of one device
 	maxAttributeValue = 64  // characters of a string attribute
 	maxDNSLabel       = 63

@@ -52,7 +52,8 @@ func SliceName(node, driver string, i int) string {
 // Slices are the ResourceSlices of @devs at pool generation @gen, owned
 // by @owner (nil: none).
 func Slices(node, driver string, owner *OwnerReference, gen int64, devs []Device) []*ResourceSlice {
-	n := (len(devs) + maxSliceDevices - 1) / maxSliceDevices
+	per := perSlice(devs)
+	n := (len(devs) + per - 1) / per
 	if n == 0 {
 		n = 1 // an empty pool is one empty slice: "no devices here"
 	}
@@ -62,7 +63,7 @@ func Slices(node, driver string, owner *OwnerReference, gen int64, devs []Device
 	}
 	var out []*ResourceSlice
 	for i := 0; i < n; i++ {
-		part := devs[min(i*maxSliceDevices, len(devs)):min((i+1)*maxSliceDevices, len(devs))]
+		part := devs[min(i*per, len(devs)):min((i+1)*per, len(devs))]
 		if part == nil {
 			part = []Device{}
 		}
@@ -77,6 +78,17 @@ func Slices(node, driver string, owner *OwnerReference, gen int64, devs []Device
 				Devices: part}})
 	}
 	return out
+}
+
+// perSlice is how many of @devs one slice may list: 128, or 64 where
+// one of them has taints (the API's limits).
+func perSlice(devs []Device) int {
+	for _, d := range devs {
+		if len(d.Taints) > 0 {
+			return maxTaintedDevices
+		}
+	}
+	return maxSliceDevices
 }
 
 func min(a, b int) int {
@@ -108,6 +120,9 @@ type publisher struct {
 	// generation (one write for one slice deleted).
 	published []Device
 	done      bool
+	// dropped: the fields (dropTaints, dropCapacity) the API server was
+	// seen to drop, left out of every write since.
+	dropped int
 }
 
 // watchEvent is what the watch hands the publisher: an event, or the
@@ -193,14 +208,18 @@ func (d *Driver) publisher(ctx context.Context) {
 // from its resourceVersion; a watch that ran its course, or carried
 // events, is made again at once from the last resourceVersion.
 func (p *publisher) watchEnded(ev watchEvent, pause func(string, error)) {
+	m := p.d.metrics
 	switch {
 	case IsStatus(ev.err, http.StatusGone):
 		p.stale, p.rv = true, "" // list again, watch from there
+		m.WatchRestart("gone")
 		pause("watching ResourceSlices", ev.err)
 	case ev.err != nil:
+		m.WatchRestart("error")
 		pause("watching ResourceSlices", ev.err)
 	case ev.events == 0 && time.Since(ev.started) < shortWatch:
 		p.stale, p.rv = true, ""
+		m.WatchRestart("short")
 		pause("watching ResourceSlices", fmt.Errorf("very short watch: ended within %v with no event", shortWatch))
 	}
 }
@@ -274,6 +293,7 @@ func newer(a, b string) bool {
 // sync lists the slices where they may have changed behind the driver's
 // back, and writes @devs where what is there differs.
 func (p *publisher) sync(ctx context.Context, devs []Device) error {
+	devs = strip(devs, p.dropped)
 	if p.stale {
 		if err := p.read(ctx); err != nil {
 			return err
@@ -367,12 +387,76 @@ func (p *publisher) matches(devs []Device) bool {
 	return true
 }
 
-// sameSpec compares two specs, an empty device list and none alike.
+// sameSpec compares two specs, an empty device list and none alike,
+// and a taint's time left out (the API server sets it) like any.
 func sameSpec(a, b ResourceSliceSpec) bool {
 	if len(a.Devices) == 0 && len(b.Devices) == 0 {
 		a.Devices, b.Devices = nil, nil
 	}
+	a.Devices, b.Devices = untimed(a.Devices), untimed(b.Devices)
 	return reflect.DeepEqual(a, b)
+}
+
+// untimed is @devs with their taints' timeAdded cleared (a copy).
+func untimed(devs []Device) []Device {
+	if devs == nil {
+		return nil
+	}
+	out := make([]Device, len(devs))
+	for i, d := range devs {
+		if len(d.Taints) > 0 {
+			ts := append([]DeviceTaint(nil), d.Taints...)
+			for j := range ts {
+				ts[j].TimeAdded = ""
+			}
+			d.Taints = ts
+		}
+		out[i] = d
+	}
+	return out
+}
+
+// Fields of a device that an API server with the feature's gate off
+// drops from what it stores.
+const (
+	dropTaints   = 1 << iota // taints: DRADeviceTaints
+	dropCapacity             // allowMultipleAllocations, capacity: DRAConsumableCapacity
+)
+
+// dropped are the fields @sent had and the API server's @got lacks.
+func dropped(sent, got []Device) int {
+	var m int
+	for i := range sent {
+		if i >= len(got) {
+			break
+		}
+		if len(sent[i].Taints) > 0 && len(got[i].Taints) == 0 {
+			m |= dropTaints
+		}
+		if sent[i].AllowMultipleAllocations != nil && got[i].AllowMultipleAllocations == nil ||
+			len(sent[i].Capacity) > 0 && len(got[i].Capacity) == 0 {
+			m |= dropCapacity
+		}
+	}
+	return m
+}
+
+// strip is @devs without the fields in @m (a copy where one had them).
+func strip(devs []Device, m int) []Device {
+	if m == 0 {
+		return devs
+	}
+	out := make([]Device, len(devs))
+	for i, d := range devs {
+		if m&dropTaints != 0 {
+			d.Taints = nil
+		}
+		if m&dropCapacity != 0 {
+			d.AllowMultipleAllocations, d.Capacity = nil, nil
+		}
+		out[i] = d
+	}
+	return out
 }
 
 // put publishes @devs as the pool's next generation and deletes every
@@ -393,6 +477,7 @@ func (p *publisher) put(ctx context.Context, devs []Device) error {
 		return err
 	}
 	p.published, p.done = devs, true
+	p.d.metrics.Published(len(slices), len(devs), gen)
 	return nil
 }
 
@@ -427,5 +512,19 @@ func (p *publisher) write(ctx context.Context, s *ResourceSlice) error {
 		return fmt.Errorf("%s: %w", name, err)
 	}
 	p.held[name] = *out
+	if m := dropped(s.Spec.Devices, out.Spec.Devices) &^ p.dropped; m != 0 {
+		p.dropped |= m
+		p.d.o.logf("the API server dropped the devices' %s: its feature gate is off; published without them", droppedWhat(m))
+	}
 	return nil
+}
+
+func droppedWhat(m int) string {
+	switch m {
+	case dropTaints:
+		return "taints (DRADeviceTaints)"
+	case dropCapacity:
+		return "shared capacity (DRAConsumableCapacity)"
+	}
+	return "taints (DRADeviceTaints) and shared capacity (DRAConsumableCapacity)"
 }

@@ -8,7 +8,9 @@
 //	rdmad-dra [--socket PATH] [--node-name NODE] [--driver-name NAME]
 //	          [--plugin-dir DIR] [--registry-dir DIR] [--cdi-dir DIR]
 //	          [--socket-mount DIR] [--apiserver URL] [--serviceaccount DIR]
-//	          [--select EXPR] [--no-apiserver]
+//	          [--select EXPR] [--slots N] [--taint-effect EFFECT]
+//	          [--metrics-address HOST:PORT] [--rolling-update-uid UID]
+//	          [--no-apiserver]
 //
 // It logs to stderr.  SIGINT and SIGTERM stop it (status 0), taking its
 // sockets away and leaving the slices and the checkpoint; bad arguments
@@ -48,6 +50,10 @@ func run(args []string, stderr io.Writer) int {
 	sa := fs.String("serviceaccount", dra.ServiceAccountDir, "the service account's token and ca.crt")
 	sel := fs.String("select", "", "which devices to offer: rdmad-device-plugin's matchers, e.g. \"link_layer:Ethernet vf\" (default: every device)")
 	sysfs := fs.String("sysfs", "/sys", "sysfs: devices' PCIe roots, net devices' hardware addresses, GIDs")
+	slots := fs.Int("slots", 0, "share each device among up to N claims (1..1000, the device plugin's slots; DRAConsumableCapacity); 0: every device exclusive")
+	taint := fs.String("taint-effect", dra.TaintNoSchedule, "the effect of the taint on a device none of whose ports is up: NoSchedule, NoExecute, None, or off (DRADeviceTaints)")
+	metrics := fs.String("metrics-address", "", "serve Prometheus metrics at http://HOST:PORT/metrics (\"\": not served)")
+	rolling := fs.String("rolling-update-uid", os.Getenv("POD_UID"), "the pod's UID: sockets of its own, for the kubelet's seamless upgrade (1.33 and later); \"\": fixed socket names (default: $POD_UID)")
 	noAPI := fs.Bool("no-apiserver", false, "publish no ResourceSlices and read no claims (testing the kubelet's side alone)")
 	if err := fs.Parse(args); err != nil {
 		return 2
@@ -70,7 +76,8 @@ func run(args []string, stderr io.Writer) int {
 	o := dra.Options{DriverName: *driver, NodeName: *node,
 		Socket: rdmad.SocketPath(*socket), PluginDir: *pluginDir,
 		RegistryDir: *registry, CDISpecDir: *cdiDir, SocketMount: *mount,
-		SysRoot: *sysfs, Select: selector, Logf: logf}
+		SysRoot: *sysfs, Select: selector, Slots: *slots, TaintEffect: *taint,
+		MetricsAddress: *metrics, RollingUpdateUID: *rolling, Logf: logf}
 	if !*noAPI {
 		api, err := dra.InCluster(*apiserver, *sa)
 		if err != nil {

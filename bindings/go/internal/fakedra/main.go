@@ -119,6 +119,16 @@ func (f *fake) slices() {
 					attrs[k] = x
 				}
 			}
+			// Its taints, "KEY=VALUE:EFFECT" each (a key no
+			// attribute has).
+			if ts, _ := d["taints"].([]interface{}); len(ts) > 0 {
+				var l []string
+				for _, t := range ts {
+					tm := t.(map[string]interface{})
+					l = append(l, fmt.Sprintf("%v=%v:%v", tm["key"], tm["value"], tm["effect"]))
+				}
+				attrs["taints"] = l
+			}
 			devs[n] = attrs
 		}
 		f.print(map[string]interface{}{"event": "pool", "complete": complete,

@@ -13,36 +13,18 @@ package k8sfake
 
 import (
 	"encoding/json"
-	"os"
-	"path/filepath"
 	"reflect"
 	"sort"
 	"strings"
 	"testing"
-
-	"sigs.k8s.io/yaml"
 )
 
 // manifest is the objects of docs/@name.
 func manifest(t *testing.T, name string) []map[string]interface{} {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join(os.Getenv("RDMAD_SOURCE_ROOT"), "docs", name))
+	objs, err := Manifest("", name)
 	if err != nil {
 		t.Fatal(err)
-	}
-	var objs []map[string]interface{}
-	for _, doc := range strings.Split(string(b), "\n---\n") {
-		js, err := yaml.YAMLToJSON([]byte(doc))
-		if err != nil {
-			t.Fatalf("%s: %v", name, err)
-		}
-		var v map[string]interface{}
-		if err := json.Unmarshal(js, &v); err != nil {
-			t.Fatalf("%s: %v", name, err)
-		}
-		if v != nil {
-			objs = append(objs, v)
-		}
 	}
 	return objs
 }

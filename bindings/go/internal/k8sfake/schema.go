@@ -286,6 +286,11 @@ func SliceRules(v map[string]interface{}) error {
 	if len(devs) > 128 {
 		return fmt.Errorf("spec.devices: %d, more than 128", len(devs))
 	}
+	for _, x := range devs {
+		if ts, _ := x.(map[string]interface{})["taints"].([]interface{}); len(ts) > 0 && len(devs) > 64 {
+			return fmt.Errorf("spec.devices: %d, more than 64 with taints", len(devs))
+		}
+	}
 	names := map[string]bool{}
 	for i, x := range devs {
 		dev := x.(map[string]interface{})
@@ -306,6 +311,9 @@ func SliceRules(v map[string]interface{}) error {
 			if err := attrRule(k, a.(map[string]interface{})); err != nil {
 				return fmt.Errorf("device %s: %v", n, err)
 			}
+		}
+		if err := deviceRules(n, dev); err != nil {
+			return err
 		}
 	}
 	return nil

@@ -70,6 +70,10 @@ type Server struct {
 	failAll   int
 	reqMu     sync.Mutex
 	reqs      []time.Time
+	// gatesOff: the feature gates turned off (SetGate, gates.go).
+	gatesOff map[string]bool
+	// shares: the share IDs Allocate gave (allocate.go).
+	shares int
 }
 
 // watchEvent is one event of the watch of ResourceSlices.
@@ -193,16 +197,33 @@ func (s *Server) Refused() []string {
 	return append([]string(nil), s.errs...)
 }
 
-// Result is one device of a claim's allocation.
-type Result struct{ Request, Driver, Pool, Device string }
+// Result is one device of a claim's allocation: for administrative
+// access (Admin), or a share of a device (ShareID, Consumed: its
+// consumedCapacity).
+type Result struct {
+	Request, Driver, Pool, Device string
+	Admin                         bool
+	ShareID                       string
+	Consumed                      map[string]string
+}
 
 // PutClaim stores an allocated ResourceClaim (checked against the
 // schema like anything else the server holds).
 func (s *Server) PutClaim(namespace, name, uid string, results []Result) error {
 	var rs []interface{}
 	for _, r := range results {
-		rs = append(rs, map[string]interface{}{"request": r.Request,
-			"driver": r.Driver, "pool": r.Pool, "device": r.Device})
+		m := map[string]interface{}{"request": r.Request,
+			"driver": r.Driver, "pool": r.Pool, "device": r.Device}
+		if r.Admin {
+			m["adminAccess"] = true
+		}
+		if r.ShareID != "" {
+			m["shareID"] = r.ShareID
+		}
+		if len(r.Consumed) > 0 {
+			m["consumedCapacity"] = r.Consumed
+		}
+		rs = append(rs, m)
 	}
 	c := map[string]interface{}{"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
 		"metadata": map[string]interface{}{"name": name, "namespace": namespace, "uid": uid},
@@ -694,6 +715,7 @@ func (s *Server) write(w http.ResponseWriter, r *http.Request, at time.Time, nam
 		s.refuse(w, "%v", err)
 		return
 	}
+	s.stored(v, at)
 	meta := v["metadata"].(map[string]interface{})
 	n := meta["name"].(string)
 	old, exists := s.slices[n]
