@@ -146,6 +146,17 @@ static bool hinted(const struct hint *h, const struct rdmad_mr_cache *c)
 	return h->cache == c && h->id == c->id;
 }
 
+/* First in every call but a hit: a child made without fork()'s handlers
+ * (_Fork(), a raw clone()) makes the monitor's state and the kinds'
+ * descriptor afresh before it takes a lock (monitor.h's token). */
+static void adopt(void)
+{
+	if (!mrc_monitor_in_clone())
+		return;
+	mrc_vma_cloned();
+	mrc_monitor_adopt_clone();
+}
+
 /* ---- the mode ---------------------------------------------------------------
  *
  *   from \ to   CACHING  UNWATCHED  NO_MONITOR  UNHOOKED  FORKED  LEAVING
@@ -302,7 +313,6 @@ static void cloned(void *arg)
 {
 	struct rdmad_mr_cache *c = arg;
 
-	mrc_vma_cloned();
 	pthread_mutex_init(&c->lock, NULL);
 	pthread_mutex_lock(&c->lock);
 	mrc_cache_forked(c);
@@ -321,7 +331,7 @@ static void unwatched(struct mrc_entry *list, uintptr_t start, uintptr_t end)
 
 	for (e = list; e; e = e->next)
 		if (overlaps(e, start, end))
-			e->watched = false;
+			e->watch = 0;
 }
 
 static void release(void *arg, uintptr_t start, uintptr_t end)
@@ -516,14 +526,13 @@ static struct mrc_entry *plan(struct rdmad_mr_cache *c, uintptr_t start,
 		return PASS;
 	}
 	if (c->mode == MRC_CACHING) {
-		err = mrc_monitor_watch(start, end);
+		err = mrc_monitor_watch(start, end, &e->watch);
 		if (err == -ESTALE)
 			check_monitor(c);
 		if (err) {
 			mrc_entry_unalloc(c, e);
 			return PASS;
 		}
-		e->watched = true;
 	}
 	e->start = start;
 	e->end = end;
@@ -562,8 +571,8 @@ static bool admit(struct rdmad_mr_cache *c, struct mrc_entry *e,
 /* A planned entry that will not be: back to the pool, unwatched. */
 static void drop_plan(struct rdmad_mr_cache *c, struct mrc_entry *e)
 {
-	if (e->watched)
-		mrc_monitor_unwatch(e->start, e->end);
+	if (e->watch)
+		mrc_monitor_unwatch(e->watch);
 	pthread_mutex_lock(&c->lock);
 	mrc_entry_unalloc(c, e);
 	pthread_mutex_unlock(&c->lock);
@@ -582,8 +591,7 @@ static struct mrc_entry *fill(struct rdmad_mr_cache *c, struct mrc_entry *e,
 	/* UNWATCHED, the tests' control, caches any kind, so that a case
 	 * can be shown to corrupt. */
 	if (c->mode == MRC_CACHING &&
-	    mrc_vma_private_anon(e->start, e->end,
-				 !mrc_monitor_wipeonfork_asked()) != 1) {
+	    mrc_vma_private_anon(e->start, e->end) != 1) {
 		drop_plan(c, e);
 		return pass_through(c, ask->addr, ask->length, ask->access);
 	}
@@ -663,13 +671,18 @@ get_locked(struct rdmad_mr_cache *cache, void *addr, size_t length, int access)
 	struct ask ask = {addr, length, access, 0};
 	uintptr_t start, end;
 	struct mrc_entry *e;
+	struct mrc_hush h;
+	int err;
 
 	pages_of(addr, length, &start, &end);
-	if (mrc_monitor_in_clone())
-		mrc_monitor_adopt_clone();
+	adopt();
+	mrc_monitor_hush(&h);
 	mrc_reap(cache);
 	e = lookup(cache, start, end, &ask);
+	err = errno;
 	mrc_reap(cache);
+	mrc_monitor_unhush(&h);
+	errno = err;
 	return e ? e->mr : NULL;
 }
 
@@ -697,38 +710,42 @@ RDMAD_EXPORT struct ibv_mr *rdmad_mr_cache_get(struct rdmad_mr_cache *cache,
 RDMAD_EXPORT int rdmad_mr_cache_begin_change(void *addr, size_t length)
 {
 	uintptr_t start, end;
-	sigset_t old;
+	struct mrc_hush h;
 
 	if (pages_of(addr, length, &start, &end))
 		return -EINVAL;
-	mrc_monitor_block(&old);
+	adopt();
+	mrc_monitor_hush(&h);
 	mrc_monitor_changing(start, end);
-	mrc_monitor_unblock(&old);
+	mrc_monitor_unhush(&h);
 	return 0;
 }
 
 RDMAD_EXPORT int rdmad_mr_cache_end_change(void *addr, size_t length)
 {
 	uintptr_t start, end;
-	sigset_t old;
+	struct mrc_hush h;
 
 	if (pages_of(addr, length, &start, &end))
 		return -EINVAL;
-	mrc_monitor_block(&old);
+	adopt();
+	mrc_monitor_hush(&h);
 	mrc_monitor_changed(start, end);
-	mrc_monitor_unblock(&old);
+	mrc_monitor_unhush(&h);
 	return 0;
 }
 
 RDMAD_EXPORT int rdmad_mr_cache_release(void *addr, size_t length)
 {
 	uintptr_t start, end;
+	struct mrc_hush h;
 
 	if (pages_of(addr, length, &start, &end))
 		return -EINVAL;
-	if (mrc_monitor_in_clone())
-		mrc_monitor_adopt_clone();
+	adopt();
+	mrc_monitor_hush(&h);
 	mrc_monitor_release(start, end);
+	mrc_monitor_unhush(&h);
 	return 0;
 }
 
@@ -739,12 +756,12 @@ RDMAD_EXPORT int rdmad_mr_cache_put(struct rdmad_mr_cache *cache,
 {
 	struct hint *h = &hint;
 	struct mrc_entry *e;
+	struct mrc_hush q;
 	int err;
 
 	if (!cache || !mr)
 		return -EINVAL;
-	if (mrc_monitor_in_clone())
-		mrc_monitor_adopt_clone();
+	adopt();
 
 	/* The hint's entry, if it has stayed in the index: a dead entry's
 	 * old MR pointer may since name another entry's MR. */
@@ -752,9 +769,11 @@ RDMAD_EXPORT int rdmad_mr_cache_put(struct rdmad_mr_cache *cache,
 	    __atomic_load_n(&h->entry->mr, __ATOMIC_RELAXED) == mr) {
 		e = h->entry;
 	} else {
+		mrc_monitor_hush(&q);
 		pthread_mutex_lock(&cache->lock);
 		e = mrc_owners_find(&cache->owners, mr);
 		pthread_mutex_unlock(&cache->lock);
+		mrc_monitor_unhush(&q);
 		if (!e)
 			return -EINVAL;
 	}
@@ -836,10 +855,10 @@ struct rdmad_mr_cache *mrc_cache_new_ops(struct ibv_pd *pd,
 					 const char *device)
 {
 	struct rdmad_mr_cache *c;
+	struct mrc_hush h;
 	int err;
 
-	if (mrc_monitor_in_clone())
-		mrc_monitor_adopt_clone();
+	adopt();
 	c = calloc(1, sizeof(*c));
 	if (!c)
 		return NULL;
@@ -851,10 +870,14 @@ struct rdmad_mr_cache *mrc_cache_new_ops(struct ibv_pd *pd,
 	c->pd = pd;
 	c->ops = *ops;
 	strncpy(c->device, device ? device : "", sizeof(c->device) - 1);
+	/* Starting the monitor waits for its thread (a cancellation
+	 * point) holding the start lock that fork() takes. */
+	mrc_monitor_hush(&h);
 	c->mode =
 		mrc_monitor_start(&c->why) == 0 ? MRC_CACHING : MRC_NO_MONITOR;
 	/* Last: from here the monitor and leaving devices see it. */
 	err = mrc_monitor_add(&client, c);
+	mrc_monitor_unhush(&h);
 	if (!err)
 		return c;
 	pthread_mutex_destroy(&c->lock);
@@ -888,15 +911,11 @@ rdmad_mr_cache_new(struct ibv_pd *pd, const struct rdmad_mr_cache_attr *attr)
 				 ibv_get_device_name(pd->context->device));
 }
 
-RDMAD_EXPORT int rdmad_mr_cache_flush(struct rdmad_mr_cache *cache)
+static int flush(struct rdmad_mr_cache *cache)
 {
 	struct mrc_entry *e, *next;
 	long n = 0;
 
-	if (!cache)
-		return -EINVAL;
-	if (mrc_monitor_in_clone())
-		mrc_monitor_adopt_clone();
 	pthread_mutex_lock(&cache->lock);
 	for (e = cache->lru_head; e; e = next) {
 		next = e->lru_next;
@@ -911,21 +930,39 @@ RDMAD_EXPORT int rdmad_mr_cache_flush(struct rdmad_mr_cache *cache)
 	return n > INT_MAX ? INT_MAX : (int)n;
 }
 
+RDMAD_EXPORT int rdmad_mr_cache_flush(struct rdmad_mr_cache *cache)
+{
+	struct mrc_hush h;
+	int n;
+
+	if (!cache)
+		return -EINVAL;
+	adopt();
+	mrc_monitor_hush(&h);
+	n = flush(cache);
+	mrc_monitor_unhush(&h);
+	return n;
+}
+
 RDMAD_EXPORT int rdmad_mr_cache_destroy(struct rdmad_mr_cache *cache)
 {
+	struct mrc_hush h;
 	uint64_t busy;
 
 	if (!cache)
 		return 0;
-	if (mrc_monitor_in_clone())
-		mrc_monitor_adopt_clone();
+	adopt();
+	mrc_monitor_hush(&h);
 	pthread_mutex_lock(&cache->lock);
 	busy = mrc_in_use(cache);
 	pthread_mutex_unlock(&cache->lock);
+	if (!busy) {
+		mrc_monitor_remove(cache);
+		flush(cache);
+	}
+	mrc_monitor_unhush(&h);
 	if (busy)
 		return -EBUSY;
-	mrc_monitor_remove(cache);
-	rdmad_mr_cache_flush(cache);
 	mrc_pool_free(cache);
 	mrc_index_free(&cache->index);
 	mrc_owners_free(&cache->owners);
@@ -942,31 +979,35 @@ RDMAD_EXPORT int rdmad_mr_cache_get_stats(struct rdmad_mr_cache *cache,
 {
 	struct rdmad_mr_cache_stats now;
 
+	struct mrc_hush h;
+
 	if (!cache || !stats)
 		return -EINVAL;
-	if (mrc_monitor_in_clone())
-		mrc_monitor_adopt_clone();
+	adopt();
 	if (size > sizeof(now))
 		size = sizeof(now);
+	mrc_monitor_hush(&h);
 	pthread_mutex_lock(&cache->lock);
 	now = cache->stats;
 	now.hits = __atomic_load_n(&cache->stats.hits, __ATOMIC_RELAXED);
 	now.entries = cache->index.count;
 	now.in_use = mrc_in_use(cache);
 	pthread_mutex_unlock(&cache->lock);
+	mrc_monitor_unhush(&h);
 	memcpy(stats, &now, size);
 	return 0;
 }
 
 RDMAD_EXPORT int rdmad_mr_cache_is_caching(struct rdmad_mr_cache *cache)
 {
-	int r;
+	struct mrc_hush h;
 	bool hooked = true;
+	int r;
 
 	if (!cache)
 		return -EINVAL;
-	if (mrc_monitor_in_clone())
-		mrc_monitor_adopt_clone();
+	adopt();
+	mrc_monitor_hush(&h);
 	/* The one call that checks the descriptor and the hooks without a
 	 * miss. */
 	if (hookable(cache)) {
@@ -979,6 +1020,7 @@ RDMAD_EXPORT int rdmad_mr_cache_is_caching(struct rdmad_mr_cache *cache)
 	r = cacheable(cache, 0);
 	pthread_mutex_unlock(&cache->lock);
 	mrc_reap(cache);
+	mrc_monitor_unhush(&h);
 	return r;
 }
 

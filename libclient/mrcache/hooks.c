@@ -111,11 +111,11 @@ static void *resolve(int i, const char *name, const char *version)
 /* ---- the bracket around a call ------------------------------------------- */
 
 /* One bracket's pages, and whether it is announced.  A thread announcing
- * keeps its signals blocked from its first lock to the end of the
- * bracket (mrc_monitor_block()): a handler that runs on it then finds
- * nothing half done (no claimed ring slot, no lock, no range marked
- * changing), and a siglongjmp() out of that handler leaves nothing
- * behind. */
+ * keeps its signals blocked and its cancellation disabled from its first
+ * lock to the end of the bracket (mrc_monitor_hush()): a handler that
+ * runs on it then finds nothing half done (no claimed ring slot, no
+ * lock, no range marked changing), a siglongjmp() out of that handler
+ * leaves nothing behind, and an asynchronous pthread_cancel() waits. */
 struct bracket {
 	uintptr_t start;
 	uintptr_t end;
@@ -125,21 +125,21 @@ struct bracket {
 /* Signals blocked for the brackets of one call.  Set up with m.on =
  * false alone: an initialiser would zero the 128-byte set first. */
 struct masked {
-	sigset_t old;
+	struct mrc_hush hush;
 	bool on;
 };
 
 static void mask(struct masked *m)
 {
 	if (!m->on)
-		mrc_monitor_block(&m->old);
+		mrc_monitor_hush(&m->hush);
 	m->on = true;
 }
 
 static void unmask(struct masked *m)
 {
 	if (m->on)
-		mrc_monitor_unblock(&m->old);
+		mrc_monitor_unhush(&m->hush);
 	m->on = false;
 }
 
@@ -195,6 +195,19 @@ static bool discards(int advice)
 	default:
 		return false;
 	}
+}
+
+/* The advice the kernel refuses over a range the monitor watches
+ * (MADV_COLLAPSE: a userfaultfd-armed mapping is never collapsed): it is
+ * announced where a watched range overlaps, so the range is unwatched
+ * first and the call returns what libc returns; the entries over it go,
+ * as for any change of its pages (a collapse copies them). */
+#ifndef MADV_COLLAPSE
+#define MADV_COLLAPSE 25
+#endif
+static bool unwatches(int advice)
+{
+	return advice == MADV_COLLAPSE;
 }
 
 /* ---- the calls ------------------------------------------------------------
@@ -274,7 +287,7 @@ static NOINLINE int announce_madvise(void *addr, size_t len, int advice)
 	int r;
 
 	m.on = false;
-	begin(&b, &m, addr, len, true);
+	begin(&b, &m, addr, len, discards(advice));
 	r = call_madvise(addr, len, advice);
 	done(&b, 1, &m);
 	return r;
@@ -284,9 +297,7 @@ EXPORT int HOOK(madvise)(void *addr, size_t len, int advice)
 {
 	if (probe(addr, len) && advice == MRC_PROBE_ADVICE)
 		return MRC_PROBE_ANSWER;
-	if (advice == MADV_WIPEONFORK)
-		mrc_monitor_wipeonfork_note();
-	if (!discards(advice) || !mrc_monitor_armed())
+	if (!(discards(advice) || unwatches(advice)) || !mrc_monitor_armed())
 		return call_madvise(addr, len, advice);
 	return announce_madvise(addr, len, advice);
 }
@@ -471,9 +482,7 @@ static NOINLINE ssize_t announce_process_madvise(int pidfd,
 EXPORT ssize_t HOOK(process_madvise)(int pidfd, const struct iovec *iov,
 				     size_t n, int advice, unsigned int flags)
 {
-	if (advice == MADV_WIPEONFORK)
-		mrc_monitor_wipeonfork_note();
-	if (!discards(advice) || !mrc_monitor_armed())
+	if (!(discards(advice) || unwatches(advice)) || !mrc_monitor_armed())
 		return call_process_madvise(pidfd, iov, n, advice, flags);
 	return announce_process_madvise(pidfd, iov, n, advice, flags);
 }

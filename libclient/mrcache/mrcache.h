@@ -53,7 +53,7 @@ struct mrc_entry {
 	bool dead;   /* cached, but invalidated or replaced: out of the index */
 	bool orphan; /* a parent's, in a child: never deregistered */
 	bool recent; /* got since it last came to the LRU list's head */
-	bool watched; /* the monitor watches its range for it */
+	uint64_t watch; /* the monitor's watch of its range for it, or 0 */
 	struct ibv_mr *mr;
 	/* Cached entries, least recently used first (second chance). */
 	struct mrc_entry *lru_prev;
