@@ -221,18 +221,17 @@ static void check_monitor(struct rdmad_mr_cache *c)
  * (RDMAD_MR_CACHE_EVENTS_ONLY, or RDMAD_MR_CACHE_HOOKS=off, announcing
  * its discards itself).  Unlocked: the probe goes through whatever
  * another library put in the call slots. */
-static bool hooks_hold(const struct rdmad_mr_cache *c)
+static bool hooks_hold(struct rdmad_mr_cache *c)
 {
+	/* Always: it also takes note of the slot a hit reads. */
+	const char *why = mrc_reach_check();
+
 	if ((c->flags & RDMAD_MR_CACHE_EVENTS_ONLY) || !mrc_monitor_hooks_on())
 		return true;
-	return mrc_monitor_hooks_reached();
+	if (why)
+		__atomic_store_n(&c->unhooked_why, why, __ATOMIC_RELAXED);
+	return !why;
 }
-
-static const char unhooked_why[] =
-	"the hooks are not reached: this process's madvise() or munmap() "
-	"does not come to librdmad (librdmad opened with dlopen() after "
-	"libc, or another library patched the calls); "
-	"RDMAD_MR_CACHE_EVENTS_ONLY caches on the kernel's events alone";
 
 /* Whether the mode follows the hooks (hooks_hold() is asked). */
 static bool hookable(const struct rdmad_mr_cache *c)
@@ -387,7 +386,7 @@ fast_hit(struct rdmad_mr_cache *c, uintptr_t start, uintptr_t end, int access)
 	struct mrc_entry *e = h->entry;
 
 	if (!hinted(h, c) || gen_of(c) != h->gen || mrc_monitor_busy() ||
-	    mrc_monitor_in_clone())
+	    mrc_monitor_in_clone() || !mrc_reach_steady())
 		return NULL;
 	__atomic_add_fetch(&e->refcnt, 1, __ATOMIC_SEQ_CST);
 	/* Unmoved: @e has stayed in the index, unchanged, since the hint. */
@@ -1037,7 +1036,7 @@ rdmad_mr_cache_get_reason(const struct rdmad_mr_cache *cache)
 	case MRC_LEAVING:
 		return "its device is leaving (RDMAD_EVENT_REMOVING)";
 	case MRC_UNHOOKED:
-		return unhooked_why;
+		return __atomic_load_n(&cache->unhooked_why, __ATOMIC_RELAXED);
 	case MRC_CACHING:
 	case MRC_NO_MONITOR:
 		break;

@@ -59,8 +59,17 @@
 #define HOOK(name) name
 #else
 #define HOOK(name) mrc_hook_##name
+/* Under libc's version for the program's calls, and under librdmad's own
+ * default version for a lookup by name (dlsym(RTLD_DEFAULT) skips a
+ * symbol whose version is not the default one): an alias of the same
+ * function, since one symbol takes one default version. */
 #define VERSIONED(name, version)                                               \
-	__asm__(".symver mrc_hook_" #name ", " #name "@" version)
+	__asm__(".symver mrc_hook_" #name ", " #name "@" version);             \
+	extern __typeof__(mrc_hook_##name) mrc_hook_##name##_by_name           \
+		__attribute__((alias("mrc_hook_" #name),                       \
+			       visibility("default")));                        \
+	__asm__(".symver mrc_hook_" #name "_by_name, " #name "@@RDMAD_HOOKS_"  \
+							     "1")
 #endif
 #define EXPORT __attribute__((visibility("default")))
 /* A call's announced half, apart: the call a program makes with no

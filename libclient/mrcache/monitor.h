@@ -106,6 +106,30 @@ void mrc_monitor_release(uintptr_t start, uintptr_t end);
  * (dlopen()), or another library since patched the call slots to calls
  * of its own that do not chain.  Two calls, no system call when true. */
 bool mrc_monitor_hooks_reached(void);
+/* reach.c: whether the program's own calls reach the hooks, every way a
+ * program calls (its versioned calls as the dynamic linker binds them, a
+ * lookup by name as dlsym(RTLD_DEFAULT) does, the main program's call
+ * slots, librdmad's own slots; no second libc in another namespace):
+ * NULL when they do, else the way that does not, in words. */
+const char *mrc_reach_check(void);
+/* What a hit reads between checks: one call slot and the value the last
+ * check accepted there; a slot rewritten since sends the get to the
+ * check. */
+struct mrc_reach {
+	uintptr_t *slot;
+	uintptr_t seen;
+	uintptr_t steady_value; /* the slot when no call slot was found */
+};
+extern struct mrc_reach mrc_reach;
+static inline bool mrc_reach_steady(void)
+{
+	const uintptr_t *slot =
+		__atomic_load_n(&mrc_reach.slot, __ATOMIC_ACQUIRE);
+
+	return __atomic_load_n(slot, __ATOMIC_RELAXED) ==
+	       __atomic_load_n(&mrc_reach.seen, __ATOMIC_RELAXED);
+}
+
 /* Whether the hooks announce (RDMAD_MR_CACHE_HOOKS is not off). */
 bool mrc_monitor_hooks_on(void);
 

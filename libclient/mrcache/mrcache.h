@@ -150,8 +150,9 @@ struct rdmad_mr_cache {
 	size_t max_entries;
 	size_t max_bytes;
 	unsigned int flags;
-	enum mrc_mode mode; /* changed only by cache.c's set_mode() */
-	const char *why;    /* MRC_NO_MONITOR: the monitor's reason */
+	enum mrc_mode mode;	  /* changed only by cache.c's set_mode() */
+	const char *why;	  /* MRC_NO_MONITOR: the monitor's reason */
+	const char *unhooked_why; /* MRC_UNHOOKED: the way not reached */
 	struct mrc_index index;
 	struct mrc_owners owners;   /* what may be put back */
 	struct mrc_entry *lru_head; /* the index's entries, least recent */
