@@ -146,6 +146,24 @@ static bool hinted(const struct hint *h, const struct rdmad_mr_cache *c)
 	return h->cache == c && h->id == c->id;
 }
 
+/* The cache's lock checks its owner: a thread ended inside a locked hit
+ * (pthread_exit() from a handler) unlocks it on its way out, and an
+ * unlock by a thread that did not get as far as the lock is refused. */
+static void init_lock(pthread_mutex_t *lock)
+{
+	pthread_mutexattr_t attr;
+
+	pthread_mutexattr_init(&attr);
+	pthread_mutexattr_settype(&attr, PTHREAD_MUTEX_ERRORCHECK);
+	pthread_mutex_init(lock, &attr);
+	pthread_mutexattr_destroy(&attr);
+}
+
+static void unlock_on_exit(void *lock)
+{
+	pthread_mutex_unlock(lock);
+}
+
 /* First in every call but a hit: a child made without fork()'s handlers
  * (_Fork(), a raw clone()) makes the monitor's state and the kinds'
  * descriptor afresh before it takes a lock (monitor.h's token). */
@@ -302,9 +320,16 @@ static void unlock_cache(void *arg)
 	pthread_mutex_unlock(&((struct rdmad_mr_cache *)arg)->lock);
 }
 
+/* The lock checks its owner, and the child's thread has another id than
+ * the parent's that took it: made afresh and taken again, so that the
+ * handler's unlock is the owner's. */
 static void forked(void *arg)
 {
-	mrc_cache_forked(arg);
+	struct rdmad_mr_cache *c = arg;
+
+	mrc_cache_forked(c);
+	init_lock(&c->lock);
+	pthread_mutex_lock(&c->lock);
 }
 
 /* A raw clone()'s child, alone: the lock may be a parent thread's. */
@@ -312,7 +337,7 @@ static void cloned(void *arg)
 {
 	struct rdmad_mr_cache *c = arg;
 
-	pthread_mutex_init(&c->lock, NULL);
+	init_lock(&c->lock);
 	pthread_mutex_lock(&c->lock);
 	mrc_cache_forked(c);
 	pthread_mutex_unlock(&c->lock);
@@ -662,6 +687,39 @@ static struct mrc_entry *lookup(struct rdmad_mr_cache *c, uintptr_t start,
 	return fill(c, e, ask);
 }
 
+/* A hit under the cache's lock, before anything that takes a lock of the
+ * monitor's or makes a system call: no signal blocked (that costs two
+ * system calls), cancellation points none but the monitor's wait (which
+ * disables cancellation itself), and a pthread_exit() from a handler
+ * landing here unlocks the cache's lock on its way out.  The hooks'
+ * probe and the watched call slot are asked; the rest of the check
+ * (reach.c) is the miss's.  NULL: the full path decides. */
+static struct mrc_entry *locked_hit(struct rdmad_mr_cache *c, uintptr_t start,
+				    uintptr_t end, int access)
+{
+	struct mrc_entry *e = NULL;
+
+	if (hookable(c) && !(c->flags & RDMAD_MR_CACHE_EVENTS_ONLY) &&
+	    mrc_monitor_hooks_on() &&
+	    !(mrc_monitor_hooks_reached() && mrc_reach_steady()))
+		return NULL;
+	if (c->mode == MRC_CACHING)
+		mrc_monitor_quiesce();
+	pthread_cleanup_push(unlock_on_exit, &c->lock);
+	pthread_mutex_lock(&c->lock);
+	if (mrc_changes_pending(c))
+		mrc_changes_apply(c);
+	check_monitor(c);
+	if (cacheable(c, access)) {
+		e = hit(c, start, end, access);
+		if (e)
+			remember(c, e);
+	}
+	pthread_mutex_unlock(&c->lock);
+	pthread_cleanup_pop(0);
+	return e;
+}
+
 /* A get the thread's hint does not serve: the lock, the index, a miss.
  * Apart, so that a hit does not pay for this one's frame. */
 static __attribute__((noinline)) struct ibv_mr *
@@ -675,8 +733,11 @@ get_locked(struct rdmad_mr_cache *cache, void *addr, size_t length, int access)
 
 	pages_of(addr, length, &start, &end);
 	adopt();
-	mrc_monitor_hush(&h);
 	mrc_reap(cache);
+	e = locked_hit(cache, start, end, access);
+	if (e)
+		return e->mr;
+	mrc_monitor_hush(&h);
 	e = lookup(cache, start, end, &ask);
 	err = errno;
 	mrc_reap(cache);
@@ -755,7 +816,6 @@ RDMAD_EXPORT int rdmad_mr_cache_put(struct rdmad_mr_cache *cache,
 {
 	struct hint *h = &hint;
 	struct mrc_entry *e;
-	struct mrc_hush q;
 	int err;
 
 	if (!cache || !mr)
@@ -768,11 +828,12 @@ RDMAD_EXPORT int rdmad_mr_cache_put(struct rdmad_mr_cache *cache,
 	    __atomic_load_n(&h->entry->mr, __ATOMIC_RELAXED) == mr) {
 		e = h->entry;
 	} else {
-		mrc_monitor_hush(&q);
+		/* As locked_hit(): no system call. */
+		pthread_cleanup_push(unlock_on_exit, &cache->lock);
 		pthread_mutex_lock(&cache->lock);
 		e = mrc_owners_find(&cache->owners, mr);
 		pthread_mutex_unlock(&cache->lock);
-		mrc_monitor_unhush(&q);
+		pthread_cleanup_pop(0);
 		if (!e)
 			return -EINVAL;
 	}
@@ -864,7 +925,7 @@ struct rdmad_mr_cache *mrc_cache_new_ops(struct ibv_pd *pd,
 	err = bounds(c, attr);
 	if (err)
 		goto fail;
-	pthread_mutex_init(&c->lock, NULL);
+	init_lock(&c->lock);
 	c->id = __atomic_add_fetch(&next_id, 1, __ATOMIC_RELAXED);
 	c->pd = pd;
 	c->ops = *ops;

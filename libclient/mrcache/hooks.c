@@ -69,7 +69,7 @@
 		__attribute__((alias("mrc_hook_" #name),                       \
 			       visibility("default")));                        \
 	__asm__(".symver mrc_hook_" #name "_by_name, " #name "@@RDMAD_HOOKS_"  \
-							     "1")
+		"1")
 #endif
 #define EXPORT __attribute__((visibility("default")))
 /* A call's announced half, apart: the call a program makes with no

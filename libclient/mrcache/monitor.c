@@ -113,7 +113,8 @@ static struct {
 } mon = {
 	.start_lock = PTHREAD_MUTEX_INITIALIZER,
 	.fd = -1,
-	.quiet_lock = PTHREAD_MUTEX_INITIALIZER,
+	/* Checks its owner: mrc_monitor_quiesce()'s cleanup. */
+	.quiet_lock = PTHREAD_ERRORCHECK_MUTEX_INITIALIZER_NP,
 	.quiet = PTHREAD_COND_INITIALIZER,
 	.list_lock = PTHREAD_MUTEX_INITIALIZER,
 	.watch_lock = PTHREAD_MUTEX_INITIALIZER,
@@ -836,6 +837,12 @@ unsigned long mrc_monitor_events(void)
 
 /* ---- waiting for the thread ---------------------------------------------- */
 
+static void quiet_unlock(void *arg)
+{
+	(void)arg;
+	pthread_mutex_unlock(&mon.quiet_lock);
+}
+
 void mrc_monitor_quiesce(void)
 {
 	unsigned long seen;
@@ -845,13 +852,17 @@ void mrc_monitor_quiesce(void)
 		return;
 	/* pthread_cond_wait() is a cancellation point: a thread cancelled
 	 * in it would end holding quiet_lock, which the monitor thread
-	 * takes after every batch. */
+	 * takes after every batch.  A thread ended there by its handler
+	 * (pthread_exit()) gets the lock back from the wait's own cleanup,
+	 * and gives it up in this one. */
 	pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &cancel);
+	pthread_cleanup_push(quiet_unlock, NULL);
 	pthread_mutex_lock(&mon.quiet_lock);
 	seen = atomic_load(&mon.batches);
 	while (mrc_monitor_busy() && atomic_load(&mon.batches) == seen)
 		pthread_cond_wait(&mon.quiet, &mon.quiet_lock);
 	pthread_mutex_unlock(&mon.quiet_lock);
+	pthread_cleanup_pop(0);
 	pthread_setcancelstate(cancel, NULL);
 }
 
@@ -913,7 +924,14 @@ static void forget_parent(void)
 	memset(mon.flying, 0, sizeof(mon.flying));
 	mon.flying_over = 0;
 	__atomic_store_n(&mrc_monitor_reading, 0, __ATOMIC_SEQ_CST);
-	pthread_mutex_init(&mon.quiet_lock, NULL);
+	{
+		pthread_mutexattr_t attr;
+
+		pthread_mutexattr_init(&attr);
+		pthread_mutexattr_settype(&attr, PTHREAD_MUTEX_ERRORCHECK);
+		pthread_mutex_init(&mon.quiet_lock, &attr);
+		pthread_mutexattr_destroy(&attr);
+	}
 	pthread_cond_init(&mon.quiet, NULL);
 }
 

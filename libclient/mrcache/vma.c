@@ -78,7 +78,7 @@ static int check_line(const char *line, uintptr_t *next, uintptr_t end)
 
 int mrc_vma_parse(int fd, uintptr_t start, uintptr_t end)
 {
-	char buf[4096], line[128];
+	char buf[16384], line[128];
 	size_t len = 0;
 	uintptr_t next = start;
 	ssize_t n, i;
@@ -158,19 +158,6 @@ static int maps_fd(void)
 	return fd;
 }
 
-/* Read and parsed on a descriptor of its own: threads may ask at once. */
-static int parse_own(uintptr_t start, uintptr_t end)
-{
-	int fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
-	int r;
-
-	if (fd < 0)
-		return -errno;
-	r = mrc_vma_parse(fd, start, end);
-	close(fd);
-	return r;
-}
-
 int mrc_vma_private_anon(uintptr_t start, uintptr_t end)
 {
 	int fd, r;
@@ -179,8 +166,10 @@ int mrc_vma_private_anon(uintptr_t start, uintptr_t end)
 	pthread_mutex_lock(&maps.lock);
 	fd = maps_fd();
 	r = fd < 0 ? fd : mrc_vma_query(fd, start, end);
-	pthread_mutex_unlock(&maps.lock);
+	/* Without the ioctl: the same kept descriptor, read from the
+	 * start (an open and a close would cost more than the query). */
 	if (r == -ENOTTY || r == -EINVAL || r == -EPERM || r == -ENOSYS)
-		r = parse_own(start, end);
+		r = mrc_vma_parse(fd, start, end);
+	pthread_mutex_unlock(&maps.lock);
 	return r;
 }
