@@ -172,6 +172,7 @@ static void adopt(void)
 	if (!mrc_monitor_in_clone())
 		return;
 	mrc_vma_cloned();
+	mrc_reach_forget();
 	mrc_monitor_adopt_clone();
 }
 

@@ -16,12 +16,14 @@
  * How they are found.  librdmad defines each call under the version glibc
  * gives it (GLIBC_2.2.5 on x86_64, generated from this machine's libc by
  * libc-versions.sh) as a non-default version: the dynamic linker binds a
- * program's munmap@GLIBC_2.2.5 to the first object in the lookup order
- * that defines it, which is librdmad wherever a program links it (it
- * comes before libc), while the static linker never binds a new program
- * to a non-default version, so no program records that it needs these
- * from librdmad and a librdmad without them would break nothing.  Where
- * librdmad comes after libc (dlopen()), they are simply not called.
+ * program's or a library's munmap@GLIBC_2.2.5 to the first object in the
+ * lookup order that defines it, which is librdmad wherever a program
+ * links it (it comes before libc).  A lookup by name (dlsym() without a
+ * version: ctypes, JITs) skips a non-default version, so each is also
+ * defined under librdmad's own default version RDMAD_HOOKS_1, which such
+ * a lookup finds and to which the static linker binds a program linked
+ * with librdmad.  Where librdmad comes after libc (dlopen()), they are
+ * simply not called, and reach.c says so.
  *
  * Two libraries hooking one process (libfabric #6474, Open MPI #8822)
  * broke each other by patching glibc's code, the second patch overwriting

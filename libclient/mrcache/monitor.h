@@ -112,6 +112,9 @@ bool mrc_monitor_hooks_reached(void);
  * slots, librdmad's own slots; no second libc in another namespace):
  * NULL when they do, else the way that does not, in words. */
 const char *mrc_reach_check(void);
+/* In a child made without fork()'s handlers: its lock made afresh (a
+ * forked child's is, by a handler of its own). */
+void mrc_reach_forget(void);
 /* What a hit reads between checks: one call slot and the value the last
  * check accepted there; a slot rewritten since sends the get to the
  * check. */

@@ -12,7 +12,8 @@
  * hooks.c, beside them, is libc's munmap(), mremap(), madvise() and
  * process_madvise() as librdmad defines them: it calls only monitor.c,
  * which announces the change to the caches as rdmad_mr_cache_begin_change()
- * does.
+ * does; reach.c (monitor.h) asks whether the program's calls come to
+ * them, every way a program calls.
  *
  * Locks, outermost first: the list of clients (monitor.c), then one
  * cache's lock, then the watched ranges' and the announced changes' locks

@@ -39,6 +39,18 @@
 
 #include "monitor.h"
 
+/* The relocations that fill a call slot. */
+#if defined(__x86_64__)
+#define REL_JUMP_SLOT R_X86_64_JUMP_SLOT
+#define REL_GLOB_DAT R_X86_64_GLOB_DAT
+#elif defined(__aarch64__)
+#define REL_JUMP_SLOT R_AARCH64_JUMP_SLOT
+#define REL_GLOB_DAT R_AARCH64_GLOB_DAT
+#else /* no slot is found: the other ways are still asked */
+#define REL_JUMP_SLOT (~0ul)
+#define REL_GLOB_DAT (~0ul)
+#endif
+
 /* get_reason()'s words. */
 #define NOT_REACHED(way)                                                       \
 	"the hooks are not reached: " way "; RDMAD_MR_CACHE_EVENTS_ONLY "      \
@@ -97,7 +109,7 @@ static void **slot_in(ElfW(Addr) base, const ElfW(Rela) * rel, size_t size,
 
 	for (i = 0; rel && i < size / sizeof(*rel); i++) {
 		type = ELF64_R_TYPE(rel[i].r_info);
-		if (type != R_X86_64_JUMP_SLOT && type != R_X86_64_GLOB_DAT)
+		if (type != REL_JUMP_SLOT && type != REL_GLOB_DAT)
 			continue;
 		if (!strcmp(strs + syms[ELF64_R_SYM(rel[i].r_info)].st_name,
 			    name))
@@ -269,12 +281,25 @@ static const char *ask(void)
 	return NULL;
 }
 
+/* A child: another thread of the parent may have held the lock. */
+void mrc_reach_forget(void)
+{
+	pthread_mutex_init(&reach.lock, NULL);
+}
+
+static void install_atfork(void)
+{
+	pthread_atfork(NULL, NULL, mrc_reach_forget);
+}
+
 const char *mrc_reach_check(void)
 {
+	static pthread_once_t once = PTHREAD_ONCE_INIT;
 	void **slot;
 	const char *why;
 	int saved = errno;
 
+	pthread_once(&once, install_atfork);
 	pthread_mutex_lock(&reach.lock);
 	look_up();
 	why = ask();
