@@ -255,14 +255,14 @@ static double miss_watch(void *arg)
 {
 	const struct span *r = arg;
 	uintptr_t s = (uintptr_t)r->buf, e = s + r->len;
-	uint64_t spent = 0, t0;
+	uint64_t spent = 0, t0, id = 0;
 	unsigned int i;
 
 	for (i = 0; i < r->n; i++) {
 		t0 = now_ns();
-		mrc_monitor_watch(s, e);
+		mrc_monitor_watch(s, e, &id);
 		spent += now_ns() - t0;
-		mrc_monitor_unwatch(s, e);
+		mrc_monitor_unwatch(id);
 	}
 	return (double)spent / r->n;
 }
@@ -275,24 +275,12 @@ static double miss_kind(void *arg)
 	unsigned int i;
 
 	for (i = 0; i < r->n; i++)
-		mrc_vma_private_anon(s, s + r->len, true);
+		mrc_vma_private_anon(s, s + r->len);
 	return (double)(now_ns() - t0) / r->n;
 }
 
-/* The kind by each way vma.c has: MADV_WIPEONFORK's answer, and the
- * maps file read up to the range (what 6.1 paid before). */
-static double kind_advise(void *arg)
-{
-	const struct span *r = arg;
-	uintptr_t s = (uintptr_t)r->buf;
-	uint64_t t0 = now_ns();
-	unsigned int i;
-
-	for (i = 0; i < r->n; i++)
-		mrc_vma_advise(s, s + r->len);
-	return (double)(now_ns() - t0) / r->n;
-}
-
+/* The kind as a kernel without PROCMAP_QUERY gives it (6.1): the maps
+ * file read up to the range. */
 static double kind_maps(void *arg)
 {
 	const struct span *r = arg;
@@ -321,25 +309,25 @@ static double probe(void *arg)
 	return (double)(now_ns() - t0) / 100000;
 }
 
-/* What a hook that announces adds for its guard: signals blocked and
- * unblocked (monitor.h). */
+/* What a hook that announces, and a get that misses, adds for its
+ * guard: signals blocked and cancellation disabled, and back
+ * (monitor.h). */
 static double guard(void *arg)
 {
 	uint64_t t0 = now_ns();
+	struct mrc_hush h;
 	unsigned int i;
-	sigset_t old;
 
 	(void)arg;
 	for (i = 0; i < 10000; i++) {
-		mrc_monitor_block(&old);
-		mrc_monitor_unblock(&old);
+		mrc_monitor_hush(&h);
+		mrc_monitor_unhush(&h);
 	}
 	return (double)(now_ns() - t0) / 10000;
 }
 
 static void kinds(size_t len, struct span *r)
 {
-	figure("kind-advise", len, median(kind_advise, r));
 	figure("kind-maps", len, median(kind_maps, r));
 }
 
@@ -640,18 +628,18 @@ static void unmaps(void)
 static double reg_watched(void *arg)
 {
 	uintptr_t s = (uintptr_t)v.buf, e = s + v.len;
-	uint64_t spent = 0, t0;
+	uint64_t spent = 0, t0, id = 0;
 	struct ibv_mr *mr;
 	unsigned int i;
 
 	(void)arg;
 	for (i = 0; i < v.n; i++) {
-		mrc_monitor_watch(s, e);
+		mrc_monitor_watch(s, e, &id);
 		t0 = now_ns();
 		mr = ibv_reg_mr(v.pd, v.buf, v.len, ACCESS);
 		spent += now_ns() - t0;
 		ibv_dereg_mr(mr);
-		mrc_monitor_unwatch(s, e);
+		mrc_monitor_unwatch(id);
 	}
 	return (double)spent / v.n;
 }

@@ -146,6 +146,36 @@ static bool hinted(const struct hint *h, const struct rdmad_mr_cache *c)
 	return h->cache == c && h->id == c->id;
 }
 
+/* The cache's lock checks its owner: a thread ended inside a locked hit
+ * (pthread_exit() from a handler) unlocks it on its way out, and an
+ * unlock by a thread that did not get as far as the lock is refused. */
+static void init_lock(pthread_mutex_t *lock)
+{
+	pthread_mutexattr_t attr;
+
+	pthread_mutexattr_init(&attr);
+	pthread_mutexattr_settype(&attr, PTHREAD_MUTEX_ERRORCHECK);
+	pthread_mutex_init(lock, &attr);
+	pthread_mutexattr_destroy(&attr);
+}
+
+static void unlock_on_exit(void *lock)
+{
+	pthread_mutex_unlock(lock);
+}
+
+/* First in every call but a hit: a child made without fork()'s handlers
+ * (_Fork(), a raw clone()) makes the monitor's state and the kinds'
+ * descriptor afresh before it takes a lock (monitor.h's token). */
+static void adopt(void)
+{
+	if (!mrc_monitor_in_clone())
+		return;
+	mrc_vma_cloned();
+	mrc_reach_forget();
+	mrc_monitor_adopt_clone();
+}
+
 /* ---- the mode ---------------------------------------------------------------
  *
  *   from \ to   CACHING  UNWATCHED  NO_MONITOR  UNHOOKED  FORKED  LEAVING
@@ -210,18 +240,17 @@ static void check_monitor(struct rdmad_mr_cache *c)
  * (RDMAD_MR_CACHE_EVENTS_ONLY, or RDMAD_MR_CACHE_HOOKS=off, announcing
  * its discards itself).  Unlocked: the probe goes through whatever
  * another library put in the call slots. */
-static bool hooks_hold(const struct rdmad_mr_cache *c)
+static bool hooks_hold(struct rdmad_mr_cache *c)
 {
+	/* Always: it also takes note of the slot a hit reads. */
+	const char *why = mrc_reach_check();
+
 	if ((c->flags & RDMAD_MR_CACHE_EVENTS_ONLY) || !mrc_monitor_hooks_on())
 		return true;
-	return mrc_monitor_hooks_reached();
+	if (why)
+		__atomic_store_n(&c->unhooked_why, why, __ATOMIC_RELAXED);
+	return !why;
 }
-
-static const char unhooked_why[] =
-	"the hooks are not reached: this process's madvise() or munmap() "
-	"does not come to librdmad (librdmad opened with dlopen() after "
-	"libc, or another library patched the calls); "
-	"RDMAD_MR_CACHE_EVENTS_ONLY caches on the kernel's events alone";
 
 /* Whether the mode follows the hooks (hooks_hold() is asked). */
 static bool hookable(const struct rdmad_mr_cache *c)
@@ -292,9 +321,16 @@ static void unlock_cache(void *arg)
 	pthread_mutex_unlock(&((struct rdmad_mr_cache *)arg)->lock);
 }
 
+/* The lock checks its owner, and the child's thread has another id than
+ * the parent's that took it: made afresh and taken again, so that the
+ * handler's unlock is the owner's. */
 static void forked(void *arg)
 {
-	mrc_cache_forked(arg);
+	struct rdmad_mr_cache *c = arg;
+
+	mrc_cache_forked(c);
+	init_lock(&c->lock);
+	pthread_mutex_lock(&c->lock);
 }
 
 /* A raw clone()'s child, alone: the lock may be a parent thread's. */
@@ -302,8 +338,7 @@ static void cloned(void *arg)
 {
 	struct rdmad_mr_cache *c = arg;
 
-	mrc_vma_cloned();
-	pthread_mutex_init(&c->lock, NULL);
+	init_lock(&c->lock);
 	pthread_mutex_lock(&c->lock);
 	mrc_cache_forked(c);
 	pthread_mutex_unlock(&c->lock);
@@ -321,7 +356,7 @@ static void unwatched(struct mrc_entry *list, uintptr_t start, uintptr_t end)
 
 	for (e = list; e; e = e->next)
 		if (overlaps(e, start, end))
-			e->watched = false;
+			e->watch = 0;
 }
 
 static void release(void *arg, uintptr_t start, uintptr_t end)
@@ -377,7 +412,7 @@ fast_hit(struct rdmad_mr_cache *c, uintptr_t start, uintptr_t end, int access)
 	struct mrc_entry *e = h->entry;
 
 	if (!hinted(h, c) || gen_of(c) != h->gen || mrc_monitor_busy() ||
-	    mrc_monitor_in_clone())
+	    mrc_monitor_in_clone() || !mrc_reach_steady())
 		return NULL;
 	__atomic_add_fetch(&e->refcnt, 1, __ATOMIC_SEQ_CST);
 	/* Unmoved: @e has stayed in the index, unchanged, since the hint. */
@@ -516,14 +551,13 @@ static struct mrc_entry *plan(struct rdmad_mr_cache *c, uintptr_t start,
 		return PASS;
 	}
 	if (c->mode == MRC_CACHING) {
-		err = mrc_monitor_watch(start, end);
+		err = mrc_monitor_watch(start, end, &e->watch);
 		if (err == -ESTALE)
 			check_monitor(c);
 		if (err) {
 			mrc_entry_unalloc(c, e);
 			return PASS;
 		}
-		e->watched = true;
 	}
 	e->start = start;
 	e->end = end;
@@ -562,8 +596,8 @@ static bool admit(struct rdmad_mr_cache *c, struct mrc_entry *e,
 /* A planned entry that will not be: back to the pool, unwatched. */
 static void drop_plan(struct rdmad_mr_cache *c, struct mrc_entry *e)
 {
-	if (e->watched)
-		mrc_monitor_unwatch(e->start, e->end);
+	if (e->watch)
+		mrc_monitor_unwatch(e->watch);
 	pthread_mutex_lock(&c->lock);
 	mrc_entry_unalloc(c, e);
 	pthread_mutex_unlock(&c->lock);
@@ -582,8 +616,7 @@ static struct mrc_entry *fill(struct rdmad_mr_cache *c, struct mrc_entry *e,
 	/* UNWATCHED, the tests' control, caches any kind, so that a case
 	 * can be shown to corrupt. */
 	if (c->mode == MRC_CACHING &&
-	    mrc_vma_private_anon(e->start, e->end,
-				 !mrc_monitor_wipeonfork_asked()) != 1) {
+	    mrc_vma_private_anon(e->start, e->end) != 1) {
 		drop_plan(c, e);
 		return pass_through(c, ask->addr, ask->length, ask->access);
 	}
@@ -655,6 +688,39 @@ static struct mrc_entry *lookup(struct rdmad_mr_cache *c, uintptr_t start,
 	return fill(c, e, ask);
 }
 
+/* A hit under the cache's lock, before anything that takes a lock of the
+ * monitor's or makes a system call: no signal blocked (that costs two
+ * system calls), cancellation points none but the monitor's wait (which
+ * disables cancellation itself), and a pthread_exit() from a handler
+ * landing here unlocks the cache's lock on its way out.  The hooks'
+ * probe and the watched call slot are asked; the rest of the check
+ * (reach.c) is the miss's.  NULL: the full path decides. */
+static struct mrc_entry *locked_hit(struct rdmad_mr_cache *c, uintptr_t start,
+				    uintptr_t end, int access)
+{
+	struct mrc_entry *e = NULL;
+
+	if (hookable(c) && !(c->flags & RDMAD_MR_CACHE_EVENTS_ONLY) &&
+	    mrc_monitor_hooks_on() &&
+	    !(mrc_monitor_hooks_reached() && mrc_reach_steady()))
+		return NULL;
+	if (c->mode == MRC_CACHING)
+		mrc_monitor_quiesce();
+	pthread_cleanup_push(unlock_on_exit, &c->lock);
+	pthread_mutex_lock(&c->lock);
+	if (mrc_changes_pending(c))
+		mrc_changes_apply(c);
+	check_monitor(c);
+	if (cacheable(c, access)) {
+		e = hit(c, start, end, access);
+		if (e)
+			remember(c, e);
+	}
+	pthread_mutex_unlock(&c->lock);
+	pthread_cleanup_pop(0);
+	return e;
+}
+
 /* A get the thread's hint does not serve: the lock, the index, a miss.
  * Apart, so that a hit does not pay for this one's frame. */
 static __attribute__((noinline)) struct ibv_mr *
@@ -663,13 +729,21 @@ get_locked(struct rdmad_mr_cache *cache, void *addr, size_t length, int access)
 	struct ask ask = {addr, length, access, 0};
 	uintptr_t start, end;
 	struct mrc_entry *e;
+	struct mrc_hush h;
+	int err;
 
 	pages_of(addr, length, &start, &end);
-	if (mrc_monitor_in_clone())
-		mrc_monitor_adopt_clone();
+	adopt();
 	mrc_reap(cache);
+	e = locked_hit(cache, start, end, access);
+	if (e)
+		return e->mr;
+	mrc_monitor_hush(&h);
 	e = lookup(cache, start, end, &ask);
+	err = errno;
 	mrc_reap(cache);
+	mrc_monitor_unhush(&h);
+	errno = err;
 	return e ? e->mr : NULL;
 }
 
@@ -697,38 +771,42 @@ RDMAD_EXPORT struct ibv_mr *rdmad_mr_cache_get(struct rdmad_mr_cache *cache,
 RDMAD_EXPORT int rdmad_mr_cache_begin_change(void *addr, size_t length)
 {
 	uintptr_t start, end;
-	sigset_t old;
+	struct mrc_hush h;
 
 	if (pages_of(addr, length, &start, &end))
 		return -EINVAL;
-	mrc_monitor_block(&old);
+	adopt();
+	mrc_monitor_hush(&h);
 	mrc_monitor_changing(start, end);
-	mrc_monitor_unblock(&old);
+	mrc_monitor_unhush(&h);
 	return 0;
 }
 
 RDMAD_EXPORT int rdmad_mr_cache_end_change(void *addr, size_t length)
 {
 	uintptr_t start, end;
-	sigset_t old;
+	struct mrc_hush h;
 
 	if (pages_of(addr, length, &start, &end))
 		return -EINVAL;
-	mrc_monitor_block(&old);
+	adopt();
+	mrc_monitor_hush(&h);
 	mrc_monitor_changed(start, end);
-	mrc_monitor_unblock(&old);
+	mrc_monitor_unhush(&h);
 	return 0;
 }
 
 RDMAD_EXPORT int rdmad_mr_cache_release(void *addr, size_t length)
 {
 	uintptr_t start, end;
+	struct mrc_hush h;
 
 	if (pages_of(addr, length, &start, &end))
 		return -EINVAL;
-	if (mrc_monitor_in_clone())
-		mrc_monitor_adopt_clone();
+	adopt();
+	mrc_monitor_hush(&h);
 	mrc_monitor_release(start, end);
+	mrc_monitor_unhush(&h);
 	return 0;
 }
 
@@ -743,8 +821,7 @@ RDMAD_EXPORT int rdmad_mr_cache_put(struct rdmad_mr_cache *cache,
 
 	if (!cache || !mr)
 		return -EINVAL;
-	if (mrc_monitor_in_clone())
-		mrc_monitor_adopt_clone();
+	adopt();
 
 	/* The hint's entry, if it has stayed in the index: a dead entry's
 	 * old MR pointer may since name another entry's MR. */
@@ -752,9 +829,12 @@ RDMAD_EXPORT int rdmad_mr_cache_put(struct rdmad_mr_cache *cache,
 	    __atomic_load_n(&h->entry->mr, __ATOMIC_RELAXED) == mr) {
 		e = h->entry;
 	} else {
+		/* As locked_hit(): no system call. */
+		pthread_cleanup_push(unlock_on_exit, &cache->lock);
 		pthread_mutex_lock(&cache->lock);
 		e = mrc_owners_find(&cache->owners, mr);
 		pthread_mutex_unlock(&cache->lock);
+		pthread_cleanup_pop(0);
 		if (!e)
 			return -EINVAL;
 	}
@@ -836,25 +916,29 @@ struct rdmad_mr_cache *mrc_cache_new_ops(struct ibv_pd *pd,
 					 const char *device)
 {
 	struct rdmad_mr_cache *c;
+	struct mrc_hush h;
 	int err;
 
-	if (mrc_monitor_in_clone())
-		mrc_monitor_adopt_clone();
+	adopt();
 	c = calloc(1, sizeof(*c));
 	if (!c)
 		return NULL;
 	err = bounds(c, attr);
 	if (err)
 		goto fail;
-	pthread_mutex_init(&c->lock, NULL);
+	init_lock(&c->lock);
 	c->id = __atomic_add_fetch(&next_id, 1, __ATOMIC_RELAXED);
 	c->pd = pd;
 	c->ops = *ops;
 	strncpy(c->device, device ? device : "", sizeof(c->device) - 1);
+	/* Starting the monitor waits for its thread (a cancellation
+	 * point) holding the start lock that fork() takes. */
+	mrc_monitor_hush(&h);
 	c->mode =
 		mrc_monitor_start(&c->why) == 0 ? MRC_CACHING : MRC_NO_MONITOR;
 	/* Last: from here the monitor and leaving devices see it. */
 	err = mrc_monitor_add(&client, c);
+	mrc_monitor_unhush(&h);
 	if (!err)
 		return c;
 	pthread_mutex_destroy(&c->lock);
@@ -888,15 +972,11 @@ rdmad_mr_cache_new(struct ibv_pd *pd, const struct rdmad_mr_cache_attr *attr)
 				 ibv_get_device_name(pd->context->device));
 }
 
-RDMAD_EXPORT int rdmad_mr_cache_flush(struct rdmad_mr_cache *cache)
+static int flush(struct rdmad_mr_cache *cache)
 {
 	struct mrc_entry *e, *next;
 	long n = 0;
 
-	if (!cache)
-		return -EINVAL;
-	if (mrc_monitor_in_clone())
-		mrc_monitor_adopt_clone();
 	pthread_mutex_lock(&cache->lock);
 	for (e = cache->lru_head; e; e = next) {
 		next = e->lru_next;
@@ -911,21 +991,39 @@ RDMAD_EXPORT int rdmad_mr_cache_flush(struct rdmad_mr_cache *cache)
 	return n > INT_MAX ? INT_MAX : (int)n;
 }
 
+RDMAD_EXPORT int rdmad_mr_cache_flush(struct rdmad_mr_cache *cache)
+{
+	struct mrc_hush h;
+	int n;
+
+	if (!cache)
+		return -EINVAL;
+	adopt();
+	mrc_monitor_hush(&h);
+	n = flush(cache);
+	mrc_monitor_unhush(&h);
+	return n;
+}
+
 RDMAD_EXPORT int rdmad_mr_cache_destroy(struct rdmad_mr_cache *cache)
 {
+	struct mrc_hush h;
 	uint64_t busy;
 
 	if (!cache)
 		return 0;
-	if (mrc_monitor_in_clone())
-		mrc_monitor_adopt_clone();
+	adopt();
+	mrc_monitor_hush(&h);
 	pthread_mutex_lock(&cache->lock);
 	busy = mrc_in_use(cache);
 	pthread_mutex_unlock(&cache->lock);
+	if (!busy) {
+		mrc_monitor_remove(cache);
+		flush(cache);
+	}
+	mrc_monitor_unhush(&h);
 	if (busy)
 		return -EBUSY;
-	mrc_monitor_remove(cache);
-	rdmad_mr_cache_flush(cache);
 	mrc_pool_free(cache);
 	mrc_index_free(&cache->index);
 	mrc_owners_free(&cache->owners);
@@ -942,31 +1040,35 @@ RDMAD_EXPORT int rdmad_mr_cache_get_stats(struct rdmad_mr_cache *cache,
 {
 	struct rdmad_mr_cache_stats now;
 
+	struct mrc_hush h;
+
 	if (!cache || !stats)
 		return -EINVAL;
-	if (mrc_monitor_in_clone())
-		mrc_monitor_adopt_clone();
+	adopt();
 	if (size > sizeof(now))
 		size = sizeof(now);
+	mrc_monitor_hush(&h);
 	pthread_mutex_lock(&cache->lock);
 	now = cache->stats;
 	now.hits = __atomic_load_n(&cache->stats.hits, __ATOMIC_RELAXED);
 	now.entries = cache->index.count;
 	now.in_use = mrc_in_use(cache);
 	pthread_mutex_unlock(&cache->lock);
+	mrc_monitor_unhush(&h);
 	memcpy(stats, &now, size);
 	return 0;
 }
 
 RDMAD_EXPORT int rdmad_mr_cache_is_caching(struct rdmad_mr_cache *cache)
 {
-	int r;
+	struct mrc_hush h;
 	bool hooked = true;
+	int r;
 
 	if (!cache)
 		return -EINVAL;
-	if (mrc_monitor_in_clone())
-		mrc_monitor_adopt_clone();
+	adopt();
+	mrc_monitor_hush(&h);
 	/* The one call that checks the descriptor and the hooks without a
 	 * miss. */
 	if (hookable(cache)) {
@@ -979,6 +1081,7 @@ RDMAD_EXPORT int rdmad_mr_cache_is_caching(struct rdmad_mr_cache *cache)
 	r = cacheable(cache, 0);
 	pthread_mutex_unlock(&cache->lock);
 	mrc_reap(cache);
+	mrc_monitor_unhush(&h);
 	return r;
 }
 
@@ -995,7 +1098,7 @@ rdmad_mr_cache_get_reason(const struct rdmad_mr_cache *cache)
 	case MRC_LEAVING:
 		return "its device is leaving (RDMAD_EVENT_REMOVING)";
 	case MRC_UNHOOKED:
-		return unhooked_why;
+		return __atomic_load_n(&cache->unhooked_why, __ATOMIC_RELAXED);
 	case MRC_CACHING:
 	case MRC_NO_MONITOR:
 		break;

@@ -59,7 +59,8 @@ struct mrc_entry *mrc_entry_alloc(struct rdmad_mr_cache *c)
 	}
 	c->pool = e == c->pool ? e->next : c->pool;
 	__atomic_store_n(&e->dead, false, __ATOMIC_SEQ_CST);
-	e->orphan = e->cached = e->watched = false;
+	e->orphan = e->cached = false;
+	e->watch = 0;
 	__atomic_store_n(&e->recent, false, __ATOMIC_RELAXED);
 	e->lru_prev = e->lru_next = e->next = NULL;
 	return e;
@@ -176,13 +177,23 @@ void mrc_retire_range(struct rdmad_mr_cache *c, size_t first, size_t n)
 /* The count of @e went to 0: a cached entry in the index stays, idle;
  * one detached (dead, or a pass-through) goes to the dead list, unless a
  * late hit raised the count again (then its own drop comes here). */
+static void unlock_on_exit(void *lock)
+{
+	pthread_mutex_unlock(lock);
+}
+
+/* No cancellation point and no lock of the monitor's: a pthread_exit()
+ * from a handler landing here gives the cache's lock back on its way
+ * out (the lock checks its owner, cache.c), at no system call. */
 static void settle(struct rdmad_mr_cache *c, struct mrc_entry *e)
 {
+	pthread_cleanup_push(unlock_on_exit, &c->lock);
 	pthread_mutex_lock(&c->lock);
 	if ((!e->cached || __atomic_load_n(&e->dead, __ATOMIC_SEQ_CST)) &&
 	    claim(e) && unlink_from(&c->detached, e))
 		push_dead(c, e);
 	pthread_mutex_unlock(&c->lock);
+	pthread_cleanup_pop(0);
 }
 
 /* The entry may have been recycled since the increment: settle() looks
@@ -217,10 +228,15 @@ int mrc_entry_drop(struct rdmad_mr_cache *c, struct mrc_entry *e)
 /* ---- deregistering --------------------------------------------------------
  */
 
+/* Signals blocked and cancellation off: a thread that ended here would
+ * leave the cache's lock held, or the entries it took off the dead list
+ * neither deregistered nor back in the pool. */
 void mrc_reap_dead(struct rdmad_mr_cache *c)
 {
 	struct mrc_entry *e, *next;
+	struct mrc_hush h;
 
+	mrc_monitor_hush(&h);
 	pthread_mutex_lock(&c->lock);
 	e = c->dead;
 	__atomic_store_n(&c->dead, NULL, __ATOMIC_RELEASE);
@@ -234,14 +250,15 @@ void mrc_reap_dead(struct rdmad_mr_cache *c)
 			c->ops.dereg(e->mr);
 		__atomic_store_n(&e->mr, NULL, __ATOMIC_RELAXED);
 		/* No entry needs the range now: its mappings merge back. */
-		if (e->watched)
-			mrc_monitor_unwatch(e->start, e->end);
-		e->watched = false;
+		if (e->watch)
+			mrc_monitor_unwatch(e->watch);
+		e->watch = 0;
 		pthread_mutex_lock(&c->lock);
 		c->stats.bytes_pinned -= span(e);
 		mrc_push(&c->pool, e);
 		pthread_mutex_unlock(&c->lock);
 	}
+	mrc_monitor_unhush(&h);
 }
 
 static uint64_t users(const struct mrc_entry *e)

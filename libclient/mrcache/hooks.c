@@ -16,12 +16,14 @@
  * How they are found.  librdmad defines each call under the version glibc
  * gives it (GLIBC_2.2.5 on x86_64, generated from this machine's libc by
  * libc-versions.sh) as a non-default version: the dynamic linker binds a
- * program's munmap@GLIBC_2.2.5 to the first object in the lookup order
- * that defines it, which is librdmad wherever a program links it (it
- * comes before libc), while the static linker never binds a new program
- * to a non-default version, so no program records that it needs these
- * from librdmad and a librdmad without them would break nothing.  Where
- * librdmad comes after libc (dlopen()), they are simply not called.
+ * program's or a library's munmap@GLIBC_2.2.5 to the first object in the
+ * lookup order that defines it, which is librdmad wherever a program
+ * links it (it comes before libc).  A lookup by name (dlsym() without a
+ * version: ctypes, JITs) skips a non-default version, so each is also
+ * defined under librdmad's own default version RDMAD_HOOKS_1, which such
+ * a lookup finds and to which the static linker binds a program linked
+ * with librdmad.  Where librdmad comes after libc (dlopen()), they are
+ * simply not called, and reach.c says so.
  *
  * Two libraries hooking one process (libfabric #6474, Open MPI #8822)
  * broke each other by patching glibc's code, the second patch overwriting
@@ -59,8 +61,17 @@
 #define HOOK(name) name
 #else
 #define HOOK(name) mrc_hook_##name
+/* Under libc's version for the program's calls, and under librdmad's own
+ * default version for a lookup by name (dlsym(RTLD_DEFAULT) skips a
+ * symbol whose version is not the default one): an alias of the same
+ * function, since one symbol takes one default version. */
 #define VERSIONED(name, version)                                               \
-	__asm__(".symver mrc_hook_" #name ", " #name "@" version)
+	__asm__(".symver mrc_hook_" #name ", " #name "@" version);             \
+	extern __typeof__(mrc_hook_##name) mrc_hook_##name##_by_name           \
+		__attribute__((alias("mrc_hook_" #name),                       \
+			       visibility("default")));                        \
+	__asm__(".symver mrc_hook_" #name "_by_name, " #name "@@RDMAD_HOOKS_"  \
+		"1")
 #endif
 #define EXPORT __attribute__((visibility("default")))
 /* A call's announced half, apart: the call a program makes with no
@@ -111,11 +122,11 @@ static void *resolve(int i, const char *name, const char *version)
 /* ---- the bracket around a call ------------------------------------------- */
 
 /* One bracket's pages, and whether it is announced.  A thread announcing
- * keeps its signals blocked from its first lock to the end of the
- * bracket (mrc_monitor_block()): a handler that runs on it then finds
- * nothing half done (no claimed ring slot, no lock, no range marked
- * changing), and a siglongjmp() out of that handler leaves nothing
- * behind. */
+ * keeps its signals blocked and its cancellation disabled from its first
+ * lock to the end of the bracket (mrc_monitor_hush()): a handler that
+ * runs on it then finds nothing half done (no claimed ring slot, no
+ * lock, no range marked changing), a siglongjmp() out of that handler
+ * leaves nothing behind, and an asynchronous pthread_cancel() waits. */
 struct bracket {
 	uintptr_t start;
 	uintptr_t end;
@@ -125,21 +136,21 @@ struct bracket {
 /* Signals blocked for the brackets of one call.  Set up with m.on =
  * false alone: an initialiser would zero the 128-byte set first. */
 struct masked {
-	sigset_t old;
+	struct mrc_hush hush;
 	bool on;
 };
 
 static void mask(struct masked *m)
 {
 	if (!m->on)
-		mrc_monitor_block(&m->old);
+		mrc_monitor_hush(&m->hush);
 	m->on = true;
 }
 
 static void unmask(struct masked *m)
 {
 	if (m->on)
-		mrc_monitor_unblock(&m->old);
+		mrc_monitor_unhush(&m->hush);
 	m->on = false;
 }
 
@@ -195,6 +206,19 @@ static bool discards(int advice)
 	default:
 		return false;
 	}
+}
+
+/* The advice the kernel refuses over a range the monitor watches
+ * (MADV_COLLAPSE: a userfaultfd-armed mapping is never collapsed): it is
+ * announced where a watched range overlaps, so the range is unwatched
+ * first and the call returns what libc returns; the entries over it go,
+ * as for any change of its pages (a collapse copies them). */
+#ifndef MADV_COLLAPSE
+#define MADV_COLLAPSE 25
+#endif
+static bool unwatches(int advice)
+{
+	return advice == MADV_COLLAPSE;
 }
 
 /* ---- the calls ------------------------------------------------------------
@@ -274,7 +298,7 @@ static NOINLINE int announce_madvise(void *addr, size_t len, int advice)
 	int r;
 
 	m.on = false;
-	begin(&b, &m, addr, len, true);
+	begin(&b, &m, addr, len, discards(advice));
 	r = call_madvise(addr, len, advice);
 	done(&b, 1, &m);
 	return r;
@@ -284,9 +308,7 @@ EXPORT int HOOK(madvise)(void *addr, size_t len, int advice)
 {
 	if (probe(addr, len) && advice == MRC_PROBE_ADVICE)
 		return MRC_PROBE_ANSWER;
-	if (advice == MADV_WIPEONFORK)
-		mrc_monitor_wipeonfork_note();
-	if (!discards(advice) || !mrc_monitor_armed())
+	if (!(discards(advice) || unwatches(advice)) || !mrc_monitor_armed())
 		return call_madvise(addr, len, advice);
 	return announce_madvise(addr, len, advice);
 }
@@ -471,9 +493,7 @@ static NOINLINE ssize_t announce_process_madvise(int pidfd,
 EXPORT ssize_t HOOK(process_madvise)(int pidfd, const struct iovec *iov,
 				     size_t n, int advice, unsigned int flags)
 {
-	if (advice == MADV_WIPEONFORK)
-		mrc_monitor_wipeonfork_note();
-	if (!discards(advice) || !mrc_monitor_armed())
+	if (!(discards(advice) || unwatches(advice)) || !mrc_monitor_armed())
 		return call_process_madvise(pidfd, iov, n, advice, flags);
 	return announce_process_madvise(pidfd, iov, n, advice, flags);
 }

@@ -75,6 +75,7 @@ struct client {
 struct range {
 	uintptr_t start;
 	uintptr_t end;
+	uint64_t id; /* a watch's (mrc_monitor_watch()), else 0 */
 };
 
 static struct {
@@ -108,10 +109,12 @@ static struct {
 	struct range *watched;
 	size_t nwatched;
 	size_t max_watched;
+	uint64_t last_id;
 } mon = {
 	.start_lock = PTHREAD_MUTEX_INITIALIZER,
 	.fd = -1,
-	.quiet_lock = PTHREAD_MUTEX_INITIALIZER,
+	/* Checks its owner: mrc_monitor_quiesce()'s cleanup. */
+	.quiet_lock = PTHREAD_ERRORCHECK_MUTEX_INITIALIZER_NP,
 	.quiet = PTHREAD_COND_INITIALIZER,
 	.list_lock = PTHREAD_MUTEX_INITIALIZER,
 	.watch_lock = PTHREAD_MUTEX_INITIALIZER,
@@ -363,6 +366,9 @@ static bool hooks_wanted(void)
 	return !env || (strcmp(env, "off") && strcmp(env, "0"));
 }
 
+static pthread_once_t atfork_once = PTHREAD_ONCE_INIT;
+static void install_atfork(void);
+
 static int start(const char **why)
 {
 	const char *env = getenv("RDMAD_MR_CACHE_MONITOR");
@@ -376,6 +382,14 @@ static int start(const char **why)
 	if (env && *env && strcmp(env, "userfaultfd")) {
 		*why = "unknown RDMAD_MR_CACHE_MONITOR (userfaultfd or none)";
 		return -EINVAL;
+	}
+	/* Without the token page a child made by _Fork() or a raw clone()
+	 * could not be told from this process, and would reach its
+	 * monitor: no monitor then. */
+	pthread_once(&atfork_once, install_atfork);
+	if (!__atomic_load_n(&mrc_hook_line.token, __ATOMIC_ACQUIRE)) {
+		*why = "no MADV_WIPEONFORK page to tell a child by";
+		return -ENOMEM;
 	}
 	if (!mon.watched) {
 		mon.max_watched = watch_bound();
@@ -508,7 +522,7 @@ static bool maybe_watched(uintptr_t start, uintptr_t end)
 	return false;
 }
 
-int mrc_monitor_watch(uintptr_t start, uintptr_t end)
+int mrc_monitor_watch(uintptr_t start, uintptr_t end, uint64_t *id)
 {
 	struct uffdio_register reg = {
 		.range = {.start = start, .len = end - start},
@@ -527,7 +541,8 @@ int mrc_monitor_watch(uintptr_t start, uintptr_t end)
 	else if (ioctl(mon.fd, UFFDIO_REGISTER, &reg) < 0)
 		err = -errno;
 	if (!err) {
-		mon.watched[mon.nwatched++] = (struct range){start, end};
+		*id = ++mon.last_id;
+		mon.watched[mon.nwatched++] = (struct range){start, end, *id};
 		count_regions(start, end, 1);
 	}
 	unlock(&mon.watch_lock);
@@ -596,15 +611,18 @@ static void unregister_unused(uintptr_t start, uintptr_t end)
 	}
 }
 
-void mrc_monitor_unwatch(uintptr_t start, uintptr_t end)
+void mrc_monitor_unwatch(uint64_t id)
 {
+	uintptr_t start, end;
 	size_t i;
 
 	lock(&mon.watch_lock);
 	for (i = 0; i < mon.nwatched; i++)
-		if (mon.watched[i].start == start && mon.watched[i].end == end)
+		if (mon.watched[i].id == id)
 			break;
 	if (i < mon.nwatched) {
+		start = mon.watched[i].start;
+		end = mon.watched[i].end;
 		count_regions(start, end, -1);
 		mon.watched[i] = mon.watched[--mon.nwatched];
 		if (ours())
@@ -669,16 +687,21 @@ void mrc_monitor_release(uintptr_t start, uintptr_t end)
 	lock(&mon.watch_lock);
 	watched_hull(&start, &end);
 	unlock(&mon.watch_lock);
-	pthread_mutex_lock(&mon.list_lock);
+	lock(&mon.list_lock);
 	for (i = 0; i < MRC_MONITOR_CLIENTS; i++)
 		if (mon.clients[i].ops)
 			mon.clients[i].ops->release(mon.clients[i].arg, start,
 						    end);
-	pthread_mutex_unlock(&mon.list_lock);
+	unlock(&mon.list_lock);
 	lock(&mon.watch_lock);
 	watched_hull(&start, &end);
 	unwatch_all(start, end);
 	unlock(&mon.watch_lock);
+	/* A miss on another thread may have watched a range here between
+	 * the clients' release and unwatch_all(), or may admit an entry it
+	 * planned before: as a change, that miss is refused and an entry
+	 * admitted meanwhile leaves the index. */
+	tell_clients(start, end);
 }
 
 /* ---- changes the program announces --------------------------------------- */
@@ -772,19 +795,6 @@ bool mrc_monitor_hooked(uintptr_t start, uintptr_t end, bool always)
 	return any;
 }
 
-static bool wipeonfork_asked;
-
-void mrc_monitor_wipeonfork_note(void)
-{
-	if (!__atomic_load_n(&wipeonfork_asked, __ATOMIC_RELAXED))
-		__atomic_store_n(&wipeonfork_asked, true, __ATOMIC_RELAXED);
-}
-
-bool mrc_monitor_wipeonfork_asked(void)
-{
-	return __atomic_load_n(&wipeonfork_asked, __ATOMIC_RELAXED);
-}
-
 bool mrc_monitor_hooks_on(void)
 {
 	return __atomic_load_n(&mon.hooks, __ATOMIC_RELAXED);
@@ -805,17 +815,19 @@ bool mrc_monitor_hooks_reached(void)
 	return reached;
 }
 
-void mrc_monitor_block(sigset_t *ret_old)
+void mrc_monitor_hush(struct mrc_hush *h)
 {
 	sigset_t all;
 
 	sigfillset(&all);
-	pthread_sigmask(SIG_BLOCK, &all, ret_old);
+	pthread_sigmask(SIG_BLOCK, &all, &h->old);
+	pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &h->cancel);
 }
 
-void mrc_monitor_unblock(const sigset_t *old)
+void mrc_monitor_unhush(const struct mrc_hush *h)
 {
-	pthread_sigmask(SIG_SETMASK, old, NULL);
+	pthread_setcancelstate(h->cancel, NULL);
+	pthread_sigmask(SIG_SETMASK, &h->old, NULL);
 }
 
 unsigned long mrc_monitor_events(void)
@@ -825,17 +837,33 @@ unsigned long mrc_monitor_events(void)
 
 /* ---- waiting for the thread ---------------------------------------------- */
 
+static void quiet_unlock(void *arg)
+{
+	(void)arg;
+	pthread_mutex_unlock(&mon.quiet_lock);
+}
+
 void mrc_monitor_quiesce(void)
 {
 	unsigned long seen;
+	int cancel;
 
 	if (!mrc_monitor_busy())
 		return;
+	/* pthread_cond_wait() is a cancellation point: a thread cancelled
+	 * in it would end holding quiet_lock, which the monitor thread
+	 * takes after every batch.  A thread ended there by its handler
+	 * (pthread_exit()) gets the lock back from the wait's own cleanup,
+	 * and gives it up in this one. */
+	pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &cancel);
+	pthread_cleanup_push(quiet_unlock, NULL);
 	pthread_mutex_lock(&mon.quiet_lock);
 	seen = atomic_load(&mon.batches);
 	while (mrc_monitor_busy() && atomic_load(&mon.batches) == seen)
 		pthread_cond_wait(&mon.quiet, &mon.quiet_lock);
 	pthread_mutex_unlock(&mon.quiet_lock);
+	pthread_cleanup_pop(0);
+	pthread_setcancelstate(cancel, NULL);
 }
 
 /* ---- the clients, and fork ----------------------------------------------- */
@@ -852,8 +880,16 @@ static void lock_clients(bool lock)
 			c->ops->unlock(c->arg);
 }
 
+/* fork()'s thread keeps its signals blocked while it holds the locks:
+ * a handler's hooked call there would find them held. */
+static __thread sigset_t fork_mask;
+
 static void atfork_prepare(void)
 {
+	sigset_t all;
+
+	sigfillset(&all);
+	pthread_sigmask(SIG_BLOCK, &all, &fork_mask);
 	pthread_mutex_lock(&mon.start_lock);
 	pthread_mutex_lock(&mon.list_lock);
 	lock_clients(true);
@@ -868,6 +904,7 @@ static void atfork_parent(void)
 	lock_clients(false);
 	pthread_mutex_unlock(&mon.list_lock);
 	pthread_mutex_unlock(&mon.start_lock);
+	pthread_sigmask(SIG_SETMASK, &fork_mask, NULL);
 }
 
 /* A child has no monitor thread and its mappings are no longer watched
@@ -887,16 +924,21 @@ static void forget_parent(void)
 	memset(mon.flying, 0, sizeof(mon.flying));
 	mon.flying_over = 0;
 	__atomic_store_n(&mrc_monitor_reading, 0, __ATOMIC_SEQ_CST);
-	pthread_mutex_init(&mon.quiet_lock, NULL);
+	{
+		pthread_mutexattr_t attr;
+
+		pthread_mutexattr_init(&attr);
+		pthread_mutexattr_settype(&attr, PTHREAD_MUTEX_ERRORCHECK);
+		pthread_mutex_init(&mon.quiet_lock, &attr);
+		pthread_mutexattr_destroy(&attr);
+	}
 	pthread_cond_init(&mon.quiet, NULL);
 }
-
-uint64_t *mrc_monitor_token;
 
 /* The child's token page reads zero again: it has been told. */
 static void told(void)
 {
-	uint64_t *t = __atomic_load_n(&mrc_monitor_token, __ATOMIC_RELAXED);
+	uint64_t *t = __atomic_load_n(&mrc_hook_line.token, __ATOMIC_RELAXED);
 
 	if (t)
 		__atomic_store_n(t, MRC_TOKEN, __ATOMIC_RELAXED);
@@ -919,6 +961,7 @@ static void atfork_child(void)
 	pthread_mutex_unlock(&mon.list_lock);
 	pthread_mutex_unlock(&mon.start_lock);
 	told();
+	pthread_sigmask(SIG_SETMASK, &fork_mask, NULL);
 }
 
 /* A child of a raw clone(): no handler ran, and the locks may be held by
@@ -927,7 +970,7 @@ static void atfork_child(void)
  * caller does it (a compare-and-swap of the token). */
 void mrc_monitor_adopt_clone(void)
 {
-	uint64_t *t = __atomic_load_n(&mrc_monitor_token, __ATOMIC_RELAXED);
+	uint64_t *t = __atomic_load_n(&mrc_hook_line.token, __ATOMIC_RELAXED);
 	uint64_t seen = __atomic_load_n(t, __ATOMIC_RELAXED);
 	size_t i;
 
@@ -964,10 +1007,8 @@ static void make_token(void)
 		return;
 	}
 	*t = MRC_TOKEN;
-	__atomic_store_n(&mrc_monitor_token, t, __ATOMIC_RELEASE);
+	__atomic_store_n(&mrc_hook_line.token, t, __ATOMIC_RELEASE);
 }
-
-static pthread_once_t atfork_once = PTHREAD_ONCE_INIT;
 
 static void install_atfork(void)
 {

@@ -47,16 +47,18 @@ void mrc_monitor_remove(void *arg);
 void mrc_monitor_each(void (*fn)(void *arg, const void *data),
 		      const void *data);
 
-/* Watch [start, end) (page aligned) for one user: 0, or -errno when it
- * cannot be watched: -ENOSPC past the bound on watched ranges (each may
- * split a mapping in three, so the bound keeps the process below
- * vm.max_map_count), -ESTALE when the descriptor was lost, else the
- * kernel's refusal. */
-int mrc_monitor_watch(uintptr_t start, uintptr_t end);
-/* One user of [start, end) is done: the parts no other user watches are
- * unregistered, so their mappings merge back and their munmap() costs
- * what an unwatched one does. */
-void mrc_monitor_unwatch(uintptr_t start, uintptr_t end);
+/* Watch [start, end) (page aligned) for one user: 0 and the watch's id
+ * in *@id (never 0), or -errno when it cannot be watched: -ENOSPC past
+ * the bound on watched ranges (each may split a mapping in three, so the
+ * bound keeps the process below vm.max_map_count), -ESTALE when the
+ * descriptor was lost, else the kernel's refusal. */
+int mrc_monitor_watch(uintptr_t start, uintptr_t end, uint64_t *id);
+/* The user of watch @id is done: the parts of its range no other user
+ * watches are unregistered, so their mappings merge back and their
+ * munmap() costs what an unwatched one does.  A watch that
+ * mrc_monitor_release() already ended is left alone (another user may
+ * watch the same range since). */
+void mrc_monitor_unwatch(uint64_t id);
 
 /* A change of the pages of [start, end) the program announces before it
  * makes it (rdmad_mr_cache_begin_change()): the clients hear of it at
@@ -72,10 +74,18 @@ bool mrc_monitor_in_flight(uintptr_t start, uintptr_t end);
 
 /* A thread that changes the monitor's shared state (a claimed ring slot,
  * a held lock, a range marked changing) does so with its signals
- * blocked, so that no handler on the same thread can wait for it or
- * siglongjmp() out of it half done. */
-void mrc_monitor_block(sigset_t *ret_old);
-void mrc_monitor_unblock(const sigset_t *old);
+ * blocked, so that no handler on the same thread can wait for it,
+ * siglongjmp() out of it half done, or find one of the monitor's locks
+ * held and skip announcing its own call; and with cancellation disabled,
+ * so that pthread_cancel() (deferred or asynchronous) never ends the
+ * thread holding a lock the monitor thread or every get needs.  Nested
+ * calls restore what the outer one found. */
+struct mrc_hush {
+	sigset_t old;
+	int cancel;
+};
+void mrc_monitor_hush(struct mrc_hush *h);
+void mrc_monitor_unhush(const struct mrc_hush *h);
 
 /* Give [start, end) back to the program (rdmad_mr_cache_release()):
  * every client releases its entries over it and over whatever range
@@ -96,36 +106,52 @@ void mrc_monitor_release(uintptr_t start, uintptr_t end);
  * (dlopen()), or another library since patched the call slots to calls
  * of its own that do not chain.  Two calls, no system call when true. */
 bool mrc_monitor_hooks_reached(void);
-/* The program asked for MADV_WIPEONFORK through the hooks (for good):
- * vma.c's probe, which takes the advice off again, must not be used. */
-void mrc_monitor_wipeonfork_note(void);
-bool mrc_monitor_wipeonfork_asked(void);
+/* reach.c: whether the program's own calls reach the hooks, every way a
+ * program calls (its versioned calls as the dynamic linker binds them, a
+ * lookup by name as dlsym(RTLD_DEFAULT) does, the main program's call
+ * slots, librdmad's own slots; no second libc in another namespace):
+ * NULL when they do, else the way that does not, in words. */
+const char *mrc_reach_check(void);
+/* In a child made without fork()'s handlers: its lock made afresh (a
+ * forked child's is, by a handler of its own). */
+void mrc_reach_forget(void);
+/* What a hit reads between checks: one call slot and the value the last
+ * check accepted there; a slot rewritten since sends the get to the
+ * check. */
+struct mrc_reach {
+	uintptr_t *slot;
+	uintptr_t seen;
+	uintptr_t steady_value; /* the slot when no call slot was found */
+};
+extern struct mrc_reach mrc_reach;
+static inline bool mrc_reach_steady(void)
+{
+	const uintptr_t *slot =
+		__atomic_load_n(&mrc_reach.slot, __ATOMIC_ACQUIRE);
+
+	return __atomic_load_n(slot, __ATOMIC_RELAXED) ==
+	       __atomic_load_n(&mrc_reach.seen, __ATOMIC_RELAXED);
+}
+
 /* Whether the hooks announce (RDMAD_MR_CACHE_HOOKS is not off). */
 bool mrc_monitor_hooks_on(void);
 
-/* A page that reads MRC_TOKEN in this process and zero in any child
- * (MADV_WIPEONFORK), or NULL before the first client or where the kernel
- * lacks it: a child made by a raw clone(), which runs no fork handler,
- * is known by one load (mrc_monitor_in_clone()). */
-#define MRC_TOKEN 0x6d72630aULL
-extern uint64_t *mrc_monitor_token;
-/* Whether this process is a child that no fork handler told; then
- * mrc_monitor_adopt_clone() makes every client pass through. */
-static inline bool mrc_monitor_in_clone(void)
-{
-	const uint64_t *t =
-		__atomic_load_n(&mrc_monitor_token, __ATOMIC_RELAXED);
-
-	return t && __atomic_load_n(t, __ATOMIC_RELAXED) != MRC_TOKEN;
-}
-void mrc_monitor_adopt_clone(void);
-
 /* What a hooked call reads before anything else (hooks.c), on one cache
  * line of its own: whether a monitor runs with the hooks on (else no call
- * is announced, and a hook goes straight to the next definition), and
- * those next definitions, looked up once.  A program that links librdmad
- * and makes no cache pays for this line and the hook's first
- * instructions only. */
+ * is announced, and a hook goes straight to the next definition), the
+ * token page, and the next definitions of the calls, looked up once.  A
+ * program that links librdmad and makes no cache pays for this line and
+ * the hook's first instructions only.
+ *
+ * The token: a page that reads MRC_TOKEN in the process that armed the
+ * hooks and zero in any child that no fork handler told (MADV_WIPEONFORK:
+ * _Fork(), a raw clone() without CLONE_VM).  Such a child is alone in a
+ * copy of the parent's memory, with the parent's locks as some parent
+ * thread left them and a copy of the parent's userfaultfd, whose ioctls
+ * act on the parent's address space; so a hook that reads anything but
+ * MRC_TOKEN there goes straight to libc, before any lock or any blocked
+ * signal, and the child's cache calls make everything afresh first
+ * (mrc_monitor_adopt_clone()).  No monitor starts without the page. */
 enum {
 	MRC_NEXT_MUNMAP,
 	MRC_NEXT_MADVISE,
@@ -133,14 +159,34 @@ enum {
 	MRC_NEXT_PROCESS_MADVISE,
 	MRC_NEXT_CALLS
 };
+#define MRC_TOKEN 0x6d72630aULL
 struct mrc_hook_line {
 	bool armed;
+	uint64_t *token;
 	void *next[MRC_NEXT_CALLS];
 };
 extern struct mrc_hook_line mrc_hook_line;
+
+/* Whether this process is a child that no fork handler told. */
+static inline bool mrc_monitor_in_clone(void)
+{
+	const uint64_t *t =
+		__atomic_load_n(&mrc_hook_line.token, __ATOMIC_RELAXED);
+
+	return t && __atomic_load_n(t, __ATOMIC_RELAXED) != MRC_TOKEN;
+}
+void mrc_monitor_adopt_clone(void);
+
+/* Whether a hook may announce: a monitor runs with the hooks on, in the
+ * process that started it (the token reads MRC_TOKEN: one more load). */
 static inline bool mrc_monitor_armed(void)
 {
-	return __atomic_load_n(&mrc_hook_line.armed, __ATOMIC_ACQUIRE);
+	const uint64_t *t;
+
+	if (!__atomic_load_n(&mrc_hook_line.armed, __ATOMIC_ACQUIRE))
+		return false;
+	t = __atomic_load_n(&mrc_hook_line.token, __ATOMIC_RELAXED);
+	return t && __atomic_load_n(t, __ATOMIC_RELAXED) == MRC_TOKEN;
 }
 
 /* For the hooks (hooks.c), without a lock or a system call: false when

@@ -12,7 +12,8 @@
  * hooks.c, beside them, is libc's munmap(), mremap(), madvise() and
  * process_madvise() as librdmad defines them: it calls only monitor.c,
  * which announces the change to the caches as rdmad_mr_cache_begin_change()
- * does.
+ * does; reach.c (monitor.h) asks whether the program's calls come to
+ * them, every way a program calls.
  *
  * Locks, outermost first: the list of clients (monitor.c), then one
  * cache's lock, then the watched ranges' and the announced changes' locks
@@ -53,7 +54,7 @@ struct mrc_entry {
 	bool dead;   /* cached, but invalidated or replaced: out of the index */
 	bool orphan; /* a parent's, in a child: never deregistered */
 	bool recent; /* got since it last came to the LRU list's head */
-	bool watched; /* the monitor watches its range for it */
+	uint64_t watch; /* the monitor's watch of its range for it, or 0 */
 	struct ibv_mr *mr;
 	/* Cached entries, least recently used first (second chance). */
 	struct mrc_entry *lru_prev;
@@ -150,8 +151,9 @@ struct rdmad_mr_cache {
 	size_t max_entries;
 	size_t max_bytes;
 	unsigned int flags;
-	enum mrc_mode mode; /* changed only by cache.c's set_mode() */
-	const char *why;    /* MRC_NO_MONITOR: the monitor's reason */
+	enum mrc_mode mode;	  /* changed only by cache.c's set_mode() */
+	const char *why;	  /* MRC_NO_MONITOR: the monitor's reason */
+	const char *unhooked_why; /* MRC_UNHOOKED: the way not reached */
 	struct mrc_index index;
 	struct mrc_owners owners;   /* what may be put back */
 	struct mrc_entry *lru_head; /* the index's entries, least recent */

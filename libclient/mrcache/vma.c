@@ -7,19 +7,13 @@
  * no userfaultfd event, whatever the kernel accepts to register.
  *
  * PROCMAP_QUERY (Linux 6.11) answers for one mapping with one ioctl on a
- * /proc/self/maps descriptor.  Before it, madvise(MADV_WIPEONFORK)
- * answers for the whole range: the kernel accepts that advice only on
- * mappings with no file and not shared (madvise_vma_behavior(): "only
- * supported on anonymous memory"; hugetlb and shmem mappings have a
- * file), fails with ENOMEM over a hole, and MADV_KEEPONFORK then takes
- * the mark off again.  That costs two system calls where reading the
- * file costs one read a page of it, but it changes what a child would
- * get for the range while the mark is on, so fork() waits for it (a lock
- * the fork handler takes), and it would take off a mark the program put
- * there itself: once the program asked for MADV_WIPEONFORK, and where
- * the advice is refused, the file is read and parsed instead.  Every way
- * takes the kernel's word for the mapping (its flags, its file) and none
- * allocates.
+ * /proc/self/maps descriptor.  Before it, the file is read and parsed up
+ * to the range.  No advice is used as a question: the one the kernel
+ * refuses on every mapping but private anonymous ones, MADV_WIPEONFORK,
+ * changes what a child gets while it is on, and a child made meanwhile
+ * without fork()'s handlers (_Fork(), a raw clone()) would find those
+ * pages zeroed.  Every way takes the kernel's word for the mapping (its
+ * flags, its file) and none allocates.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -28,9 +22,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/ioctl.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "procmap.h"
@@ -86,7 +78,7 @@ static int check_line(const char *line, uintptr_t *next, uintptr_t end)
 
 int mrc_vma_parse(int fd, uintptr_t start, uintptr_t end)
 {
-	char buf[4096], line[128];
+	char buf[16384], line[128];
 	size_t len = 0;
 	uintptr_t next = start;
 	ssize_t n, i;
@@ -112,28 +104,6 @@ int mrc_vma_parse(int fd, uintptr_t start, uintptr_t end)
 	return n < 0 ? -errno : 0;
 }
 
-/* While a range carries the probe's mark, a fork() would give the child
- * zeroed pages there: the fork handler waits for the probes. */
-static pthread_rwlock_t marking = PTHREAD_RWLOCK_INITIALIZER;
-
-int mrc_vma_advise(uintptr_t start, uintptr_t end)
-{
-	size_t len = end - start;
-	int r, err = 0;
-
-	pthread_rwlock_rdlock(&marking);
-	r = (int)syscall(SYS_madvise, start, len, MADV_WIPEONFORK);
-	if (r < 0)
-		err = errno;
-	/* Also after a failure: the mappings before the one refused carry
-	 * the mark. */
-	syscall(SYS_madvise, start, len, MADV_KEEPONFORK);
-	pthread_rwlock_unlock(&marking);
-	if (!r)
-		return 1;
-	return err == EINVAL || err == ENOMEM ? 0 : -err;
-}
-
 /* The process's /proc/self/maps for PROCMAP_QUERY, opened once (an open
  * costs 16 times the query) and checked before each use, since the
  * program may close or replace the number (fstat() against the file
@@ -147,28 +117,17 @@ static struct {
 
 static pthread_once_t maps_once = PTHREAD_ONCE_INIT;
 
-static void wait_for_marks(void)
-{
-	pthread_rwlock_wrlock(&marking);
-}
-
-static void marks_done(void)
-{
-	pthread_rwlock_unlock(&marking);
-}
-
 static void forget_in_child(void)
 {
 	if (maps.fd >= 0)
 		close(maps.fd);
 	maps.fd = -1;
 	pthread_mutex_init(&maps.lock, NULL);
-	pthread_rwlock_init(&marking, NULL);
 }
 
 static void install_atfork(void)
 {
-	pthread_atfork(wait_for_marks, marks_done, forget_in_child);
+	pthread_atfork(NULL, NULL, forget_in_child);
 }
 
 void mrc_vma_cloned(void)
@@ -199,20 +158,7 @@ static int maps_fd(void)
 	return fd;
 }
 
-/* Read and parsed on a descriptor of its own: threads may ask at once. */
-static int parse_own(uintptr_t start, uintptr_t end)
-{
-	int fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
-	int r;
-
-	if (fd < 0)
-		return -errno;
-	r = mrc_vma_parse(fd, start, end);
-	close(fd);
-	return r;
-}
-
-int mrc_vma_private_anon(uintptr_t start, uintptr_t end, bool may_mark)
+int mrc_vma_private_anon(uintptr_t start, uintptr_t end)
 {
 	int fd, r;
 
@@ -220,10 +166,10 @@ int mrc_vma_private_anon(uintptr_t start, uintptr_t end, bool may_mark)
 	pthread_mutex_lock(&maps.lock);
 	fd = maps_fd();
 	r = fd < 0 ? fd : mrc_vma_query(fd, start, end);
-	pthread_mutex_unlock(&maps.lock);
-	if (r < 0 && may_mark)
-		r = mrc_vma_advise(start, end);
+	/* Without the ioctl: the same kept descriptor, read from the
+	 * start (an open and a close would cost more than the query). */
 	if (r == -ENOTTY || r == -EINVAL || r == -EPERM || r == -ENOSYS)
-		r = parse_own(start, end);
+		r = mrc_vma_parse(fd, start, end);
+	pthread_mutex_unlock(&maps.lock);
 	return r;
 }

@@ -14,9 +14,24 @@
  * MR, and the statistics count the gets passed through; opted in, the
  * same guard region is the program's to announce (stale unannounced, as
  * librdmad(3) says; fresh announced).
+ *
+ * Then, each in a process of its own, where the program calls from (the
+ * module of fake MRs stands for librdmad): the module opened with
+ * RTLD_DEEPBIND binds its own calls to its own hooks while the
+ * program's go to libc (not caching, and why); preloaded, as a program
+ * linked with librdmad has it, a lookup by name (dlsym(RTLD_DEFAULT), as
+ * ctypes calls) reaches the hooks and its guard region leaves no stale
+ * MR; the program's own call slot rewritten to libc's madvise() (a GOT
+ * patcher that does not chain) stops the caching, the hit served from
+ * the thread's last entry included; a second libc loaded by dlmopen()
+ * stops it too.
  */
 #include <dlfcn.h>
+#include <elf.h>
 #include <errno.h>
+#include <link.h>
+#include <stdlib.h>
+#include <sys/wait.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
@@ -59,9 +74,9 @@ static struct {
 	bool (*fresh)(const struct ibv_mr *);
 } api;
 
-static bool open_api(const char *path, bool fake)
+static bool open_api_flags(const char *path, bool fake, int flags)
 {
-	void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+	void *h = dlopen(path, RTLD_NOW | flags);
 
 	CHECK(h, "dlopen(%s): %s", path, dlerror());
 	if (!h)
@@ -84,12 +99,17 @@ static bool open_api(const char *path, bool fake)
 	return true;
 }
 
+static bool open_api(const char *path, bool fake)
+{
+	return open_api_flags(path, fake, RTLD_LOCAL);
+}
+
 static bool says_unhooked(struct rdmad_mr_cache *c)
 {
+	int caching = api.is_caching(c);
 	const char *why = api.reason(c);
 
-	return api.is_caching(c) == 0 && why &&
-	       strstr(why, "hooks are not reached");
+	return caching == 0 && why && strstr(why, "hooks are not reached");
 }
 
 /* A PD the cache is made for and never registers with. */
@@ -185,14 +205,173 @@ static void test_fake_module(const char *path)
 	      "opted in, an announced guard region left a stale MR");
 }
 
+/* ---- where the program calls from ---------------------------------------- */
+
+typedef int madvise_fn(void *, size_t, int);
+
+/* The module opened with RTLD_DEEPBIND: its own calls reach its hooks,
+ * the program's do not. */
+static void test_deepbind(const char *module)
+{
+	struct rdmad_mr_cache *c;
+
+	if (!open_api_flags(module, true, RTLD_LOCAL | RTLD_DEEPBIND))
+		return;
+	c = api.fake_new(NULL);
+	CHECK(says_unhooked(c),
+	      "opened with RTLD_DEEPBIND: caching %d, \"%s\" while the "
+	      "program's madvise() is libc's",
+	      api.is_caching(c), api.reason(c));
+	api.destroy(c);
+}
+
+/* The main program's call slot of @name, or NULL. */
+static int find_slot(struct dl_phdr_info *info, size_t size, void *arg)
+{
+	void ***ret = arg;
+	const ElfW(Dyn) *d = NULL;
+	const ElfW(Rela) *rel = NULL;
+	const ElfW(Sym) *sym = NULL;
+	const char *str = NULL;
+	size_t n = 0, i;
+	int k;
+
+	(void)size;
+	for (k = 0; k < info->dlpi_phnum; k++)
+		if (info->dlpi_phdr[k].p_type == PT_DYNAMIC)
+			d = (const void *)(info->dlpi_addr +
+					   info->dlpi_phdr[k].p_vaddr);
+	for (; d && d->d_tag != DT_NULL; d++) {
+		if (d->d_tag == DT_JMPREL)
+			rel = (const void *)d->d_un.d_ptr;
+		if (d->d_tag == DT_PLTRELSZ)
+			n = d->d_un.d_val / sizeof(*rel);
+		if (d->d_tag == DT_SYMTAB)
+			sym = (const void *)d->d_un.d_ptr;
+		if (d->d_tag == DT_STRTAB)
+			str = (const void *)d->d_un.d_ptr;
+	}
+	for (i = 0; rel && sym && str && i < n; i++)
+		if (!strcmp(str + sym[ELF64_R_SYM(rel[i].r_info)].st_name,
+			    "madvise"))
+			*ret = (void **)(info->dlpi_addr + rel[i].r_offset);
+	return 1;
+}
+
+/* Rewrite the program's madvise slot to @fn (read-only after relocation
+ * with -z now: made writable for the store); the old value. */
+static void *patch_slot(void **slot, void *fn)
+{
+	uintptr_t page = (uintptr_t)slot & ~(uintptr_t)(ps - 1);
+	void *old = *slot;
+
+	mprotect((void *)page, ps, PROT_READ | PROT_WRITE);
+	*slot = fn;
+	return old;
+}
+
+/* Preloaded, as a program linked with librdmad has it. */
+static void test_preloaded(void)
+{
+	struct rdmad_mr_cache_stats s0, s1;
+	struct rdmad_mr_cache *c;
+	madvise_fn *by_name = (madvise_fn *)dlsym(RTLD_DEFAULT, "madvise");
+	void *libc = dlopen("libc.so.6", RTLD_NOW | RTLD_NOLOAD), *old;
+	char *m = mmap(NULL, 4 * ps, PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	struct ibv_mr *a, *b;
+	void **slot = NULL;
+
+	if (!open_api_flags(NULL, true, 0))
+		return;
+	c = api.fake_new(NULL);
+	CHECK(api.is_caching(c) == 1, "preloaded: %s", api.reason(c));
+	/* A lookup by name reaches the hooks: they answer the probe. */
+	CHECK(by_name && by_name((void *)0x52, 0, -0x5244) == 0x5244,
+	      "dlsym(RTLD_DEFAULT, \"madvise\") does not reach the hooks "
+	      "while the cache says it caches");
+	a = api.get(c, m, 4 * ps, W);
+	api.put(c, a);
+	if (by_name(m + ps, ps, MADV_GUARD_INSTALL) == 0) {
+		by_name(m + ps, ps, MADV_GUARD_REMOVE);
+		b = api.get(c, m, 4 * ps, W);
+		CHECK(b && api.fresh(b), "a guard region through "
+					 "dlsym(RTLD_DEFAULT) left a stale MR");
+		api.put(c, b);
+	} else {
+		printf("SKIP a guard region by name: %s (Linux 6.13 and "
+		       "later)\n",
+		       strerror(errno));
+	}
+	/* The program's slot rewritten to libc's madvise(). */
+	dl_iterate_phdr(find_slot, &slot);
+	if (!slot || !libc) {
+		printf("SKIP a rewritten call slot: no slot of madvise()\n");
+		goto out;
+	}
+	a = api.get(c, m, 4 * ps, W); /* the thread's hint now */
+	api.put(c, a);
+	api.stats(c, &s0, sizeof(s0));
+	old = patch_slot(slot, dlvsym(libc, "madvise", "GLIBC_2.2.5"));
+	b = api.get(c, m, 4 * ps, W);
+	api.put(c, b);
+	api.stats(c, &s1, sizeof(s1));
+	CHECK(s1.hits == s0.hits,
+	      "a hit from the thread's last entry after the program's call "
+	      "slot was rewritten");
+	CHECK(says_unhooked(c),
+	      "the program's slot rewritten: caching %d, "
+	      "\"%s\"",
+	      api.is_caching(c), api.reason(c));
+	patch_slot(slot, old);
+	CHECK(api.is_caching(c) == 1, "the slot put back: %s", api.reason(c));
+out:
+	/* Last: a namespace cannot be taken back. */
+	CHECK(dlmopen(LM_ID_NEWLM, "libm.so.6", RTLD_NOW), "dlmopen: %s",
+	      dlerror());
+	CHECK(says_unhooked(c), "a second libc (dlmopen()): caching %d, \"%s\"",
+	      api.is_caching(c), api.reason(c));
+	api.destroy(c);
+}
+
+/* Run this program again with REACH_MODE=@mode (and LD_PRELOAD=@preload):
+ * whether it passed. */
+static bool again(char **argv, const char *mode, const char *preload)
+{
+	int status;
+	pid_t pid;
+
+	fflush(stdout);
+	pid = fork();
+	if (pid == 0) {
+		setenv("REACH_MODE", mode, 1);
+		if (preload)
+			setenv("LD_PRELOAD", preload, 1);
+		execv("/proc/self/exe", argv);
+		_exit(127);
+	}
+	return waitpid(pid, &status, 0) == pid && WIFEXITED(status) &&
+	       WEXITSTATUS(status) == 0;
+}
+
 int main(int argc, char **argv)
 {
+	const char *mode = getenv("REACH_MODE");
+
 	ps = (size_t)sysconf(_SC_PAGESIZE);
 	if (argc != 3) {
 		fprintf(stderr, "usage: %s LIBRDMAD FAKE-MODULE\n", argv[0]);
 		return 2;
 	}
+	if (mode && !strcmp(mode, "deepbind"))
+		test_deepbind(argv[2]);
+	else if (mode && !strcmp(mode, "preloaded"))
+		test_preloaded();
+	if (mode)
+		return failures ? 1 : 0;
 	test_librdmad(argv[1]);
 	test_fake_module(argv[2]);
+	CHECK(again(argv, "deepbind", NULL), "opened with RTLD_DEEPBIND");
+	CHECK(again(argv, "preloaded", argv[2]), "preloaded");
 	return failures ? 1 : 0;
 }

@@ -280,18 +280,18 @@ static void test_vma_descriptor(void)
 	int fd, status;
 	pid_t pid;
 
-	CHECK(mrc_vma_private_anon(s, s + 3 * ps, true) == 1);
+	CHECK(mrc_vma_private_anon(s, s + 3 * ps) == 1);
 	fd = fd_naming("/maps");
 	if (fd >= 0) {
 		CHECK(dup2(open("/dev/null", O_RDONLY | O_CLOEXEC), fd) == fd);
-		CHECK(mrc_vma_private_anon(s, s + 3 * ps, true) == 1,
+		CHECK(mrc_vma_private_anon(s, s + 3 * ps) == 1,
 		      "after the program replaced the descriptor");
 	}
 	pid = fork();
 	if (pid == 0) {
 		late = three_pages(MAP_PRIVATE | MAP_ANONYMOUS, -1);
 		_exit(mrc_vma_private_anon((uintptr_t)late,
-					   (uintptr_t)late + 3 * ps, true) == 1
+					   (uintptr_t)late + 3 * ps) == 1
 			      ? 0
 			      : 1);
 	}
@@ -319,25 +319,8 @@ static bool child_sees(const char *m, size_t pages, char byte)
 	       WEXITSTATUS(status) == 0;
 }
 
-/* The advice's answer takes its mark off again, over a range that spans
- * an anonymous and a shared mapping too. */
-static void test_vma_advise_unmarks(void)
-{
-	char *m = three_pages(MAP_PRIVATE | MAP_ANONYMOUS, -1);
-
-	CHECK(mmap(m + 2 * ps, ps, PROT_READ | PROT_WRITE,
-		   MAP_SHARED | MAP_ANONYMOUS | MAP_FIXED, -1,
-		   0) == m + 2 * ps);
-	memset(m, 0x5a, 3 * ps);
-	CHECK(mrc_vma_advise((uintptr_t)m, (uintptr_t)m + 2 * ps) == 1);
-	CHECK(mrc_vma_advise((uintptr_t)m, (uintptr_t)m + 3 * ps) == 0);
-	CHECK(child_sees(m, 3, 0x5a), "the probe left a page marked "
-				      "MADV_WIPEONFORK");
-	munmap(m, 3 * ps);
-}
-
-/* A program that marks its memory MADV_WIPEONFORK itself (through the
- * hooks) keeps the mark: the cache then reads the maps instead. */
+/* A program that marks its memory MADV_WIPEONFORK itself keeps the mark
+ * after the cache asked what memory it is. */
 static int wipeonfork_kept(void)
 {
 	struct rdmad_mr_cache_attr attr = {0};
@@ -410,16 +393,13 @@ static void test_vma(void)
 		      rows[i].name, q);
 		CHECK(mrc_vma_parse(fd, start, end) == rows[i].expect,
 		      "%s: parse", rows[i].name);
-		CHECK(mrc_vma_advise(start, end) == rows[i].expect,
-		      "%s: advise", rows[i].name);
-		CHECK(mrc_vma_private_anon(start, end, true) == rows[i].expect,
-		      "%s", rows[i].name);
+		CHECK(mrc_vma_private_anon(start, end) == rows[i].expect, "%s",
+		      rows[i].name);
 		close(fd);
 		munmap(rows[i].map, 3 * ps);
 	}
 	close(memfd);
 	test_vma_descriptor();
-	test_vma_advise_unmarks();
 	test_vma_keeps_program_marks();
 }
 
