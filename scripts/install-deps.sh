@@ -53,6 +53,7 @@ first_known() {
 			return
 		}
 	done
+	return 0
 }
 
 # The names the release decides.
@@ -72,17 +73,36 @@ release_pkgs() {
 	[ -n "$v" ] && echo "libclang-rt-$v-dev"
 	first_known golang-tags.cncf-container-device-interface-dev \
 		golang-github-container-orchestrated-devices-container-device-interface-dev
+	return 0
+}
+
+# Packages only some releases have: systemd's and udev's pkg-config files
+# (where units and udev rules go), in systemd-dev from systemd 253-2 on
+# (Debian 13), in systemd and udev themselves before (Debian 12): told by
+# the installed systemd's version, else by the archive.
+optional_pkgs() {
+	sv=$(dpkg-query -W -f='${Version}' systemd 2>/dev/null || true)
+	if [ -n "$sv" ]; then
+		if dpkg --compare-versions "$sv" ge 253-2~; then
+			echo systemd-dev
+		fi
+	else
+		first_known systemd-dev
+	fi
+	return 0
 }
 
 # Every package not installed; "?" where a release's name is not known yet.
 missing_pkgs() {
 	rel=$(release_pkgs)
 	[ "$(echo "$rel" | wc -w)" -eq 2 ] || echo "?"
+	opt=$(optional_pkgs)
 	# shellcheck disable=SC2086
-	have=$(installed $PKGS $rel)
-	for p in $PKGS $rel; do
+	have=$(installed $PKGS $rel $opt)
+	for p in $PKGS $rel $opt; do
 		echo "$have" | grep -qx "$p" || echo "$p"
 	done
+	return 0
 }
 
 missing=$(missing_pkgs | tr '\n' ' ')
