@@ -20,6 +20,13 @@ set -eu
 
 src=$(cd "${1:-$(dirname "$0")/..}" && pwd)
 deadline=30
+# Where the release puts units and udev rules, as debian/rules takes it
+# (systemd's and udev's pkg-config files): lib/ on Debian 12, usr/lib/ on
+# Debian 13; relative, as in a package.
+unitdir_rel=$(pkg-config --variable=systemdsystemunitdir systemd 2>/dev/null || true)
+unitdir_rel=${unitdir_rel#/}
+udevdir_rel=$(pkg-config --variable=udevdir udev 2>/dev/null || true)
+udevdir_rel=${udevdir_rel#/}
 
 skip() {
 	echo "SKIP: $*"
@@ -40,6 +47,9 @@ need_tools() {
 			skip "${t%%:*} not installed (Debian package ${t#*:};" \
 				"scripts/install-deps.sh installs it)"
 	done
+	[ -n "$unitdir_rel" ] && [ -n "$udevdir_rel" ] ||
+		skip "no systemd.pc or udev.pc (Debian 13: systemd-dev; Debian 12:" \
+			"systemd and udev; scripts/install-deps.sh installs them)"
 }
 
 # Tracked and untracked-but-not-ignored files where git can say which
@@ -106,7 +116,7 @@ check_layout() {
 	in_deb librdmad-dev ./usr/include/rdmad.h "./usr/lib/$arch/librdmad.so" \
 		"./usr/lib/$arch/pkgconfig/librdmad.pc"
 	in_deb rdmad-dra ./usr/sbin/rdmad-dra \
-		./lib/systemd/system/rdmad-dra.service \
+		"./$unitdir_rel/rdmad-dra.service" \
 		./usr/share/man/man8/rdmad-dra.8.gz
 	[ ! -e "$root/usr/sbin/rdmactl" ] || fail "rdmactl is in /usr/sbin"
 	[ ! -e "$root/usr/lib/$arch/librdmad-preload.so" ] ||
@@ -208,7 +218,7 @@ check_library() {
 # the root (verify wants the binary to exist), after checking that the
 # unit names the binary the package installs; then the exposure score.
 check_units() {
-	unitdir=$root/lib/systemd/system
+	unitdir=$root/$unitdir_rel
 	exec=$(sed -n 's/^ExecStart=\([^ ]*\).*/\1/p' "$unitdir/rdmad.service")
 	[ -x "$root$exec" ] || fail "rdmad.service runs $exec, not installed"
 	command -v systemd-analyze >/dev/null 2>&1 || {
@@ -250,7 +260,7 @@ check_exposure() {
 # libmount would otherwise create /run/mount (its utab lock) on the
 # host's /run.
 check_udev_rule() {
-	rule=$root/lib/udev/rules.d/90-rdmad.rules
+	rule=$root/$udevdir_rel/rules.d/90-rdmad.rules
 	[ -f "$rule" ] || fail "no udev rule installed"
 	mkdir -p "$work/rules"
 	cp "$rule" "$work/rules/"
