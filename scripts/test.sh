@@ -48,9 +48,9 @@ if want clang; then
 	# warnings.  Its ASan runtime is a shared library here (-shared-libasan),
 	# so that the preloaded fork shim and the umockdev-wrapped children find
 	# the runtime they were built against; the rpath says where it lives.
-	# Its name: libclang_rt.asan-x86_64.so in clang 14's lib/linux (Debian
-	# 12), libclang_rt.asan.so in a directory of the target's from clang 15's
-	# per-target runtime directories on (Debian 13's clang 19).
+	# Its name: libclang_rt.asan-x86_64.so in lib/linux (Debian's clang 14
+	# and 19), libclang_rt.asan.so in a directory of the target's where
+	# clang is built with per-target runtime directories.
 	asan_rt=
 	for n in libclang_rt.asan.so "libclang_rt.asan-$(uname -m).so"; do
 		f=$(clang -print-file-name="$n")
