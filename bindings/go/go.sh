@@ -15,10 +15,20 @@
 #
 # The go tool runs in GOPATH mode over that tree and Debian's Go source tree
 # (/usr/share/gocode/src: golang-google-protobuf-dev, golang-google-grpc-dev,
-# golang-github-container-orchestrated-devices-container-device-interface-dev
-# and what they depend on), which is how Debian itself builds Go programs
-# (dh-golang): every import resolves to a Debian package or to this tree,
-# and nothing is ever looked up on the network (GOPROXY=off besides).
+# the CDI library and what they depend on), which is how Debian itself
+# builds Go programs (dh-golang): every import resolves to a Debian package
+# or to this tree, and nothing is ever looked up on the network
+# (GOPROXY=off besides).
+#
+# The CDI library is imported in the sources by its path up to release 0.5,
+# github.com/container-orchestrated-devices/container-device-interface
+# (Debian 12's golang-github-container-orchestrated-devices-container-
+# device-interface-dev); from 0.6 on it is tags.cncf.io/container-device-
+# interface (Debian 13's golang-tags.cncf-container-device-interface-dev,
+# the only path that release has).  Where Debian's source tree has only the
+# new path, the files that import the library are put into the tree as
+# copies with the path replaced, not as links; the rest of the API rdmad
+# uses is the same in both.
 # Exits 77 (meson: skipped), with the reason, where go, the generated code
 # or Debian's Go sources are missing.
 set -eu
@@ -46,11 +56,22 @@ if [ "$1" = gofmt-check ]; then
 	echo "$bad" >&2
 	exit 1
 fi
+# The CDI library's import path in Debian's source tree (see above).
+cdi_src=github.com/container-orchestrated-devices/container-device-interface
+cdi_new=tags.cncf.io/container-device-interface
+if [ -d "$gocode/src/$cdi_src/pkg/cdi" ]; then
+	cdi=$cdi_src
+elif [ -d "$gocode/src/$cdi_new/pkg/cdi" ]; then
+	cdi=$cdi_new
+else
+	skip "no CDI library in $gocode/src ($cdi_src or $cdi_new; Debian:" \
+		"golang-tags.cncf-container-device-interface-dev or," \
+		"on Debian 12, golang-github-container-orchestrated-devices-container-device-interface-dev)"
+fi
 # Debian package: a directory of its source that the module imports.
 for need in \
 	golang-google-protobuf-dev:google.golang.org/protobuf/proto \
 	golang-google-grpc-dev:google.golang.org/grpc \
-	golang-github-container-orchestrated-devices-container-device-interface-dev:github.com/container-orchestrated-devices/container-device-interface/pkg/cdi \
 	golang-github-fsnotify-fsnotify-dev:github.com/fsnotify/fsnotify \
 	golang-k8s-sigs-yaml-dev:sigs.k8s.io/yaml; do
 	[ -d "$gocode/src/${need#*:}" ] ||
@@ -85,15 +106,40 @@ put() {
 	fi
 }
 
+# A source that imports the CDI library, put in as a copy with the path
+# replaced by the one Debian has (when it changed: keeps go's caches).
+put_mapped() {
+	mkdir -p "$tree/$(dirname "$1")"
+	sed "s#\"$cdi_src#\"$cdi#g" "$src/$1" >"$tree/$1.tmp"
+	if [ ! -L "$tree/$1" ] && cmp -s "$tree/$1.tmp" "$tree/$1"; then
+		rm -f "$tree/$1.tmp"
+	else
+		mv -f "$tree/$1.tmp" "$tree/$1"
+	fi
+}
+
 stage() {
-	# Links for sources added since the last run, none for removed ones.
+	mapped=" "
+	[ "$cdi" = "$cdi_src" ] ||
+		mapped=" $(cd "$src" && grep -rl --include='*.go' "\"$cdi_src" . | tr '\n' ' ') "
+	# Links for sources added since the last run (copies for the mapped
+	# ones), none for removed ones.
 	(cd "$src" && find . -name '*.go' ! -name '*.pb.go') |
 		while read -r f; do
+			case "$mapped" in
+			*" $f "*)
+				put_mapped "$f"
+				continue
+				;;
+			esac
 			[ -L "$tree/$f" ] && continue
 			mkdir -p "$tree/$(dirname "$f")"
-			ln -s "$src/$f" "$tree/$f"
+			ln -sf "$src/$f" "$tree/$f"
 		done
 	find "$tree" -type l ! -exec test -e {} \; -delete
+	find "$tree" -type f -name '*.go' ! -name '*.pb.go' | while read -r f; do
+		[ -e "$src/${f#"$tree"/}" ] || rm -f "$f"
+	done
 	# Generated files no longer generated (a package dropped) go too.
 	find "$tree" -name '*.pb.go' | while read -r f; do
 		case " $(echo $generated) " in

@@ -21,14 +21,41 @@ var useSchema sync.Once
 
 // Validate checks raw as the CDI library does when a runtime reads it:
 // the CDI JSON schema built into the library, the version, kind, device
-// names and every edit.
+// names and every edit.  The library reads raw's JSON from a temporary
+// file beside @path (which need not exist; its directory must), as it
+// reads a spec file: ReadSpec is the one way in that every release of it
+// has (0.6 dropped NewSpec; Debian 12 has 0.5, Debian 13 0.8).
 func Validate(raw *specs.Spec, path string) error {
+	data, err := json.Marshal(raw)
+	if err != nil {
+		return err
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(path), ".rdmad-cdi.*.tmp")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name())
+	_, err = tmp.Write(data)
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return err
+	}
+	return readSpec(tmp.Name(), path)
+}
+
+// readSpec reads the spec file @file as a runtime does; @path names the
+// spec in the error.
+func readSpec(file, path string) error {
 	useSchema.Do(func() {
 		cdiapi.SetSpecValidator(
 			validate.WithNamedSchema(schema.BuiltinSchemaName))
 	})
-	_, err := cdiapi.NewSpec(raw, path, 0)
-	return err
+	if _, err := cdiapi.ReadSpec(file, 0); err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	return nil
 }
 
 // Writer keeps one spec file current.
@@ -84,9 +111,6 @@ func (w *Writer) Write(raw *specs.Spec) (bool, error) {
 	if w.last != nil && bytes.Equal(data, w.last) {
 		return false, nil
 	}
-	if err := Validate(raw, w.path); err != nil {
-		return false, err
-	}
 	if err := writeFile(w.path, data); err != nil {
 		return false, err
 	}
@@ -96,7 +120,9 @@ func (w *Writer) Write(raw *specs.Spec) (bool, error) {
 
 // writeFile replaces path with data atomically, mode 0644 so that
 // rootless runtimes read it too (the CDI library's own Spec.Write leaves
-// its temporary file's 0600).
+// its temporary file's 0600), once the CDI library has read the
+// temporary file as a runtime would (readSpec): a spec it refuses is not
+// written.
 func writeFile(path string, data []byte) error {
 	dir := filepath.Dir(path)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
@@ -115,6 +141,9 @@ func writeFile(path string, data []byte) error {
 	}
 	if cerr := tmp.Close(); err == nil {
 		err = cerr
+	}
+	if err == nil {
+		err = readSpec(tmp.Name(), path)
 	}
 	if err == nil {
 		err = os.Rename(tmp.Name(), path)
