@@ -33,7 +33,8 @@ int conn_open(struct conn *conn, const char *path)
 		if (!conn->buf)
 			return -ENOMEM;
 	}
-	/* A full backlog (-EAGAIN) is retried like a refusal. */
+	/* A full backlog (-EAGAIN) is the caller's to try again
+	 * (session.c). */
 	return wire_connect(path, &conn->fd);
 }
 

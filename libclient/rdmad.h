@@ -133,7 +133,8 @@ int rdmad_client_get_timeout(struct rdmad_client *client);
  * each change.  Returns the number of events applied (>= 0; 0 while the
  * daemon is out of reach, which is retried later, not an error) or
  * -errno.  It does not wait for news; a reconnect's handshake may wait
- * for the daemon's answers, up to 2 s a step, but it never waits for a
+ * for the daemon's answers (or for room in its listen backlog), up to
+ * 2 s a step, but it never waits for a
  * connect or request that another thread has in progress. */
 int rdmad_client_process(struct rdmad_client *client);
 

@@ -549,7 +549,36 @@ static int establish(struct session *link)
 	return err;
 }
 
-/* Under the lock: a link with a copy of the holds, its socket open. */
+/*
+ * Under the lock, with s->connecting set: the link's socket, connected.
+ * A listener whose backlog is full (rdmad busy turning a flood of
+ * connections away) says EAGAIN at once: tried again, 1 ms then up to
+ * SESSION_CONNECT_PAUSE_MAX_MS apart, within SESSION_REPLY_TIMEOUT_MS,
+ * as rdmactl does.  The pauses are without the lock; each try, bounded
+ * work, is under it, so a fork() in between finds the socket in
+ * pending_fd.
+ */
+static int connect_link(struct session *link, struct session *s)
+{
+	uint64_t deadline = session_now_ms() + SESSION_REPLY_TIMEOUT_MS;
+	struct timespec pause = {.tv_nsec = 1000000};
+	int err;
+
+	while ((err = conn_open(&link->conn, s->path)) == -EAGAIN &&
+	       session_now_ms() < deadline) {
+		unlock(s);
+		nanosleep(&pause, NULL);
+		relock(s);
+		if (pause.tv_nsec < SESSION_CONNECT_PAUSE_MAX_MS * 1000000L)
+			pause.tv_nsec *= 2;
+	}
+	if (err == 0)
+		s->pending_fd = link->conn.fd;
+	return err;
+}
+
+/* Under the lock, with s->connecting set: a link with a copy of the
+ * holds, its socket connected. */
 static int open_link(struct session *link, struct session *s)
 {
 	int err;
@@ -560,9 +589,7 @@ static int open_link(struct session *link, struct session *s)
 	link->sync.features = s->sync.features;
 	err = copy_holds(link, s);
 	if (err == 0)
-		err = conn_open(&link->conn, s->path);
-	if (err == 0)
-		s->pending_fd = link->conn.fd;
+		err = connect_link(link, s);
 	return err;
 }
 
@@ -612,18 +639,18 @@ static int connect_now(struct session *s)
 	struct session link;
 	int err;
 
+	s->connecting = true;
 	err = open_link(&link, s);
 	if (err == 0) {
-		s->connecting = true;
 		unlock(s);
 		err = establish(&link);
 		relock(s);
-		s->connecting = false;
 		s->pending_fd = -1;
 		if (err == 0)
 			err = adopt(s, &link);
-		done_turn(s);
 	}
+	s->connecting = false;
+	done_turn(s);
 	close_link(&link);
 	if (err < 0) {
 		s->last_error = err;

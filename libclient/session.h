@@ -41,6 +41,9 @@
  * snapshot) and each request wait for the daemon; checked after every
  * frame, so a peer that never stops sending cannot stretch it. */
 #define SESSION_REPLY_TIMEOUT_MS 2000
+/* The longest pause between tries of a connect that a full listen backlog
+ * refused (EAGAIN), within SESSION_REPLY_TIMEOUT_MS (session.c). */
+#define SESSION_CONNECT_PAUSE_MAX_MS 50
 /* Frames one call reads at most while the lock is held. */
 #define SESSION_DRAIN_BUDGET 256
 

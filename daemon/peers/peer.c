@@ -224,9 +224,12 @@ int peer_parse_nspid(const char *status, pid_t *ret)
 /* What rdmad relays to every client and terminal, and puts in protobuf
  * strings that must be UTF-8, is printable ASCII: any process sets its
  * own comm (prctl). */
-static void read_comm(struct peer *p, int proc_fd)
+static void read_comm(struct peer *p, int proc_fd, const char *dir)
 {
-	if (read_text(proc_fd, "comm", p->comm, sizeof(p->comm)) <= 0)
+	char path[48];
+
+	snprintf(path, sizeof(path), "%s%scomm", dir, *dir ? "/" : "");
+	if (read_text(proc_fd, path, p->comm, sizeof(p->comm)) <= 0)
 		snprintf(p->comm, sizeof(p->comm), "?");
 	p->comm[strcspn(p->comm, "\n")] = '\0';
 	for (char *c = p->comm; *c; c++)
@@ -281,7 +284,7 @@ void peer_identify(int fd, const struct ucred *cred, struct peer *ret)
 			     .ns_pid = cred->pid};
 	snprintf(path, sizeof(path), "/proc/%d", (int)cred->pid);
 	proc_fd = open(path, O_PATH | O_DIRECTORY | O_CLOEXEC);
-	read_comm(ret, proc_fd);
+	read_comm(ret, proc_fd, "");
 	exact = pidfd >= 0 && ns_from_pidfd(pidfd, &ret->ns);
 	ret->known = proc_fd >= 0 && (exact || ns_from_proc(proc_fd, &ret->ns));
 	/* /proc/PID must be the pidfd's process: the mount namespace it
@@ -298,6 +301,17 @@ void peer_identify(int fd, const struct ucred *cred, struct peer *ret)
 		close(proc_fd);
 	if (pidfd >= 0)
 		close(pidfd);
+}
+
+void peer_identify_stranger(const struct ucred *cred, struct peer *ret)
+{
+	char path[32];
+
+	*ret = (struct peer){
+		.pid = cred->pid, .uid = cred->uid, .gid = cred->gid};
+	snprintf(path, sizeof(path), "/proc/%d", (int)cred->pid);
+	read_comm(ret, AT_FDCWD, path);
+	forget(ret);
 }
 
 bool peer_can_identify_others(void)

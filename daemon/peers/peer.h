@@ -49,6 +49,19 @@ struct peer {
  */
 void peer_identify(int fd, const struct ucred *cred, struct peer *ret);
 
+/*
+ * What peer_identify() says of a process rdmad may not look into, without
+ * the reads the kernel refuses: its comm, nothing known, its owner from
+ * /etc/subuid.  For a peer of another uid than rdmad's that is not one of
+ * its subordinate uids (owner.h), where peer_can_identify_others() is
+ * false: the kernel's ptrace check (ptrace_may_access(), which
+ * /proc/PID/ns and the pidfd's namespace ioctls make) then fails, as
+ * neither the uids match nor does rdmad have CAP_SYS_PTRACE, in the
+ * peer's user namespace either (only a namespace rdmad's user made, with
+ * its own or its subordinate uids, gives it that).
+ */
+void peer_identify_stranger(const struct ucred *cred, struct peer *ret);
+
 /* May rdmad read the namespaces of other users' processes (root, or
  * CAP_SYS_PTRACE: the kernel checks ptrace access for /proc/PID/ns and
  * for the pidfd's namespace ioctls)?  Where it may not, no peer of

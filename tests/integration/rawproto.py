@@ -150,6 +150,29 @@ time.sleep(3600)
 '''
 
 
+# lingering(srv, linger): a loopback TCP socket (accepted on the
+# listening @srv) with SO_LINGER {1, @linger}, its send buffer full and a
+# peer that never reads: its last close() waits @linger seconds, or until
+# the peer goes.  Returns (peer, socket).
+LINGERING = r'''
+import socket, struct
+def lingering(srv, linger):
+    slow = socket.socket()
+    slow.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    slow.connect(srv.getsockname())
+    held, _ = srv.accept()
+    held.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER,
+                    struct.pack("ii", 1, linger))
+    held.setblocking(False)
+    try:
+        while True:
+            held.send(b"x" * 65536)
+    except BlockingIOError:
+        pass
+    return slow, held
+'''
+
+
 # SOCK N SECS: N connections (issue 46, break 1), each a junk datagram
 # (rdmad reads it, a protocol error, and reads no more) and behind it a
 # datagram carrying one loopback TCP socket with unsent data, a peer
@@ -158,7 +181,7 @@ time.sleep(3600)
 # "queued N"; then for SECS seconds opens connections that end with a
 # datagram queued (admitted or refused) and closes them, and prints
 # "flooded N".
-QUEUED_LINGER = PROTO + r'''
+QUEUED_LINGER = PROTO + LINGERING + r'''
 import os, resource, signal, socket, struct, sys, time
 path, n, secs = sys.argv[1], int(sys.argv[2]), float(sys.argv[3])
 hard = resource.getrlimit(resource.RLIMIT_NOFILE)[1]
@@ -174,18 +197,7 @@ srv.listen(4096)
 keep = []
 queued = 0
 for _ in range(n):
-    slow = socket.socket()
-    slow.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
-    slow.connect(srv.getsockname())
-    h, _ = srv.accept()
-    h.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER,
-                 struct.pack("ii", 1, 3600))
-    h.setblocking(False)
-    try:
-        while True:
-            h.send(b"x" * 65536)
-    except BlockingIOError:
-        pass
+    slow, h = lingering(srv, 3600)
     s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
     try:
         s.connect(path)

@@ -46,8 +46,8 @@ import urllib.request
 import uuid
 
 import rdmatb
-from rawproto import (BYSTANDER, PACKET_ATTACK, PASS_FILE, PROTO,
-                      QUEUED_LINGER, WAIT_EOF)
+from rawproto import (BYSTANDER, LINGERING, PACKET_ATTACK, PASS_FILE,
+                      PROTO, QUEUED_LINGER, WAIT_EOF)
 from rdmatb import DaemonTest, devnum, find, pod_dev_script, status
 
 ATTACK = os.path.join(rdmatb.BUILD, "tests", "integration", "attack")
@@ -1189,22 +1189,11 @@ PYTHON = 'exec python3 -c "$@"'
 # without reading it.  Prints "sent" (or "refused: WHY" when the kernel
 # refused the descriptor), then holds on.
 # The lingering socket itself ("held"), lingering $linger seconds.
-LINGER_SETUP = r'''
+LINGER_SETUP = LINGERING + r'''
 srv = socket.socket()
 srv.bind(("127.0.0.1", 0))
 srv.listen(1)
-slow = socket.socket()
-slow.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
-slow.connect(srv.getsockname())
-held, _ = srv.accept()
-held.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER,
-                struct.pack("ii", 1, linger))
-held.setblocking(False)
-try:
-    while True:
-        held.send(b"x" * 65536)
-except BlockingIOError:
-    pass
+slow, held = lingering(srv, linger)
 '''
 LINGER = PROTO + r'''
 import os, socket, struct, sys, time

@@ -9,11 +9,13 @@ loses nothing, and garbage on the socket or in sysfs harms nobody.
 """
 import os
 import resource
+import signal
 import socket
 import struct
 import subprocess
 import time
 
+import rawproto
 import rdmatb
 from rdmatb import DaemonTest, Monitor, find, present_names, rdmactl, status, wait_until
 
@@ -315,6 +317,77 @@ class TestRestart(DaemonTest):
                          "after %d signals:\n%s" % (sent, self.d.logtext()))
         for m in clients:
             m.close()
+
+    def helpers(self, comm):
+        """rdmad's helper processes named @comm."""
+        pids = []
+        for pid in filter(str.isdigit, os.listdir("/proc")):
+            try:
+                with open("/proc/%s/stat" % pid) as f:
+                    st = f.read()
+            except OSError:
+                continue
+            name = st[st.index("(") + 1:st.rindex(")")]
+            ppid = int(st[st.rindex(")") + 2:].split()[1])
+            if ppid == self.d.proc.pid and name == comm:
+                pids.append(int(pid))
+        return pids
+
+    def test_sigterm_with_a_lingering_socket_queued_at_a_closer(self):
+        """A connection rdmad closed with a lingering TCP socket queued on
+        it waits at a closer that has not taken it yet (stopped here, as
+        one behind would be) when SIGTERM comes: the closers die, and the
+        last holder of the table lets go of it as it exits, which never
+        lingers (inet_release() skips SO_LINGER in an exiting task):
+        rdmad still exits at once."""
+        self.start_daemon()
+        closers = self.helpers("rdmad-closer")
+        self.assertTrue(closers, "no rdmad-closer among rdmad's children")
+        srv = socket.socket()
+        srv.bind(("127.0.0.1", 0))
+        srv.listen(1)
+        made = {}
+        exec(rawproto.LINGERING, made)
+        slow, h = made["lingering"](srv, 60)
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        try:
+            for pid in closers:
+                os.kill(pid, signal.SIGSTOP)
+            # Both datagrams queued before rdmad accepts (it refuses
+            # rights from the second datagram on): junk first, which
+            # rdmad reads, a protocol error, and closes the connection
+            # with the second still queued.
+            self.d.proc.send_signal(signal.SIGSTOP)
+            s.connect(self.sock)
+            s.send(b"\xff" * 8)
+            socket.send_fds(s, [b"\xff" * 8], [h.fileno()])
+            h.close()
+            self.d.proc.send_signal(signal.SIGCONT)
+            s.settimeout(5)
+            self.assertEqual(s.recv(64), b"", "rdmad kept the connection")
+            t0 = time.monotonic()
+            self.d.proc.send_signal(signal.SIGTERM)
+            try:
+                rc = self.d.proc.wait(10)
+            except subprocess.TimeoutExpired:
+                rc = None
+            took = time.monotonic() - t0
+        finally:
+            # The peer's close resets the lingering socket: nothing of
+            # this test outlives it.
+            slow.close()
+            s.close()
+            srv.close()
+            for pid in closers:
+                try:
+                    os.kill(pid, signal.SIGCONT)
+                except ProcessLookupError:
+                    pass
+        if rc is None:
+            rc = self.d.stop()
+        self.assertEqual(rc, 0, self.d.logtext()[-2000:])
+        self.assertLess(took, 3, "rdmad took %.1f s to exit on SIGTERM "
+                        "with a lingering socket queued" % took)
 
     ATTACKER = r"""
 import socket, sys, time

@@ -2,12 +2,20 @@
 /*
  * daemon/peers/peer.c: the pod UID from the cgroup paths kubelet makes (systemd
  * and cgroupfs drivers), the pid in a client's own PID namespace from
- * NSpid, and a real look at this very process through a socket pair.
+ * NSpid, a real look at this very process through a socket pair, and
+ * (as root, which can make two other uids) what rdmad without
+ * capabilities learns of another user's process, with and without asking
+ * the kernel.
  */
 #include <errno.h>
+#include <signal.h>
+#include <stdio.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "check.h"
@@ -108,10 +116,88 @@ static void test_identify_self(void)
 	close(sv[1]);
 }
 
+/* In a child as uid STRANGER_DAEMON without capabilities, as the shipped
+ * unit runs rdmad: a peer of another uid gets from peer_identify_stranger()
+ * what peer_identify() gives it.  0, 1 a difference, 2 a skip. */
+#define STRANGER_DAEMON 4242
+#define STRANGER_PEER 65534
+
+static int compare_stranger(int listen_fd)
+{
+	struct ucred cred;
+	socklen_t len = sizeof(cred);
+	struct peer a, b;
+	int fd;
+
+	if (setresgid(STRANGER_DAEMON, STRANGER_DAEMON, STRANGER_DAEMON) < 0 ||
+	    setresuid(STRANGER_DAEMON, STRANGER_DAEMON, STRANGER_DAEMON) < 0 ||
+	    peer_can_identify_others())
+		return 2;
+	fd = accept(listen_fd, NULL, NULL);
+	if (fd < 0 || getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0)
+		return 1;
+	peer_identify(fd, &cred, &a);
+	peer_identify_stranger(&cred, &b);
+	fprintf(stderr, "stranger: known %d/%d owner %u/%u comm '%s'/'%s'\n",
+		a.known, b.known, a.owner, b.owner, a.comm, b.comm);
+	return a.known || b.known || a.pid != b.pid || a.uid != b.uid ||
+	       a.gid != b.gid || a.owner != b.owner || a.ns_pid != b.ns_pid ||
+	       a.ns.net != b.ns.net || a.ns.mnt != b.ns.mnt ||
+	       a.ns.pid != b.ns.pid || strcmp(a.pod_uid, b.pod_uid) ||
+	       strcmp(a.comm, b.comm) || strcmp(b.comm, "test-peer");
+}
+
+static void test_identify_stranger(void)
+{
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	int listen_fd, st, r;
+	pid_t daemon, peer;
+
+	if (geteuid() != 0) {
+		printf("SKIP stranger: needs root to make two other uids\n");
+		return;
+	}
+	snprintf(sa.sun_path + 1, sizeof(sa.sun_path) - 1, "test-peer-%d",
+		 (int)getpid());
+	listen_fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	CHECK(listen_fd >= 0 &&
+		      bind(listen_fd, (struct sockaddr *)&sa, sizeof(sa)) ==
+			      0 &&
+		      listen(listen_fd, 1) == 0,
+	      "listen");
+	daemon = fork();
+	if (daemon == 0)
+		_exit(compare_stranger(listen_fd));
+	peer = fork();
+	if (peer == 0) {
+		int fd = socket(AF_UNIX, SOCK_STREAM, 0);
+
+		if (setresgid(STRANGER_PEER, STRANGER_PEER, STRANGER_PEER) <
+			    0 ||
+		    setresuid(STRANGER_PEER, STRANGER_PEER, STRANGER_PEER) < 0)
+			_exit(1);
+		/* As a program started by that user would be. */
+		prctl(PR_SET_DUMPABLE, 1);
+		connect(fd, (struct sockaddr *)&sa, sizeof(sa));
+		pause();
+		_exit(0);
+	}
+	r = waitpid(daemon, &st, 0) == daemon && WIFEXITED(st) ? WEXITSTATUS(st)
+							       : 1;
+	kill(peer, SIGKILL);
+	waitpid(peer, NULL, 0);
+	close(listen_fd);
+	if (r == 2)
+		printf("SKIP stranger: uid %d may still look at others\n",
+		       STRANGER_DAEMON);
+	CHECK(r != 1, "peer_identify_stranger() differs from peer_identify()");
+}
+
 int main(void)
 {
 	test_pod_uid();
 	test_nspid();
 	test_identify_self();
+	test_identify_stranger();
 	return failures ? 1 : 0;
 }

@@ -12,6 +12,9 @@
  *   deadline and the memory it keeps stays bounded.
  * - no page: a Welcome without the generation page is accepted; the
  *   generation then comes from the snapshot and the events.
+ * - a full backlog: connect says EAGAIN until the daemon accepts; the
+ *   connect tries again within its 2 s, another thread's getters return
+ *   meanwhile.
  * Bounds are generous (a loaded 2-core machine): what is checked is that a
  * getter returns while the connect is still in progress, not how fast.
  */
@@ -64,6 +67,7 @@ struct peer {
 	pthread_t thread;
 	atomic_bool stop;
 	atomic_bool greeted; /* a Hello came */
+	atomic_bool hold;    /* accepts nothing while set */
 	atomic_uint subscribes;
 	atomic_ulong parts_sent;
 	uint64_t generation;
@@ -239,6 +243,10 @@ static void *peer_main(void *arg)
 	for (size_t i = 0; i < HEAVY_PORTS; i++)
 		ports[i] = &port;
 	while (!atomic_load(&p->stop)) {
+		if (atomic_load(&p->hold)) {
+			usleep(1000);
+			continue;
+		}
 		if (poll(&pfd, 1, 50) <= 0)
 			continue;
 		p->fd = accept4(p->listen_fd, NULL, NULL, SOCK_CLOEXEC);
@@ -273,12 +281,15 @@ static int page_new(uint64_t generation)
 	return fd;
 }
 
-static void peer_start(struct peer *p, enum peer_mode mode)
+/* @hold: the peer accepts nothing until the test clears p->hold. */
+static void peer_start_held(struct peer *p, enum peer_mode mode, bool hold,
+			    int backlog)
 {
 	struct sockaddr_un addr = {.sun_family = AF_UNIX};
 
 	memset(p, 0, sizeof(*p));
 	p->mode = mode;
+	atomic_store(&p->hold, hold);
 	p->fd = -1;
 	p->generation = 7;
 	p->page_fd = -1;
@@ -290,9 +301,14 @@ static void peer_start(struct peer *p, enum peer_mode mode)
 	strcpy(addr.sun_path, p->path);
 	p->listen_fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
 	if (bind(p->listen_fd, (struct sockaddr *)&addr, sizeof(addr)) < 0 ||
-	    listen(p->listen_fd, 4) < 0)
+	    listen(p->listen_fd, backlog) < 0)
 		abort();
 	pthread_create(&p->thread, NULL, peer_main, p);
+}
+
+static void peer_start(struct peer *p, enum peer_mode mode)
+{
+	peer_start_held(p, mode, false, 4);
 }
 
 static void peer_stop(struct peer *p)
@@ -505,10 +521,54 @@ static void test_no_page(enum peer_mode mode, const char *what)
 	peer_stop(&p);
 }
 
+/* A listener whose backlog is full says EAGAIN to a connect: the
+ * connect tries again within its step's 2 s, without the lock (another
+ * thread's getters return meanwhile), and gets in once the daemon
+ * accepts what is ahead of it. */
+static void test_full_backlog(void)
+{
+	struct sockaddr_un addr = {.sun_family = AF_UNIX};
+	struct rdmad_client *c;
+	struct connect_job job;
+	struct peer p;
+	int ahead, again;
+
+	peer_start_held(&p, PEER_NO_PAGE, true, 0);
+	strcpy(addr.sun_path, p.path);
+	/* Backlog 0 takes one connection; the next says EAGAIN. */
+	ahead = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_NONBLOCK, 0);
+	again = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_NONBLOCK, 0);
+	CHECK(connect(ahead, (struct sockaddr *)&addr, sizeof(addr)) == 0);
+	CHECK(connect(again, (struct sockaddr *)&addr, sizeof(addr)) < 0 &&
+		      errno == EAGAIN,
+	      "the backlog is not full: %s", strerror(errno));
+	close(again);
+	c = rdmad_client_new(p.path);
+	connect_start(&job, c);
+	usleep(200 * 1000);
+	CHECK(!atomic_load(&job.done), "connect gave up on a full backlog: %d",
+	      job.err);
+	CHECK(rdmad_client_get_fd(c) == -ENOTCONN);
+	CHECK(rdmad_client_get_timeout(c) >= 0);
+	CHECK(!atomic_load(&job.done), "get_fd/get_timeout waited");
+	/* The daemon takes the connection ahead (it hangs up at once). */
+	close(ahead);
+	atomic_store(&p.hold, false);
+	connect_join(&job, "full backlog");
+	CHECK(job.err == 0, "connect after a full backlog: %d", job.err);
+	CHECK(job.elapsed_ms < 2000 + 1000, "%llu ms",
+	      (unsigned long long)job.elapsed_ms);
+	printf("full backlog: connected after %llu ms\n",
+	       (unsigned long long)job.elapsed_ms);
+	rdmad_client_unref(c);
+	peer_stop(&p);
+}
+
 int main(void)
 {
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	test_silent_daemon();
+	test_full_backlog();
 	test_endless_snapshot(PEER_ENDLESS, "parts 2^32-1");
 	test_endless_snapshot(PEER_HEAVY, "4096 heavy parts");
 	test_no_page(PEER_NO_PAGE, "no page");
