@@ -13,6 +13,16 @@
 
 static unsigned int failures;
 
+/* UNDER_ASAN: built with AddressSanitizer (gcc or clang), for the cases
+ * its runtime cannot run, each skipped with its reason. */
+#if defined(__SANITIZE_ADDRESS__)
+#define UNDER_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define UNDER_ASAN 1
+#endif
+#endif
+
 #define CHECK(cond, ...)                                                       \
 	do {                                                                   \
 		if (!(cond)) {                                                 \

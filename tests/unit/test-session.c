@@ -37,14 +37,6 @@
 #include "session.h"
 #include "check.h"
 
-#if defined(__SANITIZE_ADDRESS__)
-#define UNDER_ASAN 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define UNDER_ASAN 1
-#endif
-#endif
-
 /* Longer than any connect may take: a hang is reported, not waited out. */
 #define TEST_HANG_MS 30000
 /* Empty ports in one heavy part: 2 bytes each on the wire. */
