@@ -466,6 +466,15 @@ static void test_cancel(void)
 	async_cancel = false;
 	CHECK(in_child(cancel_gets, 60, "pthread_cancel() in a get"),
 	      "a thread cancelled inside a get stopped the cache");
+#ifdef UNDER_ASAN
+	/* Asynchronous cancellation is defined in async-cancel-safe code
+	 * only, which AddressSanitizer's interceptors around every call of
+	 * the case's threads are not (its child failed there, never in the
+	 * plain build). */
+	printf("SKIP asynchronous cancel: AddressSanitizer's interceptors "
+	       "are not async-cancel-safe\n");
+	return;
+#endif
 	async_cancel = true;
 	CHECK(in_child(cancel_gets, 60, "asynchronous pthread_cancel()"),
 	      "a thread cancelled asynchronously inside the cache stopped "
