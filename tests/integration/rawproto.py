@@ -78,15 +78,18 @@ print("eof", flush=True)
 BYSTANDER = PROTO + r'''
 import socket, sys, time
 path, n = sys.argv[1], int(sys.argv[2])
+# Each connect and each answer within WAIT seconds (10, as rdmactl's
+# default; a sanitizer build's slower rdmad is given more by the caller).
+wait = float(sys.argv[3]) if len(sys.argv) > 3 else 10
 ok = refused = busy = 0
 def connect():
     # As rdmactl does: a listener whose backlog is full says EAGAIN at
-    # once; try again, 1 ms then up to 50 ms apart, within 10 s.
+    # once; try again, 1 ms then up to 50 ms apart, within WAIT.
     global busy
-    pause, end = 0.001, time.monotonic() + 10
+    pause, end = 0.001, time.monotonic() + wait
     while True:
         s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-        s.settimeout(10)
+        s.settimeout(wait)
         try:
             s.connect(path)
             return s

@@ -1487,6 +1487,9 @@ time.sleep(3600)
 # attacks (the median of its answers): 100 ms; three times that in a
 # sanitizer build, whose rdmad turns a flood away 2-5x slower.
 FAST = 0.3 if rdmatb.SANITIZED else 0.1
+# How long the bystander waits for each connect and answer before it
+# counts a refusal: rdmactl's 10 s, three times that in a sanitizer build.
+BYSTANDER_WAIT = 30 if rdmatb.SANITIZED else 10
 
 
 class TestDescriptorTable(AttackTest):
@@ -1910,7 +1913,8 @@ class TestOwners(AttackTest):
         """Root's status every 0.5 s for @secs (and, where @bystander,
         that many connections of BYSTANDER_UID meanwhile): the figures,
         and the verdict's expectations."""
-        b = (self.attack(PYTHON, [BYSTANDER, self.sock, bystander], ns="",
+        b = (self.attack(PYTHON, [BYSTANDER, self.sock, bystander,
+                                  BYSTANDER_WAIT], ns="",
                          prefix=as_uid(self.BYSTANDER_UID))
              if bystander else None)
         answers, failed, most = [], 0, 0
