@@ -5,6 +5,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/mman.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -142,4 +143,23 @@ bool fake_mrcache_in_child(int (*fn)(void), unsigned int seconds,
 		fprintf(stderr, "%s: the child's check %d failed\n", what,
 			WEXITSTATUS(status));
 	return WIFEXITED(status) && WEXITSTATUS(status) == 0;
+}
+
+int fake_mrcache_run_cases(const struct fake_mrcache_case *cases, size_t n,
+			   int argc, char **argv)
+{
+	struct rdmad_mr_cache *probe;
+	size_t i;
+
+	fake_mrcache_init();
+	probe = fake_mrcache_new(0);
+	if (rdmad_mr_cache_is_caching(probe) != 1) {
+		printf("SKIP: %s\n", rdmad_mr_cache_get_reason(probe));
+		return 77;
+	}
+	rdmad_mr_cache_destroy(probe);
+	for (i = 0; i < n; i++)
+		if (argc < 2 || strstr(cases[i].name, argv[1]))
+			cases[i].run();
+	return 0;
 }

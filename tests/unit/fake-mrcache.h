@@ -38,4 +38,15 @@ void *fake_mrcache_anon(void *at, size_t len, int flags);
 bool fake_mrcache_in_child(int (*fn)(void), unsigned int seconds,
 			   const char *what);
 
+/* A named case of a test, run alone where argv[1] is part of its name. */
+struct fake_mrcache_case {
+	const char *name;
+	void (*run)(void);
+};
+/* A test's start: fake_mrcache_init(), then 77 (said on stdout) where the
+ * hooks are not reached, else every case whose name holds argv[1] (all
+ * without an argument) run, and 0; the caller returns its failures. */
+int fake_mrcache_run_cases(const struct fake_mrcache_case *cases, size_t n,
+			   int argc, char **argv);
+
 #endif

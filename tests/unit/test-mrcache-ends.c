@@ -747,10 +747,7 @@ static void test_release_race(void)
 	      "a release racing a get left an entry cached unwatched");
 }
 
-static const struct {
-	const char *name;
-	void (*run)(void);
-} cases[] = {
+static const struct fake_mrcache_case cases[] = {
 	{"child-calls", test_child_calls},
 	{"child-hang", test_child_hang},
 	{"child-memory", test_child_memory},
@@ -764,19 +761,9 @@ static const struct {
 /* With an argument, only the cases whose name holds it. */
 int main(int argc, char **argv)
 {
-	struct rdmad_mr_cache *probe;
-	size_t i;
-
 	ps = (size_t)sysconf(_SC_PAGESIZE);
-	fake_mrcache_init();
-	probe = fake_mrcache_new(0);
-	if (rdmad_mr_cache_is_caching(probe) != 1) {
-		printf("SKIP: %s\n", rdmad_mr_cache_get_reason(probe));
+	if (fake_mrcache_run_cases(cases, sizeof(cases) / sizeof(cases[0]),
+				   argc, argv) == 77)
 		return 77;
-	}
-	rdmad_mr_cache_destroy(probe);
-	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
-		if (argc < 2 || strstr(cases[i].name, argv[1]))
-			cases[i].run();
 	return failures ? 1 : 0;
 }
