@@ -1787,8 +1787,8 @@ os.execvp("sh", ["sh", "-euc", sys.argv[-1], "inner"] + sys.argv[1:-1])
 # Issue 39, O4: @2 TCP sockets that linger 60 s in their last close
 # (unsent data, a peer that never reads), passed over three admitted
 # connections.  Prints "sent N".
-LINGER_MANY = PROTO + r'''
-import os, resource, socket, struct, sys, time
+LINGER_MANY = PROTO + LINGERING + r'''
+import os, resource, socket, sys, time
 path, n = sys.argv[1], int(sys.argv[2])
 hard = resource.getrlimit(resource.RLIMIT_NOFILE)[1]
 resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
@@ -1797,17 +1797,7 @@ srv.bind(("127.0.0.1", 0))
 srv.listen(n)
 keep, held = [], []
 for _ in range(n):
-    slow = socket.socket()
-    slow.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
-    slow.connect(srv.getsockname())
-    h, _ = srv.accept()
-    h.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 60))
-    h.setblocking(False)
-    try:
-        while True:
-            h.send(b"x" * 65536)
-    except BlockingIOError:
-        pass
+    slow, h = lingering(srv, 60)
     keep.append(slow)
     held.append(h)
 conns = []
