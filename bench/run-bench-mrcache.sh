@@ -115,6 +115,20 @@ for size in (4096, 65536, mib):
     if c and alone and fm:
         print("  %-8s munmap floor (memhooks + announce alone %.0fn) %5.2fx memhooks   cached / floor %5.2fx" % (
             "%dK" % (size // 1024), alone, (fm + alone) / fm, c / (fm + alone)))
+# A miss here, with a fake MR (its registration a calloc()): what it pays
+# beside the watch and the kind, of which the guard (signals blocked and
+# back: two system calls).
+nat = {}
+for line in open(sys.argv[1] + ".native"):
+    m = re.match(r"figure (\S+) (\d+) ([\d.]+)", line)
+    if m:
+        nat[m[1]] = float(m[3])
+if "miss-fake" in nat:
+    miss, w, k, guard = (nat[n] for n in (
+        "miss-fake", "miss-watch", "miss-kind", "hooks-guard"))
+    print("a 4K miss here, fake MR: %.0fn = watch %.0fn + kind %.0fn + guard %.0fn"
+          " + the rest %.0fn (%.2fx watch + kind)" % (
+              miss, w, k, guard, miss - w - k - guard, miss / (w + k)))
 # What the hooks cost a program that links librdmad and makes no cache.
 rt = {}
 for path in (sys.argv[1], sys.argv[1] + ".hooks"):
