@@ -146,24 +146,6 @@ static bool hinted(const struct hint *h, const struct rdmad_mr_cache *c)
 	return h->cache == c && h->id == c->id;
 }
 
-/* The cache's lock checks its owner: a thread ended inside a locked hit
- * (pthread_exit() from a handler) unlocks it on its way out, and an
- * unlock by a thread that did not get as far as the lock is refused. */
-static void init_lock(pthread_mutex_t *lock)
-{
-	pthread_mutexattr_t attr;
-
-	pthread_mutexattr_init(&attr);
-	pthread_mutexattr_settype(&attr, PTHREAD_MUTEX_ERRORCHECK);
-	pthread_mutex_init(lock, &attr);
-	pthread_mutexattr_destroy(&attr);
-}
-
-static void unlock_on_exit(void *lock)
-{
-	pthread_mutex_unlock(lock);
-}
-
 /* First in every call but a hit: a child made without fork()'s handlers
  * (_Fork(), a raw clone()) makes the monitor's state and the kinds'
  * descriptor afresh before it takes a lock (monitor.h's token). */
@@ -273,9 +255,9 @@ static void leaving(void *arg, const void *device)
 
 	if (strcmp(c->device, device))
 		return;
-	pthread_mutex_lock(&c->lock);
+	mrc_lock(&c->lock);
 	set_mode(c, MRC_LEAVING);
-	pthread_mutex_unlock(&c->lock);
+	mrc_unlock(&c->lock);
 	mrc_reap(c);
 }
 
@@ -313,12 +295,12 @@ void mrc_cache_unmonitored(struct rdmad_mr_cache *c)
 
 static void lock_cache(void *arg)
 {
-	pthread_mutex_lock(&((struct rdmad_mr_cache *)arg)->lock);
+	mrc_lock(&((struct rdmad_mr_cache *)arg)->lock);
 }
 
 static void unlock_cache(void *arg)
 {
-	pthread_mutex_unlock(&((struct rdmad_mr_cache *)arg)->lock);
+	mrc_unlock(&((struct rdmad_mr_cache *)arg)->lock);
 }
 
 /* The lock checks its owner, and the child's thread has another id than
@@ -329,8 +311,8 @@ static void forked(void *arg)
 	struct rdmad_mr_cache *c = arg;
 
 	mrc_cache_forked(c);
-	init_lock(&c->lock);
-	pthread_mutex_lock(&c->lock);
+	mrc_lock_init(&c->lock);
+	mrc_lock(&c->lock);
 }
 
 /* A raw clone()'s child, alone: the lock may be a parent thread's. */
@@ -338,10 +320,10 @@ static void cloned(void *arg)
 {
 	struct rdmad_mr_cache *c = arg;
 
-	init_lock(&c->lock);
-	pthread_mutex_lock(&c->lock);
+	mrc_lock_init(&c->lock);
+	mrc_lock(&c->lock);
 	mrc_cache_forked(c);
-	pthread_mutex_unlock(&c->lock);
+	mrc_unlock(&c->lock);
 }
 
 static bool overlaps(const struct mrc_entry *e, uintptr_t start, uintptr_t end)
@@ -364,14 +346,14 @@ static void release(void *arg, uintptr_t start, uintptr_t end)
 	struct rdmad_mr_cache *c = arg;
 	size_t first, n;
 
-	pthread_mutex_lock(&c->lock);
+	mrc_lock(&c->lock);
 	mrc_changes_apply(c);
 	n = mrc_index_overlapping(&c->index, start, end, &first);
 	c->stats.invalidations += n;
 	mrc_retire_range(c, first, n);
 	unwatched(c->detached, start, end);
 	unwatched(c->dead, start, end);
-	pthread_mutex_unlock(&c->lock);
+	mrc_unlock(&c->lock);
 	mrc_reap(c);
 }
 
@@ -453,13 +435,13 @@ static struct mrc_entry *pass_through(struct rdmad_mr_cache *c, void *addr,
 
 	if (!mr)
 		return NULL;
-	pthread_mutex_lock(&c->lock);
+	mrc_lock(&c->lock);
 	e = mrc_entry_alloc(c);
 	if (e && !detach(c, e, mr, &g)) {
 		mrc_entry_unalloc(c, e);
 		e = NULL;
 	}
-	pthread_mutex_unlock(&c->lock);
+	mrc_unlock(&c->lock);
 	mrc_garbage_free(&g);
 	if (!e) {
 		c->ops.dereg(mr);
@@ -598,9 +580,9 @@ static void drop_plan(struct rdmad_mr_cache *c, struct mrc_entry *e)
 {
 	if (e->watch)
 		mrc_monitor_unwatch(e->watch);
-	pthread_mutex_lock(&c->lock);
+	mrc_lock(&c->lock);
 	mrc_entry_unalloc(c, e);
-	pthread_mutex_unlock(&c->lock);
+	mrc_unlock(&c->lock);
 }
 
 /* Unlocked: ask the kernel what memory @e's range is, register it, and
@@ -626,9 +608,9 @@ static struct mrc_entry *fill(struct rdmad_mr_cache *c, struct mrc_entry *e,
 		return pass_through(c, ask->addr, ask->length, ask->access);
 	}
 	__atomic_store_n(&e->mr, mr, __ATOMIC_RELAXED);
-	pthread_mutex_lock(&c->lock);
+	mrc_lock(&c->lock);
 	ok = admit(c, e, ask, &g) || detach(c, e, mr, &g);
-	pthread_mutex_unlock(&c->lock);
+	mrc_unlock(&c->lock);
 	mrc_garbage_free(&g);
 	if (ok)
 		return e;
@@ -664,7 +646,7 @@ static struct mrc_entry *lookup(struct rdmad_mr_cache *c, uintptr_t start,
 		hooked = hooks_hold(c);
 	if (c->mode == MRC_CACHING)
 		mrc_monitor_quiesce();
-	pthread_mutex_lock(&c->lock);
+	mrc_lock(&c->lock);
 	if (mrc_changes_pending(c))
 		mrc_changes_apply(c);
 	check_monitor(c);
@@ -676,7 +658,7 @@ static struct mrc_entry *lookup(struct rdmad_mr_cache *c, uintptr_t start,
 		else
 			e = plan(c, start, end, ask, &g);
 	}
-	pthread_mutex_unlock(&c->lock);
+	mrc_unlock(&c->lock);
 	mrc_garbage_free(&g);
 	if (e == PASS && !hooked)
 		__atomic_add_fetch(&c->stats.unhooked, 1, __ATOMIC_RELAXED);
@@ -706,8 +688,8 @@ static struct mrc_entry *locked_hit(struct rdmad_mr_cache *c, uintptr_t start,
 		return NULL;
 	if (c->mode == MRC_CACHING)
 		mrc_monitor_quiesce();
-	pthread_cleanup_push(unlock_on_exit, &c->lock);
-	pthread_mutex_lock(&c->lock);
+	pthread_cleanup_push(mrc_unlock_on_exit, &c->lock);
+	mrc_lock(&c->lock);
 	if (mrc_changes_pending(c))
 		mrc_changes_apply(c);
 	check_monitor(c);
@@ -716,7 +698,7 @@ static struct mrc_entry *locked_hit(struct rdmad_mr_cache *c, uintptr_t start,
 		if (e)
 			remember(c, e);
 	}
-	pthread_mutex_unlock(&c->lock);
+	mrc_unlock(&c->lock);
 	pthread_cleanup_pop(0);
 	return e;
 }
@@ -830,10 +812,10 @@ RDMAD_EXPORT int rdmad_mr_cache_put(struct rdmad_mr_cache *cache,
 		e = h->entry;
 	} else {
 		/* As locked_hit(): no system call. */
-		pthread_cleanup_push(unlock_on_exit, &cache->lock);
-		pthread_mutex_lock(&cache->lock);
+		pthread_cleanup_push(mrc_unlock_on_exit, &cache->lock);
+		mrc_lock(&cache->lock);
 		e = mrc_owners_find(&cache->owners, mr);
-		pthread_mutex_unlock(&cache->lock);
+		mrc_unlock(&cache->lock);
 		pthread_cleanup_pop(0);
 		if (!e)
 			return -EINVAL;
@@ -926,7 +908,7 @@ struct rdmad_mr_cache *mrc_cache_new_ops(struct ibv_pd *pd,
 	err = bounds(c, attr);
 	if (err)
 		goto fail;
-	init_lock(&c->lock);
+	mrc_lock_init(&c->lock);
 	c->id = __atomic_add_fetch(&next_id, 1, __ATOMIC_RELAXED);
 	c->pd = pd;
 	c->ops = *ops;
@@ -941,7 +923,6 @@ struct rdmad_mr_cache *mrc_cache_new_ops(struct ibv_pd *pd,
 	mrc_monitor_unhush(&h);
 	if (!err)
 		return c;
-	pthread_mutex_destroy(&c->lock);
 fail:
 	free(c);
 	errno = -err;
@@ -977,7 +958,7 @@ static int flush(struct rdmad_mr_cache *cache)
 	struct mrc_entry *e, *next;
 	long n = 0;
 
-	pthread_mutex_lock(&cache->lock);
+	mrc_lock(&cache->lock);
 	for (e = cache->lru_head; e; e = next) {
 		next = e->lru_next;
 		if (__atomic_load_n(&e->refcnt, __ATOMIC_SEQ_CST))
@@ -986,7 +967,7 @@ static int flush(struct rdmad_mr_cache *cache)
 				 (size_t)mrc_index_find(&cache->index, e), 1);
 		n++;
 	}
-	pthread_mutex_unlock(&cache->lock);
+	mrc_unlock(&cache->lock);
 	mrc_reap(cache);
 	return n > INT_MAX ? INT_MAX : (int)n;
 }
@@ -1014,9 +995,9 @@ RDMAD_EXPORT int rdmad_mr_cache_destroy(struct rdmad_mr_cache *cache)
 		return 0;
 	adopt();
 	mrc_monitor_hush(&h);
-	pthread_mutex_lock(&cache->lock);
+	mrc_lock(&cache->lock);
 	busy = mrc_in_use(cache);
-	pthread_mutex_unlock(&cache->lock);
+	mrc_unlock(&cache->lock);
 	if (!busy) {
 		mrc_monitor_remove(cache);
 		flush(cache);
@@ -1027,7 +1008,6 @@ RDMAD_EXPORT int rdmad_mr_cache_destroy(struct rdmad_mr_cache *cache)
 	mrc_pool_free(cache);
 	mrc_index_free(&cache->index);
 	mrc_owners_free(&cache->owners);
-	pthread_mutex_destroy(&cache->lock);
 	free(cache);
 	return 0;
 }
@@ -1048,12 +1028,12 @@ RDMAD_EXPORT int rdmad_mr_cache_get_stats(struct rdmad_mr_cache *cache,
 	if (size > sizeof(now))
 		size = sizeof(now);
 	mrc_monitor_hush(&h);
-	pthread_mutex_lock(&cache->lock);
+	mrc_lock(&cache->lock);
 	now = cache->stats;
 	now.hits = __atomic_load_n(&cache->stats.hits, __ATOMIC_RELAXED);
 	now.entries = cache->index.count;
 	now.in_use = mrc_in_use(cache);
-	pthread_mutex_unlock(&cache->lock);
+	mrc_unlock(&cache->lock);
 	mrc_monitor_unhush(&h);
 	memcpy(stats, &now, size);
 	return 0;
@@ -1075,11 +1055,11 @@ RDMAD_EXPORT int rdmad_mr_cache_is_caching(struct rdmad_mr_cache *cache)
 		mrc_monitor_alive();
 		hooked = hooks_hold(cache);
 	}
-	pthread_mutex_lock(&cache->lock);
+	mrc_lock(&cache->lock);
 	check_monitor(cache);
 	check_hooks(cache, hooked);
 	r = cacheable(cache, 0);
-	pthread_mutex_unlock(&cache->lock);
+	mrc_unlock(&cache->lock);
 	mrc_reap(cache);
 	mrc_monitor_unhush(&h);
 	return r;

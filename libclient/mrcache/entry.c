@@ -176,23 +176,18 @@ void mrc_retire_range(struct rdmad_mr_cache *c, size_t first, size_t n)
 
 /* The count of @e went to 0: a cached entry in the index stays, idle;
  * one detached (dead, or a pass-through) goes to the dead list, unless a
- * late hit raised the count again (then its own drop comes here). */
-static void unlock_on_exit(void *lock)
-{
-	pthread_mutex_unlock(lock);
-}
-
-/* No cancellation point and no lock of the monitor's: a pthread_exit()
+ * late hit raised the count again (then its own drop comes here).
+ * No cancellation point and no lock of the monitor's: a pthread_exit()
  * from a handler landing here gives the cache's lock back on its way
- * out (the lock checks its owner, cache.c), at no system call. */
+ * out where it holds it (lock.h), at no system call. */
 static void settle(struct rdmad_mr_cache *c, struct mrc_entry *e)
 {
-	pthread_cleanup_push(unlock_on_exit, &c->lock);
-	pthread_mutex_lock(&c->lock);
+	pthread_cleanup_push(mrc_unlock_on_exit, &c->lock);
+	mrc_lock(&c->lock);
 	if ((!e->cached || __atomic_load_n(&e->dead, __ATOMIC_SEQ_CST)) &&
 	    claim(e) && unlink_from(&c->detached, e))
 		push_dead(c, e);
-	pthread_mutex_unlock(&c->lock);
+	mrc_unlock(&c->lock);
 	pthread_cleanup_pop(0);
 }
 
@@ -237,10 +232,10 @@ void mrc_reap_dead(struct rdmad_mr_cache *c)
 	struct mrc_hush h;
 
 	mrc_monitor_hush(&h);
-	pthread_mutex_lock(&c->lock);
+	mrc_lock(&c->lock);
 	e = c->dead;
 	__atomic_store_n(&c->dead, NULL, __ATOMIC_RELEASE);
-	pthread_mutex_unlock(&c->lock);
+	mrc_unlock(&c->lock);
 	for (; e; e = next) {
 		next = e->next;
 		/* A hit between its increment and taking it back. */
@@ -253,10 +248,10 @@ void mrc_reap_dead(struct rdmad_mr_cache *c)
 		if (e->watch)
 			mrc_monitor_unwatch(e->watch);
 		e->watch = 0;
-		pthread_mutex_lock(&c->lock);
+		mrc_lock(&c->lock);
 		c->stats.bytes_pinned -= span(e);
 		mrc_push(&c->pool, e);
-		pthread_mutex_unlock(&c->lock);
+		mrc_unlock(&c->lock);
 	}
 	mrc_monitor_unhush(&h);
 }

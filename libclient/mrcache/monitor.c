@@ -21,7 +21,7 @@
  * vm.unprivileged_userfaultfd, then /dev/userfaultfd (6.1).
  *
  * The thread never waits for anything an application thread holds: it
- * takes no lock but its own quiet lock, allocates nothing, and hands each
+ * takes no lock, allocates nothing, and hands each
  * range to the clients' changed() callbacks, which only record it.  The
  * kernel holds a thread that unmapped a watched range until the monitor
  * has read the event, so that is what lets every munmap() return.
@@ -39,6 +39,8 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
+#include <linux/futex.h>
 #include <linux/userfaultfd.h>
 #include <poll.h>
 #include <pthread.h>
@@ -52,6 +54,7 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "monitor.h"
@@ -90,10 +93,9 @@ static struct {
 	/* Events read (UNMAP, REMOVE, REMAP): a call the hooks announced
 	 * raises none. */
 	atomic_ulong events;
-	/* Counts the ends of busy spells (mrc_monitor_reading). */
-	atomic_ulong batches;
-	pthread_mutex_t quiet_lock;
-	pthread_cond_t quiet;
+	/* Counts the ends of busy spells (mrc_monitor_reading); a futex
+	 * word, woken for all at each end (mrc_monitor_quiesce()). */
+	uint32_t batches;
 	/* The clients: written under list_lock, read by the thread without
 	 * it (mrc_monitor_remove() waits for the thread's batch). */
 	pthread_mutex_t list_lock;
@@ -113,9 +115,6 @@ static struct {
 } mon = {
 	.start_lock = PTHREAD_MUTEX_INITIALIZER,
 	.fd = -1,
-	/* Checks its owner: mrc_monitor_quiesce()'s cleanup. */
-	.quiet_lock = PTHREAD_ERRORCHECK_MUTEX_INITIALIZER_NP,
-	.quiet = PTHREAD_COND_INITIALIZER,
 	.list_lock = PTHREAD_MUTEX_INITIALIZER,
 	.watch_lock = PTHREAD_MUTEX_INITIALIZER,
 	.flight_lock = PTHREAD_MUTEX_INITIALIZER,
@@ -273,10 +272,9 @@ static void apply(int fd, const struct uffd_msg *msg)
 static void end_batch(void)
 {
 	__atomic_store_n(&mrc_monitor_reading, 0, __ATOMIC_SEQ_CST);
-	pthread_mutex_lock(&mon.quiet_lock);
-	atomic_fetch_add(&mon.batches, 1);
-	pthread_cond_broadcast(&mon.quiet);
-	pthread_mutex_unlock(&mon.quiet_lock);
+	__atomic_add_fetch(&mon.batches, 1, __ATOMIC_SEQ_CST);
+	syscall(SYS_futex, &mon.batches, FUTEX_WAKE_PRIVATE, INT_MAX, NULL,
+		NULL, 0);
 }
 
 /* The thread's own file table, holding the userfaultfd and nothing else:
@@ -837,33 +835,24 @@ unsigned long mrc_monitor_events(void)
 
 /* ---- waiting for the thread ---------------------------------------------- */
 
-static void quiet_unlock(void *arg)
-{
-	(void)arg;
-	pthread_mutex_unlock(&mon.quiet_lock);
-}
-
+/* Until the thread ends the busy spell it is in: a sleep on the batch
+ * count's futex word, no lock, so a thread ended here (cancelled, or by
+ * its handler's pthread_exit()) holds nothing, and the wake is for every
+ * waiter, so none can take another's.  The nap bounds a sleep whose wake
+ * came between the look and the sleep's start (the futex compares the
+ * count again, so that is only a spell that ended without a count). */
 void mrc_monitor_quiesce(void)
 {
-	unsigned long seen;
-	int cancel;
+	struct timespec nap = {0, 10 * 1000 * 1000};
+	uint32_t seen;
 
 	if (!mrc_monitor_busy())
 		return;
-	/* pthread_cond_wait() is a cancellation point: a thread cancelled
-	 * in it would end holding quiet_lock, which the monitor thread
-	 * takes after every batch.  A thread ended there by its handler
-	 * (pthread_exit()) gets the lock back from the wait's own cleanup,
-	 * and gives it up in this one. */
-	pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &cancel);
-	pthread_cleanup_push(quiet_unlock, NULL);
-	pthread_mutex_lock(&mon.quiet_lock);
-	seen = atomic_load(&mon.batches);
-	while (mrc_monitor_busy() && atomic_load(&mon.batches) == seen)
-		pthread_cond_wait(&mon.quiet, &mon.quiet_lock);
-	pthread_mutex_unlock(&mon.quiet_lock);
-	pthread_cleanup_pop(0);
-	pthread_setcancelstate(cancel, NULL);
+	seen = __atomic_load_n(&mon.batches, __ATOMIC_SEQ_CST);
+	while (mrc_monitor_busy() &&
+	       __atomic_load_n(&mon.batches, __ATOMIC_SEQ_CST) == seen)
+		syscall(SYS_futex, &mon.batches, FUTEX_WAIT_PRIVATE, seen, &nap,
+			NULL, 0);
 }
 
 /* ---- the clients, and fork ----------------------------------------------- */
@@ -924,15 +913,6 @@ static void forget_parent(void)
 	memset(mon.flying, 0, sizeof(mon.flying));
 	mon.flying_over = 0;
 	__atomic_store_n(&mrc_monitor_reading, 0, __ATOMIC_SEQ_CST);
-	{
-		pthread_mutexattr_t attr;
-
-		pthread_mutexattr_init(&attr);
-		pthread_mutexattr_settype(&attr, PTHREAD_MUTEX_ERRORCHECK);
-		pthread_mutex_init(&mon.quiet_lock, &attr);
-		pthread_mutexattr_destroy(&attr);
-	}
-	pthread_cond_init(&mon.quiet, NULL);
 }
 
 /* The child's token page reads zero again: it has been told. */

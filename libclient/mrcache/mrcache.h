@@ -34,6 +34,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "lock.h"
 #include "monitor.h"
 #include "rdmad.h"
 #include "vma.h"
@@ -142,7 +143,7 @@ enum mrc_mode {
 #define MRC_CHANGES 64
 
 struct rdmad_mr_cache {
-	pthread_mutex_t lock;
+	struct mrc_lock lock; /* lock.h */
 	uint64_t id;  /* unique in the process: a thread's hint names it */
 	uint64_t gen; /* atomic; +1 whenever an entry leaves the index */
 	struct ibv_pd *pd;
