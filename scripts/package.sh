@@ -125,7 +125,9 @@ unpack() {
 check_layout() {
 	in_deb rdmad ./usr/sbin/rdmad ./usr/bin/rdmactl ./etc/rdmad.conf \
 		./usr/share/rdmad/rdmad.proto \
-		./usr/share/doc/rdmad/PROTOCOL.md.gz
+		./usr/share/doc/rdmad/PROTOCOL.md.gz \
+		./usr/share/doc/rdmad/security.md.gz
+	in_deb librdmad-dev ./usr/share/doc/librdmad-dev/mrcache.md.gz
 	in_deb librdmad1 "./usr/lib/$arch/librdmad.so.1" \
 		"./usr/lib/$arch/rdmad/librdmad-preload.so"
 	in_deb librdmad-dev ./usr/include/rdmad.h "./usr/lib/$arch/librdmad.so" \
@@ -254,7 +256,7 @@ check_units() {
 	check_exposure
 }
 
-# The README gives this figure; more exposure is a regression.
+# docs/install.md gives this figure; more exposure is a regression.
 check_exposure() {
 	systemd-analyze security --offline=yes --root="$root" --no-pager \
 		--threshold=12 rdmad.service >"$work/security.log" 2>&1 || {

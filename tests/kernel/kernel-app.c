@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * kernel-app NAME [--close-on removing|removed] [--cache]: an RDMA program as
- * the README asks it to behave.  It opens NAME through the real libibverbs (a
+ * docs/client.md asks it to behave.  It opens NAME through the real libibverbs (a
  * context and a protection domain: what any verbs program has open), holds
  * it through librdmad, and closes both the moment librdmad says REMOVING
  * for it (the default), or only at REMOVED, as a program that waits for

@@ -427,7 +427,7 @@ class TestLives(KernelTest):
         print("delete with a cache on the device: %.0f ms" % (t * 1000))
 
     def test_waiting_for_removed_deadlocks(self):
-        """Why the README says to act on REMOVING: a program that closes
+        """Why docs/client.md says to act on REMOVING: a program that closes
         only at REMOVED holds the removal up (rxe cannot disassociate)."""
         self.start_daemon()
         link_add("rxe0")
