@@ -356,7 +356,7 @@ RAW_CLIENT = r'''
 import os, socket, sys, time
 path, mode = sys.argv[1], sys.argv[2]
 # version 1, seq 1, hello{client_name "rdmactl"}; version 1, seq 2,
-# get_status{} (tests/unit/golden/hello.hex; Frame.get_status is field 12)
+# get_status{} (tests/unit/proto/golden/hello.hex; Frame.get_status is field 12)
 HELLO = bytes.fromhex("080110015209" "0a07" "72646d6163746c")
 GET_STATUS = bytes.fromhex("08011002" "6200")
 def say(what):
