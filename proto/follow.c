@@ -2,7 +2,7 @@
 /*
  * The follower of PROTOCOL.md 8 and 9 (follow.h).  What each frame a
  * subscriber receives means, by state; "seq" is the frame's, S the
- * Subscribe's (tests/unit/test-follow.c walks every row):
+ * Subscribe's (tests/unit/proto/test-follow.c walks every row):
  *
  *   frame                        IDLE     AWAITING   FOLLOWING
  *   Event, seq 0                 skip     skip       by generation:

@@ -3,7 +3,7 @@
  * The exposition writer behind /metrics: one description of a metric
  * family (name, type, help) rendered in either of the two formats a
  * scraper may ask for, with the label escaping both require.  Pure code:
- * no I/O, tested on its own (tests/unit/test-metrics-expo.c).
+ * no I/O, tested on its own (tests/unit/daemon/metrics/test-metrics-expo.c).
  */
 #ifndef RDMAD_METRICS_EXPO_H
 #define RDMAD_METRICS_EXPO_H

@@ -1,10 +1,10 @@
 # SPDX-License-Identifier: MIT
 """Frames of PROTOCOL.md by hand, as a client in another language would
 write them: protobuf's wire format for the few fields that the attack
-tests (test_attacks.py) and the real-kernel suite (tests/kernel) send.
-Each is Python source that runs in a process of its own (`python3 -c
-SOURCE ARGS...`), so that it can run as another user, in namespaces of
-its own, or in a guest."""
+tests (attacktb.py names them) and the real-kernel suite (tests/kernel)
+send.  Each is Python source that runs in a process of its own
+(`python3 -c SOURCE ARGS...`), so that it can run as another user, in
+namespaces of its own, or in a guest."""
 
 # The encoders; each script below starts with them.
 PROTO = r'''
@@ -35,7 +35,7 @@ def unusable(seq, name, incarnation):
 
 
 # SOCK FILE: says Hello passing FILE's descriptor, prints "sent", then
-# holds on (issue 25 F1, issue 32 T3).
+# holds on (test_passed_descriptors.py: F1, T3).
 PASS_FILE = PROTO + r'''
 import os, socket, sys, time
 path, victim = sys.argv[1], sys.argv[2]
@@ -51,7 +51,7 @@ time.sleep(3600)
 
 
 # SOCK: says Hello, prints "welcome", then "eof" when its connection ends
-# (issue 32 T3).
+# (test_passed_descriptors.py: T3).
 WAIT_EOF = PROTO + r'''
 import os, socket, sys
 s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
@@ -176,7 +176,7 @@ def lingering(srv, linger):
 '''
 
 
-# SOCK N SECS: N connections (issue 46, break 1), each a junk datagram
+# SOCK N SECS: N connections (test_inflight.py: O6-O8), each a junk datagram
 # (rdmad reads it, a protocol error, and reads no more) and behind it a
 # datagram carrying one loopback TCP socket with unsent data, a peer
 # that never reads and SO_LINGER {1, 3600}: rdmad never receives that
@@ -226,5 +226,48 @@ while time.monotonic() < end:
         pass
     s.close()
 print("flooded %d" % flooded, flush=True)
+time.sleep(3600)
+'''
+
+
+# SOCK SECS HOW (test_passed_descriptors.py, test_descriptor_table.py):
+# a loopback TCP socket with SO_LINGER {1, SECS}, unsent data and a peer
+# that never reads: its last close() waits SECS seconds.  HOW says how
+# it reaches rdmad: "hello" with Hello; "after" with a request after
+# Hello; "queued" queued behind Hello before rdmad read either; "dropped"
+# queued behind three malformed datagrams, which make rdmad hang up
+# without reading it.  Prints "sent" (or "refused: WHY" when the kernel
+# refused the descriptor), then holds on.
+# The lingering socket itself ("held"), lingering $linger seconds.
+LINGER_SETUP = LINGERING + r'''
+srv = socket.socket()
+srv.bind(("127.0.0.1", 0))
+srv.listen(1)
+slow, held = lingering(srv, linger)
+'''
+LINGER = PROTO + r'''
+import os, socket, struct, sys, time
+path, linger, mode = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+''' + LINGER_SETUP + r'''
+s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+s.connect(path)
+try:
+    if mode == "hello":
+        socket.send_fds(s, [hello()], [held.fileno()])
+    elif mode == "after":
+        s.send(hello())
+        s.recv(65536)
+        socket.send_fds(s, [get_status(2, scope(0, []))], [held.fileno()])
+    elif mode == "queued":
+        s.send(hello())
+        socket.send_fds(s, [get_status(2, scope(0, []))], [held.fileno()])
+    elif mode == "dropped":
+        for _ in range(3):
+            s.send(b"\xff" * 8)
+        socket.send_fds(s, [hello()], [held.fileno()])
+    print("sent", flush=True)
+except OSError as e:
+    print("refused: %s" % e, flush=True)
+held.close()
 time.sleep(3600)
 '''

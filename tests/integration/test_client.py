@@ -9,7 +9,7 @@ daemon runs); holds show in `rdmactl status` with the holder's pid and comm,
 keep an unplugged device listed until the holder goes; a client survives a
 kill -9 of the daemon and gets its holds back by itself; a forked child
 does not disturb its parent's connection; many threads share one client.
-A device's lives (issue 11): a held device unplugged and plugged again at
+A device's lives: a held device unplugged and plugged again at
 the same PCI function is two entries in the library's list (the held old
 life and the returned new one) until the old one is released, and
 ibv_refresh_device_list() lists the new one; ready and unready follow the
@@ -302,11 +302,11 @@ class TestLifecycle(ClientTest):
                 return entries(line)
 
     def test_replug_of_held_device_keeps_both_lives(self):
-        """Issue 11's first defect: hold mlx5_0, unplug it, plug the same
-        PCI function again as mlx5_0.  The library lists the removed,
-        held old life and the present new one, RETURNED with incarnation
-        +1; the old life's RELEASED leaves the new one (the second
-        defect); ibv_refresh_device_list() lists it throughout."""
+        """Hold mlx5_0, unplug it, plug the same PCI function again as
+        mlx5_0.  The library lists the removed, held old life and the
+        present new one, RETURNED with incarnation +1; the old life's
+        RELEASED leaves the new one; ibv_refresh_device_list() lists it
+        throughout."""
         self.tb.plug("mlx5_0", "mlx5-ib")
         self.tb.plug("mlx5_1", "mlx5-ib")
         self.start_daemon()

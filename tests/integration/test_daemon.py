@@ -339,7 +339,9 @@ class TestRestart(DaemonTest):
         one behind would be) when SIGTERM comes: the closers die, and the
         last holder of the table lets go of it as it exits, which never
         lingers (inet_release() skips SO_LINGER in an exiting task):
-        rdmad still exits at once."""
+        rdmad still exits at once.  Its siblings for the descriptor
+        closer: docs/security.md, "The descriptor closer, suite by
+        suite"."""
         self.start_daemon()
         closers = self.helpers("rdmad-closer")
         self.assertTrue(closers, "no rdmad-closer among rdmad's children")
@@ -491,8 +493,10 @@ sys.stdin.read()
 
 
 class TestHostileUser(DaemonTest):
-    """Issue 9's attacks, as an unprivileged local user: the daemon keeps
-    serving root, with its descriptors and memory bounded."""
+    """What an unprivileged local user's many holds, repeated Hellos and
+    descriptor pressure do: the daemon keeps serving root, with its
+    descriptors and memory bounded (the attacks in namespaces of their
+    own are the attack tests': docs/security.md, "The tests")."""
 
     def attacker(self, mode, n, device="mlx5_0"):
         cmd = ["/usr/bin/python3", "-c", HOSTILE, self.sock, mode, str(n),

@@ -247,7 +247,7 @@ class TestSriov(LifecycleTest):
     VFS = 256
 
     def test_burst_of_vfs(self):
-        """Issue 26: VFS VFs from one sriov_numvfs write, plugged as fast
+        """VFS VFs from one sriov_numvfs write, plugged as fast
         as the testbed can (each with its nodes' uevents first and the ib
         device's own add last, as the kernel sends them): every VF is
         announced exactly once, with its uverbs node, nothing announced

@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 # SPDX-License-Identifier: MIT
-"""The metrics endpoint under attack from the host it runs on (issue 19,
-N7): an unprivileged user holding hundreds of slow connections must not
+"""The metrics endpoint under attack from the host it runs on
+(docs/security.md's N7): an unprivileged user holding hundreds of slow connections must not
 keep a scraper out, one connection streaming a huge header or body must not
 make rdmad buffer it, and a request's headers must arrive within the header
 deadline.  The attacks need no privilege; the slow connections are opened by

@@ -321,7 +321,7 @@ class TestExclusive(ViewTest):
 
 
 class TestNoClientFiles(ViewTest):
-    """Issue 19: rdmad opens, stats, lists and reads the links of nothing
+    """rdmad opens, stats, lists and reads the links of nothing
     a client controls.  Every file system call rdmad makes while pods
     connect, subscribe, ask for their status and change their /dev is
     traced (strace -y on the running daemon): none reaches into a

@@ -3,12 +3,12 @@
 # systemd-analyze verify on rdmad-wait-online.service with the units it
 # requires (rdmad.socket and rdmad-control.socket beside it, and
 # rdmad.service that the sockets start).  As
-# tests/unit/verify-units.sh: ExecStart= must exist, so the copies point
+# tests/unit/units/verify-units.sh: ExecStart= must exist, so the copies point
 # at this build's binaries, and any output at all is a failure.
 # usage: verify-wait-online.sh WAIT_ONLINE RDMAD_SERVICE SOCKET RDMACTL RDMAD
 set -eu
-# shellcheck source=tests/unit/systemd-verify.sh
-. "$(dirname "$0")/../unit/systemd-verify.sh"
+# shellcheck source=tests/unit/units/systemd-verify.sh
+. "$(dirname "$0")/../unit/units/systemd-verify.sh"
 wait_online=$1 service=$2 socket=$3 rdmactl=$4 rdmad=$5
 
 if ! command -v systemd-analyze >/dev/null 2>&1; then

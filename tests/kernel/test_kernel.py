@@ -41,7 +41,7 @@ UDEVD = os.path.exists("/run/udev/control")
 DEADLINE = 60
 # 200 in CI (about 40 s a guest); RDMAD_KERNEL_STORM changes it by hand.
 STORM = int(os.environ.get("RDMAD_KERNEL_STORM", "200"))
-# Devices of the burst test (issue 26); RDMAD_KERNEL_BURST by hand.
+# Devices of the burst test; RDMAD_KERNEL_BURST by hand.
 BURST = int(os.environ.get("RDMAD_KERNEL_BURST", "100"))
 NETDEVS = ("dummy0", "dummy1")
 
@@ -572,7 +572,7 @@ def nodes_of(dev):
 
 class TestBurst(KernelTest):
     def test_burst(self):
-        """Issue 26: BURST rxe devices on BURST dummy netdevs registered in
+        """BURST rxe devices on BURST dummy netdevs registered in
         one burst (`rdma link add` in a loop), then deleted in one burst
         (in parallel).  Every device is announced exactly once, with its
         uverbs and MAD nodes, and no CHANGED of its nodes follows; once
@@ -725,14 +725,14 @@ def pod(nodes, cmd, net=False, user=USER, netns=None):
             ["sh", "-euc", "; ".join(script), "pod"] + user + list(cmd))
 
 
-# Issue 25 F5's co-tenant: lends rdmad a NETLINK_RDMA socket it keeps full
-# of junk.
+# A co-tenant: lends rdmad a NETLINK_RDMA socket it keeps full of junk
+# (docs/security.md's F5).
 LEND_JUNK = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..",
                          "integration", "attack", "lend-junk.py")
 
 
 class TestViews(KernelTest):
-    """Issue 19: views under the shipped unit's rights (rdmad as a user of
+    """Views under the shipped unit's rights (rdmad as a user of
     its own without capabilities), from what clients say of themselves
     and what the kernel says through their RDMA netlink socket; a user's
     client in a container of its own, in both namespace modes."""
@@ -799,13 +799,15 @@ class TestViews(KernelTest):
                          ["name"], "rxe0", "rdmad's namespace: as shared")
 
     def test_netns_socket_of_a_co_tenant(self):
-        """Issue 25 F5 on a real kernel: uid 65534 in a network namespace
+        """On a real kernel: uid 65534 in a network namespace
         lends rdmad the first NETLINK_RDMA socket and keeps it full of the
         kernel's replies to its own requests; uid 65533 there still sees
         what the kernel lists, and root's status stays quick.  rdmad
         takes exclusive mode from RDMAD_NETNS_MODE: rxe cannot leave the
         initial namespace on 6.1 and 6.12, and the kernel's shared mode
-        lists it in every namespace, through the lent sockets too."""
+        lists it in every namespace, through the lent sockets too (F5;
+        its siblings: the integration suite's test_tenants.py
+        TestCoTenantSocket, unit test-nstable)."""
         self.env["RDMAD_NETNS_MODE"] = "exclusive"
         self.start_daemon()
         link_add("rxe0")
@@ -1058,11 +1060,14 @@ class TestShim(KernelTest):
 
 class TestDescriptors(KernelTest):
     def test_killed_while_a_flush_is_held(self):
-        """Issue 32, item 3: a FUSE file whose FLUSH is never answered,
-        passed with Hello, holds the helper that closes it; rdmad killed
-        (SIGKILL) then: every client sees the end at once and a new rdmad
-        serves at once, while the FLUSH is still held (standalone: the
-        guest runs no systemd)."""
+        """A FUSE file whose FLUSH is never answered, passed with Hello,
+        holds the helper that closes it; rdmad killed (SIGKILL) then:
+        every client sees the end at once and a new rdmad serves at once,
+        while the FLUSH is still held (standalone: the guest runs no
+        systemd).  Its siblings, for the descriptor closer
+        (docs/security.md lists them all): the integration suite's
+        test_passed_descriptors.py TestKilledWithACloseHeld, unit
+        test-reaper."""
         # Loads fuse.ko (fs-fuse) where it is a module; /dev/fuse follows.
         run("mount", "-t", "fuse", "none", self.work, check=False)
         if not os.path.exists("/dev/fuse"):
@@ -1109,7 +1114,10 @@ class TestLanes(KernelTest):
         grace period in state D (packet_release(), synchronize_net()),
         all in one close.  They hold their owner's lane only: another
         uid's 300 connections are all served meanwhile, root's status
-        answers, and what root's status says waits is 65534's."""
+        answers, and what root's status says waits is 65534's (O3; its
+        siblings: test_owners.py's
+        test_af_packet_sockets_hold_their_owner_only, unit test-reaper's
+        test_lanes)."""
         nobody = ["setpriv", "--reuid=65534", "--regid=65534",
                   "--clear-groups", "--inh-caps=+net_raw",
                   "--ambient-caps=+net_raw"]
@@ -1183,12 +1191,15 @@ class TestInFlight(KernelTest):
         self.wait_status(lambda st: True, "rdmad to answer")
 
     def test_queued_lingering_sockets_cost_rdmad_nothing(self):
-        """Issue 46, break 1, on this kernel: one plain uid queues 1,000
+        """On this kernel: one plain uid queues 1,000
         lingering TCP sockets behind junk on its connections, then for
         10 s floods connections that end with a datagram queued.
         Nothing of it is in flight on rdmad's user: root's status every
         0.5 s never fails, a bystander of another uid is never refused,
-        and rdmad logs no reply sent without its descriptor."""
+        and rdmad logs no reply sent without its descriptor (O6; its
+        siblings: test_inflight.py's
+        test_queued_lingering_sockets_cost_rdmad_nothing_4096, unit
+        test-reaper's test_shared_table)."""
         gc = [l.split()[2] for l in open("/proc/kallsyms")
               if re.search(r" (__unix_gc|unix_gc|wait_for_unix_gc|"
                            r"unix_schedule_gc|unix_walk_scc)$", l)]

@@ -17,7 +17,7 @@ import (
 	"github.com/rdmad/rdmad/bindings/go/rdmad/rdmadpb"
 )
 
-// golden reads tests/unit/golden/NAME.hex, the wire vectors the C side is
+// golden reads tests/unit/proto/golden/NAME.hex, the wire vectors the C side is
 // tested against (PROTOCOL.md section 11).
 func golden(t *testing.T, name string) []byte {
 	t.Helper()
@@ -25,8 +25,8 @@ func golden(t *testing.T, name string) []byte {
 	if root == "" {
 		root = filepath.Join("..", "..", "..")
 	}
-	text, err := os.ReadFile(filepath.Join(root, "tests", "unit", "golden",
-		name+".hex"))
+	text, err := os.ReadFile(filepath.Join(root, "tests", "unit", "proto",
+		"golden", name+".hex"))
 	if err != nil {
 		t.Fatalf("golden vector: %v", err)
 	}

@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * fuse-stall DIR: a FUSE file system mounted at DIR that never answers a
- * LOOKUP of "infiniband", for tests/integration/test_attacks.py (issue
- * 19, N1).  Run it in a user and mount namespace of its own (unshare
- * -Urm): FUSE may be mounted there without any privilege on the host.
+ * LOOKUP of "infiniband", for the attack tests (tests/integration:
+ * test_client_paths.py, N1).  Run it in a user and mount namespace of its own
+ * (unshare -Urm): FUSE may be mounted there without any privilege on the host.
  * An attacker puts it under an overlayfs as the lower layer: overlayfs
  * looks names up in its lower layer with the credentials of whoever
  * mounted it, so FUSE's guard against callers other than the mounter
@@ -11,7 +11,8 @@
  * that process then sleeps in the kernel (state D, not killable) until
  * the request is answered or the connection aborted.
  *
- * It also holds one regular file, "flush", for F1 of issue 25: the
+ * It also holds one regular file, "flush", for the passed-descriptor
+ * tests (test_passed_descriptors.py and the kernel suite): the
  * first FLUSH of it (a close() of a descriptor of it, by whoever closes
  * first) is never answered, and prints "stalled flush pid PID"; later
  * ones are answered.  A process that closes a descriptor someone passed

@@ -4,8 +4,9 @@
 namespace in Hello (PROTOCOL.md 8b; version 1, seq 1,
 hello{client_name "rdmactl", scope{netns_socket true}}), keep a copy and
 keep it full of the kernel's replies to requests of our own; print
-"lent PID" once lent.  Issue 25 F5: tests/integration/test_attacks.py
-(TestNetnsSocket) and the real-kernel suite (tests/kernel, TestViews)."""
+"lent PID" once lent.  docs/security.md's F5:
+tests/integration/test_tenants.py (TestCoTenantSocket) and the real-kernel
+suite (tests/kernel, TestViews)."""
 import os, socket, struct, sys, time
 path = sys.argv[1]
 nl = socket.socket(socket.AF_NETLINK, socket.SOCK_RAW, 20)

@@ -2,7 +2,7 @@
 /*
  * many-clients N: N librdmad clients in one process, each connected to
  * rdmad ($RDMAD_SOCKET) with its own Hello, for
- * tests/integration/test_attacks.py (issue 19, N9: what a connection costs
+ * tests/integration/test_connection_bounds.py (N9: what a connection costs
  * rdmad in descriptors).  Prints "connected N" once every one is
  * connected (or "error I ERRNO-TEXT" and exits 1), then keeps them until
  * stdin reaches EOF or SIGTERM.

@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * libclient/mrcache/: the rows of docs/mrcache.md's contract table that
- * this machine's kernel can show with fake MRs, and the cases of issue 33
- * beside them: memory of a kind whose pages change without an event
- * (shared, file, hugetlb), a merge over a page made read-only, a
- * registration that unmaps watched memory, a lost monitor descriptor, the
+ * this machine's kernel can show with fake MRs, and beside them: memory
+ * of a kind whose pages change without an event (shared, file, hugetlb),
+ * a merge over a page made read-only, a registration that unmaps watched
+ * memory, a lost monitor descriptor, the
  * mappings the cache adds, and the changes a program must announce
  * (guard regions; MADV_DONTNEED racing a get), each by a raw system call,
  * through libc (the hooks) and announced; munmap() and mremap() through
@@ -450,7 +450,7 @@ static struct race race_run(enum way way)
 	return r;
 }
 
-/* Issue 33's case 2: MADV_DONTNEED racing gets.  By a raw syscall the
+/* MADV_DONTNEED racing gets.  By a raw syscall the
  * kernel's REMOVE comes before the zap and a get in between may cache the
  * pages about to go (how often varies from run to run, so it is printed,
  * not checked: it shows the check can fail); through libc or announced,

@@ -43,8 +43,10 @@ static void test_pod_uid(void)
 		{"0::/kubepods/pod1b2c3d4e-5f60-7182-93a4\n", ""},
 		{"0::/kubepods/pod1b2c3d4e-5f60-7182-93a4-b5c6d7e8f901\n",
 		 "1b2c3d4e-5f60-7182-93a4-b5c6d7e8f901"},
-		/* Issue 19 N6: a user's delegated cgroup named after a pod,
-		 * below user@UID.service or anywhere but kubelet's root. */
+		/* A user's delegated cgroup named after a pod, below
+		 * user@UID.service or anywhere but kubelet's root (N6 of
+		 * docs/security.md; sibling: test_tenants.py's
+		 * TestPodClaims, against rdmad). */
 		{"0::/user.slice/user-65534.slice/user@65534.service/kubepods/"
 		 "pod1b2c3d4e-5f60-7182-93a4-b5c6d7e8f901\n",
 		 ""},

@@ -7,7 +7,7 @@
 # all counts as a failure here.
 # usage: verify-units.sh BUILT_SERVICE SOCKET_UNIT RDMAD_BINARY [CONTROL_SOCKET_UNIT]
 set -eu
-# shellcheck source=tests/unit/systemd-verify.sh
+# shellcheck source=tests/unit/units/systemd-verify.sh
 . "$(dirname "$0")/systemd-verify.sh"
 service=$1 socket=$2 rdmad=$3
 control=${4:-$(dirname "$socket")/rdmad-control.socket}

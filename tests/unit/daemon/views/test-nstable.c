@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * daemon/views/nstable.c: which lent sockets another namespace's table keeps
- * and which it asks (issue 25), row by row; and, through views.c, a
+ * and which it asks, row by row; and, through views.c, a
  * co-tenant of another uid whose socket gives junk cannot freeze the
  * table for everyone.  Sockets are socketpair() ends that fake-nlquery.c
  * answers for, or fails on as the row says.
@@ -166,9 +166,11 @@ static struct peer peer_of(uid_t uid)
 	return (struct peer){.pid = 4242, .uid = uid, .gid = uid};
 }
 
-/* Issue 25 F5: uid 65534 lends the namespace's first socket and fills it
- * with junk; a client of uid 1000 there, in a view of its own, lends
- * another.  The table answers through 1000's, for both. */
+/* A co-tenant (docs/security.md's F5): uid 65534 lends the namespace's
+ * first socket and fills it with junk; a client of uid 1000 there, in a
+ * view of its own, lends another.  The table answers through 1000's, for
+ * both.  Siblings: test_tenants.py's TestCoTenantSocket (against rdmad),
+ * the kernel suite's TestViews.test_netns_socket_of_a_co_tenant. */
 static void test_co_tenant(void)
 {
 	struct devices *host = devices_new(1);

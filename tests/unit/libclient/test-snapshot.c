@@ -5,7 +5,7 @@
  * snapshot that follows each kind of event (sharing unchanged devices);
  * the lifecycle (PROTOCOL.md 8a): entries keyed by identity and
  * incarnation, so a held ended life and the present one of the same PCI
- * function are two entries (issue 11's two defects), every new event
+ * function are two entries, every new event
  * type, the AWAY state as each client sees it, the ready set, resolving
  * names and aliases, and the rule of 1.0 against an older daemon.
  */
@@ -442,7 +442,7 @@ struct life_case {
 	}
 
 static const struct life_case life_cases[] = {
-	{"issue 11 defect 1 and 2: a held life, the same PCI function again",
+	{"a held life and the same PCI function again: two entries",
 	 {P("mlx5_0", "pci:0000:03:00.0", 1)},
 	 {{RDMAD_EVENT_REMOVED, HELD("mlx5_0", "pci:0000:03:00.0", 1),
 	   "mlx5_0#1:R"},

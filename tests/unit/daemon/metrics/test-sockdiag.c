@@ -4,7 +4,7 @@
  * client's socket, seen from the accepted end, over IPv4, IPv6 and IPv4 on an
  * IPv6 listener; another uid's (as root); no connection where there is none (a
  * port nobody has, a listening socket); and no owner for a socket its client
- * has closed (issue 25: the kernel says uid 0 for it).
+ * has closed (the kernel says uid 0 for it; F3 of docs/security.md).
  */
 #include <arpa/inet.h>
 #include <errno.h>

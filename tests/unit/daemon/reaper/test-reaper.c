@@ -9,6 +9,13 @@
  * something queued goes to the closer, an empty one is closed at once,
  * uncounted; either way its peer sees the end at once and nothing can be
  * queued on it afterwards.
+ *
+ * The same helpers under real attackers are the integration suite's
+ * (tests/integration/test_passed_descriptors.py, test_descriptor_table.py,
+ * test_owners.py, test_inflight.py) and on real kernels the kernel
+ * suite's (tests/kernel/test_kernel.py: TestDescriptors, TestLanes,
+ * TestInFlight); docs/security.md, "The descriptor closer, suite by
+ * suite", lists which test shows what in each.
  */
 #include <arpa/inet.h>
 #include <dirent.h>
@@ -90,7 +97,7 @@ static void test_put(struct reaper *r)
 
 /*
  * A loopback TCP socket whose peer never reads, with unsent data and
- * SO_LINGER {1, @secs}: its last close waits @secs (F1 of issue 25).
+ * SO_LINGER {1, @secs}: its last close waits @secs.
  * The listener (*ret_listener) holds the peer unread.
  */
 static int lingering_socket(int secs, int *ret_listener)
@@ -153,7 +160,9 @@ static bool reset(void *arg)
 }
 
 /* A TCP socket that would linger 30 s in its last close, passed: handing
- * it over costs the loop nothing, and it is reset, not waited for. */
+ * it over costs the loop nothing, and it is reset, not waited for.
+ * Sibling: test_passed_descriptors.py's
+ * test_lingering_sockets_passed_never_delay_root (against rdmad). */
 static void test_blocking_close(struct reaper *r)
 {
 	struct timeval tv = {.tv_usec = 20 * 1000};
@@ -205,7 +214,9 @@ static int socket_of_lingering(int *peer)
 /* One owner's slow closes hold its lane, not another owner's: while a
  * hundred such sockets wait out a tick each (CLOSER_TICK_US), another
  * owner's pipe and socket are let go of at once; the slow owner's stay
- * counted as its own until they return. */
+ * counted as its own until they return.  Siblings: test_owners.py's
+ * TestOwners (against rdmad), the kernel suite's
+ * TestLanes.test_af_packet_holds_its_owner_only. */
 static void test_lanes(struct reaper *r)
 {
 	enum { N = 100 };
@@ -284,7 +295,9 @@ static unsigned int open_fds(pid_t pid)
 
 /* The closer shares this process's table: it is sent no descriptor
  * (nothing in flight on this user's account), and sees the 200 this
- * process opens. */
+ * process opens.  Siblings: test_inflight.py's TestInFlight (against
+ * rdmad), the kernel suite's
+ * TestInFlight.test_queued_lingering_sockets_cost_rdmad_nothing. */
 static bool closer_named(void *arg)
 {
 	*(pid_t *)arg = child_named("rdmad-closer");
@@ -312,7 +325,8 @@ static void test_shared_table(void)
 /* Our end of a SEQPACKET pair with queued datagrams: one with a pipe's
  * write end, an empty one, one with the other pipe's.  Closing it hands
  * it to the closer, one descriptor; the peer sees the end at once and
- * can queue nothing afterwards. */
+ * can queue nothing afterwards.  Siblings: test_descriptor_table.py's
+ * TestDescriptorTable (against rdmad). */
 static void test_close_connection(struct reaper *r)
 {
 	int sv[2], a[2], b[2];

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * daemon/views/views.c and nstable.c: a view is built from what the kernel
- * says and what its clients say of themselves (issue 19), never from
+ * says and what its clients say of themselves, never from
  * their files.  Views by reported nodes, a claim of the kernel's
  * devtmpfs, clients that say nothing, root in a container; and, in
  * exclusive mode, another namespace's table asked through a socket
@@ -114,8 +114,9 @@ static void test_by_nodes(void)
 	CHECK(!view_has(v, dev_named(t, "mlx5_0")) &&
 		      view_has(v, dev_named(t, "mlx5_1")),
 	      "only mlx5_1's node was reported");
-	/* Issue 25 F2: another container of the uid claims the same mount
-	 * namespace; nothing proves either claim. */
+	/* Another container of the uid claims the same mount namespace;
+	 * nothing proves either claim (F2 of docs/security.md; sibling:
+	 * test_tenants.py's TestSameUidContainers, against rdmad). */
 	sibling.conn = 2;
 	v2 = views_join(vs, &p, false, &sibling, &err);
 	CHECK(v2 && v2 != v, "same uid, same claim, another connection: a "

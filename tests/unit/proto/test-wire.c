@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Unit test of proto/wire.c: golden byte vectors for every message kind
- * (tests/unit/golden/<name>.hex; they pin the wire format, so a change
+ * (tests/unit/proto/golden/<name>.hex; they pin the wire format, so a change
  * there is a protocol change), round trips, malformed input, snapshot
  * splitting and SCM_RIGHTS over a socketpair.
  *
@@ -211,7 +211,7 @@ static int hex_value(int c)
 	return -1;
 }
 
-/* Read tests/unit/golden/<name>.hex: hex digits, whitespace ignored,
+/* Read tests/unit/proto/golden/<name>.hex: hex digits, whitespace ignored,
  * lines starting with '#' are comments for the human reader. */
 static int read_golden(const char *name, uint8_t *buf, size_t cap,
 		       size_t *ret_len)
