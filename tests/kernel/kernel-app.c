@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * kernel-app NAME [--close-on removing|removed] [--cache]: an RDMA program as
- * docs/client.md asks it to behave.  It opens NAME through the real libibverbs (a
- * context and a protection domain: what any verbs program has open), holds
+ * docs/client.md asks it to behave.  It opens NAME through the real libibverbs
+ * (a context and a protection domain: what any verbs program has open), holds
  * it through librdmad, and closes both the moment librdmad says REMOVING
  * for it (the default), or only at REMOVED, as a program that waits for
  * that would.  It keeps its hold until SIGTERM, so the removed life stays
