@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 
-package dra
+package resourceslice
 
 // Publishing the pool: one ResourceSlice per 128 devices (the API's
 // limit), named NODE-DRIVER-N, all with the pool's generation, owned by
@@ -21,9 +21,10 @@ package dra
 // published: one that changes while a request is under way is published
 // right after it.  Every failure (a list, the Node's read, a write, a
 // watch refused, ended with 410 Gone or ended at once) is logged and
-// waited on as client-go's reflector waits (backoff.go): from under a
+// waited on as client-go's reflector waits (internal/wait): from under a
 // second, doubling to 30 s, jittered, the first step again after two
-// minutes without a failure; nothing is sent meanwhile.
+// minutes without a failure; nothing is sent meanwhile.  What it stands in
+// for, and how it differs: doc.go.
 
 import (
 	"context"
@@ -33,11 +34,115 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	resourceapi "github.com/rdmad/rdmad/bindings/go/internal/api/resource/v1"
+	metav1 "github.com/rdmad/rdmad/bindings/go/internal/apimachinery/meta/v1"
+	"github.com/rdmad/rdmad/bindings/go/internal/rest"
+	"github.com/rdmad/rdmad/bindings/go/internal/wait"
 )
 
 // DefaultResyncPeriod is how often the slices are compared with the API
 // server's where nothing else asks for it.
 const DefaultResyncPeriod = time.Minute
+
+// Options of a Controller.
+type Options struct {
+	DriverName string       // the slices' driver
+	NodeName   string       // the slices' node, the pool's name, their owner
+	Client     *rest.Client // the API server
+	// ResyncPeriod is how often the slices are compared with the API
+	// server's besides (DefaultResyncPeriod where 0).
+	ResyncPeriod time.Duration
+	// Backoff paces the requests after failures (a new one where nil;
+	// the driver shares one with its other writers).
+	Backoff *wait.ExponentialBackoffManager
+	// Metrics counts what is published and why watches restart (nil:
+	// not counted).
+	Metrics Metrics
+	// Logf reports what happens; nil: nothing.
+	Logf func(format string, args ...interface{})
+}
+
+// Metrics is what the controller reports: each watch restarted, and
+// each pool published whole.
+type Metrics interface {
+	WatchRestart(reason string)
+	Published(slices, devices int, gen int64)
+}
+
+// Controller publishes the newest pool Update hands it (Run).
+type Controller struct {
+	o       Options
+	publish chan []resourceapi.Device // the newest pool not yet published
+	resync  chan struct{}             // compare the slices with the API server's
+}
+
+// New makes a Controller; nothing is published before Run.
+func New(o Options) *Controller {
+	if o.ResyncPeriod <= 0 {
+		o.ResyncPeriod = DefaultResyncPeriod
+	}
+	if o.Backoff == nil {
+		o.Backoff = &wait.ExponentialBackoffManager{}
+	}
+	return &Controller{o: o, publish: make(chan []resourceapi.Device, 1),
+		resync: make(chan struct{}, 1)}
+}
+
+func (o *Options) logf(format string, args ...interface{}) {
+	if o.Logf != nil {
+		o.Logf(format, args...)
+	}
+}
+
+// Update hands the controller the pool to publish, replacing an older
+// one not yet taken.
+func (c *Controller) Update(devs []resourceapi.Device) {
+	for {
+		select {
+		case c.publish <- devs:
+			return
+		default:
+		}
+		select {
+		case <-c.publish:
+		default:
+		}
+	}
+}
+
+// Resync has the controller compare the slices with the API server's and
+// repair them (the kubelet registered the driver: it may have deleted
+// them at its start).
+func (c *Controller) Resync() {
+	select {
+	case c.resync <- struct{}{}:
+	default:
+	}
+}
+
+// watchRestart and published count in o.Metrics where there is one.
+func (o *Options) watchRestart(reason string) {
+	if o.Metrics != nil {
+		o.Metrics.WatchRestart(reason)
+	}
+}
+
+func (o *Options) published(slices, devices int, gen int64) {
+	if o.Metrics != nil {
+		o.Metrics.Published(slices, devices, gen)
+	}
+}
+
+// nodeOwner is the ownerReference to Node @name of UID @uid: a slice's
+// owner, so that the garbage collector deletes the slices of a deleted
+// node (as upstream's controller sets it for a kubelet plugin: the Node,
+// as the controller).
+func nodeOwner(name, uid string) metav1.OwnerReference {
+	yes := true
+	return metav1.OwnerReference{APIVersion: "v1", Kind: "Node", Name: name, UID: uid,
+		Controller: &yes}
+}
 
 // SliceName is the name of slice @i of the pool: the node's name (cut so
 // that the whole fits 253 characters), the driver's, and @i.
@@ -51,29 +156,29 @@ func SliceName(node, driver string, i int) string {
 
 // Slices are the ResourceSlices of @devs at pool generation @gen, owned
 // by @owner (nil: none).
-func Slices(node, driver string, owner *OwnerReference, gen int64, devs []Device) []*ResourceSlice {
+func Slices(node, driver string, owner *metav1.OwnerReference, gen int64, devs []resourceapi.Device) []*resourceapi.ResourceSlice {
 	per := perSlice(devs)
 	n := (len(devs) + per - 1) / per
 	if n == 0 {
 		n = 1 // an empty pool is one empty slice: "no devices here"
 	}
-	var owners []OwnerReference
+	var owners []metav1.OwnerReference
 	if owner != nil {
-		owners = []OwnerReference{*owner}
+		owners = []metav1.OwnerReference{*owner}
 	}
-	var out []*ResourceSlice
+	var out []*resourceapi.ResourceSlice
 	for i := 0; i < n; i++ {
 		part := devs[min(i*per, len(devs)):min((i+1)*per, len(devs))]
 		if part == nil {
-			part = []Device{}
+			part = []resourceapi.Device{}
 		}
-		out = append(out, &ResourceSlice{APIVersion: APIVersion,
+		out = append(out, &resourceapi.ResourceSlice{APIVersion: resourceapi.APIVersion,
 			Kind: "ResourceSlice",
-			Metadata: ObjectMeta{Name: SliceName(node, driver, i),
+			Metadata: metav1.ObjectMeta{Name: SliceName(node, driver, i),
 				Labels:          map[string]string{"app.kubernetes.io/managed-by": "rdmad-dra"},
 				OwnerReferences: owners},
-			Spec: ResourceSliceSpec{Driver: driver, NodeName: node,
-				Pool: ResourcePool{Name: node, Generation: gen,
+			Spec: resourceapi.ResourceSliceSpec{Driver: driver, NodeName: node,
+				Pool: resourceapi.ResourcePool{Name: node, Generation: gen,
 					ResourceSliceCount: int64(n)},
 				Devices: part}})
 	}
@@ -82,13 +187,13 @@ func Slices(node, driver string, owner *OwnerReference, gen int64, devs []Device
 
 // perSlice is how many of @devs one slice may list: 128, or 64 where
 // one of them has taints (the API's limits).
-func perSlice(devs []Device) int {
+func perSlice(devs []resourceapi.Device) int {
 	for _, d := range devs {
 		if len(d.Taints) > 0 {
-			return maxTaintedDevices
+			return resourceapi.ResourceSliceMaxDevicesWithTaints
 		}
 	}
-	return maxSliceDevices
+	return resourceapi.ResourceSliceMaxDevices
 }
 
 func min(a, b int) int {
@@ -99,13 +204,13 @@ func min(a, b int) int {
 }
 
 // publisher keeps the API server's slices of this node and driver equal
-// to the pool d.Set hands it, until its context ends.
+// to the pool Update hands it, until its context ends.
 type publisher struct {
-	d     *Driver
-	gen   int64                    // the highest pool generation seen or written
-	held  map[string]ResourceSlice // the slices there, as last listed, watched or written
-	owner *OwnerReference          // the Node, once read
-	stale bool                     // held must be listed again before a write
+	o     *Options
+	gen   int64                                // the highest pool generation seen or written
+	held  map[string]resourceapi.ResourceSlice // the slices there, as last listed, watched or written
+	owner *metav1.OwnerReference               // the Node, once read
+	stale bool                                 // held must be listed again before a write
 	// nodeStale: the Node is read again at the next list (at start, at
 	// a registration, on the period), not at every list: a relist
 	// after a 410 costs one request.
@@ -118,7 +223,7 @@ type publisher struct {
 	// published is the pool of the last complete write: a repair of
 	// that pool rewrites only the slices that differ, at the same
 	// generation (one write for one slice deleted).
-	published []Device
+	published []resourceapi.Device
 	done      bool
 	// dropped: the fields (dropTaints, dropCapacity) the API server was
 	// seen to drop, left out of every write since.
@@ -130,7 +235,7 @@ type publisher struct {
 // carried, started when it was made).
 type watchEvent struct {
 	typ     string
-	slice   *ResourceSlice
+	slice   *resourceapi.ResourceSlice
 	end     bool
 	err     error
 	events  int
@@ -141,21 +246,23 @@ type watchEvent struct {
 // watch" (client-go's reflector: under a second).
 const shortWatch = time.Second
 
-func (d *Driver) publisher(ctx context.Context) {
-	p := &publisher{d: d, stale: true, nodeStale: true, tomb: map[string]string{}}
-	var want []Device
+// Run publishes what Update hands it until @ctx ends.
+func (c *Controller) Run(ctx context.Context) {
+	o := &c.o
+	p := &publisher{o: o, stale: true, nodeStale: true, tomb: map[string]string{}}
+	var want []resourceapi.Device
 	have := false
 	// paused: a request failed; nothing is sent until pace fires.
 	pace := time.NewTimer(time.Hour)
 	pace.Stop()
 	paused := false
 	pause := func(what string, err error) {
-		wait := d.backoff.Next()
-		d.o.logf("%s: %v (again in %v)", what, err, wait.Round(time.Millisecond))
+		wait := o.Backoff.Next()
+		o.logf("%s: %v (again in %v)", what, err, wait.Round(time.Millisecond))
 		pace.Reset(wait)
 		paused = true
 	}
-	period := time.NewTicker(d.o.ResyncPeriod)
+	period := time.NewTicker(o.ResyncPeriod)
 	defer period.Stop()
 	events := make(chan watchEvent, 64)
 	watching := false
@@ -175,9 +282,9 @@ func (d *Driver) publisher(ctx context.Context) {
 		select {
 		case <-ctx.Done():
 			return
-		case want = <-d.publish:
+		case want = <-c.publish:
 			have = true
-		case <-d.resync:
+		case <-c.resync:
 			p.stale, p.nodeStale = true, true
 		case <-period.C:
 			p.stale, p.nodeStale = true, true
@@ -208,18 +315,18 @@ func (d *Driver) publisher(ctx context.Context) {
 // from its resourceVersion; a watch that ran its course, or carried
 // events, is made again at once from the last resourceVersion.
 func (p *publisher) watchEnded(ev watchEvent, pause func(string, error)) {
-	m := p.d.metrics
+	m := p.o
 	switch {
-	case IsStatus(ev.err, http.StatusGone):
+	case rest.IsStatus(ev.err, http.StatusGone):
 		p.stale, p.rv = true, "" // list again, watch from there
-		m.WatchRestart("gone")
+		m.watchRestart("gone")
 		pause("watching ResourceSlices", ev.err)
 	case ev.err != nil:
-		m.WatchRestart("error")
+		m.watchRestart("error")
 		pause("watching ResourceSlices", ev.err)
 	case ev.events == 0 && time.Since(ev.started) < shortWatch:
 		p.stale, p.rv = true, ""
-		m.WatchRestart("short")
+		m.watchRestart("short")
 		pause("watching ResourceSlices", fmt.Errorf("very short watch: ended within %v with no event", shortWatch))
 	}
 }
@@ -227,11 +334,11 @@ func (p *publisher) watchEnded(ev watchEvent, pause func(string, error)) {
 // watch follows the slices from resourceVersion @rv until one watch
 // request ends, handing its events to the publisher.
 func (p *publisher) watch(ctx context.Context, rv string, events chan<- watchEvent) {
-	o := &p.d.o
+	o := p.o
 	started := time.Now()
 	n := 0
-	err := o.API.WatchSlices(ctx, o.NodeName, o.DriverName, rv,
-		func(typ string, s *ResourceSlice) {
+	err := o.Client.WatchSlices(ctx, o.NodeName, o.DriverName, rv,
+		func(typ string, s *resourceapi.ResourceSlice) {
 			n++
 			select {
 			case events <- watchEvent{typ: typ, slice: s}:
@@ -248,7 +355,7 @@ func (p *publisher) watch(ctx context.Context, rv string, events chan<- watchEve
 // this driver's own write (a resourceVersion it holds, or older) or of a
 // slice it deleted since is history.  Others' deletions and changes are
 // repaired by the sync that follows.
-func (p *publisher) apply(typ string, s *ResourceSlice) {
+func (p *publisher) apply(typ string, s *resourceapi.ResourceSlice) {
 	rv := s.Metadata.ResourceVersion
 	if newer(rv, p.rv) {
 		p.rv = rv
@@ -256,7 +363,7 @@ func (p *publisher) apply(typ string, s *ResourceSlice) {
 	name := s.Metadata.Name
 	h, ok := p.held[name]
 	switch typ {
-	case WatchAdded, WatchModified:
+	case metav1.WatchAdded, metav1.WatchModified:
 		if ok && !newer(rv, h.Metadata.ResourceVersion) ||
 			!ok && !newer(rv, p.tomb[name]) {
 			return
@@ -265,7 +372,7 @@ func (p *publisher) apply(typ string, s *ResourceSlice) {
 		if s.Spec.Pool.Generation > p.gen {
 			p.gen = s.Spec.Pool.Generation
 		}
-	case WatchDeleted:
+	case metav1.WatchDeleted:
 		// The event carries the resourceVersion of the deletion.
 		if ok && !newer(h.Metadata.ResourceVersion, rv) {
 			delete(p.held, name)
@@ -292,7 +399,7 @@ func newer(a, b string) bool {
 
 // sync lists the slices where they may have changed behind the driver's
 // back, and writes @devs where what is there differs.
-func (p *publisher) sync(ctx context.Context, devs []Device) error {
+func (p *publisher) sync(ctx context.Context, devs []resourceapi.Device) error {
 	devs = strip(devs, p.dropped)
 	if p.stale {
 		if err := p.read(ctx); err != nil {
@@ -303,7 +410,7 @@ func (p *publisher) sync(ctx context.Context, devs []Device) error {
 		return nil
 	}
 	err := p.repair(ctx, devs)
-	if IsStatus(err, http.StatusConflict) || IsStatus(err, http.StatusNotFound) {
+	if rest.IsStatus(err, http.StatusConflict) || rest.IsStatus(err, http.StatusNotFound) {
 		p.stale = true // someone else wrote or deleted one: list, then again
 		if err := p.read(ctx); err != nil {
 			return err
@@ -320,11 +427,11 @@ func (p *publisher) sync(ctx context.Context, devs []Device) error {
 // slices that differ from it, at its generation (the pool was damaged:
 // a slice deleted or changed by someone else); else the next generation
 // whole (put).
-func (p *publisher) repair(ctx context.Context, devs []Device) error {
+func (p *publisher) repair(ctx context.Context, devs []resourceapi.Device) error {
 	if !p.done || !reflect.DeepEqual(devs, p.published) {
 		return p.put(ctx, devs)
 	}
-	o := &p.d.o
+	o := p.o
 	want := Slices(o.NodeName, o.DriverName, p.owner, p.gen, devs)
 	keep := map[string]bool{}
 	for _, w := range want {
@@ -344,20 +451,20 @@ func (p *publisher) repair(ctx context.Context, devs []Device) error {
 // read lists what the API server holds, and where due the Node the
 // slices belong to; held and gen change only when the list succeeds.
 func (p *publisher) read(ctx context.Context) error {
-	o := &p.d.o
+	o := p.o
 	if p.nodeStale || p.owner == nil {
-		n, err := o.API.GetNode(ctx, o.NodeName)
+		n, err := o.Client.GetNode(ctx, o.NodeName)
 		if err != nil {
 			return fmt.Errorf("reading Node %s (the slices' owner): %w", o.NodeName, err)
 		}
-		owner := NodeOwner(o.NodeName, n.Metadata.UID)
+		owner := nodeOwner(o.NodeName, n.Metadata.UID)
 		p.owner, p.nodeStale = &owner, false
 	}
-	list, err := o.API.ListSlices(ctx, o.NodeName, o.DriverName)
+	list, err := o.Client.ListSlices(ctx, o.NodeName, o.DriverName)
 	if err != nil {
 		return fmt.Errorf("listing ResourceSlices: %w", err)
 	}
-	p.held = map[string]ResourceSlice{}
+	p.held = map[string]resourceapi.ResourceSlice{}
 	for _, s := range list.Items {
 		p.held[s.Metadata.Name] = s
 		if s.Spec.Pool.Generation > p.gen {
@@ -371,8 +478,8 @@ func (p *publisher) read(ctx context.Context) error {
 
 // matches reports whether the slices held are exactly those of @devs at
 // one generation (the highest seen), with the owner.
-func (p *publisher) matches(devs []Device) bool {
-	o := &p.d.o
+func (p *publisher) matches(devs []resourceapi.Device) bool {
+	o := p.o
 	want := Slices(o.NodeName, o.DriverName, p.owner, p.gen, devs)
 	if len(want) != len(p.held) {
 		return false
@@ -389,7 +496,7 @@ func (p *publisher) matches(devs []Device) bool {
 
 // sameSpec compares two specs, an empty device list and none alike,
 // and a taint's time left out (the API server sets it) like any.
-func sameSpec(a, b ResourceSliceSpec) bool {
+func sameSpec(a, b resourceapi.ResourceSliceSpec) bool {
 	if len(a.Devices) == 0 && len(b.Devices) == 0 {
 		a.Devices, b.Devices = nil, nil
 	}
@@ -398,14 +505,14 @@ func sameSpec(a, b ResourceSliceSpec) bool {
 }
 
 // untimed is @devs with their taints' timeAdded cleared (a copy).
-func untimed(devs []Device) []Device {
+func untimed(devs []resourceapi.Device) []resourceapi.Device {
 	if devs == nil {
 		return nil
 	}
-	out := make([]Device, len(devs))
+	out := make([]resourceapi.Device, len(devs))
 	for i, d := range devs {
 		if len(d.Taints) > 0 {
-			ts := append([]DeviceTaint(nil), d.Taints...)
+			ts := append([]resourceapi.DeviceTaint(nil), d.Taints...)
 			for j := range ts {
 				ts[j].TimeAdded = ""
 			}
@@ -424,7 +531,7 @@ const (
 )
 
 // dropped are the fields @sent had and the API server's @got lacks.
-func dropped(sent, got []Device) int {
+func dropped(sent, got []resourceapi.Device) int {
 	var m int
 	for i := range sent {
 		if i >= len(got) {
@@ -442,11 +549,11 @@ func dropped(sent, got []Device) int {
 }
 
 // strip is @devs without the fields in @m (a copy where one had them).
-func strip(devs []Device, m int) []Device {
+func strip(devs []resourceapi.Device, m int) []resourceapi.Device {
 	if m == 0 {
 		return devs
 	}
-	out := make([]Device, len(devs))
+	out := make([]resourceapi.Device, len(devs))
 	for i, d := range devs {
 		if m&dropTaints != 0 {
 			d.Taints = nil
@@ -461,8 +568,8 @@ func strip(devs []Device, m int) []Device {
 
 // put publishes @devs as the pool's next generation and deletes every
 // other slice of this node and driver.
-func (p *publisher) put(ctx context.Context, devs []Device) error {
-	o := &p.d.o
+func (p *publisher) put(ctx context.Context, devs []resourceapi.Device) error {
+	o := p.o
 	gen := p.gen + 1
 	slices := Slices(o.NodeName, o.DriverName, p.owner, gen, devs)
 	keep := map[string]bool{}
@@ -477,7 +584,7 @@ func (p *publisher) put(ctx context.Context, devs []Device) error {
 		return err
 	}
 	p.published, p.done = devs, true
-	p.d.metrics.Published(len(slices), len(devs), gen)
+	p.o.published(len(slices), len(devs), gen)
 	return nil
 }
 
@@ -487,7 +594,7 @@ func (p *publisher) deleteOthers(ctx context.Context, keep map[string]bool) erro
 		if keep[name] {
 			continue
 		}
-		if err := p.d.o.API.DeleteSlice(ctx, name); err != nil {
+		if err := p.o.Client.DeleteSlice(ctx, name); err != nil {
 			return fmt.Errorf("%s: %w", name, err)
 		}
 		p.tomb[name] = h.Metadata.ResourceVersion
@@ -497,10 +604,10 @@ func (p *publisher) deleteOthers(ctx context.Context, keep map[string]bool) erro
 }
 
 // write replaces @s where a version of it is held, else creates it.
-func (p *publisher) write(ctx context.Context, s *ResourceSlice) error {
-	api := p.d.o.API
+func (p *publisher) write(ctx context.Context, s *resourceapi.ResourceSlice) error {
+	api := p.o.Client
 	name := s.Metadata.Name
-	var out *ResourceSlice
+	var out *resourceapi.ResourceSlice
 	var err error
 	if h, ok := p.held[name]; ok {
 		s.Metadata.ResourceVersion = h.Metadata.ResourceVersion
@@ -514,7 +621,7 @@ func (p *publisher) write(ctx context.Context, s *ResourceSlice) error {
 	p.held[name] = *out
 	if m := dropped(s.Spec.Devices, out.Spec.Devices) &^ p.dropped; m != 0 {
 		p.dropped |= m
-		p.d.o.logf("the API server dropped the devices' %s: its feature gate is off; published without them", droppedWhat(m))
+		p.o.logf("the API server dropped the devices' %s: its feature gate is off; published without them", droppedWhat(m))
 	}
 	return nil
 }

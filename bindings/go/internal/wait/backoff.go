@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 
-package dra
+package wait
 
 // Pacing toward the API server, as client-go's reflector paces its
 // lists and watches (k8s.io/client-go/tools/cache/reflector.go:
@@ -31,9 +31,9 @@ const (
 	backoffJitter  = 1.0
 )
 
-// Backoff is one exponential backoff manager: the waits of one path to
-// the API server.  It is safe for concurrent use.
-type Backoff struct {
+// ExponentialBackoffManager is one exponential backoff manager: the
+// waits of one path to the API server.  It is safe for concurrent use.
+type ExponentialBackoffManager struct {
 	Initial, Max, Reset time.Duration // BackoffInitial, ... where 0
 	Now                 func() time.Time
 	Rand                func() float64 // in [0, 1); a seeded source where nil
@@ -43,7 +43,7 @@ type Backoff struct {
 	last time.Time     // when Next was last called
 }
 
-func (b *Backoff) now() time.Time {
+func (b *ExponentialBackoffManager) now() time.Time {
 	if b.Now != nil {
 		return b.Now()
 	}
@@ -53,7 +53,7 @@ func (b *Backoff) now() time.Time {
 // Next is how long to wait before the next try: the step, jittered,
 // then the step doubled (up to Max); the first step again where Next was
 // not called for Reset.
-func (b *Backoff) Next() time.Duration {
+func (b *ExponentialBackoffManager) Next() time.Duration {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	initial, max, reset := b.Initial, b.Max, b.Reset
@@ -83,12 +83,9 @@ func (b *Backoff) Next() time.Duration {
 	return d + time.Duration(r()*backoffJitter*float64(d))
 }
 
-// watchTimeoutFor is the timeout a watch request asks for: between
-// watchTimeout and twice it, at random, as client-go's reflector asks
-// (its minWatchTimeout times 1 + rand), so that the watches of a
-// cluster's drivers do not all end and come back together.
-func watchTimeoutFor() time.Duration {
-	return watchTimeout + time.Duration(random()*float64(watchTimeout))
+// Jitter is @d plus up to @maxFactor times it, at random (wait.Jitter).
+func Jitter(d time.Duration, maxFactor float64) time.Duration {
+	return d + time.Duration(random()*maxFactor*float64(d))
 }
 
 // The jitter's source, seeded from the kernel's: Go before 1.20 seeds

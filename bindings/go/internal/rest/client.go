@@ -1,12 +1,9 @@
 // SPDX-License-Identifier: MIT
 
-package dra
+package rest
 
 // The API server's REST interface, reached with the pod's service
-// account, without client-go: Debian 12 packages no client-go (nor
-// k8s.io/api or apimachinery), and the driver needs four verbs on two
-// resources and one read of its Node, which net/http and encoding/json
-// do in a page.  The token goes over TLS only.
+// account (doc.go).  The token goes over TLS only.
 
 import (
 	"bytes"
@@ -24,19 +21,31 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	corev1 "github.com/rdmad/rdmad/bindings/go/internal/api/core/v1"
+	resourceapi "github.com/rdmad/rdmad/bindings/go/internal/api/resource/v1"
+	metav1 "github.com/rdmad/rdmad/bindings/go/internal/apimachinery/meta/v1"
+	"github.com/rdmad/rdmad/bindings/go/internal/wait"
 )
 
 // ServiceAccountDir is where a pod finds its service account's token,
 // CA certificate and namespace.
 const ServiceAccountDir = "/var/run/secrets/kubernetes.io/serviceaccount"
 
-// APIServer is a client of the API server's REST interface.
-type APIServer struct {
+// Client is a client of the API server's REST interface.
+type Client struct {
 	URL       string // https://host:port: the token goes over TLS only
 	TokenFile string // read at every request: the kubelet rotates it
 	HTTP      *http.Client
 	// Metrics counts every answer (nil: not counted).
-	Metrics *Metrics
+	Metrics RequestCounter
+}
+
+// RequestCounter counts the API server's answers, by verb and resource
+// as the API server names them, and HTTP status (0: no answer), as
+// client-go's tools/metrics RequestResult does.
+type RequestCounter interface {
+	Request(verb, resource string, code int)
 }
 
 // errPlainHTTP refuses to send the service account's token in clear.
@@ -58,7 +67,7 @@ func checkURL(u string) error {
 // address from $KUBERNETES_SERVICE_HOST and $KUBERNETES_SERVICE_PORT
 // unless @server is set, trusting the service account's ca.crt in @saDir
 // ("" for ServiceAccountDir) and authenticating with its token.
-func InCluster(server, saDir string) (*APIServer, error) {
+func InCluster(server, saDir string) (*Client, error) {
 	if saDir == "" {
 		saDir = ServiceAccountDir
 	}
@@ -80,7 +89,7 @@ func InCluster(server, saDir string) (*APIServer, error) {
 	if !pool.AppendCertsFromPEM(pem) {
 		return nil, fmt.Errorf("%s: no certificate", filepath.Join(saDir, "ca.crt"))
 	}
-	return &APIServer{URL: strings.TrimSuffix(server, "/"),
+	return &Client{URL: strings.TrimSuffix(server, "/"),
 		TokenFile: filepath.Join(saDir, "token"),
 		HTTP: &http.Client{Timeout: 10 * time.Second,
 			Transport: &http.Transport{
@@ -108,13 +117,13 @@ func IsStatus(err error, code int) bool {
 
 // do sends @in (nil: no body) with @method to @path and decodes the
 // answer into @out (nil: drop it).
-func (a *APIServer) do(ctx context.Context, method, path string, in, out interface{}) error {
+func (a *Client) do(ctx context.Context, method, path string, in, out interface{}) error {
 	return a.doAs(ctx, method, path, "application/json", in, out)
 }
 
 // newRequest is a request of @method for @pathQuery on the API
 // server, with its token and an Accept of JSON.
-func (a *APIServer) newRequest(ctx context.Context, method, pathQuery string, body io.Reader) (*http.Request, error) {
+func (a *Client) newRequest(ctx context.Context, method, pathQuery string, body io.Reader) (*http.Request, error) {
 	if err := checkURL(a.URL); err != nil {
 		return nil, err
 	}
@@ -132,7 +141,7 @@ func (a *APIServer) newRequest(ctx context.Context, method, pathQuery string, bo
 }
 
 // doAs is do with the body's content type @ctype.
-func (a *APIServer) doAs(ctx context.Context, method, path, ctype string, in, out interface{}) error {
+func (a *Client) doAs(ctx context.Context, method, path, ctype string, in, out interface{}) error {
 	var body io.Reader
 	if in != nil {
 		b, err := json.Marshal(in)
@@ -177,7 +186,7 @@ const slicesPath = "/apis/resource.k8s.io/v1/resourceslices"
 
 // count records the answer @resp (nil: none) to @method on @pathQuery
 // in a.Metrics, by verb and resource as the API server names them.
-func (a *APIServer) count(method, pathQuery string, resp *http.Response) {
+func (a *Client) count(method, pathQuery string, resp *http.Response) {
 	if a.Metrics == nil {
 		return
 	}
@@ -216,36 +225,24 @@ func (a *APIServer) count(method, pathQuery string, resp *http.Response) {
 }
 
 // CreateSlice creates @s; the answer has its resourceVersion.
-func (a *APIServer) CreateSlice(ctx context.Context, s *ResourceSlice) (*ResourceSlice, error) {
-	out := &ResourceSlice{}
+func (a *Client) CreateSlice(ctx context.Context, s *resourceapi.ResourceSlice) (*resourceapi.ResourceSlice, error) {
+	out := &resourceapi.ResourceSlice{}
 	return out, a.do(ctx, http.MethodPost, slicesPath+"?fieldValidation=Strict", s, out)
 }
 
 // UpdateSlice replaces @s (its resourceVersion that of the one replaced).
-func (a *APIServer) UpdateSlice(ctx context.Context, s *ResourceSlice) (*ResourceSlice, error) {
-	out := &ResourceSlice{}
+func (a *Client) UpdateSlice(ctx context.Context, s *resourceapi.ResourceSlice) (*resourceapi.ResourceSlice, error) {
+	out := &resourceapi.ResourceSlice{}
 	return out, a.do(ctx, http.MethodPut, slicesPath+"/"+url.PathEscape(s.Metadata.Name)+"?fieldValidation=Strict", s, out)
 }
 
 // DeleteSlice deletes the ResourceSlice @name; one already gone is no error.
-func (a *APIServer) DeleteSlice(ctx context.Context, name string) error {
+func (a *Client) DeleteSlice(ctx context.Context, name string) error {
 	err := a.do(ctx, http.MethodDelete, slicesPath+"/"+url.PathEscape(name), nil, nil)
 	if IsStatus(err, http.StatusNotFound) {
 		return nil
 	}
 	return err
-}
-
-// ListMeta is the part of metav1.ListMeta read: the resourceVersion a
-// watch resumes from.
-type ListMeta struct {
-	ResourceVersion string `json:"resourceVersion,omitempty"`
-}
-
-// SliceList is the answer of a list of ResourceSlices.
-type SliceList struct {
-	Metadata ListMeta        `json:"metadata"`
-	Items    []ResourceSlice `json:"items"`
 }
 
 // sliceSelector selects the ResourceSlices of @driver on node @node (the
@@ -257,22 +254,13 @@ func sliceSelector(node, driver string) string {
 
 // ListSlices reads every ResourceSlice of @driver on node @node, and
 // the list's resourceVersion.
-func (a *APIServer) ListSlices(ctx context.Context, node, driver string) (*SliceList, error) {
-	l := &SliceList{}
+func (a *Client) ListSlices(ctx context.Context, node, driver string) (*resourceapi.ResourceSliceList, error) {
+	l := &resourceapi.ResourceSliceList{}
 	if err := a.do(ctx, http.MethodGet, slicesPath+"?fieldSelector="+sliceSelector(node, driver), nil, l); err != nil {
 		return nil, err
 	}
 	return l, nil
 }
-
-// Watch event types (metav1.WatchEvent).
-const (
-	WatchAdded    = "ADDED"
-	WatchModified = "MODIFIED"
-	WatchDeleted  = "DELETED"
-	WatchBookmark = "BOOKMARK"
-	WatchError    = "ERROR"
-)
 
 // watchTimeout is the least a watch request lasts before the driver
 // makes the next, from where it ended: each asks for between it and
@@ -284,6 +272,14 @@ const (
 	watchGrace   = 30 * time.Second
 )
 
+// watchTimeoutFor is the timeout a watch request asks for: between
+// watchTimeout and twice it, at random, as client-go's reflector asks
+// (its minWatchTimeout times 1 + rand), so that the watches of a
+// cluster's drivers do not all end and come back together.
+func watchTimeoutFor() time.Duration {
+	return wait.Jitter(watchTimeout, 1.0)
+}
+
 // WatchSlices follows the changes of the ResourceSlices of @driver on
 // node @node after resourceVersion @rv, handing each event to @fn (a
 // bookmark with only the object's resourceVersion), until the API server
@@ -291,7 +287,7 @@ const (
 // the next), the connection breaks, or @ctx ends.  A resourceVersion the server no
 // longer has is a StatusError 410 Gone: list again, then watch from the
 // list's.
-func (a *APIServer) WatchSlices(ctx context.Context, node, driver, rv string, fn func(typ string, s *ResourceSlice)) error {
+func (a *Client) WatchSlices(ctx context.Context, node, driver, rv string, fn func(typ string, s *resourceapi.ResourceSlice)) error {
 	timeout := watchTimeoutFor()
 	q := "?watch=true&allowWatchBookmarks=true&fieldSelector=" + sliceSelector(node, driver) +
 		"&resourceVersion=" + url.QueryEscape(rv) +
@@ -330,7 +326,7 @@ func (a *APIServer) WatchSlices(ctx context.Context, node, driver, rv string, fn
 		} else if err != nil {
 			return err
 		}
-		if ev.Type == WatchError {
+		if ev.Type == metav1.WatchError {
 			var st struct {
 				Code    int    `json:"code"`
 				Message string `json:"message"`
@@ -338,7 +334,7 @@ func (a *APIServer) WatchSlices(ctx context.Context, node, driver, rv string, fn
 			json.Unmarshal(ev.Object, &st)
 			return &StatusError{Code: st.Code, Message: st.Message}
 		}
-		s := &ResourceSlice{}
+		s := &resourceapi.ResourceSlice{}
 		if err := json.Unmarshal(ev.Object, s); err != nil {
 			return err
 		}
@@ -346,15 +342,9 @@ func (a *APIServer) WatchSlices(ctx context.Context, node, driver, rv string, fn
 	}
 }
 
-// Node is the part of core/v1 Node read: its UID, for the slices'
-// ownerReference.
-type Node struct {
-	Metadata ObjectMeta `json:"metadata"`
-}
-
 // GetNode reads the Node @name.
-func (a *APIServer) GetNode(ctx context.Context, name string) (*Node, error) {
-	n := &Node{}
+func (a *Client) GetNode(ctx context.Context, name string) (*corev1.Node, error) {
+	n := &corev1.Node{}
 	return n, a.do(ctx, http.MethodGet, "/api/v1/nodes/"+url.PathEscape(name), nil, n)
 }
 
@@ -363,7 +353,7 @@ func (a *APIServer) GetNode(ctx context.Context, name string) (*Node, error) {
 // manager @manager, server-side apply with force: the API server keeps
 // what other managers (other drivers) own of status.devices, and drops
 // the entries @manager applied before and no longer does.
-func (a *APIServer) ApplyClaimStatus(ctx context.Context, manager string, st *ClaimStatusApply) error {
+func (a *Client) ApplyClaimStatus(ctx context.Context, manager string, st *resourceapi.ClaimStatusApply) error {
 	path := "/apis/resource.k8s.io/v1/namespaces/" + url.PathEscape(st.Metadata.Namespace) +
 		"/resourceclaims/" + url.PathEscape(st.Metadata.Name) + "/status?fieldManager=" +
 		url.QueryEscape(manager) + "&force=true&fieldValidation=Strict"
@@ -371,8 +361,8 @@ func (a *APIServer) ApplyClaimStatus(ctx context.Context, manager string, st *Cl
 }
 
 // GetClaim reads the ResourceClaim @namespace/@name.
-func (a *APIServer) GetClaim(ctx context.Context, namespace, name string) (*ResourceClaim, error) {
-	c := &ResourceClaim{}
+func (a *Client) GetClaim(ctx context.Context, namespace, name string) (*resourceapi.ResourceClaim, error) {
+	c := &resourceapi.ResourceClaim{}
 	return c, a.do(ctx, http.MethodGet, "/apis/resource.k8s.io/v1/namespaces/"+
 		url.PathEscape(namespace)+"/resourceclaims/"+url.PathEscape(name), nil, c)
 }

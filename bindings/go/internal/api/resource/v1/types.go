@@ -1,52 +1,21 @@
 // SPDX-License-Identifier: MIT
 
-package dra
+package v1
 
-// The few objects of resource.k8s.io/v1 that the driver writes (a
-// ResourceSlice) and reads (a ResourceClaim's allocation, a Node's UID), as typed
-// structs with the API's JSON names.  Only what is used is here: the
-// driver writes no field it does not set, and reading ignores the rest.
-// Tests check what these marshal to against the published OpenAPI schema
-// (internal/k8sfake), not against these structs.
-
-// APIVersion is the group and version of every object here.
-const APIVersion = "resource.k8s.io/v1"
-
-// ObjectMeta is the part of metav1.ObjectMeta used.
-type ObjectMeta struct {
-	Name            string            `json:"name,omitempty"`
-	Namespace       string            `json:"namespace,omitempty"`
-	UID             string            `json:"uid,omitempty"`
-	ResourceVersion string            `json:"resourceVersion,omitempty"`
-	Labels          map[string]string `json:"labels,omitempty"`
-	OwnerReferences []OwnerReference  `json:"ownerReferences,omitempty"`
-}
-
-// OwnerReference is metav1.OwnerReference: a slice's is its Node, so
-// that the garbage collector deletes the slices of a deleted node (as
-// k8s.io/dynamic-resource-allocation's resourceslice controller sets it
-// for a kubelet plugin: the Node, as the controller).
-type OwnerReference struct {
-	APIVersion string `json:"apiVersion"`
-	Kind       string `json:"kind"`
-	Name       string `json:"name"`
-	UID        string `json:"uid"`
-	Controller *bool  `json:"controller,omitempty"`
-}
-
-// NodeOwner is the ownerReference to Node @name of UID @uid.
-func NodeOwner(name, uid string) OwnerReference {
-	yes := true
-	return OwnerReference{APIVersion: "v1", Kind: "Node", Name: name, UID: uid,
-		Controller: &yes}
-}
+import metav1 "github.com/rdmad/rdmad/bindings/go/internal/apimachinery/meta/v1"
 
 // ResourceSlice is resource.k8s.io/v1 ResourceSlice.
 type ResourceSlice struct {
 	APIVersion string            `json:"apiVersion"`
 	Kind       string            `json:"kind"`
-	Metadata   ObjectMeta        `json:"metadata"`
+	Metadata   metav1.ObjectMeta `json:"metadata"`
 	Spec       ResourceSliceSpec `json:"spec"`
+}
+
+// ResourceSliceList is the answer of a list of ResourceSlices.
+type ResourceSliceList struct {
+	Metadata metav1.ListMeta `json:"metadata"`
+	Items    []ResourceSlice `json:"items"`
 }
 
 // ResourceSliceSpec: one node's pool of one driver.
@@ -117,10 +86,10 @@ type DeviceAttribute struct {
 // (server-side apply, its own field manager): its entries of
 // status.devices, and nothing else.
 type ClaimStatusApply struct {
-	APIVersion string      `json:"apiVersion"`
-	Kind       string      `json:"kind"`
-	Metadata   ObjectMeta  `json:"metadata"`
-	Status     ClaimStatus `json:"status"`
+	APIVersion string            `json:"apiVersion"`
+	Kind       string            `json:"kind"`
+	Metadata   metav1.ObjectMeta `json:"metadata"`
+	Status     ClaimStatus       `json:"status"`
 }
 
 // ClaimStatus is the part of ResourceClaimStatus the driver writes.
@@ -135,7 +104,7 @@ type AllocatedDeviceStatus struct {
 	Pool        string             `json:"pool"`
 	Device      string             `json:"device"`
 	ShareID     string             `json:"shareID,omitempty"`
-	Data        *DeviceStatusData  `json:"data,omitempty"`
+	Data        interface{}        `json:"data,omitempty"` // RawExtension: the driver's own
 	NetworkData *NetworkDeviceData `json:"networkData,omitempty"`
 }
 
@@ -147,25 +116,9 @@ type NetworkDeviceData struct {
 	HardwareAddress string   `json:"hardwareAddress,omitempty"`
 }
 
-// DeviceStatusData is the driver-specific data of a device's status
-// (the API's RawExtension, at most 10 KiB): what an RDMA program
-// addresses the device by.
-type DeviceStatusData struct {
-	Identity string    `json:"identity,omitempty"`
-	NodeGUID string    `json:"nodeGUID,omitempty"`
-	GIDs     []PortGID `json:"gids,omitempty"`
-}
-
-// PortGID is one GID table entry that is in use.
-type PortGID struct {
-	Port  uint32 `json:"port"`
-	Index int    `json:"index"`
-	GID   string `json:"gid"`
-}
-
 // ResourceClaim is the part of resource.k8s.io/v1 ResourceClaim read.
 type ResourceClaim struct {
-	Metadata ObjectMeta          `json:"metadata"`
+	Metadata metav1.ObjectMeta   `json:"metadata"`
 	Status   ResourceClaimStatus `json:"status"`
 }
 
@@ -199,9 +152,9 @@ type DeviceRequestAllocationResult struct {
 
 // Limits of resource.k8s.io/v1 (its OpenAPI schema's descriptions).
 const (
-	maxSliceDevices   = 128 // devices in one slice
-	maxTaintedDevices = 64  // devices in one slice where one has taints
-	maxAttributes     = 32  // attributes and capacities of one device
-	maxAttributeValue = 64  // characters of a string attribute
-	maxDNSLabel       = 63
+	ResourceSliceMaxDevices           = 128 // devices in one slice
+	ResourceSliceMaxDevicesWithTaints = 64  // devices in one slice where one has taints
+	// ResourceSliceMaxAttributesAndCapacitiesPerDevice: of one device.
+	ResourceSliceMaxAttributesAndCapacitiesPerDevice = 32
+	DeviceAttributeMaxValueLength                    = 64 // characters of a string attribute
 )
