@@ -145,10 +145,12 @@ stage() {
 	find "$tree" -type f -name '*.go' ! -name '*.pb.go' | while read -r f; do
 		[ -e "$src/${f#"$tree"/}" ] || rm -f "$f"
 	done
-	# Generated files no longer generated (a package dropped) go too.
+	# Generated files no longer generated there (a package dropped or
+	# moved) go too.
 	find "$tree" -name '*.pb.go' | while read -r f; do
+		rel=${f#"$tree"/}
 		case " $(echo $generated) " in
-		*" $(basename "$f"):"*) ;;
+		*" $(basename "$f"):$(dirname "$rel") "*) ;;
 		*) rm -f "$f" ;;
 		esac
 	done
