@@ -7,8 +7,9 @@
 # BUILDDIR is where the meson build keeps the Go state of this module
 # (build/bindings/go).  It holds the code protoc generated (rdmad.pb.go from
 # proto/rdmad.proto; api.pb.go and api_grpc.pb.go from the kubelet's device
-# plugin API, deviceplugin/v1beta1/api.proto; for rdmad-dra, P.pb.go and
-# P_grpc.pb.go from each dra/P/P.proto), the go tool's caches, and
+# plugin API, internal/kubeletapi/deviceplugin/v1beta1/api.proto; for
+# rdmad-dra, P.pb.go and P_grpc.pb.go from each internal/kubeletapi/DIR/P.proto),
+# the go tool's caches, and
 # gopath/src/github.com/rdmad/rdmad/bindings/go: the module's tree as the go
 # tool sees it, links to the sources here plus copies of the generated
 # files, so that nothing generated is written into the source tree.
@@ -85,10 +86,14 @@ done
 # Each generated file and its package's directory: rdmad's protocol, the
 # kubelet's device plugin API, and for rdmad-dra the kubelet's plugin
 # registration, DRA (v1, v1beta1) and DRA health (v1alpha1, v1) APIs.
+k=internal/kubeletapi
 generated="rdmad.pb.go:rdmad/rdmadpb
-api.pb.go:deviceplugin/v1beta1 api_grpc.pb.go:deviceplugin/v1beta1"
-for p in pluginregistration drav1 drav1beta1 healthv1alpha1 healthv1; do
-	generated="$generated $p.pb.go:dra/$p ${p}_grpc.pb.go:dra/$p"
+api.pb.go:$k/deviceplugin/v1beta1 api_grpc.pb.go:$k/deviceplugin/v1beta1"
+for pd in pluginregistration:pluginregistration/v1 drav1:dra/v1 \
+	drav1beta1:dra/v1beta1 healthv1alpha1:dra-health/v1alpha1 \
+	healthv1:dra-health/v1; do
+	p=${pd%%:*} d=$k/${pd#*:}
+	generated="$generated $p.pb.go:$d ${p}_grpc.pb.go:$d"
 done
 for g in $generated; do
 	f=${g%%:*}
@@ -140,10 +145,12 @@ stage() {
 	find "$tree" -type f -name '*.go' ! -name '*.pb.go' | while read -r f; do
 		[ -e "$src/${f#"$tree"/}" ] || rm -f "$f"
 	done
-	# Generated files no longer generated (a package dropped) go too.
+	# Generated files no longer generated there (a package dropped or
+	# moved) go too.
 	find "$tree" -name '*.pb.go' | while read -r f; do
+		rel=${f#"$tree"/}
 		case " $(echo $generated) " in
-		*" $(basename "$f"):"*) ;;
+		*" $(basename "$f"):$(dirname "$rel") "*) ;;
 		*) rm -f "$f" ;;
 		esac
 	done

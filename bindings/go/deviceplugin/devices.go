@@ -8,7 +8,7 @@ import (
 	"fmt"
 	"sort"
 
-	api "github.com/rdmad/rdmad/bindings/go/deviceplugin/v1beta1"
+	api "github.com/rdmad/rdmad/bindings/go/internal/kubeletapi/deviceplugin/v1beta1"
 	"github.com/rdmad/rdmad/bindings/go/rdmad"
 	"github.com/rdmad/rdmad/bindings/go/rdmad/rdmadpb"
 )

@@ -14,7 +14,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/backoff"
 
-	api "github.com/rdmad/rdmad/bindings/go/deviceplugin/v1beta1"
+	api "github.com/rdmad/rdmad/bindings/go/internal/kubeletapi/deviceplugin/v1beta1"
 )
 
 // dialBackoff is how soon a refused dial is tried again.  A kubelet binds

@@ -13,7 +13,7 @@ import (
 
 	"google.golang.org/grpc"
 
-	api "github.com/rdmad/rdmad/bindings/go/deviceplugin/v1beta1"
+	api "github.com/rdmad/rdmad/bindings/go/internal/kubeletapi/deviceplugin/v1beta1"
 )
 
 // registrar is the kubelet's Registration service, telling each Register.

@@ -12,7 +12,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/rdmad/rdmad/bindings/go/cdi"
-	api "github.com/rdmad/rdmad/bindings/go/deviceplugin/v1beta1"
+	api "github.com/rdmad/rdmad/bindings/go/internal/kubeletapi/deviceplugin/v1beta1"
 	"github.com/rdmad/rdmad/bindings/go/rdmad"
 )
 

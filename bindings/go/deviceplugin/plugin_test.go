@@ -4,14 +4,15 @@ package deviceplugin
 
 import (
 	"context"
-	"google.golang.org/protobuf/proto"
 	"os"
 	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
 
-	api "github.com/rdmad/rdmad/bindings/go/deviceplugin/v1beta1"
+	"google.golang.org/protobuf/proto"
+
+	api "github.com/rdmad/rdmad/bindings/go/internal/kubeletapi/deviceplugin/v1beta1"
 	"github.com/rdmad/rdmad/bindings/go/rdmad"
 	"github.com/rdmad/rdmad/bindings/go/rdmad/rdmadpb"
 )

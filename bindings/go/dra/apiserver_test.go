@@ -2,7 +2,7 @@
 
 package dra_test
 
-// apiserver.go: the service account's token goes over TLS only.
+// internal/rest, as the driver uses it: the service account's token goes over TLS only.
 
 import (
 	"context"
@@ -16,6 +16,7 @@ import (
 
 	"github.com/rdmad/rdmad/bindings/go/dra"
 	"github.com/rdmad/rdmad/bindings/go/internal/k8sfake"
+	"github.com/rdmad/rdmad/bindings/go/internal/rest"
 )
 
 // An http:// API server is refused with a clear error, and a driver
@@ -39,10 +40,10 @@ func TestTokenOverHTTPSOnly(t *testing.T) {
 	if err := tls.ServiceAccount(sa); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := dra.InCluster(plain.URL, sa); err == nil || !strings.Contains(err.Error(), "plain HTTP") {
+	if _, err := rest.InCluster(plain.URL, sa); err == nil || !strings.Contains(err.Error(), "plain HTTP") {
 		t.Fatalf("InCluster(%s): %v, want a refusal saying plain HTTP", plain.URL, err)
 	}
-	api := &dra.APIServer{URL: plain.URL, TokenFile: filepath.Join(sa, "token"), HTTP: plain.Client()}
+	api := &rest.Client{URL: plain.URL, TokenFile: filepath.Join(sa, "token"), HTTP: plain.Client()}
 	d, err := dra.New(dra.Options{NodeName: node, PluginDir: filepath.Join(dir, "plugin"),
 		RegistryDir: filepath.Join(dir, "registry"), API: api, Logf: t.Logf})
 	if err != nil {

@@ -2,7 +2,7 @@
 
 package dra_test
 
-// backoff.go: the waits are client-go's reflector's, and under every way
+// The driver paces its requests with internal/wait's backoff: under every way
 // an API server fails a driver (a compacted watch history, a plain 410,
 // a watch cut at once, 500s, the server down) the driver sends at most
 // about two requests a second, further and further apart, and puts the
@@ -19,38 +19,8 @@ import (
 
 	"github.com/rdmad/rdmad/bindings/go/dra"
 	"github.com/rdmad/rdmad/bindings/go/internal/k8sfake"
+	"github.com/rdmad/rdmad/bindings/go/internal/resourceslice"
 )
-
-func TestBackoffAsClientGo(t *testing.T) {
-	now := time.Unix(1000, 0)
-	r := 0.0
-	b := &dra.Backoff{Now: func() time.Time { return now }, Rand: func() float64 { return r }}
-	ms := time.Millisecond
-	want := []time.Duration{800 * ms, 1600 * ms, 3200 * ms, 6400 * ms, 12800 * ms,
-		25600 * ms, 30000 * ms, 30000 * ms}
-	for i, w := range want {
-		if got := b.Next(); got != w {
-			t.Fatalf("wait %d without jitter: %v, want %v", i, got, w)
-		}
-		now = now.Add(time.Second)
-	}
-	// Jitter 1.0: up to as much again.
-	r = 0.999
-	if got := b.Next(); got < 59*time.Second || got >= 60*time.Second {
-		t.Fatalf("capped wait with the most jitter: %v, want [59 s, 60 s)", got)
-	}
-	// Two minutes without a wait: from the first step again.
-	now = now.Add(dra.BackoffReset + time.Second)
-	r = 0.5
-	if got := b.Next(); got != 1200*ms {
-		t.Fatalf("after two healthy minutes: %v, want 1.2 s", got)
-	}
-	// Under two minutes: the steps go on.
-	now = now.Add(dra.BackoffReset - time.Second)
-	if got := b.Next(); got != 2400*ms {
-		t.Fatalf("within two minutes: %v, want 2.4 s", got)
-	}
-}
 
 // dialCounter counts the connections the driver tries to open.
 type dialCounter struct {
@@ -121,7 +91,7 @@ func TestBackoffUnderFailures(t *testing.T) {
 			}
 			start := time.Now()
 			m.fail(e)
-			e.api.Delete(dra.SliceName(node, driver, 1)) // to repair once back
+			e.api.Delete(resourceslice.SliceName(node, driver, 1)) // to repair once back
 			time.Sleep(failureWindow)
 			end := time.Now()
 			var ats []time.Time

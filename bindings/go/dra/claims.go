@@ -24,7 +24,8 @@ import (
 	"time"
 
 	"github.com/rdmad/rdmad/bindings/go/cdi"
-	"github.com/rdmad/rdmad/bindings/go/dra/drav1"
+	resourceapi "github.com/rdmad/rdmad/bindings/go/internal/api/resource/v1"
+	drav1 "github.com/rdmad/rdmad/bindings/go/internal/kubeletapi/dra/v1"
 	"github.com/rdmad/rdmad/bindings/go/rdmad"
 	"github.com/rdmad/rdmad/bindings/go/rdmad/rdmadpb"
 )
@@ -139,7 +140,7 @@ func (d *Driver) prepare(ctx context.Context, c *drav1.Claim) ([]PreparedDevice,
 // @results of claim @uid, each usable now and within its slots, or why
 // not; d.mu held.  A device met twice (two requests, or two shares) is
 // one device with every request and the sum of the slots.
-func (d *Driver) allocated(uid string, results []DeviceRequestAllocationResult) ([]PreparedDevice, string) {
+func (d *Driver) allocated(uid string, results []resourceapi.DeviceRequestAllocationResult) ([]PreparedDevice, string) {
 	var devs []PreparedDevice
 	at := map[string]int{}
 	for _, r := range results {

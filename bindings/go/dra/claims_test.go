@@ -12,10 +12,10 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/rdmad/rdmad/bindings/go/dra/drav1"
-	"github.com/rdmad/rdmad/bindings/go/dra/drav1beta1"
-	"github.com/rdmad/rdmad/bindings/go/dra/healthv1"
 	"github.com/rdmad/rdmad/bindings/go/internal/k8sfake"
+	healthv1 "github.com/rdmad/rdmad/bindings/go/internal/kubeletapi/dra-health/v1"
+	drav1 "github.com/rdmad/rdmad/bindings/go/internal/kubeletapi/dra/v1"
+	drav1beta1 "github.com/rdmad/rdmad/bindings/go/internal/kubeletapi/dra/v1beta1"
 )
 
 // Prepare answers CDI names, the same again when asked again, refuses a

@@ -21,8 +21,8 @@ import (
 	oci "github.com/opencontainers/runtime-spec/specs-go"
 
 	"github.com/rdmad/rdmad/bindings/go/dra"
-	"github.com/rdmad/rdmad/bindings/go/dra/drav1"
 	"github.com/rdmad/rdmad/bindings/go/internal/k8sfake"
+	drav1 "github.com/rdmad/rdmad/bindings/go/internal/kubeletapi/dra/v1"
 )
 
 // resolve is what a runtime makes of CDI name @name with the specs of

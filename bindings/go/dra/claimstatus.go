@@ -27,6 +27,9 @@ import (
 	"strings"
 	"time"
 
+	resourceapi "github.com/rdmad/rdmad/bindings/go/internal/api/resource/v1"
+	metav1 "github.com/rdmad/rdmad/bindings/go/internal/apimachinery/meta/v1"
+	"github.com/rdmad/rdmad/bindings/go/internal/rest"
 	"github.com/rdmad/rdmad/bindings/go/rdmad/rdmadpb"
 )
 
@@ -38,9 +41,25 @@ const (
 	maxStatusGIDs      = 32 // keeps data well under its 10 KiB
 )
 
+// DeviceStatusData is the driver-specific data of a device's status
+// (the API's RawExtension, at most 10 KiB): what an RDMA program
+// addresses the device by.
+type DeviceStatusData struct {
+	Identity string    `json:"identity,omitempty"`
+	NodeGUID string    `json:"nodeGUID,omitempty"`
+	GIDs     []PortGID `json:"gids,omitempty"`
+}
+
+// PortGID is one GID table entry that is in use.
+type PortGID struct {
+	Port  uint32 `json:"port"`
+	Index int    `json:"index"`
+	GID   string `json:"gid"`
+}
+
 // deviceStatus is the status entry of pool device @name, rdmad's @dev.
-func (d *Driver) deviceStatus(name string, dev *rdmadpb.Device) AllocatedDeviceStatus {
-	st := AllocatedDeviceStatus{Driver: d.o.DriverName, Pool: d.o.NodeName, Device: name,
+func (d *Driver) deviceStatus(name string, dev *rdmadpb.Device) resourceapi.AllocatedDeviceStatus {
+	st := resourceapi.AllocatedDeviceStatus{Driver: d.o.DriverName, Pool: d.o.NodeName, Device: name,
 		Data: &DeviceStatusData{Identity: dev.GetIdentity(), NodeGUID: dev.GetNodeGuid(),
 			GIDs: gids(d.o.SysRoot, dev)}}
 	for _, p := range dev.GetPorts() {
@@ -53,8 +72,8 @@ func (d *Driver) deviceStatus(name string, dev *rdmadpb.Device) AllocatedDeviceS
 }
 
 // netdevData is what the host says of net device @name.
-func netdevData(sysRoot, name string) *NetworkDeviceData {
-	nd := &NetworkDeviceData{InterfaceName: name}
+func netdevData(sysRoot, name string) *resourceapi.NetworkDeviceData {
+	nd := &resourceapi.NetworkDeviceData{InterfaceName: name}
 	if b, err := os.ReadFile(filepath.Join(sysRoot, "class", "net", name, "address")); err == nil {
 		if mac := strings.TrimSpace(string(b)); len(mac) <= maxHardwareAddress &&
 			strings.Trim(mac, "0:") != "" {
@@ -112,7 +131,7 @@ func gids(sysRoot string, dev *rdmadpb.Device) []PortGID {
 // differs from what was last applied; a device that no present device
 // holds has no entry.  At unprepare this driver's entries are taken out
 // (an apply of none).  An apply that fails is tried again, paced as
-// every request to the API server is (backoff.go); a claim gone or made
+// every request to the API server is (internal/wait); a claim gone or made
 // anew under its name (404, or 409 for the UID given) is left alone.
 
 // statusSettle is when the addresses and GIDs are read again after a
@@ -127,7 +146,7 @@ type statusRef struct{ Namespace, Name string }
 type statusJob struct {
 	uid  string
 	ref  statusRef
-	devs []AllocatedDeviceStatus
+	devs []resourceapi.AllocatedDeviceStatus
 	key  string // @devs as JSON: what was applied
 	gone bool   // unprepared: remove this driver's entries
 }
@@ -142,8 +161,8 @@ func (d *Driver) wakeStatus() {
 
 // desiredStatus is claim @pc's entries now: one for each of its devices
 // that a present device holds; d.mu held.
-func (d *Driver) desiredStatus(pc PreparedClaim) []AllocatedDeviceStatus {
-	out := []AllocatedDeviceStatus{}
+func (d *Driver) desiredStatus(pc PreparedClaim) []resourceapi.AllocatedDeviceStatus {
+	out := []resourceapi.AllocatedDeviceStatus{}
 	for _, pd := range pc.Devices {
 		dev := d.holder(pd)
 		if dev == nil {
@@ -192,7 +211,7 @@ func (d *Driver) statusJobs() []statusJob {
 	sort.Strings(gone)
 	for _, uid := range gone {
 		jobs = append(jobs, statusJob{uid: uid, ref: d.statusGone[uid],
-			devs: []AllocatedDeviceStatus{}, gone: true})
+			devs: []resourceapi.AllocatedDeviceStatus{}, gone: true})
 	}
 	return jobs
 }
@@ -215,8 +234,8 @@ func (d *Driver) statusWorker(ctx context.Context, net <-chan struct{}) {
 				if ctx.Err() != nil {
 					return
 				}
-				if err != nil && !IsStatus(err, http.StatusNotFound) &&
-					!IsStatus(err, http.StatusConflict) && !IsStatus(err, http.StatusUnprocessableEntity) {
+				if err != nil && !rest.IsStatus(err, http.StatusNotFound) &&
+					!rest.IsStatus(err, http.StatusConflict) && !rest.IsStatus(err, http.StatusUnprocessableEntity) {
 					wait := d.backoff.Next()
 					d.o.logf("claim %s/%s: status not written: %v (again in %v)",
 						j.ref.Namespace, j.ref.Name, err, wait.Round(time.Millisecond))
@@ -255,9 +274,9 @@ func (d *Driver) statusWorker(ctx context.Context, net <-chan struct{}) {
 func (d *Driver) applyStatus(ctx context.Context, j statusJob) error {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	st := &ClaimStatusApply{APIVersion: APIVersion, Kind: "ResourceClaim",
-		Metadata: ObjectMeta{Name: j.ref.Name, Namespace: j.ref.Namespace, UID: j.uid},
-		Status:   ClaimStatus{Devices: j.devs}}
+	st := &resourceapi.ClaimStatusApply{APIVersion: resourceapi.APIVersion, Kind: "ResourceClaim",
+		Metadata: metav1.ObjectMeta{Name: j.ref.Name, Namespace: j.ref.Namespace, UID: j.uid},
+		Status:   resourceapi.ClaimStatus{Devices: j.devs}}
 	return d.o.API.ApplyClaimStatus(ctx, d.o.DriverName, st)
 }
 

@@ -16,9 +16,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rdmad/rdmad/bindings/go/dra"
-	"github.com/rdmad/rdmad/bindings/go/dra/drav1"
+	resourceapi "github.com/rdmad/rdmad/bindings/go/internal/api/resource/v1"
+	metav1 "github.com/rdmad/rdmad/bindings/go/internal/apimachinery/meta/v1"
 	"github.com/rdmad/rdmad/bindings/go/internal/k8sfake"
+	drav1 "github.com/rdmad/rdmad/bindings/go/internal/kubeletapi/dra/v1"
 )
 
 func writeFile(t *testing.T, path, data string) {
@@ -86,10 +87,10 @@ func TestClaimStatusNetworkData(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Another driver's entry, there before: it stays.
-	if err := e.o.API.ApplyClaimStatus(context.Background(), "gpu.example.com", &dra.ClaimStatusApply{
-		APIVersion: dra.APIVersion, Kind: "ResourceClaim",
-		Metadata: dra.ObjectMeta{Name: "c", Namespace: "ns"},
-		Status: dra.ClaimStatus{Devices: []dra.AllocatedDeviceStatus{
+	if err := e.o.API.ApplyClaimStatus(context.Background(), "gpu.example.com", &resourceapi.ClaimStatusApply{
+		APIVersion: resourceapi.APIVersion, Kind: "ResourceClaim",
+		Metadata: metav1.ObjectMeta{Name: "c", Namespace: "ns"},
+		Status: resourceapi.ClaimStatus{Devices: []resourceapi.AllocatedDeviceStatus{
 			{Driver: "gpu.example.com", Pool: node, Device: "gpu-0"}}}}); err != nil {
 		t.Fatal(err)
 	}
@@ -211,10 +212,10 @@ func TestClaimStatusStaysTrue(t *testing.T) {
 		{Request: "gpu", Driver: "gpu.example.com", Pool: node, Device: "gpu-0"}}); err != nil {
 		t.Fatal(err)
 	}
-	if err := e.o.API.ApplyClaimStatus(context.Background(), "gpu.example.com", &dra.ClaimStatusApply{
-		APIVersion: dra.APIVersion, Kind: "ResourceClaim",
-		Metadata: dra.ObjectMeta{Name: "s", Namespace: "ns"},
-		Status: dra.ClaimStatus{Devices: []dra.AllocatedDeviceStatus{
+	if err := e.o.API.ApplyClaimStatus(context.Background(), "gpu.example.com", &resourceapi.ClaimStatusApply{
+		APIVersion: resourceapi.APIVersion, Kind: "ResourceClaim",
+		Metadata: metav1.ObjectMeta{Name: "s", Namespace: "ns"},
+		Status: resourceapi.ClaimStatus{Devices: []resourceapi.AllocatedDeviceStatus{
 			{Driver: "gpu.example.com", Pool: node, Device: "gpu-0"}}}}); err != nil {
 		t.Fatal(err)
 	}

@@ -12,9 +12,13 @@ import (
 	"sort"
 	"strings"
 
+	resourceapi "github.com/rdmad/rdmad/bindings/go/internal/api/resource/v1"
 	"github.com/rdmad/rdmad/bindings/go/rdmad"
 	"github.com/rdmad/rdmad/bindings/go/rdmad/rdmadpb"
 )
+
+// maxDNSLabel is the longest DNS label (a device name is one).
+const maxDNSLabel = 63
 
 // DeviceName is d's name in the pool: a DNS label made from its identity
 // (what survives renames and returns, so that a claim allocated before a
@@ -68,17 +72,17 @@ const (
 	AttrPCIeRoot   = "resource.kubernetes.io/pcieRoot"
 )
 
-func str(s string) DeviceAttribute { return DeviceAttribute{String: &s} }
+func str(s string) resourceapi.DeviceAttribute { return resourceapi.DeviceAttribute{String: &s} }
 
 // Attributes are d's attributes: strings the API takes (at most 64
 // characters; a longer one is left out), the NUMA node where known, the
 // first port's link layer, the first alias and every alias joined by
 // commas (as many as fit), and the standard pcieRoot where sysfs under
 // @sysRoot says which PCI root bus the device hangs from.
-func Attributes(d *rdmadpb.Device, sysRoot string) map[string]DeviceAttribute {
-	a := map[string]DeviceAttribute{}
+func Attributes(d *rdmadpb.Device, sysRoot string) map[string]resourceapi.DeviceAttribute {
+	a := map[string]resourceapi.DeviceAttribute{}
 	put := func(k, v string) {
-		if v != "" && len(v) <= maxAttributeValue {
+		if v != "" && len(v) <= resourceapi.DeviceAttributeMaxValueLength {
 			a[k] = str(v)
 		}
 	}
@@ -92,10 +96,10 @@ func Attributes(d *rdmadpb.Device, sysRoot string) map[string]DeviceAttribute {
 		put(AttrLinkLayer, p[0].GetLinkLayer())
 	}
 	if n := int64(d.GetNumaNode()); n >= 0 {
-		a[AttrNUMANode] = DeviceAttribute{Int: &n}
+		a[AttrNUMANode] = resourceapi.DeviceAttribute{Int: &n}
 	}
 	ready := rdmad.Ready(d)
-	a[AttrReady] = DeviceAttribute{Bool: &ready}
+	a[AttrReady] = resourceapi.DeviceAttribute{Bool: &ready}
 	if al := d.GetAliases(); len(al) > 0 {
 		put(AttrAlias, al[0])
 		joined := ""
@@ -104,7 +108,7 @@ func Attributes(d *rdmadpb.Device, sysRoot string) map[string]DeviceAttribute {
 			if joined != "" {
 				next = joined + "," + x
 			}
-			if len(next) > maxAttributeValue {
+			if len(next) > resourceapi.DeviceAttributeMaxValueLength {
 				break
 			}
 			joined = next
@@ -136,8 +140,8 @@ func pcieRoot(sysRoot, addr string) string {
 // Pool is the devices of state @s that the pool lists and @sel takes,
 // sorted by name; a name met twice (two lives of one identity listed at
 // once, which rdmad does not do) is listed once.
-func Pool(s *rdmad.Snapshot, sel rdmad.Selector, sysRoot string) []Device {
-	var devs []Device
+func Pool(s *rdmad.Snapshot, sel rdmad.Selector, sysRoot string) []resourceapi.Device {
+	var devs []resourceapi.Device
 	seen := map[string]bool{}
 	if s != nil {
 		for _, d := range s.Devices {
@@ -146,7 +150,7 @@ func Pool(s *rdmad.Snapshot, sel rdmad.Selector, sysRoot string) []Device {
 				continue
 			}
 			seen[n] = true
-			devs = append(devs, Device{Name: n, Attributes: Attributes(d, sysRoot)})
+			devs = append(devs, resourceapi.Device{Name: n, Attributes: Attributes(d, sysRoot)})
 		}
 	}
 	sort.Slice(devs, func(i, j int) bool { return devs[i].Name < devs[j].Name })

@@ -9,6 +9,13 @@
 // through the API server's REST interface.  Every state rdmad pushes
 // reaches the slices and the health streams at once; prepared claims
 // are kept in a checkpoint and survive a restart of the driver.
+//
+// What is rdmad's own is here; the kubelet plugin's sockets and
+// registration (internal/kubeletplugin), the publishing of the slices
+// (internal/resourceslice), the API server's client (internal/rest), the
+// backoff (internal/wait) and the API's objects (internal/api/...) are
+// stand-ins for upstream's libraries, each in the shape of the one it
+// stands in for.
 package dra
 
 import (
@@ -22,9 +29,16 @@ import (
 	"sync"
 	"time"
 
+	"google.golang.org/grpc"
+
 	"github.com/rdmad/rdmad/bindings/go/cdi"
 	"github.com/rdmad/rdmad/bindings/go/deviceplugin"
-	"github.com/rdmad/rdmad/bindings/go/dra/drav1"
+	resourceapi "github.com/rdmad/rdmad/bindings/go/internal/api/resource/v1"
+	drav1 "github.com/rdmad/rdmad/bindings/go/internal/kubeletapi/dra/v1"
+	"github.com/rdmad/rdmad/bindings/go/internal/kubeletplugin"
+	"github.com/rdmad/rdmad/bindings/go/internal/resourceslice"
+	"github.com/rdmad/rdmad/bindings/go/internal/rest"
+	"github.com/rdmad/rdmad/bindings/go/internal/wait"
 	"github.com/rdmad/rdmad/bindings/go/rdmad"
 )
 
@@ -34,15 +48,15 @@ const DefaultDriverName = "rdmad.io"
 
 // Options of a Driver.
 type Options struct {
-	DriverName  string     // DefaultDriverName where ""
-	NodeName    string     // this node: the pool's name and the slices' node
-	Socket      string     // rdmad's socket ("" as rdmad.Dial)
-	PluginDir   string     // the DRA service's socket and the checkpoint
-	RegistryDir string     // the kubelet's plugins_registry
-	API         *APIServer // nil: no slices published, no claims read
-	CDISpecDir  string     // where the CDI spec is written ("": not)
-	SocketMount string     // CDI: rdmad's socket directory for containers
-	SysRoot     string     // sysfs ("" /sys), for pcieRoot
+	DriverName  string       // DefaultDriverName where ""
+	NodeName    string       // this node: the pool's name and the slices' node
+	Socket      string       // rdmad's socket ("" as rdmad.Dial)
+	PluginDir   string       // the DRA service's socket and the checkpoint
+	RegistryDir string       // the kubelet's plugins_registry
+	API         *rest.Client // nil: no slices published, no claims read
+	CDISpecDir  string       // where the CDI spec is written ("": not)
+	SocketMount string       // CDI: rdmad's socket directory for containers
+	SysRoot     string       // sysfs ("" /sys), for pcieRoot
 	// Select is which devices the driver offers (rdmad-device-plugin's
 	// matchers; nil: every device).
 	Select rdmad.Selector
@@ -55,7 +69,7 @@ type Options struct {
 	// ports is up: NoSchedule where "", NoExecute, None, or TaintOff.
 	TaintEffect string
 	// ResyncPeriod is how often the slices are compared with the API
-	// server's besides (DefaultResyncPeriod where 0).
+	// server's besides (resourceslice.DefaultResyncPeriod where 0).
 	ResyncPeriod time.Duration
 	// RollingUpdateUID: the pod's UID, for seamless upgrades
 	// (rolling.go): sockets of the pod's own, and the plugin
@@ -84,18 +98,18 @@ type Driver struct {
 	snap    *rdmad.Snapshot // nil until rdmad's first state
 	up      bool            // rdmad reachable
 	claims  map[string]PreparedClaim
-	changed chan struct{} // closed and replaced at every change
-	pool    []Device      // what the slices should list
-	poolSet bool          // pool is worth publishing (rdmad was heard)
-	publish chan []Device // the newest pool not yet published
-	resync  chan struct{} // compare the slices with the API server's
-	spec    *cdi.Writer
+	changed chan struct{}        // closed and replaced at every change
+	pool    []resourceapi.Device // what the slices should list
+	poolSet bool                 // pool is worth publishing (rdmad was heard)
+	// slices publishes the pool (nil: no API server).
+	slices *resourceslice.Controller
+	spec   *cdi.Writer
 	// claimSpecs are the prepared claims' own spec files, by UID, and
 	// resolved what each claim's device resolved to when last written.
 	claimSpecs map[string]*cdi.Writer
 	resolved   map[string]string
 	// backoff paces the requests to the API server after failures.
-	backoff *Backoff
+	backoff *wait.ExponentialBackoffManager
 	// metrics: what metrics.go serves; metricsAddr where, once served.
 	metrics     *Metrics
 	metricsAddr net.Addr
@@ -117,9 +131,6 @@ func New(o Options) (*Driver, error) {
 	if o.SysRoot == "" {
 		o.SysRoot = "/sys"
 	}
-	if o.ResyncPeriod <= 0 {
-		o.ResyncPeriod = DefaultResyncPeriod
-	}
 	if o.NodeName == "" {
 		return nil, errors.New("no node name (--node-name, or NODE_NAME from the pod's spec.nodeName)")
 	}
@@ -135,13 +146,16 @@ func New(o Options) (*Driver, error) {
 		return nil, err
 	}
 	d := &Driver{o: o, changed: make(chan struct{}),
-		publish: make(chan []Device, 1), resync: make(chan struct{}, 1),
 		claimSpecs: map[string]*cdi.Writer{}, resolved: map[string]string{},
-		backoff: &Backoff{}, statusWake: make(chan struct{}, 1),
+		backoff: &wait.ExponentialBackoffManager{}, statusWake: make(chan struct{}, 1),
 		statusApplied: map[string]string{}, statusGone: map[string]statusRef{},
 		metrics: NewMetrics()}
 	if o.API != nil {
 		o.API.Metrics = d.metrics
+		d.slices = resourceslice.New(resourceslice.Options{
+			DriverName: o.DriverName, NodeName: o.NodeName, Client: o.API,
+			ResyncPeriod: o.ResyncPeriod, Backoff: d.backoff,
+			Metrics: d.metrics, Logf: o.Logf})
 	}
 	if o.RollingUpdateUID != "" {
 		if !uidPattern.MatchString(o.RollingUpdateUID) {
@@ -200,7 +214,9 @@ func (d *Driver) Set(s *rdmad.Snapshot, up bool) {
 	pool := d.o.shape(Pool(d.snap, d.o.Select, d.o.SysRoot), d.snap)
 	if !d.poolSet || !reflect.DeepEqual(pool, d.pool) {
 		d.pool, d.poolSet = pool, true
-		latestPool(d.publish, pool)
+		if d.slices != nil {
+			d.slices.Update(pool)
+		}
 	}
 	if d.spec != nil {
 		if _, err := d.spec.Write(cdi.Spec(d.snap,
@@ -218,9 +234,8 @@ func (d *Driver) Set(s *rdmad.Snapshot, up bool) {
 // repair them (the kubelet registered the driver: it may have deleted
 // them at its start).
 func (d *Driver) Resync() {
-	select {
-	case d.resync <- struct{}{}:
-	default:
+	if d.slices != nil {
+		d.slices.Resync()
 	}
 }
 
@@ -228,21 +243,6 @@ func (d *Driver) Resync() {
 func (d *Driver) notify() {
 	close(d.changed)
 	d.changed = make(chan struct{})
-}
-
-// latestPool puts @p in @ch, dropping an older pool not yet taken.
-func latestPool(ch chan []Device, p []Device) {
-	for {
-		select {
-		case ch <- p:
-			return
-		default:
-		}
-		select {
-		case <-ch:
-		default:
-		}
-	}
 }
 
 // Run serves the kubelet and publishes slices until @ctx ends, fed by
@@ -270,17 +270,17 @@ func (d *Driver) Serve(ctx context.Context) error {
 		d.mu.Unlock()
 		d.o.logf("metrics at http://%s/metrics", addr)
 	}
-	k, err := d.serveKubelet()
+	k, err := kubeletplugin.Start(d, d.pluginOptions())
 	if err != nil {
 		return err
 	}
-	defer k.stop()
+	defer k.Stop()
 	if d.o.API != nil {
 		go func() {
 			if !d.publishLock(ctx) {
 				return
 			}
-			go d.publisher(ctx)
+			go d.slices.Run(ctx)
 			net := make(chan struct{}, 1)
 			go func() {
 				if err := watchLinks(ctx, net); err != nil {
@@ -292,7 +292,38 @@ func (d *Driver) Serve(ctx context.Context) error {
 	} else {
 		d.o.logf("no API server: no ResourceSlices are published")
 	}
-	return k.watch(ctx)
+	return k.KeepRegistered(ctx)
+}
+
+// Services this driver offers, as the kubelet's plugin manager names
+// them in the registration's supported versions: the DRA service (newest
+// first: the kubelet takes the first it also speaks), then the health
+// service (HealthServices: a kubelet opens a health stream only to a
+// plugin that lists one, and takes v1 where both are).
+var Services = append(append([]string{}, kubeletplugin.DRAServices...), HealthServices...)
+
+// pluginOptions are the kubelet plugin's: the sockets, the services
+// listed and served besides DRAPlugin (health.go), and a resync of the
+// slices at every registration (the kubelet deletes them at its start).
+func (d *Driver) pluginOptions() kubeletplugin.Options {
+	return kubeletplugin.Options{DriverName: d.o.DriverName,
+		PluginDir: d.o.PluginDir, RegistryDir: d.o.RegistryDir,
+		RollingUpdateUID: d.o.RollingUpdateUID, SupportedVersions: Services,
+		Register:   func(s *grpc.Server) { registerHealth(s, d) },
+		Registered: d.Resync, Logf: d.o.Logf}
+}
+
+// DRASocket and RegistrationSocket are the driver's socket paths:
+// dra.sock and DRIVER-reg.sock, or dra-UID.sock and DRIVER-UID-reg.sock
+// with Options.RollingUpdateUID (rolling.go).
+func (d *Driver) DRASocket() string {
+	o := d.pluginOptions()
+	return o.DRASocket()
+}
+
+func (d *Driver) RegistrationSocket() string {
+	o := d.pluginOptions()
+	return o.RegistrationSocket()
 }
 
 // Metrics are the driver's metrics.

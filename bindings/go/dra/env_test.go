@@ -30,10 +30,11 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/rdmad/rdmad/bindings/go/dra"
-	"github.com/rdmad/rdmad/bindings/go/dra/drav1"
-	"github.com/rdmad/rdmad/bindings/go/dra/drav1beta1"
-	"github.com/rdmad/rdmad/bindings/go/dra/pluginregistration"
 	"github.com/rdmad/rdmad/bindings/go/internal/k8sfake"
+	drav1 "github.com/rdmad/rdmad/bindings/go/internal/kubeletapi/dra/v1"
+	drav1beta1 "github.com/rdmad/rdmad/bindings/go/internal/kubeletapi/dra/v1beta1"
+	pluginregistration "github.com/rdmad/rdmad/bindings/go/internal/kubeletapi/pluginregistration/v1"
+	"github.com/rdmad/rdmad/bindings/go/internal/rest"
 	"github.com/rdmad/rdmad/bindings/go/rdmad"
 	"github.com/rdmad/rdmad/bindings/go/rdmad/rdmadpb"
 )
@@ -91,7 +92,7 @@ func newEnv(t *testing.T, opts ...func(*dra.Options)) *env {
 	if err := e.api.ServiceAccount(sa); err != nil {
 		t.Fatal(err)
 	}
-	api, err := dra.InCluster(e.api.URL, sa)
+	api, err := rest.InCluster(e.api.URL, sa)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -26,8 +26,9 @@ import (
 
 	"google.golang.org/grpc"
 
-	"github.com/rdmad/rdmad/bindings/go/dra/healthv1"
-	"github.com/rdmad/rdmad/bindings/go/dra/healthv1alpha1"
+	healthv1 "github.com/rdmad/rdmad/bindings/go/internal/kubeletapi/dra-health/v1"
+	healthv1alpha1 "github.com/rdmad/rdmad/bindings/go/internal/kubeletapi/dra-health/v1alpha1"
+	"github.com/rdmad/rdmad/bindings/go/internal/kubeletplugin"
 	"github.com/rdmad/rdmad/bindings/go/rdmad"
 	"github.com/rdmad/rdmad/bindings/go/rdmad/rdmadpb"
 )
@@ -205,7 +206,7 @@ type healthV1alpha1 struct {
 func (v *healthV1alpha1) NodeWatchResources(req *healthv1alpha1.NodeWatchResourcesRequest, st healthv1alpha1.DRAResourceHealth_NodeWatchResourcesServer) error {
 	return v.d.watchHealth(st.Context().Done(), func(list []DeviceHealth) error {
 		resp := &healthv1alpha1.NodeWatchResourcesResponse{}
-		if err := convert(healthResponse(list), resp); err != nil {
+		if err := kubeletplugin.Convert(healthResponse(list), resp); err != nil {
 			return err
 		}
 		return st.Send(resp)

@@ -11,9 +11,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/rdmad/rdmad/bindings/go/dra/healthv1"
-	"github.com/rdmad/rdmad/bindings/go/dra/healthv1alpha1"
 	"github.com/rdmad/rdmad/bindings/go/internal/k8sfake"
+	healthv1 "github.com/rdmad/rdmad/bindings/go/internal/kubeletapi/dra-health/v1"
+	healthv1alpha1 "github.com/rdmad/rdmad/bindings/go/internal/kubeletapi/dra-health/v1alpha1"
 	"github.com/rdmad/rdmad/bindings/go/rdmad/rdmadpb"
 )
 

@@ -2,7 +2,7 @@
 
 package dra_test
 
-// kubelet.go: the registration socket.
+// internal/kubeletplugin, as the driver uses it: the registration socket.
 
 import (
 	"os"

@@ -19,8 +19,8 @@ import (
 	"time"
 
 	"github.com/rdmad/rdmad/bindings/go/dra"
-	"github.com/rdmad/rdmad/bindings/go/dra/healthv1"
 	"github.com/rdmad/rdmad/bindings/go/internal/k8sfake"
+	healthv1 "github.com/rdmad/rdmad/bindings/go/internal/kubeletapi/dra-health/v1"
 )
 
 // sample is the value of the sample @series ("name{labels}") in

@@ -26,27 +26,9 @@ import (
 	"path/filepath"
 	"syscall"
 	"time"
-)
 
-// lockFile takes an exclusive flock on @path (made where absent),
-// waiting for it; the returned file holds it until closed.
-func lockFile(path string) (*os.File, error) {
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
-	if err != nil {
-		return nil, err
-	}
-	for {
-		err = syscall.Flock(int(f.Fd()), syscall.LOCK_EX)
-		if err != syscall.EINTR {
-			break
-		}
-	}
-	if err != nil {
-		f.Close()
-		return nil, err
-	}
-	return f, nil
-}
+	"github.com/rdmad/rdmad/bindings/go/internal/kubeletplugin"
+)
 
 // shared takes the lock of what the pods of a rolling update share and
 // reads the checkpoint again under it, where Options.RollingUpdateUID
@@ -56,7 +38,7 @@ func (d *Driver) shared() func() {
 	if d.o.RollingUpdateUID == "" {
 		return func() {}
 	}
-	f, err := lockFile(filepath.Join(d.o.PluginDir, "serialize.lock"))
+	f, err := kubeletplugin.Flock(filepath.Join(d.o.PluginDir, "serialize.lock"))
 	if err != nil {
 		d.o.logf("serialize.lock: %v: going on without it", err)
 		return func() {}

@@ -20,9 +20,9 @@ import (
 	"time"
 
 	"github.com/rdmad/rdmad/bindings/go/dra"
-	"github.com/rdmad/rdmad/bindings/go/dra/drav1"
-	"github.com/rdmad/rdmad/bindings/go/dra/pluginregistration"
 	"github.com/rdmad/rdmad/bindings/go/internal/k8sfake"
+	drav1 "github.com/rdmad/rdmad/bindings/go/internal/kubeletapi/dra/v1"
+	pluginregistration "github.com/rdmad/rdmad/bindings/go/internal/kubeletapi/pluginregistration/v1"
 )
 
 const (

@@ -15,6 +15,7 @@ import (
 	"regexp"
 	"strconv"
 
+	resourceapi "github.com/rdmad/rdmad/bindings/go/internal/api/resource/v1"
 	"github.com/rdmad/rdmad/bindings/go/rdmad"
 	"github.com/rdmad/rdmad/bindings/go/rdmad/rdmadpb"
 )
@@ -76,7 +77,7 @@ func portDown(d *rdmadpb.Device) string {
 
 // shape adds to each device of @devs (the pool of state @s) its
 // capacity where devices are shared and its taint where it is sick.
-func (o *Options) shape(devs []Device, s *rdmad.Snapshot) []Device {
+func (o *Options) shape(devs []resourceapi.Device, s *rdmad.Snapshot) []resourceapi.Device {
 	byName := map[string]*rdmadpb.Device{}
 	if s != nil {
 		for _, d := range s.Devices {
@@ -90,15 +91,15 @@ func (o *Options) shape(devs []Device, s *rdmad.Snapshot) []Device {
 			yes := true
 			n := strconv.Itoa(o.Slots)
 			devs[i].AllowMultipleAllocations = &yes
-			devs[i].Capacity = map[string]DeviceCapacity{CapacitySlots: {Value: n,
-				RequestPolicy: &CapacityRequestPolicy{Default: "1",
-					ValidRange: &CapacityRequestPolicyRange{Min: "1", Max: n, Step: "1"}}}}
+			devs[i].Capacity = map[string]resourceapi.DeviceCapacity{CapacitySlots: {Value: n,
+				RequestPolicy: &resourceapi.CapacityRequestPolicy{Default: "1",
+					ValidRange: &resourceapi.CapacityRequestPolicyRange{Min: "1", Max: n, Step: "1"}}}}
 		}
 		if o.TaintEffect == TaintOff {
 			continue
 		}
 		if why := portDown(byName[devs[i].Name]); why != "" {
-			devs[i].Taints = []DeviceTaint{{Key: TaintPortDown, Value: why,
+			devs[i].Taints = []resourceapi.DeviceTaint{{Key: TaintPortDown, Value: why,
 				Effect: o.taintEffect()}}
 		}
 	}
@@ -116,7 +117,7 @@ func (o *Options) taintEffect() string {
 // "slots" (a whole number), 1 where the allocation names none (a device
 // allocated by a scheduler without DRAConsumableCapacity: one claim
 // shared by its pods), or why not.
-func consumed(r DeviceRequestAllocationResult) (int64, string) {
+func consumed(r resourceapi.DeviceRequestAllocationResult) (int64, string) {
 	q, ok := r.ConsumedCapacity[CapacitySlots]
 	if !ok {
 		return 1, ""

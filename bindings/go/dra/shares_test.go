@@ -16,8 +16,8 @@ import (
 	"time"
 
 	"github.com/rdmad/rdmad/bindings/go/dra"
-	"github.com/rdmad/rdmad/bindings/go/dra/drav1"
 	"github.com/rdmad/rdmad/bindings/go/internal/k8sfake"
+	drav1 "github.com/rdmad/rdmad/bindings/go/internal/kubeletapi/dra/v1"
 )
 
 func claimUID(n int) string { return fmt.Sprintf("5f0e3c1a-7b2d-4e8f-9a6b-%012x", 0x5a000+n) }

@@ -2,7 +2,7 @@
 
 package dra_test
 
-// slices.go: the pool published, kept equal to what it should be.
+// internal/resourceslice, as the driver uses it: the pool published, kept equal to what it should be.
 
 import (
 	"reflect"
@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/rdmad/rdmad/bindings/go/dra"
+	"github.com/rdmad/rdmad/bindings/go/internal/resourceslice"
 	"github.com/rdmad/rdmad/bindings/go/rdmad/rdmadpb"
 )
 
@@ -92,7 +93,7 @@ func TestSlicesSplitAndRetry(t *testing.T) {
 		}
 	}
 	// A restarted driver goes on from the generation it finds.
-	gen := func() float64 { return generation(e.api.Slices()[dra.SliceName(node, driver, 0)]) }
+	gen := func() float64 { return generation(e.api.Slices()[resourceslice.SliceName(node, driver, 0)]) }
 	before := gen()
 	e.stop()
 	e.start()
@@ -159,7 +160,7 @@ func TestKubeletRestartWipeIsHealed(t *testing.T) {
 	if n := len(e.api.Slices()); n != 2 {
 		t.Fatalf("%d slices after the wipe, want 2", n)
 	}
-	e.api.Delete(dra.SliceName(node, driver, 1))
+	e.api.Delete(resourceslice.SliceName(node, driver, 1))
 	e.register()
 	e.poolWithin(time.Second, "a slice deleted by hand, then registered", names)
 }
@@ -171,7 +172,7 @@ func TestPeriodRepairs(t *testing.T) {
 	devs, names := devices130()
 	e.d.Set(snap(1, devs...), true)
 	e.pool("before", names...)
-	e.api.Delete(dra.SliceName(node, driver, 0))
+	e.api.Delete(resourceslice.SliceName(node, driver, 0))
 	e.poolWithin(time.Second, "a slice deleted by hand, no registration", names)
 }
 
@@ -187,7 +188,7 @@ func TestFailedReadIsRetried(t *testing.T) {
 		e.d.Set(snap(g, devs[:125+int(g)]...), true)
 		e.pool("generation", names[:125+int(g)]...)
 	}
-	before := generation(e.api.Slices()[dra.SliceName(node, driver, 1)])
+	before := generation(e.api.Slices()[resourceslice.SliceName(node, driver, 1)])
 	e.stop()
 	for len(e.api.Writes) > 0 {
 		<-e.api.Writes
@@ -195,7 +196,7 @@ func TestFailedReadIsRetried(t *testing.T) {
 	e.api.FailNextRead(500, 500, 503)
 	e.start()
 	e.d.Set(snap(6, devs[:129]...), true)
-	// Three failures: waits of up to 1.6, 3.2 and 6.4 s (backoff.go).
+	// Three failures: waits of up to 1.6, 3.2 and 6.4 s (internal/wait).
 	deadline := time.Now().Add(15 * time.Second)
 	for {
 		got, complete := e.api.PoolDevices(driver, node)
@@ -281,9 +282,9 @@ func TestRepairAfterOthersChange(t *testing.T) {
 			t.Fatalf("%s: %d writes, want 1", what, n)
 		}
 	}
-	e.api.Delete(dra.SliceName(node, driver, 1))
+	e.api.Delete(resourceslice.SliceName(node, driver, 1))
 	repaired("slice 1 deleted")
-	if _, err := e.api.Edit(dra.SliceName(node, driver, 0), func(spec map[string]interface{}) {
+	if _, err := e.api.Edit(resourceslice.SliceName(node, driver, 0), func(spec map[string]interface{}) {
 		spec["devices"] = []interface{}{}
 	}); err != nil {
 		t.Fatal(err)
@@ -295,7 +296,7 @@ func TestRepairAfterOthersChange(t *testing.T) {
 			t.Fatalf("%d watches after the server ended one, want 1", e.api.Watches())
 		}
 	}
-	e.api.Delete(dra.SliceName(node, driver, 0))
+	e.api.Delete(resourceslice.SliceName(node, driver, 0))
 	repaired("slice 0 deleted after the watch resumed")
 	if got := e.api.Lists(); got != lists {
 		t.Fatalf("%d lists since the first watch, want none (resumed from its resourceVersion)", got-lists)
@@ -309,6 +310,6 @@ func TestRepairAfterOthersChange(t *testing.T) {
 		}
 	}
 	e.driverWrites()
-	e.api.Delete(dra.SliceName(node, driver, 1))
+	e.api.Delete(resourceslice.SliceName(node, driver, 1))
 	repaired("slice 1 deleted after a 410")
 }

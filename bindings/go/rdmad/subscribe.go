@@ -71,9 +71,11 @@ type Subscription struct {
 	overflow bool
 	wake     chan struct{} // a token when items or overflow changed
 
-	state     *Snapshot
-	needSync  bool   // a gap was seen: subscribe again
-	resyncSeq uint64 // the seq of the Subscribe sent for it, or 0
+	state *Snapshot
+	f     follower // what each item means (follow.go)
+	// resubscribe: a Subscribe is to be sent (a gap, an unknown event
+	// type, an overflow of the queue, a refusal to try again).
+	resubscribe bool
 }
 
 // item is one thing the connection's reader passed on, in wire order.
@@ -148,26 +150,55 @@ func (c *Conn) Subscribe(ctx context.Context) (*Subscription, error) {
 	return s, nil
 }
 
-// subscribe sends Subscribe and waits for its snapshot in the stream,
-// dropping what came before it (already in it).
-func (s *Subscription) subscribe(ctx context.Context) (*Snapshot, error) {
+// sendSubscribe sends Subscribe, for the follower to await its snapshot.
+func (s *Subscription) sendSubscribe(ctx context.Context) (uint64, error) {
 	cl := &call{kind: callSubscribe, done: make(chan result, 1)}
 	seq, err := s.c.write(ctx, &rdmadpb.Frame{Body: &rdmadpb.Frame_Subscribe{
 		Subscribe: &rdmadpb.Subscribe{Scope: s.c.requestScope()}}}, cl)
+	if err == nil {
+		s.f.subscribed(seq)
+	}
+	return seq, err
+}
+
+// frameOf is the frame an item stands for, as the follower reads it.
+func frameOf(it item) followFrame {
+	return followFrame{seq: it.seq, refused: it.err != nil,
+		event: it.event, snapshot: it.snap != nil}
+}
+
+// subscribe sends Subscribe and waits for its snapshot in the stream,
+// dropping what came before it (already in it).
+func (s *Subscription) subscribe(ctx context.Context) (*Snapshot, error) {
+	seq, err := s.sendSubscribe(ctx)
 	if err != nil {
 		return nil, err
 	}
 	for {
-		it, _, err := s.pop(ctx)
+		it, overflow, err := s.pop(ctx)
 		if err != nil {
 			s.c.forget(seq)
 			return nil, err
 		}
-		if it.err != nil && (it.seq == seq || it.seq == 0) {
-			return nil, it.err
+		if overflow {
+			// The answer may be among what was dropped: ask again.
+			if seq, err = s.sendSubscribe(ctx); err != nil {
+				return nil, err
+			}
+			continue
 		}
-		if it.snap != nil && it.seq == seq {
-			return it.snap, nil
+		if it.err != nil && it.seq == 0 {
+			return nil, it.err // the connection ended
+		}
+		switch s.f.frame(frameOf(it)) {
+		case followRefused:
+			return nil, it.err
+		case followPart:
+			// An unsolicited one before the answer: the answer,
+			// which follows, is at least as new.
+			if s.f.snapshot(it.seq, it.snap.Generation) {
+				return it.snap, nil
+			}
 		}
 	}
 }
@@ -192,19 +223,18 @@ func (s *Subscription) Generation() uint64 {
 // a daemon that sends no identity) entries are keyed by name (section 8).
 // Events already contained in the state are skipped; a gap, an event type
 // this package does not know, or an overflow of the queue makes it send
-// Subscribe again and return the new snapshot as an UpdateResync.  An
-// error other than ctx's means the connection has ended (Conn.Err).
+// Subscribe again and return the new snapshot as an UpdateResync; a
+// snapshot the daemon sends unasked (PROTOCOL.md 9) is an UpdateResync
+// too, also while the one asked for is awaited.  Which frame means what
+// is follow.go's table, proto/follow.c's.  An error other than ctx's
+// means the connection has ended (Conn.Err).
 func (s *Subscription) Next(ctx context.Context) (Update, error) {
 	for {
-		if s.needSync && s.resyncSeq == 0 {
-			cl := &call{kind: callSubscribe, done: make(chan result, 1)}
-			seq, err := s.c.write(ctx, &rdmadpb.Frame{
-				Body: &rdmadpb.Frame_Subscribe{
-					Subscribe: &rdmadpb.Subscribe{Scope: s.c.requestScope()}}}, cl)
-			if err != nil {
+		if s.resubscribe {
+			if _, err := s.sendSubscribe(ctx); err != nil {
 				return Update{}, fmt.Errorf("rdmad: resubscribe: %w", err)
 			}
-			s.resyncSeq = seq
+			s.resubscribe = false
 		}
 		it, overflow, err := s.pop(ctx)
 		switch {
@@ -212,51 +242,49 @@ func (s *Subscription) Next(ctx context.Context) (Update, error) {
 			return Update{}, err
 		case overflow:
 			// What was dropped may include the awaited snapshot.
-			s.needSync, s.resyncSeq = true, 0
-		case it.err != nil:
-			if it.seq != 0 && it.seq == s.resyncSeq {
-				// The daemon refused: try again on the next call.
-				s.resyncSeq = 0
-				return Update{}, fmt.Errorf("rdmad: resubscribe: %w",
-					it.err)
-			}
+			s.resubscribe = true
+			continue
+		case it.err != nil && it.seq == 0:
 			return Update{}, fmt.Errorf("rdmad: subscription: %w", it.err)
-		case it.snap != nil:
+		}
+		switch s.f.frame(frameOf(it)) {
+		case followRefused:
+			// The daemon refused: try again on the next call.
+			s.resubscribe = true
+			return Update{}, fmt.Errorf("rdmad: resubscribe: %w", it.err)
+		case followPart:
 			// Any snapshot in the stream is a whole state at its
-			// generation: ours, or one the daemon sent unasked.
-			if it.seq == s.resyncSeq {
-				s.needSync, s.resyncSeq = false, 0
-			}
-			if s.needSync {
-				// Older than the one we asked for: wait for that.
-				continue
-			}
+			// generation: ours, or one the daemon sent unasked
+			// (PROTOCOL.md 9), also while ours is awaited.
+			s.f.snapshot(it.seq, it.snap.Generation)
 			s.state = it.snap
 			return Update{Kind: UpdateResync,
 				Generation: it.snap.Generation, State: it.snap}, nil
-		case it.event != nil:
-			gen := it.event.GetGeneration()
-			if s.needSync || gen <= s.state.Generation {
-				continue // in the snapshot that is coming, or had
+		case followResync:
+			s.resubscribe = true
+		case followApply:
+			if u, ok := s.apply(it.event); ok {
+				return u, nil
 			}
-			if gen != s.state.Generation+1 {
-				s.needSync = true
-				continue
-			}
-			next, prev, ok := s.state.apply(it.event, s.c.lifecycle)
-			if !ok {
-				s.needSync = true
-				continue
-			}
-			s.state = next
-			u := Update{Kind: UpdateEvent, Generation: gen,
-				Event: it.event, Previous: prev, State: next}
-			switch it.event.GetType() {
-			case rdmadpb.EventType_EVENT_TYPE_EXPECTING,
-				rdmadpb.EventType_EVENT_TYPE_SETTLED:
-				u.Sriov = it.event.GetSriov()
-			}
-			return u, nil
+			s.resubscribe = true // the list cannot take it
 		}
 	}
+}
+
+// apply applies the next event ev to the state.
+func (s *Subscription) apply(ev *rdmadpb.Event) (Update, bool) {
+	next, prev, ok := s.state.apply(ev, s.c.lifecycle)
+	if !ok {
+		return Update{}, false
+	}
+	s.state = next
+	s.f.applied(ev.GetGeneration())
+	u := Update{Kind: UpdateEvent, Generation: ev.GetGeneration(),
+		Event: ev, Previous: prev, State: next}
+	switch ev.GetType() {
+	case rdmadpb.EventType_EVENT_TYPE_EXPECTING,
+		rdmadpb.EventType_EVENT_TYPE_SETTLED:
+		u.Sriov = ev.GetSriov()
+	}
+	return u, true
 }

@@ -29,6 +29,7 @@ import (
 
 	"github.com/rdmad/rdmad/bindings/go/cdi"
 	"github.com/rdmad/rdmad/bindings/go/dra"
+	"github.com/rdmad/rdmad/bindings/go/internal/rest"
 	"github.com/rdmad/rdmad/bindings/go/rdmad"
 )
 
@@ -47,7 +48,7 @@ func run(args []string, stderr io.Writer) int {
 	cdiDir := fs.String("cdi-dir", cdi.DefaultDir, "where the CDI spec is written (\"\": not written)")
 	mount := fs.String("socket-mount", "/run/rdmad", "rdmad's socket directory, bind-mounted into containers by the CDI spec (\"\": none)")
 	apiserver := fs.String("apiserver", "", "the API server's URL (default: from $KUBERNETES_SERVICE_HOST and _PORT)")
-	sa := fs.String("serviceaccount", dra.ServiceAccountDir, "the service account's token and ca.crt")
+	sa := fs.String("serviceaccount", rest.ServiceAccountDir, "the service account's token and ca.crt")
 	sel := fs.String("select", "", "which devices to offer: rdmad-device-plugin's matchers, e.g. \"link_layer:Ethernet vf\" (default: every device)")
 	sysfs := fs.String("sysfs", "/sys", "sysfs: devices' PCIe roots, net devices' hardware addresses, GIDs")
 	slots := fs.Int("slots", 0, "share each device among up to N claims (1..1000, the device plugin's slots; DRAConsumableCapacity); 0: every device exclusive")
@@ -79,7 +80,7 @@ func run(args []string, stderr io.Writer) int {
 		SysRoot: *sysfs, Select: selector, Slots: *slots, TaintEffect: *taint,
 		MetricsAddress: *metrics, RollingUpdateUID: *rolling, Logf: logf}
 	if !*noAPI {
-		api, err := dra.InCluster(*apiserver, *sa)
+		api, err := rest.InCluster(*apiserver, *sa)
 		if err != nil {
 			logf("%v", err)
 			return 1

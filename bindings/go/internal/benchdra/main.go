@@ -45,6 +45,8 @@ import (
 
 	"github.com/rdmad/rdmad/bindings/go/dra"
 	"github.com/rdmad/rdmad/bindings/go/internal/k8sfake"
+	"github.com/rdmad/rdmad/bindings/go/internal/resourceslice"
+	"github.com/rdmad/rdmad/bindings/go/internal/rest"
 	"github.com/rdmad/rdmad/bindings/go/rdmad"
 	"github.com/rdmad/rdmad/bindings/go/rdmad/rdmadpb"
 )
@@ -129,7 +131,7 @@ func main() {
 	for i := 0; i < *nodes; i++ {
 		name := fmt.Sprintf("node-%04d", i)
 		api.PutNode(name, fmt.Sprintf("uid-%04d", i))
-		client, err := dra.InCluster(api.URL, sa)
+		client, err := rest.InCluster(api.URL, sa)
 		if err != nil {
 			log.Fatal(err)
 		}
@@ -187,7 +189,7 @@ func main() {
 	api.SetWatchFailure(k8sfake.WatchGoneInStream)
 	api.Compact()
 	for _, n := range ns {
-		api.Delete(dra.SliceName(n.name, driverName, 0))
+		api.Delete(resourceslice.SliceName(n.name, driverName, 0))
 	}
 	time.AfterFunc(*fail, func() { api.SetWatchFailure(k8sfake.WatchServe) })
 	measure("compaction", start)

@@ -65,11 +65,11 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/protobuf/proto"
 
-	"github.com/rdmad/rdmad/bindings/go/dra/drav1"
-	"github.com/rdmad/rdmad/bindings/go/dra/healthv1"
-	"github.com/rdmad/rdmad/bindings/go/dra/healthv1alpha1"
-	"github.com/rdmad/rdmad/bindings/go/dra/pluginregistration"
 	"github.com/rdmad/rdmad/bindings/go/internal/k8sfake"
+	healthv1 "github.com/rdmad/rdmad/bindings/go/internal/kubeletapi/dra-health/v1"
+	healthv1alpha1 "github.com/rdmad/rdmad/bindings/go/internal/kubeletapi/dra-health/v1alpha1"
+	drav1 "github.com/rdmad/rdmad/bindings/go/internal/kubeletapi/dra/v1"
+	pluginregistration "github.com/rdmad/rdmad/bindings/go/internal/kubeletapi/pluginregistration/v1"
 )
 
 func now() int64 {

@@ -49,7 +49,7 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/encoding/protojson"
 
-	api "github.com/rdmad/rdmad/bindings/go/deviceplugin/v1beta1"
+	api "github.com/rdmad/rdmad/bindings/go/internal/kubeletapi/deviceplugin/v1beta1"
 )
 
 type kubelet struct {

@@ -82,7 +82,7 @@ func at(v interface{}, keys ...interface{}) interface{} {
 
 func TestDRAManifestLeastPrivilege(t *testing.T) {
 	objs := manifest(t, "rdmad-dra.yaml")
-	// The rules: what the driver calls (dra/apiserver.go), nothing else.
+	// The rules: what the driver calls (internal/rest), nothing else.
 	var rules []string
 	for _, r := range at(find(t, objs, "ClusterRole"), "rules").([]interface{}) {
 		for _, g := range at(r, "apiGroups").([]interface{}) {
