@@ -68,7 +68,7 @@ func followOnce(ctx context.Context, path string, fn func(*Snapshot, error),
 // The follower of PROTOCOL.md 8 and 9, as proto/follow.c is the C
 // clients': what each frame a subscriber receives means, by state.
 // Subscription decides with it; follow_test.go walks the rows of the
-// table in tests/unit/test-follow.c through it.  "seq" is the frame's, S
+// table in tests/unit/proto/test-follow.c through it.  "seq" is the frame's, S
 // the Subscribe's:
 //
 //	frame                        idle     awaiting   following

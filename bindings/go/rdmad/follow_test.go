@@ -3,7 +3,7 @@
 package rdmad
 
 // The follower (follow.go) walks the same cases as the C clients' one,
-// proto/follow.c: the rows of the tables in tests/unit/test-follow.c,
+// proto/follow.c: the rows of the tables in tests/unit/proto/test-follow.c,
 // read from that file, so that there is one table for both and a row
 // added there is walked here too.
 
