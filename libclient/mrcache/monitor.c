@@ -813,19 +813,26 @@ bool mrc_monitor_hooks_reached(void)
 	return reached;
 }
 
+/* Cancellation deferred as well as disabled, first: glibc's handler of
+ * the cancel signal acts on an asynchronous type without looking at the
+ * state again, so a cancel sent before the state changed could still end
+ * the thread inside (a ring slot claimed, never published: every writer
+ * after it waits for good).  Back in the reverse order. */
 void mrc_monitor_hush(struct mrc_hush *h)
 {
 	sigset_t all;
 
+	pthread_setcanceltype(PTHREAD_CANCEL_DEFERRED, &h->type);
+	pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &h->cancel);
 	sigfillset(&all);
 	pthread_sigmask(SIG_BLOCK, &all, &h->old);
-	pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &h->cancel);
 }
 
 void mrc_monitor_unhush(const struct mrc_hush *h)
 {
-	pthread_setcancelstate(h->cancel, NULL);
 	pthread_sigmask(SIG_SETMASK, &h->old, NULL);
+	pthread_setcancelstate(h->cancel, NULL);
+	pthread_setcanceltype(h->type, NULL);
 }
 
 unsigned long mrc_monitor_events(void)

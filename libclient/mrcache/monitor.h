@@ -83,6 +83,7 @@ bool mrc_monitor_in_flight(uintptr_t start, uintptr_t end);
 struct mrc_hush {
 	sigset_t old;
 	int cancel;
+	int type;
 };
 void mrc_monitor_hush(struct mrc_hush *h);
 void mrc_monitor_unhush(const struct mrc_hush *h);
