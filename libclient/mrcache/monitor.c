@@ -813,7 +813,8 @@ bool mrc_monitor_hooks_reached(void)
 	return reached;
 }
 
-/* Cancellation deferred as well as disabled, first: glibc's handler of
+/* Cancellation deferred as well as disabled, first: glibc 2.34-2.36's
+ * (Debian 12's) handler of
  * the cancel signal acts on an asynchronous type without looking at the
  * state again, so a cancel sent before the state changed could still end
  * the thread inside (a ring slot claimed, never published: every writer
