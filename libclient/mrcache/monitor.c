@@ -813,12 +813,12 @@ bool mrc_monitor_hooks_reached(void)
 	return reached;
 }
 
-/* Cancellation deferred as well as disabled, first: glibc 2.34-2.36's
- * (Debian 12's) handler of
- * the cancel signal acts on an asynchronous type without looking at the
- * state again, so a cancel sent before the state changed could still end
- * the thread inside (a ring slot claimed, never published: every writer
- * after it waits for good).  Back in the reverse order. */
+/* Cancellation deferred as well as disabled, first: the cancel signal's
+ * handler in glibc 2.34-2.36 (Debian 12's) acts on an asynchronous type
+ * without looking at the state again, so a cancel sent before the state
+ * changed could still end the thread inside (a ring slot claimed, never
+ * published: every writer after it waits for good).  Back in the reverse
+ * order. */
 void mrc_monitor_hush(struct mrc_hush *h)
 {
 	sigset_t all;
