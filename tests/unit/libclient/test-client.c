@@ -31,7 +31,7 @@
 #include "client-internal.h"
 #include "conn.h"
 #include "rdmad.h"
-#include "session.h"
+#include "channel.h"
 #include "check.h"
 
 /* ---- the fake daemon ----------------------------------------------------- */

@@ -34,7 +34,7 @@
 #include <unistd.h>
 
 #include "rdmad.h"
-#include "session.h"
+#include "channel.h"
 #include "check.h"
 
 /* Longer than any connect may take: a hang is reported, not waited out. */

@@ -26,7 +26,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "session.h"
+#include "channel.h"
 
 /* How long one poll without the lock lasts at most, so a requester soon
  * sees a reply another thread read for it. */

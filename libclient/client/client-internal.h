@@ -16,7 +16,7 @@
 #include <stdint.h>
 
 #include "rdmad.h"
-#include "session.h"
+#include "channel.h"
 
 #include "export.h"
 
