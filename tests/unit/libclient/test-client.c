@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Unit test of the client's connection logic (libclient/client.c, holds.c,
- * session.c, sync.c, conn.c, poller.c) against a fake daemon thread on a
+ * Unit test of the client's connection logic (libclient/client/client.c,
+ * holds.c, channel.c, list/sync.c, wire/) against a fake daemon thread on a
  * temporary socket: handshake with the generation page, split snapshots, events
  * in order, a generation gap (resubscribe), an unsolicited seq-0 snapshot,
  * holds and their statuses, events that arrive while a hold waits for its

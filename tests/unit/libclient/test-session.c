@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Unit test of the session's waits (libclient/session.c, genview.c and the
- * snapshot bounds of sync.c) against scripted fake daemons on temporary
- * sockets, each one a way a daemon can fail a client:
+ * Unit test of the channel's waits (libclient/client/channel.c,
+ * wire/genview.c and the snapshot bounds of list/sync.c) against scripted
+ * fake daemons on temporary sockets, each one a way a daemon can fail a
+ * client:
  * - silent: accepts and never answers.  While a connect waits for the
  *   Welcome, another thread's rdmad_client_get_generation(), get_fd() and
  *   get_timeout() return, and fork() completes, before the connect does.
