@@ -4,7 +4,7 @@
  * subscriber receives, which it applies, which it skips, which make it
  * subscribe again and which are snapshot parts to collect.  The one copy
  * of that rule for the clients written in C: librdmad's device list
- * (libclient/sync.c) and rdmactl's monitor and wait (rdmactl/commands.c,
+ * (libclient/list/sync.c) and rdmactl's monitor and wait (rdmactl/commands.c,
  * rdmactl/ready.c).  It decides and keeps the generation; the caller
  * keeps its list, sends Subscribe and collects the parts.  Built into
  * proto's static library with hidden visibility: nothing of it is

@@ -6,21 +6,37 @@ local #include "X.h" of another module of the directory.  Prints each
 module's edges, then the circles; exits 1 if there is one (the graph
 stays one-directional).
 
-A directory in rooms (daemon/) has a subfolder per room, each with a
-README.md whose line "May include: A, B" (or "May include: nothing")
-names the rooms below it; its modules are found by name in any room, as
-the build puts every room on the include path.  Then it also prints the
-rooms and their arrows, and exits 1 on an arrow to a room the including
-room does not name, on an arrow from a room up to the directory's own
-top (the process: only it may include everything), and on a circle
-among the rooms' lists.
+A directory in rooms (daemon/, libclient/) has a subfolder per room,
+each with a README.md whose line "May include: A, B" (or "May include:
+nothing") names the rooms below it; its modules are found by name in any
+room, as the build puts every room on the include path, and an include
+with a path (#include "mrcache/mrcache.h") is the module it names, found
+from the including file's folder, from the directory, or by its name.
+Then it also prints the rooms and their arrows, and exits 1 on an arrow
+to a room the including room does not name, on an arrow from a room up
+to the directory's own top (the process: only it may include
+everything), on a circle among the rooms' lists, and on two modules of
+one name (the include path could not tell them apart).
 
-usage: include-graph.py [--quiet] DIR..."""
+With --self-test, each DIR in rooms is copied to a temporary folder and
+checked three times: as it is (it must pass), then with an include of a
+header of the highest room planted in a module of a room that may
+include nothing, once by the header's name and once by its path (each
+must fail, naming the planted file).  It prints the failures it saw and
+exits 1 if a check did not go as it must.
+
+usage: include-graph.py [--quiet] DIR...
+       include-graph.py --self-test DIR..."""
+import io
 import os
 import re
+import shutil
 import sys
+import tempfile
+from contextlib import redirect_stdout
 
 MAY = re.compile(r"^May include: *(.*)$", re.M)
+INCLUDE = re.compile(r'^#include "([^"]+)\.h"', re.M)
 
 
 def rooms_of(d):
@@ -48,20 +64,39 @@ def sources(d, rooms):
                 yield f[:-2], where, os.path.join(sub, f)
 
 
+def resolve(d, path, inc, headers):
+    """The module that #include "@inc.h" in @path names, or None (a
+    header from elsewhere: proto/, the system).  A plain name is found
+    by name; a path, from the including file's folder or from @d."""
+    name = os.path.basename(inc)
+    if name not in headers:
+        return None
+    if "/" not in inc:
+        return name
+    for base in (os.path.dirname(path), d):
+        if os.path.isfile(os.path.join(base, inc + ".h")):
+            return name
+    return None
+
+
 def graph(d, rooms):
     found = list(sources(d, rooms))
     room_of = {m: r for m, r, _ in found}
+    twins = sorted({"%s: two modules %s, in %s and %s" % (
+        d, m, r or "(top)", room_of[m] or "(top)")
+        for m, r, _ in found if room_of[m] != r})
     headers = {os.path.basename(p)[:-2] for _, _, p in found
                if p.endswith(".h")}
     mods = {}
     for me, _, path in found:
         with open(path) as src:
             text = src.read()
-        for inc in re.findall(r'^#include "([^"/]+)\.h"', text, re.M):
-            if inc != me and inc in headers:
-                mods.setdefault(me, set()).add(inc)
+        for inc in INCLUDE.findall(text):
+            mod = resolve(d, path, inc, headers)
+            if mod is not None and mod != me:
+                mods.setdefault(me, set()).add(mod)
         mods.setdefault(me, set())
-    return mods, room_of
+    return mods, room_of, twins
 
 
 def cycles(mods):
@@ -120,26 +155,95 @@ def room_errors(d, rooms, mods, room_of, quiet):
     return bad
 
 
+def check(d, quiet):
+    """Print @d's graph (unless @quiet) and its faults; 1 if any."""
+    bad = 0
+    rooms = rooms_of(d)
+    mods, room_of, twins = graph(d, rooms)
+    if not quiet:
+        print("%s:" % d)
+        for m in sorted(mods):
+            if mods[m]:
+                print("  %-18s -> %s" % (m, " ".join(sorted(mods[m]))))
+    for line in twins:
+        print(line)
+        bad = 1
+    for c in cycles(mods):
+        print("%s: a circle: %s" % (d, " -> ".join(c)))
+        bad = 1
+    if rooms:
+        # Arrows from the top are the process's: always down.
+        for line in room_errors(d, rooms, mods, room_of, quiet):
+            print(line)
+            bad = 1
+    return bad
+
+
+def quiet_check(d):
+    """check(@d, quiet), its output captured: (status, output)."""
+    out = io.StringIO()
+    with redirect_stdout(out):
+        status = check(d, True)
+    return status, out.getvalue()
+
+
+def plant(copy, room, header, inc):
+    """Add #include "@inc" to the first .c of @room in @copy; its path."""
+    sub = os.path.join(copy, room)
+    victim = os.path.join(sub, sorted(f for f in os.listdir(sub)
+                                      if f.endswith(".c"))[0])
+    with open(victim) as f:
+        text = f.read()
+    with open(victim, "w") as f:
+        f.write('#include "%s"\n' % inc + text)
+    return victim
+
+
+def self_test(d):
+    """Plant includes that point up in copies of @d; 0 if each fails."""
+    rooms = rooms_of(d)
+    floor = [r for r in rooms if not rooms[r] and any(
+        f.endswith(".c") for f in os.listdir(os.path.join(d, r)))]
+    top = [r for r in rooms if any(f.endswith(".h") for f in
+                                   os.listdir(os.path.join(d, r)))]
+    if not rooms or not floor:
+        print("%s: no room that may include nothing has a .c" % d)
+        return 1
+    # The room that the most rooms may include is the lowest; the one
+    # that includes the most rooms is the highest.
+    high = max(top, key=lambda r: (len(rooms[r]), r))
+    header = sorted(f for f in os.listdir(os.path.join(d, high))
+                    if f.endswith(".h"))[0]
+    bad = 0
+    for inc in (None, header, high + "/" + header):
+        with tempfile.TemporaryDirectory() as tmp:
+            copy = os.path.join(tmp, os.path.basename(d.rstrip("/")))
+            shutil.copytree(d, copy)
+            victim = plant(copy, floor[0], header, inc) if inc else None
+            status, out = quiet_check(copy)
+        if inc is None:
+            print("%s as it is: exit %d" % (d, status))
+            bad |= status != 0
+            continue
+        print("%s with #include \"%s\" planted in %s: exit %d"
+              % (d, inc, os.path.relpath(victim, tmp), status))
+        print("  " + out.rstrip().replace(tmp + "/", "").replace(
+            "\n", "\n  "))
+        # The arrow itself, not only the circle it may close, is named.
+        arrow = "%s/%s includes %s/%s;" % (
+            floor[0], os.path.basename(victim)[:-2], high, header[:-2])
+        bad |= status != 1 or arrow not in out
+    return int(bad)
+
+
 def main():
     args = sys.argv[1:]
+    if args and args[0] == "--self-test":
+        return max([self_test(d) for d in args[1:]] + [0])
     quiet = bool(args) and args[0] == "--quiet"
     bad = 0
     for d in args[quiet:]:
-        rooms = rooms_of(d)
-        mods, room_of = graph(d, rooms)
-        if not quiet:
-            print("%s:" % d)
-            for m in sorted(mods):
-                if mods[m]:
-                    print("  %-18s -> %s" % (m, " ".join(sorted(mods[m]))))
-        for c in cycles(mods):
-            print("%s: a circle: %s" % (d, " -> ".join(c)))
-            bad = 1
-        if rooms:
-            # Arrows from the top are the process's: always down.
-            for line in room_errors(d, rooms, mods, room_of, quiet):
-                print(line)
-                bad = 1
+        bad |= check(d, quiet)
     return bad
 
 

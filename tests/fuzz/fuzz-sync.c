@@ -1,11 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Fuzz target for the client's frame sequencing (libclient/sync.c, with
+ * Fuzz target for the client's frame sequencing (libclient/list/sync.c, with
  * the snapshot assembly of proto/wire.c and the list building of
  * snapshot.c): the input is a sequence of datagrams (datagrams.h) that a
  * daemon sends to a subscribed librdmad.  The first byte of the input
  * says whether the client has a callback (events queued).  Each datagram
- * that decodes goes to sync_handle_frame(), as session.c hands it over;
+ * that decodes goes to sync_handle_frame(), as client/channel.c hands it over;
  * an error drops the "connection" (the state is reset and the client
  * subscribes again, as a reconnect would).  The Subscribe requests it
  * sends go to the other end of a socketpair and are thrown away.
@@ -83,7 +83,7 @@ static void feed(struct sync *sync, struct conn *conn, const uint8_t *buf,
 		return;
 	}
 	if (sync_handle_frame(sync, conn, frame) < 0) {
-		/* session.c drops the connection; the next one subscribes. */
+		/* channel.c drops the connection; the next one subscribes. */
 		sync_reset(sync);
 		sync_subscribe(sync, conn);
 		queued = sync->queue_len;

@@ -9,7 +9,7 @@ fail=0
 syms=$(sed -n 's/^[[:space:]]*\([a-z_][a-z0-9_]*\);$/\1/p' "$root/libclient/librdmad.map")
 [ -n "$syms" ] || { echo "FAIL: no symbols read from librdmad.map"; exit 1; }
 for s in $syms; do
-	grep -q "\b$s(" "$root/libclient/rdmad.h" ||
+	grep -q "\b$s(" "$root/libclient/base/rdmad.h" ||
 		{ echo "FAIL: $s is not declared in rdmad.h"; fail=1; }
 	cat "$root/man/librdmad.3" "$root/man/rdmad_fork_init.3" |
 		grep -q "$s" ||

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Unit test of libclient/refresh.c: ibv_refresh_device_list() filtered by
- * a daemon snapshot, with libibverbs' list functions replaced at link time
+ * Unit test of libclient/client/refresh.c: ibv_refresh_device_list() filtered
+ * by a daemon snapshot, with libibverbs' list functions replaced at link time
  * (-Wl,--wrap) by fakes that count references the way rdma-core does
  * (one per list entry, dropped by ibv_free_device_list() for every entry
  * up to the NULL).  Checks the names kept (a present device also when a

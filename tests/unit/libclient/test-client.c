@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Unit test of the client's connection logic (libclient/client.c, holds.c,
- * session.c, sync.c, conn.c, poller.c) against a fake daemon thread on a
+ * Unit test of the client's connection logic (libclient/client/client.c,
+ * holds.c, channel.c, list/sync.c, wire/) against a fake daemon thread on a
  * temporary socket: handshake with the generation page, split snapshots, events
  * in order, a generation gap (resubscribe), an unsolicited seq-0 snapshot,
  * holds and their statuses, events that arrive while a hold waits for its
@@ -31,7 +31,7 @@
 #include "client-internal.h"
 #include "conn.h"
 #include "rdmad.h"
-#include "session.h"
+#include "channel.h"
 #include "check.h"
 
 /* ---- the fake daemon ----------------------------------------------------- */
@@ -620,10 +620,10 @@ static bool is_reconnected(const struct reconnected *r)
 static void run_until_reconnected(struct rdmad_client *c,
 				  const struct reconnected *r, int ms)
 {
-	uint64_t end = session_now_ms() + (uint64_t)ms;
+	uint64_t end = channel_now_ms() + (uint64_t)ms;
 	int fd, timeout;
 
-	while (session_now_ms() < end && !is_reconnected(r)) {
+	while (channel_now_ms() < end && !is_reconnected(r)) {
 		struct pollfd pfd = {.events = POLLIN};
 
 		fd = rdmad_client_get_fd(c);
@@ -948,7 +948,7 @@ static bool reports_kept(struct rdmad_client *c, unsigned int n)
 	size_t kept;
 
 	pthread_mutex_lock(&c->lock);
-	kept = c->session.reports.n;
+	kept = c->channel.reports.n;
 	pthread_mutex_unlock(&c->lock);
 	return kept == n;
 }
@@ -959,9 +959,9 @@ static void drive(struct rdmad_client *c,
 		  bool (*done)(struct rdmad_client *, unsigned int),
 		  unsigned int n)
 {
-	uint64_t end = session_now_ms() + 30000;
+	uint64_t end = channel_now_ms() + 30000;
 
-	while (!done(c, n) && session_now_ms() < end) {
+	while (!done(c, n) && channel_now_ms() < end) {
 		poll(NULL, 0, 1);
 		rdmad_client_process(c);
 	}

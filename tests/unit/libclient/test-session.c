@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Unit test of the session's waits (libclient/session.c, genview.c and the
- * snapshot bounds of sync.c) against scripted fake daemons on temporary
- * sockets, each one a way a daemon can fail a client:
+ * Unit test of the channel's waits (libclient/client/channel.c,
+ * wire/genview.c and the snapshot bounds of list/sync.c) against scripted
+ * fake daemons on temporary sockets, each one a way a daemon can fail a
+ * client:
  * - silent: accepts and never answers.  While a connect waits for the
  *   Welcome, another thread's rdmad_client_get_generation(), get_fd() and
  *   get_timeout() return, and fork() completes, before the connect does.
@@ -34,7 +35,7 @@
 #include <unistd.h>
 
 #include "rdmad.h"
-#include "session.h"
+#include "channel.h"
 #include "check.h"
 
 /* Longer than any connect may take: a hang is reported, not waited out. */
@@ -326,10 +327,10 @@ struct connect_job {
 static void *connect_main(void *arg)
 {
 	struct connect_job *job = arg;
-	uint64_t start = session_now_ms();
+	uint64_t start = channel_now_ms();
 
 	job->err = rdmad_client_connect(job->client);
-	job->elapsed_ms = session_now_ms() - start;
+	job->elapsed_ms = channel_now_ms() - start;
 	atomic_store(&job->done, true);
 	return NULL;
 }
@@ -344,9 +345,9 @@ static void connect_start(struct connect_job *job, struct rdmad_client *c)
 /* Join the connect, or report a hang and leave: it would never end. */
 static void connect_join(struct connect_job *job, const char *what)
 {
-	uint64_t end = session_now_ms() + TEST_HANG_MS;
+	uint64_t end = channel_now_ms() + TEST_HANG_MS;
 
-	while (!atomic_load(&job->done) && session_now_ms() < end)
+	while (!atomic_load(&job->done) && channel_now_ms() < end)
 		usleep(10000);
 	if (!atomic_load(&job->done)) {
 		fprintf(stderr, "%s: connect still running after %d ms\n", what,
@@ -358,9 +359,9 @@ static void connect_join(struct connect_job *job, const char *what)
 
 static bool wait_flag(atomic_bool *flag)
 {
-	uint64_t end = session_now_ms() + TEST_HANG_MS;
+	uint64_t end = channel_now_ms() + TEST_HANG_MS;
 
-	while (!atomic_load(flag) && session_now_ms() < end)
+	while (!atomic_load(flag) && channel_now_ms() < end)
 		usleep(1000);
 	return atomic_load(flag);
 }
@@ -431,9 +432,9 @@ static void test_endless_snapshot(enum peer_mode mode, const char *what)
 	connect_join(&job, what);
 	rss = max_rss_kib();
 	CHECK(job.err < 0, "%s: connect succeeded", what);
-	/* Its deadline is SESSION_REPLY_TIMEOUT_MS after Subscribe; the
+	/* Its deadline is CHANNEL_REPLY_TIMEOUT_MS after Subscribe; the
 	 * bound is loose, the hang is what is checked. */
-	CHECK(job.elapsed_ms < 3 * SESSION_REPLY_TIMEOUT_MS,
+	CHECK(job.elapsed_ms < 3 * CHANNEL_REPLY_TIMEOUT_MS,
 	      "%s: connect took %llu ms", what,
 	      (unsigned long long)job.elapsed_ms);
 	CHECK(atomic_load(&p.parts_sent) > 0, "%s: no part sent", what);
@@ -463,10 +464,10 @@ static uint64_t snapshot_generation(struct rdmad_client *c, size_t *ret_n)
 /* Events come on the peer's own schedule: process until one is in. */
 static int process_until_event(struct rdmad_client *c)
 {
-	uint64_t end = session_now_ms() + TEST_HANG_MS;
+	uint64_t end = channel_now_ms() + TEST_HANG_MS;
 	int n = 0;
 
-	while (n == 0 && session_now_ms() < end) {
+	while (n == 0 && channel_now_ms() < end) {
 		struct pollfd pfd = {.fd = rdmad_client_get_fd(c),
 				     .events = POLLIN};
 

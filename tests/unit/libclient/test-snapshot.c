@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Unit test of libclient/snapshot.c: snapshots built from the daemon's
+ * Unit test of libclient/list/snapshot.c: snapshots built from the daemon's
  * Device messages, every getter, out-of-range and NULL arguments, and the
  * snapshot that follows each kind of event (sharing unchanged devices);
  * the lifecycle (PROTOCOL.md 8a): entries keyed by identity and

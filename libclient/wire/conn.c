@@ -2,7 +2,7 @@
 /*
  * One connection to rdmad: the SOCK_SEQPACKET socket, the read-only
  * generation page the daemon passes with its Welcome, and sending and
- * receiving whole frames.  No protocol state lives here; session.c and
+ * receiving whole frames.  No protocol state lives here; channel.c and
  * sync.c decide what the frames mean.
  */
 #include <errno.h>
@@ -34,7 +34,7 @@ int conn_open(struct conn *conn, const char *path)
 			return -ENOMEM;
 	}
 	/* A full backlog (-EAGAIN) is the caller's to try again
-	 * (session.c). */
+	 * (channel.c). */
 	return wire_connect(path, &conn->fd);
 }
 

@@ -4,7 +4,7 @@
  * public API's two files: client.c (life cycle, polling, the callback,
  * the generation and snapshot getters, fork handling) and holds.c (holds
  * and opened devices).  The connection and protocol state below them is
- * in session.h.  Not installed.
+ * in channel.h.  Not installed.
  */
 #ifndef RDMAD_CLIENT_INTERNAL_H
 #define RDMAD_CLIENT_INTERNAL_H
@@ -16,7 +16,7 @@
 #include <stdint.h>
 
 #include "rdmad.h"
-#include "session.h"
+#include "channel.h"
 
 #include "export.h"
 
@@ -36,7 +36,7 @@ struct rdmad_client {
 	bool dispatching;
 	pthread_t dispatcher;
 
-	struct session session;
+	struct channel channel;
 
 	struct client_open *opens;
 	size_t n_opens;
@@ -52,7 +52,7 @@ struct rdmad_client {
 
 /* client.c: tell the daemon that this process could not open @name's
  * life @incarnation (@error EPERM or EACCES), once per life and without
- * waiting (session_report_unusable()).  For the open probe of
+ * waiting (channel_report_unusable()).  For the open probe of
  * ibv_refresh_device_list() (refresh.c); not exported. */
 int client_report_unusable(struct rdmad_client *client, const char *name,
 			   uint64_t incarnation, int error);

@@ -3,8 +3,8 @@
  * Holds, in the public API's layer: telling the daemon this process uses
  * a device, and opening a device through libibverbs with its hold in one
  * step.  The held names, which a new connection announces again (the
- * daemon drops a connection's holds with it), are the session's
- * (session.c), counted per name: an explicit hold and each opened context
+ * daemon drops a connection's holds with it), are the channel's
+ * (channel.c), counted per name: an explicit hold and each opened context
  * are uses of their own, and the daemon's hold goes with the last use.
  * This file takes the lock and calls down.
  */
@@ -25,8 +25,8 @@ RDMAD_EXPORT int rdmad_client_hold(struct rdmad_client *client,
 	if (!client || !rdmad_name_valid_str(name))
 		return -EINVAL;
 	pthread_mutex_lock(&client->lock);
-	err = session_hold(&client->session, name, true);
-	session_wake(&client->session);
+	err = channel_hold(&client->channel, name, true);
+	channel_wake(&client->channel);
 	pthread_mutex_unlock(&client->lock);
 	return err;
 }
@@ -39,8 +39,8 @@ RDMAD_EXPORT int rdmad_client_release(struct rdmad_client *client,
 	if (!client || !rdmad_name_valid_str(name))
 		return -EINVAL;
 	pthread_mutex_lock(&client->lock);
-	err = session_unhold(&client->session, name, true);
-	session_wake(&client->session);
+	err = channel_unhold(&client->channel, name, true);
+	channel_wake(&client->channel);
 	pthread_mutex_unlock(&client->lock);
 	return err;
 }
@@ -91,13 +91,13 @@ static int hold_open(struct rdmad_client *c, struct ibv_context *context,
 	int err;
 
 	pthread_mutex_lock(&c->lock);
-	err = session_hold(&c->session, name, false);
+	err = channel_hold(&c->channel, name, false);
 	if (err == 0) {
 		err = remember_open(c, context, name);
 		if (err < 0)
-			session_unhold(&c->session, name, false);
+			channel_unhold(&c->channel, name, false);
 	}
-	session_wake(&c->session);
+	channel_wake(&c->channel);
 	pthread_mutex_unlock(&c->lock);
 	return err;
 }
@@ -164,8 +164,8 @@ RDMAD_EXPORT int rdmad_client_close_device(struct rdmad_client *client,
 	if (ibv_close_device(context))
 		err = errno ? -errno : -EIO;
 	pthread_mutex_lock(&client->lock);
-	rerr = session_unhold(&client->session, name, false);
-	session_wake(&client->session);
+	rerr = channel_unhold(&client->channel, name, false);
+	channel_wake(&client->channel);
 	pthread_mutex_unlock(&client->lock);
 	/* -ENOENT: a reconnect found the device gone and forgot it. */
 	if (err == 0 && rerr != -ENOENT)

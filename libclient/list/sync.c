@@ -10,7 +10,7 @@
  * subscriber pays for its list only when it reads it.  Every
  * function runs with the client's lock held and does no I/O except
  * sending Subscribe (through conn.c); it knows nothing of the client
- * handle or the session above it.  The list always follows every event
+ * handle or the channel above it.  The list always follows every event
  * type (PROTOCOL.md 8a); what the callback is told depends on the
  * client's features: without lifecycle, the types librdmad 1.0 knew.
  */

@@ -1,16 +1,17 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * A client's session with the daemon: connecting (lazily, with backoff),
- * the Hello/Welcome handshake, re-announcing the held devices and
- * subscribing on every new connection, sending a request and waiting for
- * its reply while handing every other frame to sync.c, the devices
- * held, and the reports of refused devices (report.c), which are sent
+ * A client's channel to the daemon, which outlives each connection
+ * (conn.c): connecting (lazily, with backoff), the Hello/Welcome
+ * handshake, re-announcing the held devices and subscribing on every new
+ * connection, sending a request and waiting for its reply while handing
+ * every other frame to sync.c, the devices held, and the reports of
+ * refused devices (report.c), which are sent
  * without waiting and whose replies only settle their bookkeeping.  It sits
  * between the public API (client.c, holds.c), which it never calls, and the
  * wire (conn.c, poller.c, genview.c) and device list (sync.c) below it.
  *
  * No thread waits with the client's lock held.  A new connection is built
- * in a session of its own (a "link", with no lock: only the connecting
+ * in a channel of its own (a "link", with no lock: only the connecting
  * thread sees it), then moved into the client's under the lock.  Waiting
  * for a reply polls the socket without the lock, in slices, because
  * another thread may read the reply meanwhile: a reply is put aside for
@@ -26,13 +27,13 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "session.h"
+#include "channel.h"
 
 /* How long one poll without the lock lasts at most, so a requester soon
  * sees a reply another thread read for it. */
-#define SESSION_WAIT_SLICE_MS 20
+#define CHANNEL_WAIT_SLICE_MS 20
 
-uint64_t session_now_ms(void)
+uint64_t channel_now_ms(void)
 {
 	struct timespec ts;
 
@@ -42,7 +43,7 @@ uint64_t session_now_ms(void)
 
 static int remaining_ms(uint64_t deadline)
 {
-	uint64_t now = session_now_ms();
+	uint64_t now = channel_now_ms();
 
 	return now >= deadline ? 0 : (int)(deadline - now);
 }
@@ -56,39 +57,39 @@ static void close_fd(int *fd)
 
 /* ---- the lock ------------------------------------------------------------ */
 
-static void unlock(struct session *s)
+static void unlock(struct channel *s)
 {
 	if (s->lock)
 		pthread_mutex_unlock(s->lock);
 }
 
-static void relock(struct session *s)
+static void relock(struct channel *s)
 {
 	if (s->lock)
 		pthread_mutex_lock(s->lock);
 }
 
-static void wait_turn(struct session *s)
+static void wait_turn(struct channel *s)
 {
 	if (s->lock)
 		pthread_cond_wait(&s->cond, s->lock);
 }
 
-static void done_turn(struct session *s)
+static void done_turn(struct channel *s)
 {
 	if (s->lock)
 		pthread_cond_broadcast(&s->cond);
 }
 
 /* What threads read without the lock. */
-static void publish_state(struct session *s)
+static void publish_state(struct channel *s)
 {
 	atomic_store(&s->up, s->connected);
 	atomic_store(&s->poll_fd,
 		     s->connected ? s->poller.epoll_fd : -ENOTCONN);
 }
 
-static void clear_cached(struct session *s)
+static void clear_cached(struct channel *s)
 {
 	struct rdmad_snapshot *old;
 
@@ -101,7 +102,7 @@ static void clear_cached(struct session *s)
 
 /* ---- the held names ------------------------------------------------------ */
 
-static ssize_t find_hold(const struct session *s, const char *name)
+static ssize_t find_hold(const struct channel *s, const char *name)
 {
 	size_t i;
 
@@ -111,9 +112,9 @@ static ssize_t find_hold(const struct session *s, const char *name)
 	return -1;
 }
 
-static int add_hold(struct session *s, const char *name)
+static int add_hold(struct channel *s, const char *name)
 {
-	struct session_hold *holds;
+	struct channel_hold *holds;
 	char *copy = strdup(name);
 
 	if (!copy)
@@ -124,17 +125,17 @@ static int add_hold(struct session *s, const char *name)
 		return -ENOMEM;
 	}
 	s->holds = holds;
-	s->holds[s->n_holds++] = (struct session_hold){.name = copy};
+	s->holds[s->n_holds++] = (struct channel_hold){.name = copy};
 	return 0;
 }
 
-static void remove_hold(struct session *s, size_t index)
+static void remove_hold(struct channel *s, size_t index)
 {
 	free(s->holds[index].name);
 	s->holds[index] = s->holds[--s->n_holds];
 }
 
-void session_holds_clear(struct session *s)
+void channel_holds_clear(struct channel *s)
 {
 	while (s->n_holds)
 		remove_hold(s, s->n_holds - 1);
@@ -142,7 +143,7 @@ void session_holds_clear(struct session *s)
 	s->holds = NULL;
 }
 
-static int copy_holds(struct session *dst, const struct session *src)
+static int copy_holds(struct channel *dst, const struct channel *src)
 {
 	size_t i;
 	int err;
@@ -159,12 +160,12 @@ static int copy_holds(struct session *dst, const struct session *src)
 
 /* ---- life cycle ---------------------------------------------------------- */
 
-static void init_common(struct session *s, const char *path)
+static void init_common(struct channel *s, const char *path)
 {
 	s->path = path;
 	conn_init(&s->conn);
 	poller_init(&s->poller);
-	s->backoff_ms = SESSION_BACKOFF_MIN_MS;
+	s->backoff_ms = CHANNEL_BACKOFF_MIN_MS;
 	s->pending_fd = -1;
 	s->reply_fd = -1;
 	atomic_init(&s->up, false);
@@ -172,7 +173,7 @@ static void init_common(struct session *s, const char *path)
 	atomic_init(&s->next_attempt_ms, 0);
 }
 
-int session_init(struct session *s, const char *path, pthread_mutex_t *lock)
+int channel_init(struct channel *s, const char *path, pthread_mutex_t *lock)
 {
 	int err = genview_init(&s->view);
 
@@ -185,7 +186,7 @@ int session_init(struct session *s, const char *path, pthread_mutex_t *lock)
 	return 0;
 }
 
-static void forget_reply(struct session *s)
+static void forget_reply(struct channel *s)
 {
 	wire_free(s->reply);
 	s->reply = NULL;
@@ -194,17 +195,17 @@ static void forget_reply(struct session *s)
 }
 
 /* Forget the list, the queue, the holds and the reports. */
-static void drop_state(struct session *s)
+static void drop_state(struct channel *s)
 {
 	sync_reset(&s->sync);
 	sync_clear_queue(&s->sync);
-	session_holds_clear(s);
+	channel_holds_clear(s);
 	reports_clear(&s->reports);
 	sync_drop_list(&s->sync);
 	forget_reply(s);
 }
 
-void session_fini(struct session *s)
+void channel_fini(struct channel *s)
 {
 	conn_fini(&s->conn);
 	poller_close(&s->poller);
@@ -217,12 +218,12 @@ void session_fini(struct session *s)
 	}
 }
 
-void session_fork_prepare(struct session *s)
+void channel_fork_prepare(struct channel *s)
 {
 	pthread_mutex_lock(&s->cache_lock);
 }
 
-void session_fork_parent(struct session *s)
+void channel_fork_parent(struct channel *s)
 {
 	pthread_mutex_unlock(&s->cache_lock);
 }
@@ -233,7 +234,7 @@ void session_fork_parent(struct session *s)
  * our copies only: the parent's connection and epoll set are untouched.
  * The threads that were connecting or waiting do not exist here.
  */
-void session_reset_in_child(struct session *s)
+void channel_reset_in_child(struct channel *s)
 {
 	close_fd(&s->pending_fd);
 	conn_close(&s->conn);
@@ -243,7 +244,7 @@ void session_reset_in_child(struct session *s)
 	s->connecting = false;
 	s->requesting = false;
 	atomic_store(&s->next_attempt_ms, 0);
-	s->backoff_ms = SESSION_BACKOFF_MIN_MS;
+	s->backoff_ms = CHANNEL_BACKOFF_MIN_MS;
 	s->last_error = 0;
 	drop_state(s);
 	publish_state(s);
@@ -255,7 +256,7 @@ void session_reset_in_child(struct session *s)
 
 /* ---- frames -------------------------------------------------------------- */
 
-static void drop_connection(struct session *s, int err)
+static void drop_connection(struct channel *s, int err)
 {
 	if (s->conn.fd >= 0)
 		poller_unwatch(&s->poller, s->conn.fd);
@@ -265,8 +266,8 @@ static void drop_connection(struct session *s, int err)
 	reports_unsend(&s->reports);
 	if (s->connected) {
 		/* Retry at once: the daemon may just have restarted. */
-		atomic_store(&s->next_attempt_ms, session_now_ms());
-		s->backoff_ms = SESSION_BACKOFF_MIN_MS;
+		atomic_store(&s->next_attempt_ms, channel_now_ms());
+		s->backoff_ms = CHANNEL_BACKOFF_MIN_MS;
 	}
 	s->connected = false;
 	s->epoch++;
@@ -282,7 +283,7 @@ static bool recv_fatal(int err)
 
 /* Every event the page announced is in (the page is stored before the
  * event is sent), and no snapshot is half read. */
-static bool caught_up(const struct session *s)
+static bool caught_up(const struct channel *s)
 {
 	return s->sync.snapshot && s->sync.follow.state != FOLLOW_AWAITING &&
 	       s->sync.assembly.n_frames == 0 &&
@@ -290,7 +291,7 @@ static bool caught_up(const struct session *s)
 }
 
 /* Put the awaited reply aside, or hand the frame to the device list. */
-static int handle_frame(struct session *s, Rdmad__Frame *frame, int fd)
+static int handle_frame(struct channel *s, Rdmad__Frame *frame, int fd)
 {
 	int err;
 
@@ -317,13 +318,13 @@ static int handle_frame(struct session *s, Rdmad__Frame *frame, int fd)
  * recvmsg(), not a second one that says EAGAIN.  0, or the error that
  * dropped the connection.
  */
-static int read_frames(struct session *s, uint64_t deadline, bool events_only)
+static int read_frames(struct channel *s, uint64_t deadline, bool events_only)
 {
 	Rdmad__Frame *frame;
 	unsigned int n;
 	int err, fd;
 
-	for (n = 0; n < SESSION_DRAIN_BUDGET; n++) {
+	for (n = 0; n < CHANNEL_DRAIN_BUDGET; n++) {
 		frame = NULL;
 		fd = -1;
 		err = conn_recv(&s->conn, 0, &frame, &fd);
@@ -336,7 +337,7 @@ static int read_frames(struct session *s, uint64_t deadline, bool events_only)
 			goto drop;
 		}
 		if (s->reply || (events_only && caught_up(s)) ||
-		    (deadline && session_now_ms() >= deadline))
+		    (deadline && channel_now_ms() >= deadline))
 			return 0;
 	}
 	return 0;
@@ -348,13 +349,13 @@ drop:
 /* Send the reports not sent on this connection, if the daemon takes
  * them.  A full socket leaves the rest for later; a connection that
  * failed is noticed by the next read. */
-static void send_reports(struct session *s)
+static void send_reports(struct channel *s)
 {
 	if (s->connected && s->views && reports_pending(&s->reports))
 		reports_send(&s->reports, &s->conn);
 }
 
-int session_drain(struct session *s, bool events_only)
+int channel_drain(struct channel *s, bool events_only)
 {
 	send_reports(s);
 	return read_frames(s, 0, events_only) < 0 ? -ECONNRESET : 0;
@@ -362,13 +363,13 @@ int session_drain(struct session *s, bool events_only)
 
 /* Wait without the lock until the socket is readable or @deadline; in
  * slices when other threads may read it meanwhile. */
-static void wait_socket(struct session *s, uint64_t deadline)
+static void wait_socket(struct channel *s, uint64_t deadline)
 {
 	struct pollfd pfd = {.fd = s->conn.fd, .events = POLLIN};
 	int ms = remaining_ms(deadline);
 
-	if (s->lock && ms > SESSION_WAIT_SLICE_MS)
-		ms = SESSION_WAIT_SLICE_MS;
+	if (s->lock && ms > CHANNEL_WAIT_SLICE_MS)
+		ms = CHANNEL_WAIT_SLICE_MS;
 	unlock(s);
 	/* EINTR or a closed fd: the caller looks again under the lock. */
 	poll(&pfd, 1, ms);
@@ -377,7 +378,7 @@ static void wait_socket(struct session *s, uint64_t deadline)
 
 /* Wait for the reply to @seq until @deadline: the reply frame and its
  * passed fd, -ETIMEDOUT, or the error that dropped the connection. */
-static int wait_reply(struct session *s, uint64_t seq, uint64_t deadline,
+static int wait_reply(struct channel *s, uint64_t seq, uint64_t deadline,
 		      Rdmad__Frame **ret_frame, int *ret_fd)
 {
 	uint64_t epoch = s->epoch;
@@ -415,10 +416,10 @@ static int status_error(Rdmad__Status status)
 }
 
 /* Send a request and wait for its reply; the -errno of its status. */
-static int request(struct session *s, Rdmad__Frame__BodyCase body,
+static int request(struct channel *s, Rdmad__Frame__BodyCase body,
 		   const char *name)
 {
-	uint64_t deadline = session_now_ms() + SESSION_REPLY_TIMEOUT_MS;
+	uint64_t deadline = channel_now_ms() + CHANNEL_REPLY_TIMEOUT_MS;
 	Rdmad__Frame *frame = NULL;
 	uint64_t seq;
 	int fd = -1, err;
@@ -448,7 +449,7 @@ static int request(struct session *s, Rdmad__Frame__BodyCase body,
 /* ---- connecting: a link built without the lock --------------------------- */
 
 /* The page, if the Welcome passed one: a daemon may pass none. */
-static int take_page(struct session *link, const Rdmad__Welcome *welcome,
+static int take_page(struct channel *link, const Rdmad__Welcome *welcome,
 		     int *fd)
 {
 	int err;
@@ -466,9 +467,9 @@ static int take_page(struct session *link, const Rdmad__Welcome *welcome,
 	return err;
 }
 
-static int hello(struct session *link)
+static int hello(struct channel *link)
 {
-	uint64_t deadline = session_now_ms() + SESSION_REPLY_TIMEOUT_MS;
+	uint64_t deadline = channel_now_ms() + CHANNEL_REPLY_TIMEOUT_MS;
 	Rdmad__Frame *frame = NULL;
 	uint64_t seq;
 	int fd = -1, err;
@@ -500,7 +501,7 @@ static bool hold_refused(int err)
 }
 
 /* The daemon dropped our holds with the old connection: announce them. */
-static int reannounce_holds(struct session *link)
+static int reannounce_holds(struct channel *link)
 {
 	size_t i = 0;
 	int err;
@@ -521,9 +522,9 @@ static int reannounce_holds(struct session *link)
 }
 
 /* Subscribe and wait until the whole first snapshot is in. */
-static int subscribe(struct session *link)
+static int subscribe(struct channel *link)
 {
-	uint64_t deadline = session_now_ms() + SESSION_REPLY_TIMEOUT_MS;
+	uint64_t deadline = channel_now_ms() + CHANNEL_REPLY_TIMEOUT_MS;
 	int err;
 
 	err = sync_subscribe(&link->sync, &link->conn);
@@ -537,7 +538,7 @@ static int subscribe(struct session *link)
 }
 
 /* Hello, re-announce the holds, subscribe: all without the lock. */
-static int establish(struct session *link)
+static int establish(struct channel *link)
 {
 	int err;
 
@@ -553,23 +554,23 @@ static int establish(struct session *link)
  * Under the lock, with s->connecting set: the link's socket, connected.
  * A listener whose backlog is full (rdmad busy turning a flood of
  * connections away) says EAGAIN at once: tried again, 1 ms then up to
- * SESSION_CONNECT_PAUSE_MAX_MS apart, within SESSION_REPLY_TIMEOUT_MS,
+ * CHANNEL_CONNECT_PAUSE_MAX_MS apart, within CHANNEL_REPLY_TIMEOUT_MS,
  * as rdmactl does.  The pauses are without the lock; each try, bounded
  * work, is under it, so a fork() in between finds the socket in
  * pending_fd.
  */
-static int connect_link(struct session *link, struct session *s)
+static int connect_link(struct channel *link, struct channel *s)
 {
-	uint64_t deadline = session_now_ms() + SESSION_REPLY_TIMEOUT_MS;
+	uint64_t deadline = channel_now_ms() + CHANNEL_REPLY_TIMEOUT_MS;
 	struct timespec pause = {.tv_nsec = 1000000};
 	int err;
 
 	while ((err = conn_open(&link->conn, s->path)) == -EAGAIN &&
-	       session_now_ms() < deadline) {
+	       channel_now_ms() < deadline) {
 		unlock(s);
 		nanosleep(&pause, NULL);
 		relock(s);
-		if (pause.tv_nsec < SESSION_CONNECT_PAUSE_MAX_MS * 1000000L)
+		if (pause.tv_nsec < CHANNEL_CONNECT_PAUSE_MAX_MS * 1000000L)
 			pause.tv_nsec *= 2;
 	}
 	if (err == 0)
@@ -579,7 +580,7 @@ static int connect_link(struct session *link, struct session *s)
 
 /* Under the lock, with s->connecting set: a link with a copy of the
  * holds, its socket connected. */
-static int open_link(struct session *link, struct session *s)
+static int open_link(struct channel *link, struct channel *s)
 {
 	int err;
 
@@ -593,14 +594,14 @@ static int open_link(struct session *link, struct session *s)
 	return err;
 }
 
-static void close_link(struct session *link)
+static void close_link(struct channel *link)
 {
 	conn_fini(&link->conn);
 	drop_state(link);
 }
 
 /* Under the lock: the link's connection, list and holds become ours. */
-static int adopt(struct session *s, struct session *link)
+static int adopt(struct channel *s, struct channel *link)
 {
 	int err;
 
@@ -617,7 +618,7 @@ static int adopt(struct session *s, struct session *link)
 	genview_learn(&s->view, genview_load(&link->view));
 	conn_adopt(&s->conn, &link->conn);
 	s->views = link->views;
-	session_holds_clear(s);
+	channel_holds_clear(s);
 	s->holds = link->holds;
 	s->n_holds = link->n_holds;
 	link->holds = NULL;
@@ -626,17 +627,17 @@ static int adopt(struct session *s, struct session *link)
 	return 0;
 }
 
-static void back_off(struct session *s)
+static void back_off(struct channel *s)
 {
-	atomic_store(&s->next_attempt_ms, session_now_ms() + s->backoff_ms);
-	s->backoff_ms = s->backoff_ms * 2 > SESSION_BACKOFF_MAX_MS
-				? SESSION_BACKOFF_MAX_MS
+	atomic_store(&s->next_attempt_ms, channel_now_ms() + s->backoff_ms);
+	s->backoff_ms = s->backoff_ms * 2 > CHANNEL_BACKOFF_MAX_MS
+				? CHANNEL_BACKOFF_MAX_MS
 				: s->backoff_ms * 2;
 }
 
-static int connect_now(struct session *s)
+static int connect_now(struct channel *s)
 {
-	struct session link;
+	struct channel link;
 	int err;
 
 	s->connecting = true;
@@ -658,29 +659,29 @@ static int connect_now(struct session *s)
 		return err;
 	}
 	s->connected = true;
-	s->backoff_ms = SESSION_BACKOFF_MIN_MS;
+	s->backoff_ms = CHANNEL_BACKOFF_MIN_MS;
 	s->last_error = 0;
 	publish_state(s);
 	send_reports(s);
 	return 0;
 }
 
-static bool due(const struct session *s)
+static bool due(const struct channel *s)
 {
-	return session_now_ms() >= atomic_load(&s->next_attempt_ms);
+	return channel_now_ms() >= atomic_load(&s->next_attempt_ms);
 }
 
-int session_ensure_connected(struct session *s, enum session_connect how)
+int channel_ensure_connected(struct channel *s, enum channel_connect how)
 {
 	bool force = false;
 
 	switch (how) {
-	case SESSION_CONNECT_NOW:
+	case CHANNEL_CONNECT_NOW:
 		force = true;
 		break;
-	case SESSION_CONNECT_DUE:
+	case CHANNEL_CONNECT_DUE:
 		break;
-	case SESSION_CONNECT_DUE_NO_WAIT:
+	case CHANNEL_CONNECT_DUE_NO_WAIT:
 		/* Someone else connects, or a request is in flight. */
 		if (!s->connected && (s->connecting || s->requesting))
 			return -ENOTCONN;
@@ -699,20 +700,20 @@ int session_ensure_connected(struct session *s, enum session_connect how)
 /* ---- holds --------------------------------------------------------------- */
 
 /* One request at a time, and none while a connection is built. */
-static void claim_requests(struct session *s)
+static void claim_requests(struct channel *s)
 {
 	while (s->requesting || s->connecting)
 		wait_turn(s);
 	s->requesting = true;
 }
 
-static void end_requests(struct session *s)
+static void end_requests(struct channel *s)
 {
 	s->requesting = false;
 	done_turn(s);
 }
 
-static int take_hold(struct session *s, const char *name, bool explicit)
+static int take_hold(struct channel *s, const char *name, bool explicit)
 {
 	ssize_t i = find_hold(s, name);
 	int err = 0;
@@ -737,7 +738,7 @@ static int take_hold(struct session *s, const char *name, bool explicit)
 	return 0;
 }
 
-int session_hold(struct session *s, const char *name, bool explicit)
+int channel_hold(struct channel *s, const char *name, bool explicit)
 {
 	int err;
 
@@ -749,7 +750,7 @@ int session_hold(struct session *s, const char *name, bool explicit)
 
 /* The last use went: release the daemon's hold.  An explicit hold whose
  * release could not be sent or answered stays, to be released again. */
-static int release_hold(struct session *s, size_t i, bool explicit)
+static int release_hold(struct channel *s, size_t i, bool explicit)
 {
 	int err = 0;
 
@@ -769,7 +770,7 @@ static int release_hold(struct session *s, size_t i, bool explicit)
 	return err;
 }
 
-static int put_hold(struct session *s, const char *name, bool explicit)
+static int put_hold(struct channel *s, const char *name, bool explicit)
 {
 	ssize_t i = find_hold(s, name);
 
@@ -784,7 +785,7 @@ static int put_hold(struct session *s, const char *name, bool explicit)
 	return release_hold(s, (size_t)i, explicit);
 }
 
-int session_unhold(struct session *s, const char *name, bool explicit)
+int channel_unhold(struct channel *s, const char *name, bool explicit)
 {
 	int err;
 
@@ -796,7 +797,7 @@ int session_unhold(struct session *s, const char *name, bool explicit)
 
 /* ---- reports ------------------------------------------------------------- */
 
-int session_report_unusable(struct session *s, const char *name,
+int channel_report_unusable(struct channel *s, const char *name,
 			    uint64_t incarnation, int error)
 {
 	int err = reports_add(&s->reports, name, incarnation, error);
@@ -810,7 +811,7 @@ int session_report_unusable(struct session *s, const char *name,
 
 /* ---- the list and what other threads read -------------------------------- */
 
-bool session_current(const struct session *s)
+bool channel_current(const struct channel *s)
 {
 	return s->connected && s->sync.snapshot &&
 	       s->sync.follow.state != FOLLOW_AWAITING &&
@@ -822,31 +823,31 @@ bool session_current(const struct session *s)
  * far, wait for them a little (without the lock) so the list is at least
  * as new as the page was.
  */
-int session_catch_up(struct session *s, int wait_ms)
+int channel_catch_up(struct channel *s, int wait_ms)
 {
-	uint64_t deadline = session_now_ms() + (uint64_t)wait_ms;
+	uint64_t deadline = channel_now_ms() + (uint64_t)wait_ms;
 	int err;
 
-	err = session_ensure_connected(s, SESSION_CONNECT_DUE);
+	err = channel_ensure_connected(s, CHANNEL_CONNECT_DUE);
 	if (err == 0)
-		err = session_drain(s, false);
+		err = channel_drain(s, false);
 	/* A daemon that just restarted: one reconnect. */
 	if (err == -ECONNRESET)
-		err = session_ensure_connected(s, SESSION_CONNECT_DUE);
-	while (err == 0 && !session_current(s) && remaining_ms(deadline) > 0) {
+		err = channel_ensure_connected(s, CHANNEL_CONNECT_DUE);
+	while (err == 0 && !channel_current(s) && remaining_ms(deadline) > 0) {
 		wait_socket(s, deadline);
-		err = s->connected ? session_drain(s, false) : -ECONNRESET;
+		err = s->connected ? channel_drain(s, false) : -ECONNRESET;
 	}
 	return err;
 }
 
-void session_wake(struct session *s)
+void channel_wake(struct channel *s)
 {
 	if (s->sync.queue_len)
 		poller_wake(&s->poller);
 }
 
-void session_publish(struct session *s, struct rdmad_snapshot *snap)
+void channel_publish(struct channel *s, struct rdmad_snapshot *snap)
 {
 	struct rdmad_snapshot *old;
 
@@ -858,30 +859,30 @@ void session_publish(struct session *s, struct rdmad_snapshot *snap)
 	rdmad_snapshot_unref(old);
 }
 
-uint64_t session_generation(const struct session *s)
+uint64_t channel_generation(const struct channel *s)
 {
 	return genview_load(&s->view);
 }
 
-int session_poll_fd(const struct session *s)
+int channel_poll_fd(const struct channel *s)
 {
 	return atomic_load(&s->poll_fd);
 }
 
-int session_timeout_ms(const struct session *s)
+int channel_timeout_ms(const struct channel *s)
 {
 	uint64_t now, next;
 
 	if (atomic_load(&s->up))
 		return -1;
-	now = session_now_ms();
+	now = channel_now_ms();
 	next = atomic_load(&s->next_attempt_ms);
 	return next > now ? (int)(next - now) : 0;
 }
 
 /* The cached snapshot serves while connected with a page that shows no
  * newer generation; without a page, only the lock's path can tell. */
-struct rdmad_snapshot *session_cached(struct session *s)
+struct rdmad_snapshot *channel_cached(struct channel *s)
 {
 	struct rdmad_snapshot *snap = NULL;
 	uint64_t page;

@@ -2,7 +2,7 @@
 /*
  * Keeping a device list in step with the daemon (sync.c): the snapshot,
  * the events not yet folded into it, the snapshot parts being assembled,
- * and the queue of events for the callback.  Below the session: it calls
+ * and the queue of events for the callback.  Below the channel: it calls
  * only snapshot.c, conn.c (to send Subscribe) and proto's follower,
  * which decides what each frame means.  Not installed.
  */

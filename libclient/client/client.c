@@ -4,11 +4,11 @@
  * the pollable fd, rdmad_client_process() and the callback, the
  * generation and snapshot getters, fork handling, and the reports of
  * refused devices that refresh.c's open probe makes.  Connecting, the
- * handshake and requests are the session's (session.c); this file only
+ * handshake and requests are the channel's (channel.c); this file only
  * takes the lock and calls down.
  *
  * Locking: one mutex per client guards all its state, and is never held
- * while waiting for the daemon (session.h says how).  The getters of the
+ * while waiting for the daemon (channel.h says how).  The getters of the
  * generation, the fd and the timeout take no lock at all, and a snapshot
  * that is still current is handed out under a lock of its own, so no
  * getter waits for a thread that connects or reads.  Callbacks run
@@ -44,7 +44,7 @@ static void atfork_prepare(void)
 	pthread_mutex_lock(&registry_lock);
 	for (c = registry; c; c = c->registry_next) {
 		pthread_mutex_lock(&c->lock);
-		session_fork_prepare(&c->session);
+		channel_fork_prepare(&c->channel);
 	}
 }
 
@@ -53,17 +53,17 @@ static void atfork_parent(void)
 	struct rdmad_client *c;
 
 	for (c = registry; c; c = c->registry_next) {
-		session_fork_parent(&c->session);
+		channel_fork_parent(&c->channel);
 		pthread_mutex_unlock(&c->lock);
 	}
 	pthread_mutex_unlock(&registry_lock);
 }
 
 /* The child's copy of the client starts over, without the parent's
- * connection or holds (session_reset_in_child()). */
+ * connection or holds (channel_reset_in_child()). */
 static void reset_in_child(struct rdmad_client *c)
 {
-	session_reset_in_child(&c->session);
+	channel_reset_in_child(&c->channel);
 	c->dispatching = false;
 	pthread_cond_init(&c->dispatch_done, NULL);
 }
@@ -133,7 +133,7 @@ RDMAD_EXPORT struct rdmad_client *rdmad_client_new(const char *socket_path)
 		free(c);
 		return NULL;
 	}
-	if (session_init(&c->session, c->path, &c->lock) < 0) {
+	if (channel_init(&c->channel, c->path, &c->lock) < 0) {
 		free(c->path);
 		free(c);
 		return NULL;
@@ -156,7 +156,7 @@ RDMAD_EXPORT struct rdmad_client *rdmad_client_ref(struct rdmad_client *client)
 static void client_free(struct rdmad_client *c)
 {
 	registry_remove(c);
-	session_fini(&c->session);
+	channel_fini(&c->channel);
 	holds_forget_opens(c);
 	pthread_cond_destroy(&c->dispatch_done);
 	pthread_mutex_destroy(&c->lock);
@@ -193,7 +193,7 @@ RDMAD_EXPORT int rdmad_client_set_callback(struct rdmad_client *client,
 	client->userdata = userdata;
 	/* Nobody to tell: a client used only for snapshots must not grow a
 	 * queue that no rdmad_client_process() ever drains. */
-	client->session.sync.want_events = cb != NULL;
+	client->channel.sync.want_events = cb != NULL;
 	pthread_mutex_unlock(&client->lock);
 	return 0;
 }
@@ -202,14 +202,14 @@ RDMAD_EXPORT int rdmad_client_set_callback(struct rdmad_client *client,
 RDMAD_EXPORT int rdmad_client_set_features(struct rdmad_client *client,
 					   unsigned int features)
 {
-	struct session *s;
+	struct channel *s;
 	int err = 0;
 
 	if (!client ||
 	    (features & ~(unsigned int)(RDMAD_CLIENT_FEATURE_LIFECYCLE |
 					RDMAD_CLIENT_FEATURE_REMOVING)))
 		return -EINVAL;
-	s = &client->session;
+	s = &client->channel;
 	pthread_mutex_lock(&client->lock);
 	if (s->connected || s->connecting || s->sync.snapshot)
 		err = -EBUSY;
@@ -244,8 +244,8 @@ RDMAD_EXPORT int rdmad_client_connect(struct rdmad_client *client)
 	if (!client)
 		return -EINVAL;
 	pthread_mutex_lock(&client->lock);
-	err = session_ensure_connected(&client->session, SESSION_CONNECT_NOW);
-	session_wake(&client->session);
+	err = channel_ensure_connected(&client->channel, CHANNEL_CONNECT_NOW);
+	channel_wake(&client->channel);
 	pthread_mutex_unlock(&client->lock);
 	return err;
 }
@@ -257,14 +257,14 @@ RDMAD_EXPORT int rdmad_client_get_fd(struct rdmad_client *client)
 {
 	if (!client)
 		return -EINVAL;
-	return session_poll_fd(&client->session);
+	return channel_poll_fd(&client->channel);
 }
 
 RDMAD_EXPORT int rdmad_client_get_timeout(struct rdmad_client *client)
 {
 	if (!client)
 		return -EINVAL;
-	return session_timeout_ms(&client->session);
+	return channel_timeout_ms(&client->channel);
 }
 
 /* A device that began to leave takes its registration caches' entries
@@ -286,7 +286,7 @@ static int dispatch(struct rdmad_client *c)
 	rdmad_event_cb cb;
 	void *userdata;
 
-	events = sync_take_queue(&c->session.sync, &n);
+	events = sync_take_queue(&c->channel.sync, &n);
 	for (i = 0; i < n; i++) {
 		cb = c->cb;
 		userdata = c->userdata;
@@ -323,16 +323,16 @@ RDMAD_EXPORT int rdmad_client_process(struct rdmad_client *client)
 	while (c->dispatching)
 		pthread_cond_wait(&c->dispatch_done, &c->lock);
 	/* Never waits for a connect or a request of another thread. */
-	if (session_ensure_connected(&c->session,
-				     SESSION_CONNECT_DUE_NO_WAIT) == 0)
-		session_drain(&c->session, true);
-	poller_clear(&c->session.poller);
+	if (channel_ensure_connected(&c->channel,
+				     CHANNEL_CONNECT_DUE_NO_WAIT) == 0)
+		channel_drain(&c->channel, true);
+	poller_clear(&c->channel.poller);
 	c->dispatching = true;
 	c->dispatcher = pthread_self();
 	n = dispatch(c);
 	c->dispatching = false;
 	pthread_cond_broadcast(&c->dispatch_done);
-	session_wake(&c->session);
+	channel_wake(&c->channel);
 	pthread_mutex_unlock(&c->lock);
 	rdmad_client_unref(c);
 	return n;
@@ -346,26 +346,26 @@ RDMAD_EXPORT uint64_t rdmad_client_get_generation(struct rdmad_client *client)
 {
 	if (!client)
 		return 0;
-	return session_generation(&client->session);
+	return channel_generation(&client->channel);
 }
 
 /* Under the lock: catch up, fold the events in, offer the result to the
  * lock-free path. */
-static struct rdmad_snapshot *current_snapshot(struct session *s, int *ret_err)
+static struct rdmad_snapshot *current_snapshot(struct channel *s, int *ret_err)
 {
 	struct rdmad_snapshot *snap = NULL;
 	int err = 0;
 
-	if (!session_current(s))
-		err = session_catch_up(s, CLIENT_PAGE_WAIT_MS);
+	if (!channel_current(s))
+		err = channel_catch_up(s, CLIENT_PAGE_WAIT_MS);
 	if (err == 0)
 		err = sync_fold(&s->sync);
 	if (err == 0 && s->sync.snapshot)
 		snap = rdmad_snapshot_ref(s->sync.snapshot);
 	else if (err == 0)
 		err = -ENOTCONN;
-	if (snap && session_current(s))
-		session_publish(s, snap);
+	if (snap && channel_current(s))
+		channel_publish(s, snap);
 	*ret_err = err;
 	return snap;
 }
@@ -380,12 +380,12 @@ rdmad_client_get_snapshot(struct rdmad_client *client)
 		errno = EINVAL;
 		return NULL;
 	}
-	snap = session_cached(&client->session);
+	snap = channel_cached(&client->channel);
 	if (snap)
 		return snap;
 	pthread_mutex_lock(&client->lock);
-	snap = current_snapshot(&client->session, &err);
-	session_wake(&client->session);
+	snap = current_snapshot(&client->channel, &err);
+	channel_wake(&client->channel);
 	pthread_mutex_unlock(&client->lock);
 	if (!snap)
 		errno = -err;
@@ -429,7 +429,7 @@ int client_report_unusable(struct rdmad_client *client, const char *name,
 	if (!client || !name)
 		return -EINVAL;
 	pthread_mutex_lock(&client->lock);
-	err = session_report_unusable(&client->session, name, incarnation,
+	err = channel_report_unusable(&client->channel, name, incarnation,
 				      error);
 	pthread_mutex_unlock(&client->lock);
 	return err;

@@ -3,7 +3,7 @@
  * Reports of devices this process may not open (report.c): the Unusable
  * requests of PROTOCOL.md 8b, sent without waiting for their replies and
  * sent again on each new connection, as the held names are.  Connection
- * state below the session, beside sync.c: it calls only conn.c.  Not
+ * state below the channel, beside sync.c: it calls only conn.c.  Not
  * installed.
  */
 #ifndef RDMAD_REPORT_H
