@@ -288,7 +288,7 @@ static void peer_start_held(struct peer *p, enum peer_mode mode, bool hold,
 	p->page_fd = -1;
 	if (mode == PEER_SILENT || mode == PEER_ENDLESS || mode == PEER_HEAVY)
 		p->page_fd = page_new(p->generation);
-	snprintf(p->path, sizeof(p->path), "/tmp/test-session-%d-%d.sock",
+	snprintf(p->path, sizeof(p->path), "/tmp/test-channel-%d-%d.sock",
 		 getpid(), (int)mode);
 	unlink(p->path);
 	strcpy(addr.sun_path, p->path);
