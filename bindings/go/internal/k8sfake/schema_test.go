@@ -4,6 +4,8 @@ package k8sfake
 
 import (
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -92,6 +94,30 @@ func TestFullSchemaChecksOwnerReferences(t *testing.T) {
 		}
 		if err := s.Validate(v, "io.k8s.api.resource.v1.ResourceSlice"); (err == nil) != ok {
 			t.Errorf("%s: %v, want taken %v", js, err, ok)
+		}
+	}
+}
+
+// The extract keeps every field the full published schema gives the
+// schemas it holds, so that a build without the shared reference data (a
+// Debian builder's) checks writes against the same fields: a field the
+// driver writes and the extract lacked was refused there as unknown.
+func TestExtractHasFullSchemasFields(t *testing.T) {
+	full, err := LoadFullSchema("")
+	if err != nil {
+		t.Skipf("the full published schema is not here (%v)", err)
+	}
+	ext, err := loadSchema(filepath.Join(os.Getenv("RDMAD_SOURCE_ROOT"), SchemaFile), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, def := range ext.defs {
+		props, _ := full.defs[name]["properties"].(map[string]interface{})
+		have, _ := def["properties"].(map[string]interface{})
+		for p := range props {
+			if _, ok := have[p]; !ok {
+				t.Errorf("%s: the extract lacks %q", name, p)
+			}
 		}
 	}
 }
