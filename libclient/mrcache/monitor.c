@@ -21,8 +21,8 @@
  * vm.unprivileged_userfaultfd, then /dev/userfaultfd (6.1).
  *
  * The thread never waits for anything an application thread holds: it
- * takes no lock, allocates nothing, and hands each
- * range to the clients' changed() callbacks, which only record it.  The
+ * takes no lock, allocates nothing, and hands each range to the clients'
+ * changed() callbacks, which only record it.  The
  * kernel holds a thread that unmapped a watched range until the monitor
  * has read the event, so that is what lets every munmap() return.
  *

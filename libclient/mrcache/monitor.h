@@ -76,10 +76,10 @@ bool mrc_monitor_in_flight(uintptr_t start, uintptr_t end);
  * a held lock, a range marked changing) does so with its signals
  * blocked, so that no handler on the same thread can wait for it,
  * siglongjmp() out of it half done, or find one of the monitor's locks
- * held and skip announcing its own call; and with cancellation disabled,
- * so that pthread_cancel() (deferred or asynchronous) never ends the
- * thread holding a lock the monitor thread or every get needs.  Nested
- * calls restore what the outer one found. */
+ * held and skip announcing its own call; and with cancellation disabled
+ * and deferred, so that pthread_cancel() (deferred or asynchronous) never
+ * ends the thread holding a lock the monitor thread or every get needs.
+ * Nested calls restore what the outer one found. */
 struct mrc_hush {
 	sigset_t old;
 	int cancel;
