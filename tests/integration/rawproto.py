@@ -74,7 +74,8 @@ print("eof", flush=True)
 # (trying again while the listener's backlog is full, as rdmactl does),
 # Hello, read the Welcome (or the end: refused), GetStatus, close.
 # Prints "done OK REFUSED BUSY" (BUSY: connect() tries that found the
-# backlog full).
+# backlog full), then, where some were refused, "why" and each step that
+# failed with its error (connect:ECONNREFUSED, welcome:closed, ...).
 BYSTANDER = PROTO + r'''
 import socket, sys, time
 path, n = sys.argv[1], int(sys.argv[2])
@@ -100,22 +101,36 @@ def connect():
                 raise
             time.sleep(pause)
             pause = min(pause * 2, 0.05)
+whys = set()
+def why(e):
+    if isinstance(e, TimeoutError) or isinstance(e, socket.timeout):
+        return "timeout"
+    if getattr(e, "errno", None):
+        import errno
+        return errno.errorcode.get(e.errno, str(e.errno))
+    return str(e)
 for i in range(n):
-    s = None
+    s, step = None, "connect"
     try:
         s = connect()
+        step = "hello"
         s.send(hello())
+        step = "welcome"
         if not s.recv(65536):
-            raise OSError("refused")
+            raise OSError("closed")
+        step = "status"
         s.send(get_status(2, scope(0, [])))
         if not s.recv(65536):
-            raise OSError("refused")
+            raise OSError("closed")
         ok += 1
-    except OSError:
+    except OSError as e:
         refused += 1
+        whys.add("%s:%s" % (step, why(e)))
     if s:
         s.close()
-print("done %d %d %d" % (ok, refused, busy), flush=True)
+print("done %d %d %d%s" % (ok, refused, busy,
+                           " why " + ",".join(sorted(whys)) if whys else ""),
+      flush=True)
 '''
 
 
