@@ -187,7 +187,7 @@ def quiet_check(d):
     return status, out.getvalue()
 
 
-def plant(copy, room, header, inc):
+def plant(copy, room, inc):
     """Add #include "@inc" to the first .c of @room in @copy; its path."""
     sub = os.path.join(copy, room)
     victim = os.path.join(sub, sorted(f for f in os.listdir(sub)
@@ -219,7 +219,7 @@ def self_test(d):
         with tempfile.TemporaryDirectory() as tmp:
             copy = os.path.join(tmp, os.path.basename(d.rstrip("/")))
             shutil.copytree(d, copy)
-            victim = plant(copy, floor[0], header, inc) if inc else None
+            victim = plant(copy, floor[0], inc) if inc else None
             status, out = quiet_check(copy)
         if inc is None:
             print("%s as it is: exit %d" % (d, status))

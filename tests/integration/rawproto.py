@@ -77,7 +77,7 @@ print("eof", flush=True)
 # backlog full), then, where some were refused, "why" and each step that
 # failed with its error (connect:ECONNREFUSED, welcome:closed, ...).
 BYSTANDER = PROTO + r'''
-import socket, sys, time
+import errno, socket, sys, time
 path, n = sys.argv[1], int(sys.argv[2])
 # Each connect and each answer within WAIT seconds (10, as rdmactl's
 # default; a sanitizer build's slower rdmad is given more by the caller).
@@ -103,10 +103,9 @@ def connect():
             pause = min(pause * 2, 0.05)
 whys = set()
 def why(e):
-    if isinstance(e, TimeoutError) or isinstance(e, socket.timeout):
+    if isinstance(e, TimeoutError):  # socket.timeout too
         return "timeout"
-    if getattr(e, "errno", None):
-        import errno
+    if e.errno:
         return errno.errorcode.get(e.errno, str(e.errno))
     return str(e)
 for i in range(n):
