@@ -105,6 +105,10 @@ static struct {
 	pthread_mutex_t flight_lock;
 	struct range flying[MRC_MONITOR_FLYING];
 	unsigned int flying_over;
+	/* How many are in flight, slots and over: written under the lock,
+	 * read without it, so that a miss while none flies (nearly every
+	 * one) neither takes the lock nor scans the slots. */
+	unsigned int nflying;
 	/* Watched ranges, one a user (so the same range may be there more
 	 * than once); allocated once at start, never grown under the lock. */
 	pthread_mutex_t watch_lock;
@@ -732,6 +736,7 @@ void mrc_monitor_changing(uintptr_t start, uintptr_t end)
 		mon.flying[i] = (struct range){start, end};
 	else
 		mon.flying_over++;
+	__atomic_store_n(&mon.nflying, mon.nflying + 1, __ATOMIC_SEQ_CST);
 	unlock(&mon.flight_lock);
 	tell_clients(start, end);
 	unregister_for_change(start, end);
@@ -739,6 +744,7 @@ void mrc_monitor_changing(uintptr_t start, uintptr_t end)
 
 void mrc_monitor_changed(uintptr_t start, uintptr_t end)
 {
+	bool was = true; /* the change was in flight */
 	size_t i;
 
 	/* Again: a registration that began during the change sees it. */
@@ -752,6 +758,11 @@ void mrc_monitor_changed(uintptr_t start, uintptr_t end)
 		mon.flying[i] = (struct range){0, 0};
 	else if (mon.flying_over)
 		mon.flying_over--;
+	else
+		was = false;
+	if (was)
+		__atomic_store_n(&mon.nflying, mon.nflying - 1,
+				 __ATOMIC_SEQ_CST);
 	unlock(&mon.flight_lock);
 }
 
@@ -760,6 +771,8 @@ bool mrc_monitor_in_flight(uintptr_t start, uintptr_t end)
 	bool in = false;
 	size_t i;
 
+	if (!__atomic_load_n(&mon.nflying, __ATOMIC_SEQ_CST))
+		return false;
 	lock(&mon.flight_lock);
 	in = mon.flying_over > 0;
 	for (i = 0; i < MRC_MONITOR_FLYING && !in; i++)
@@ -920,6 +933,7 @@ static void forget_parent(void)
 	regions_huge = 0;
 	memset(mon.flying, 0, sizeof(mon.flying));
 	mon.flying_over = 0;
+	mon.nflying = 0;
 	__atomic_store_n(&mrc_monitor_reading, 0, __ATOMIC_SEQ_CST);
 }
 
