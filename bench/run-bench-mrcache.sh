@@ -109,6 +109,15 @@ for size in sorted({s for (n, s) in f if n == "miss-watch"}):
     print("  %-8s miss floor (reg + watch + kind) %5.2fx reg   miss / floor %5.2fx"
           "   miss / (reg-watched + watch + kind) %5.2fx" % (
         "%dK" % (size // 1024), floor / reg, miss / floor, miss / (rw + w + k)))
+# The floor as one operation (watch, kind, registration of the watched
+# range, through the cache's own calls), taken in turns with the miss
+# sample by sample: the ratio the target is read from.
+for size in sorted({s for (n, s) in f if n == "miss-per-floor"}):
+    miss, fl, turn = (g(n, size) for n in (
+        "cache-miss", "miss-floor", "miss-per-floor"))
+    print("  %-8s miss %7.0fn  floor in turns %7.0fn   miss / floor: %5.3fx"
+          " (median of the turns' ratios), %5.3fx (of the medians)" % (
+              "%dK" % (size // 1024), miss, fl, turn, miss / fl))
 for size in (4096, 65536, mib):
     c, alone, fm = (g(n, size) for n in (
         "munmap-cached", "announce-alone", "memhooks-munmap-cached"))
