@@ -14,9 +14,12 @@
 #include <limits.h>
 #include <sched.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -29,6 +32,15 @@
 struct remover_job {
 	int32_t fd;
 	uint32_t owner;
+};
+
+/* Where the remover is, in a page it shares with rdmad (MAP_SHARED,
+ * made before the first clone, so a remover started again writes the
+ * same one); rdmad reads it only once that remover is dead. */
+struct remover_progress {
+	uint64_t read;	/* jobs read from the pipe, by every remover so far */
+	uint32_t batch; /* jobs in the last batch read */
+	uint32_t begun; /* of them, the closes begun */
 };
 
 struct remover {
@@ -47,6 +59,12 @@ struct remover {
 	struct event *ev_exit;	  /* the remover's pidfd */
 	struct remover_job *backlog;
 	size_t nbacklog, backlog_cap;
+	/* Jobs written down the pipe and not acked yet, oldest first
+	 * [sent_head, nsent): the remover closes and acks them in order. */
+	struct remover_job *sent;
+	size_t sent_head, nsent, sent_cap;
+	uint64_t acked; /* jobs acked (or settled after a death), ever */
+	struct remover_progress *progress;
 };
 
 /* ---- the remover process ---- */
@@ -72,9 +90,16 @@ static void remover_loop(const struct remover *rm)
 			continue;
 		if (n < (ssize_t)sizeof(jobs[0]))
 			_exit(0);
+		rm->progress->begun = 0;
+		rm->progress->batch = (uint32_t)((size_t)n / sizeof(jobs[0]));
+		rm->progress->read += rm->progress->batch;
 		closer_tick(rm->kind == REMOVER_SOCKETS);
-		for (size_t i = 0; i < (size_t)n / sizeof(jobs[0]); i++)
+		for (size_t i = 0; i < (size_t)n / sizeof(jobs[0]); i++) {
+			/* Before the close: a kill from here on may leave
+			 * this one open, never one after it. */
+			rm->progress->begun = (uint32_t)i + 1;
 			close(jobs[i].fd);
+		}
 		closer_tick(false);
 		while (write(rm->up[1], jobs, (size_t)n) < 0 && errno == EINTR)
 			;
@@ -109,15 +134,56 @@ static int start(struct remover *rm)
 
 /* ---- rdmad's side ---- */
 
+/* Room for @n more sent jobs: false when out of memory. */
+static bool sent_reserve(struct remover *rm, size_t n)
+{
+	struct remover_job *more;
+	size_t cap;
+
+	if (rm->sent_head) {
+		rm->nsent -= rm->sent_head;
+		memmove(rm->sent, rm->sent + rm->sent_head,
+			rm->nsent * sizeof(*rm->sent));
+		rm->sent_head = 0;
+	}
+	if (rm->nsent + n <= rm->sent_cap)
+		return true;
+	cap = rm->sent_cap ? 2 * rm->sent_cap : 64;
+	while (cap < rm->nsent + n)
+		cap *= 2;
+	more = reallocarray(rm->sent, cap, sizeof(*more));
+	if (!more)
+		return false;
+	rm->sent = more;
+	rm->sent_cap = cap;
+	return true;
+}
+
+/* The oldest job sent and not acked: it is done with. */
+static void sent_pop(struct remover *rm)
+{
+	if (rm->sent_head < rm->nsent)
+		rm->sent_head++;
+	if (rm->sent_head == rm->nsent)
+		rm->sent_head = rm->nsent = 0;
+	rm->acked++;
+}
+
 /* Up to PIPE_BUF bytes of whole jobs from the front of the backlog, in
- * one write (atomic): how many went. */
+ * one write (atomic): how many went, each kept among the jobs sent. */
 static size_t send_jobs(struct remover *rm)
 {
 	size_t max = PIPE_BUF / sizeof(struct remover_job);
-	size_t n = rm->nbacklog < max ? rm->nbacklog : max;
-	ssize_t w = write(rm->down[1], rm->backlog, n * sizeof(*rm->backlog));
+	size_t n = rm->nbacklog < max ? rm->nbacklog : max, went;
+	ssize_t w;
 
-	return w > 0 ? (size_t)w / sizeof(*rm->backlog) : 0;
+	if (!sent_reserve(rm, n))
+		return 0; /* tried again when the pipe is writable */
+	w = write(rm->down[1], rm->backlog, n * sizeof(*rm->backlog));
+	went = w > 0 ? (size_t)w / sizeof(*rm->backlog) : 0;
+	memcpy(rm->sent + rm->nsent, rm->backlog, went * sizeof(*rm->sent));
+	rm->nsent += went;
+	return went;
 }
 
 static void on_backlog(evutil_socket_t fd, short what, void *arg)
@@ -134,7 +200,8 @@ static void on_backlog(evutil_socket_t fd, short what, void *arg)
 		event_del(rm->ev_backlog);
 }
 
-void remover_put(struct remover *rm, int fd, uid_t owner)
+/* @job at the back of the backlog: false when out of memory. */
+static bool backlog_add(struct remover *rm, struct remover_job job)
 {
 	struct remover_job *more;
 
@@ -142,23 +209,28 @@ void remover_put(struct remover *rm, int fd, uid_t owner)
 		size_t cap = rm->backlog_cap ? 2 * rm->backlog_cap : 64;
 
 		more = reallocarray(rm->backlog, cap, sizeof(*more));
-		if (!more) {
-			/* Kept open rather than closed here: a leak beats
-			 * a loop stuck in a client's close. */
-			log_warnx("remover: out of memory, descriptor %d kept",
-				  fd);
-			rm->done(owner, 1, rm->arg);
-			return;
-		}
+		if (!more)
+			return false;
 		rm->backlog = more;
 		rm->backlog_cap = cap;
 	}
-	rm->held++;
-	rm->backlog[rm->nbacklog++] =
-		(struct remover_job){.fd = fd, .owner = owner};
+	rm->backlog[rm->nbacklog++] = job;
 	/* Sent once the loop turns: one datagram's descriptors in one
 	 * write. */
 	event_add(rm->ev_backlog, NULL);
+	return true;
+}
+
+void remover_put(struct remover *rm, int fd, uid_t owner)
+{
+	if (!backlog_add(rm, (struct remover_job){.fd = fd, .owner = owner})) {
+		/* Kept open rather than closed here: a leak beats a loop
+		 * stuck in a client's close. */
+		log_warnx("remover: out of memory, descriptor %d kept", fd);
+		rm->done(owner, 1, rm->arg);
+		return;
+	}
+	rm->held++;
 }
 
 static void on_done(evutil_socket_t fd, short what, void *arg)
@@ -169,20 +241,63 @@ static void on_done(evutil_socket_t fd, short what, void *arg)
 
 	while ((n = read(rm->up[0], jobs, sizeof(jobs))) > 0) {
 		for (size_t i = 0; i < (size_t)n / sizeof(jobs[0]); i++) {
+			sent_pop(rm);
 			rm->held -= rm->held > 0;
 			rm->done(jobs[i].owner, 1, rm->arg);
 		}
 	}
 }
 
-/* It died (only a kill does that): reap it and start another on the
- * same pipes. */
+/* The batch a dead remover took from the pipe and never acked, the
+ * oldest of the jobs sent less those still in the pipe: the closes it
+ * began are done with (counted back; the last may have been killed
+ * before it entered close(2) and stays open), the rest are still in the
+ * table, theirs, and go to the next remover.  Only what the dead one
+ * wrote before it died is read: its progress, once it recorded this
+ * batch, else nothing begun. */
+static void settle_dead_batch(struct remover *rm)
+{
+	size_t taken = rm->nsent - rm->sent_head, begun = 0, left;
+	int unread = 0;
+
+	/* Without the count, which jobs it took is unknown: sending any
+	 * again could close a number reused since.  Leave them. */
+	if (ioctl(rm->down[0], FIONREAD, &unread) < 0) {
+		log_warnc(-errno, "remover died: its batch left as it was");
+		return;
+	}
+	left = (size_t)unread / sizeof(struct remover_job);
+	taken -= left < taken ? left : taken;
+	if (!taken)
+		return;
+	if (rm->progress->read == rm->acked + taken &&
+	    rm->progress->batch == taken)
+		begun = rm->progress->begun;
+	rm->progress->read = rm->acked + taken;
+	log_warnx("remover died in a batch of %zu: %zu closes begun counted "
+		  "back, %zu handed to the next",
+		  taken, begun, taken - begun);
+	for (size_t i = 0; i < taken; i++) {
+		struct remover_job job = rm->sent[rm->sent_head];
+
+		sent_pop(rm);
+		if (i < begun || !backlog_add(rm, job)) {
+			rm->held -= rm->held > 0;
+			rm->done(job.owner, 1, rm->arg);
+		}
+	}
+}
+
+/* It died (only a kill does that): reap it, settle the batch it was in,
+ * and start another on the same pipes. */
 static void on_exit_remover(evutil_socket_t fd, short what, void *arg)
 {
 	struct remover *rm = arg;
 	int r;
 
 	waitpid(rm->pid, NULL, WNOHANG);
+	on_done(-1, 0, rm); /* the acks it wrote before it died */
+	settle_dead_batch(rm);
 	event_del(rm->ev_exit);
 	close(rm->pidfd);
 	rm->pidfd = -1;
@@ -254,6 +369,13 @@ struct remover *remover_new(struct event_base *base, enum remover_kind kind,
 	rm->pid = -1;
 	rm->pidfd = -1;
 	rm->down[0] = rm->down[1] = rm->up[0] = rm->up[1] = -1;
+	rm->progress = mmap(NULL, sizeof(*rm->progress), PROT_READ | PROT_WRITE,
+			    MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	if (rm->progress == MAP_FAILED) {
+		rm->progress = NULL;
+		free(rm);
+		return NULL;
+	}
 	err = pipes(rm);
 	if (err == 0)
 		err = start(rm);
@@ -295,5 +417,8 @@ void remover_free(struct remover *rm)
 	if (rm->pidfd >= 0)
 		close(rm->pidfd);
 	free(rm->backlog);
+	free(rm->sent);
+	if (rm->progress)
+		munmap(rm->progress, sizeof(*rm->progress));
 	free(rm);
 }

@@ -25,8 +25,11 @@
  *   signal pending while the rest of that close's releases run).
  *
  * While it closes, the file is still in rdmad's table (remover_held()).
- * A remover that dies (killed by hand) is started again; the job it was
- * in stays open.
+ * A remover that dies (killed by hand) is started again on the same
+ * pipes, and the batch it was in is settled from a page it shared with
+ * rdmad: the closes it began are counted back to their owners (the one
+ * it was in may stay open), the jobs it had not begun go to the next
+ * remover, so no owner's count is left behind.
  */
 #ifndef RDMAD_REMOVER_H
 #define RDMAD_REMOVER_H

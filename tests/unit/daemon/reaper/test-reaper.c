@@ -252,29 +252,44 @@ static void test_lanes(struct reaper *r)
 	close(sv[0]);
 }
 
-/* The pid of our child named @comm, or -1. */
-static pid_t child_named(const char *comm)
+/* Our children named @comm: up to @max of their pids in @pids, and how
+ * many there are. */
+static unsigned int children_named(const char *comm, pid_t *pids,
+				   unsigned int max)
 {
 	char path[300], buf[512], *name;
-	pid_t pid = -1;
+	unsigned int n = 0;
 	DIR *d = opendir("/proc");
 	struct dirent *e;
 	int ppid;
 	FILE *f;
 
-	while (d && (e = readdir(d)) && pid < 0) {
+	while (d && (e = readdir(d))) {
 		snprintf(path, sizeof(path), "/proc/%s/stat", e->d_name);
 		f = fopen(path, "re");
 		if (!f)
 			continue;
 		if (fgets(buf, sizeof(buf), f) && (name = strchr(buf, '(')) &&
 		    sscanf(strrchr(buf, ')') + 2, "%*c %d", &ppid) == 1 &&
-		    ppid == getpid() && !strncmp(name + 1, comm, strlen(comm)))
-			pid = atoi(e->d_name);
+		    ppid == getpid() &&
+		    !strncmp(name + 1, comm, strlen(comm))) {
+			if (n < max)
+				pids[n] = atoi(e->d_name);
+			n++;
+		}
 		fclose(f);
 	}
 	if (d)
 		closedir(d);
+	return n;
+}
+
+/* The pid of our child named @comm, or -1. */
+static pid_t child_named(const char *comm)
+{
+	pid_t pid = -1;
+
+	children_named(comm, &pid, 1);
 	return pid;
 }
 
@@ -408,6 +423,53 @@ static void test_closer_restart(struct reaper *r)
 	close(sv[1]);
 }
 
+/* Every child named @comm killed (reaped when the loop turns): how
+ * many. */
+static unsigned int kill_children_named(const char *comm)
+{
+	pid_t pids[64];
+	unsigned int n = children_named(comm, pids, 64), killed = 0;
+
+	for (unsigned int i = 0; i < n && i < 64; i++)
+		killed += kill(pids[i], SIGKILL) == 0;
+	return killed;
+}
+
+/* The closers killed while one is inside a batch of 64 closes that wait
+ * out a tick each: the closes it began are counted back, the rest are
+ * closed by the next closer, the owner's count comes back to none and
+ * at most one of the 64 stays open (before, the batch's jobs were never
+ * acked: counted for good, and the ones not begun left open). */
+static void test_closer_killed_in_a_batch(struct reaper *r)
+{
+	enum { N = 64 };
+	uid_t owner = UID + 20;
+	void *arg[] = {r, &owner};
+	int peers[N];
+	pid_t first = -1;
+	unsigned int fds;
+
+	loop_until(closer_named, &first, 5000);
+	for (unsigned int i = 0; i < N; i++)
+		reaper_put(r, socket_of_lingering(&peers[i]), owner);
+	fds = open_fds(getpid());
+	/* The loop turns once: the 64 go down in one write. */
+	event_base_loop(base, EVLOOP_NONBLOCK | EVLOOP_ONCE);
+	usleep(15 * 1000);
+	CHECK(reaper_waiting(r, owner) == N, "none acked yet: %u waiting",
+	      reaper_waiting(r, owner));
+	CHECK(kill_children_named("rdmad-closer") > 0, "closers killed");
+	CHECK(loop_until(none_pending_of, arg, 10000),
+	      "the owner's count came back to none: %u waiting",
+	      reaper_waiting(r, owner));
+	/* The one a kill may catch before its close(2) began, at most. */
+	CHECK(open_fds(getpid()) <= fds - N + 1,
+	      "the batch's descriptors closed: %u open of %u before",
+	      open_fds(getpid()), fds);
+	for (unsigned int i = 0; i < N; i++)
+		close(peers[i]);
+}
+
 int main(void)
 {
 	struct reaper *r;
@@ -424,6 +486,7 @@ int main(void)
 	test_close_empty_connection(r);
 	test_lanes(r);
 	test_closer_restart(r);
+	test_closer_killed_in_a_batch(r);
 	reaper_free(r);
 	event_base_free(base);
 	printf("%s\n", failures ? "FAIL" : "ok");
