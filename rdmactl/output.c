@@ -152,6 +152,17 @@ static void names_print(struct print *p, const char *key, const char *label,
 	print_fp(p, "\n");
 }
 
+/* "up", "down", or "unknown" where rdmad does not see the net device
+ * (a daemon before netdev_unknown says down); "" without one. */
+static const char *netdev_state(const Rdmad__Port *port)
+{
+	if (!port->netdev[0])
+		return "";
+	if (port->netdev_unknown)
+		return "unknown";
+	return port->netdev_up ? "up" : "down";
+}
+
 static void port_print(struct print *p, const Rdmad__Port *port)
 {
 	bool json = print_is_json(p);
@@ -169,8 +180,9 @@ static void port_print(struct print *p, const Rdmad__Port *port)
 		print_string(p, PRINT_ANY, "netdev", "\t\tnetdev:\t\t%s",
 			     port->netdev);
 	if (port->netdev[0])
-		print_fp(p, " (%s)\n", port->netdev_up ? "up" : "down");
+		print_fp(p, " (%s)\n", netdev_state(port));
 	print_bool(p, PRINT_JSON, "netdev_up", NULL, port->netdev_up);
+	print_string(p, PRINT_JSON, "netdev_state", NULL, netdev_state(port));
 	if (port->lid || json)
 		print_uint(p, PRINT_ANY, "lid", "\t\tlid:\t\t%" PRIu64 "\n",
 			   port->lid);

@@ -39,6 +39,7 @@ static void fill_port(Rdmad__Port *msg, const struct port_record *port)
 	msg->rate = (char *)port->rate;
 	msg->netdev = (char *)port->netdev;
 	msg->netdev_up = port->netdev_up > 0;
+	msg->netdev_unknown = port->netdev_up < 0;
 	msg->lid = port->lid;
 }
 

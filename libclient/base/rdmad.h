@@ -288,8 +288,14 @@ const char *rdmad_port_get_phys_state(const struct rdmad_port *port);
 const char *rdmad_port_get_link_layer(const struct rdmad_port *port);
 const char *rdmad_port_get_rate(const struct rdmad_port *port);
 const char *rdmad_port_get_netdev(const struct rdmad_port *port);
+/* 1 when the port's net device is up, else 0 (down, not known, or no
+ * net device). */
 int rdmad_port_get_netdev_up(const struct rdmad_port *port);
 unsigned int rdmad_port_get_lid(const struct rdmad_port *port);
+/* Since librdmad 1.7: 1 up, 0 down, -1 not known (no net device, or one
+ * rtnetlink never showed rdmad: in another network namespace, not yet
+ * seen; one that left rdmad's namespace reads as down). */
+int rdmad_port_get_netdev_state(const struct rdmad_port *port);
 
 /* How many connections hold @device.  The daemon lists the first 64 of
  * them: rdmad_device_get_holder() returns NULL past those. */

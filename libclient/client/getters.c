@@ -244,7 +244,12 @@ PORT_STR_GETTER(netdev)
 
 RDMAD_EXPORT int rdmad_port_get_netdev_up(const struct rdmad_port *port)
 {
-	return port ? port->netdev_up : 0;
+	return port && port->netdev_up > 0;
+}
+
+RDMAD_EXPORT int rdmad_port_get_netdev_state(const struct rdmad_port *port)
+{
+	return port ? port->netdev_up : -1;
 }
 
 RDMAD_EXPORT unsigned int rdmad_port_get_lid(const struct rdmad_port *port)

@@ -93,7 +93,7 @@ static void fill_ports(struct rdmad_device *dev, const Rdmad__Device *msg,
 		port->link_layer = put_str(cursor, p->link_layer);
 		port->rate = put_str(cursor, p->rate);
 		port->netdev = put_str(cursor, p->netdev);
-		port->netdev_up = p->netdev_up;
+		port->netdev_up = p->netdev_unknown ? -1 : p->netdev_up;
 		port->lid = p->lid;
 	}
 }

@@ -26,7 +26,7 @@ struct rdmad_port {
 	const char *link_layer;
 	const char *rate;
 	const char *netdev;
-	int netdev_up;
+	int netdev_up; /* 1 up, 0 down, -1 not known */
 	unsigned int lid;
 };
 

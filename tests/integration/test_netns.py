@@ -1,7 +1,8 @@
 #!/usr/bin/python3
 # SPDX-License-Identifier: MIT
 """rtnetlink in a private network namespace: the netdev behind a RoCE port
-going down and up is reflected in `rdmactl status` and `rdmactl monitor`.
+going down and up is reflected in `rdmactl status` and `rdmactl monitor`,
+and one rtnetlink never showed rdmad is said to be unknown, not down.
 
 The script runs itself again in a network namespace of its own
 (rdmatb.reexec_in_private_netns), so the veth pair is real and lives only
@@ -10,7 +11,7 @@ import subprocess
 import time
 
 import rdmatb
-from rdmatb import DaemonTest, Monitor, find, status, wait_until
+from rdmatb import DaemonTest, Monitor, find, rdmactl, status, wait_until
 
 
 def ip(*args):
@@ -19,6 +20,10 @@ def ip(*args):
 
 def port_up(sock, name):
     return find(status(sock), name)["ports"][0].get("netdev_up")
+
+
+def port_state(sock, name):
+    return find(status(sock), name)["ports"][0].get("netdev_state")
 
 
 class TestNetlink(DaemonTest):
@@ -54,6 +59,25 @@ class TestNetlink(DaemonTest):
         finally:
             mon.close()
         self.assertIs(port_up(self.sock, "mlx5_0"), True)
+        self.assertEqual(port_state(self.sock, "mlx5_0"), "up")
+        ip("link", "set", "rdmatest0", "down")
+        wait_until(lambda: port_state(self.sock, "mlx5_0") == "down",
+                   what="netdev_state down")
+        self.assertIn("rdmatest0 (down)", rdmactl(self.sock, "status").stdout)
+
+    def test_netdev_rdmad_never_saw_is_unknown(self):
+        """A RoCE port whose netdev is not in rdmad's namespace: its
+        state is unknown (not down), and the device is ready."""
+        self.tb.plug("mlx5_0", "mlx5-roce", netdev="elsewhere0")
+        self.start_daemon()
+        d = find(status(self.sock), "mlx5_0")
+        port = d["ports"][0]
+        self.assertEqual(port["netdev_state"], "unknown")
+        self.assertIs(port["netdev_up"], False)
+        self.assertIs(d["ready"], True)
+        text = rdmactl(self.sock, "status").stdout
+        self.assertIn("elsewhere0 (unknown)", text)
+        self.assertNotIn("elsewhere0 (down)", text)
 
     def test_unrelated_netdev_changes_nothing(self):
         self.tb.plug("mlx5_0", "mlx5-roce", netdev="rdmatest0")

@@ -54,14 +54,15 @@ func ValidTaintEffect(e string) error {
 
 // portDown is why no port of @d is up, "" where one is or where rdmad
 // says it is ready (which needs a port ACTIVE with its net device, if
-// any, up), or where no port's state is known.
+// any, not down), or where no port's state is known (a net device rdmad
+// does not see is not down).
 func portDown(d *rdmadpb.Device) string {
 	ports := d.GetPorts()
 	if d == nil || rdmad.Ready(d) || len(ports) == 0 {
 		return ""
 	}
 	for _, p := range ports {
-		if p.GetState() == "" || p.GetState() == "ACTIVE" && (p.GetNetdev() == "" || p.GetNetdevUp()) {
+		if p.GetState() == "" || p.GetState() == "ACTIVE" && (p.GetNetdev() == "" || p.GetNetdevUp() || p.GetNetdevUnknown()) {
 			return ""
 		}
 	}

@@ -299,6 +299,7 @@ static void check_device(struct json_object *d, const char *name,
 		CHECK(!strcmp(str(p, "netdev"), "ens1f0"), "netdev");
 		CHECK(!strcmp(str(p, "rate"), "100 Gb/sec (4X EDR)"), "rate");
 		key(p, "netdev_up", json_type_boolean);
+		CHECK(!strcmp(str(p, "netdev_state"), "up"), "netdev_state");
 	}
 	hs = key(d, "holders", json_type_array);
 	CHECK(hs && json_object_array_length(hs) == holders, "holders");
@@ -572,6 +573,47 @@ static void test_text_escapes(void)
 	      "escaped comm: %s", text);
 	CHECK(text && strstr(text, "\\x1b[2J"), "escaped fw_ver: %s", text);
 	free(text);
+}
+
+/* A port's net device up, down, not known (a daemon with netdev_unknown),
+ * or none: text after the name, and JSON's netdev_state beside
+ * netdev_up, which stays a plain boolean. */
+static void test_netdev_state(void)
+{
+	static const struct {
+		const char *netdev;
+		bool up, unknown;
+		const char *text, *state;
+	} rows[] = {
+		{"ens1f0", true, false, "netdev:\t\tens1f0 (up)\n", "up"},
+		{"ens1f0", false, false, "netdev:\t\tens1f0 (down)\n", "down"},
+		{"ens1f0", false, true, "netdev:\t\tens1f0 (unknown)\n",
+		 "unknown"},
+		{"", false, true, NULL, ""},
+	};
+	struct sample_dev a;
+	json_object *d, *p;
+	char *text;
+
+	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+		sample_dev_init(&a, 0, false);
+		a.port.netdev = (char *)rows[i].netdev;
+		a.port.netdev_up = rows[i].up;
+		a.port.netdev_unknown = rows[i].unknown;
+		text = text_of(one_status_text, &a.dev);
+		CHECK(text && (rows[i].text ? strstr(text, rows[i].text) != NULL
+					    : strstr(text, "netdev:") == NULL),
+		      "row %zu text: %s", i, text);
+		free(text);
+		d = printed(capture_device_json(&a.dev), 0);
+		p = d ? json_object_array_get_idx(
+				key(d, "ports", json_type_array), 0)
+		      : NULL;
+		CHECK(p && !strcmp(str(p, "netdev_state"), rows[i].state),
+		      "row %zu netdev_state", i);
+		if (d)
+			json_object_put(d);
+	}
 }
 
 /* ---- a fake rdmad -------------------------------------------------------- */
@@ -1001,6 +1043,7 @@ int main(void)
 	test_lifecycle_json();
 	test_lifecycle_text();
 	test_text_escapes();
+	test_netdev_state();
 	test_status_exchange();
 	test_failures();
 	test_monitor();

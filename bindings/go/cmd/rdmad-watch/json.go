@@ -21,7 +21,9 @@ type portJSON struct {
 	Rate      string `json:"rate"`
 	Netdev    string `json:"netdev"`
 	NetdevUp  bool   `json:"netdev_up"`
-	Lid       uint32 `json:"lid"`
+	// "up", "down", "unknown" (rdmad does not see it), "" without one.
+	NetdevState string `json:"netdev_state"`
+	Lid         uint32 `json:"lid"`
 }
 
 type holderJSON struct {
@@ -194,14 +196,15 @@ func deviceObject(d *rdmadpb.Device) deviceJSON {
 	}
 	for _, p := range d.GetPorts() {
 		out.Ports = append(out.Ports, portJSON{
-			Port:      p.GetPort(),
-			State:     p.GetState(),
-			PhysState: p.GetPhysState(),
-			LinkLayer: p.GetLinkLayer(),
-			Rate:      p.GetRate(),
-			Netdev:    p.GetNetdev(),
-			NetdevUp:  p.GetNetdevUp(),
-			Lid:       p.GetLid(),
+			Port:        p.GetPort(),
+			State:       p.GetState(),
+			PhysState:   p.GetPhysState(),
+			LinkLayer:   p.GetLinkLayer(),
+			Rate:        p.GetRate(),
+			Netdev:      p.GetNetdev(),
+			NetdevUp:    p.GetNetdevUp(),
+			NetdevState: netdevState(p),
+			Lid:         p.GetLid(),
 		})
 	}
 	for _, h := range d.GetHolders() {
@@ -258,4 +261,17 @@ func updateLine(u rdmad.Update) ([]byte, error) {
 		return nil, err
 	}
 	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil
+}
+
+// netdevState is rdmactl's netdev_state (rdmactl/output.c).
+func netdevState(p *rdmadpb.Port) string {
+	switch {
+	case p.GetNetdev() == "":
+		return ""
+	case p.GetNetdevUnknown():
+		return "unknown"
+	case p.GetNetdevUp():
+		return "up"
+	}
+	return "down"
 }

@@ -48,7 +48,8 @@ func TestUpdateLines(t *testing.T) {
 		`"generation":43,"ports":[{"port":1,"state":"ACTIVE",` +
 		`"phys_state":"LinkUp","link_layer":"Ethernet",` +
 		`"rate":"100 Gb/sec (4X EDR)","netdev":"ens1f0",` +
-		`"netdev_up":true,"lid":0}],"holders":[{"pid":4242,` +
+		`"netdev_up":true,"netdev_state":"up","lid":0}],` +
+		`"holders":[{"pid":4242,` +
 		`"uid":1000,"comm":"nccl<test>&"}],"holder_count":1,` +
 		`"identity":"pci-0000:03:00.0","incarnation":2,"ready":false,` +
 		`"aliases":["ib0","rail0"],"unusable":false}}`

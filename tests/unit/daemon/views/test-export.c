@@ -212,6 +212,49 @@ static void test_table(void)
 	devices_free(t);
 }
 
+/* A port's net device as clients read it: not known until rtnetlink
+ * shows it (netdev_unknown, netdev_up false), then up or down; one that
+ * leaves rdmad's namespace reads as down (its port cannot be used). */
+static void test_netdev_states(void)
+{
+	static const struct {
+		const char *step;
+		int up; /* -1: gone */
+		bool want_up, want_unknown;
+	} steps[] = {
+		{"before rtnetlink", -2, false, true},
+		{"up", 1, true, false},
+		{"down", 0, false, false},
+		{"gone", -1, false, false},
+	};
+	struct device_record scan;
+	struct seen seen = {0};
+	struct devices *t = devices_new(1);
+
+	devices_set_listener(t, on_event, &seen);
+	make_device(&scan, "mlx5_0", "pci-0000:03:00.0", 1);
+	CHECK(devices_apply_scan(t, &scan, 1) == 1, "scan");
+	for (size_t i = 0; i < sizeof(steps) / sizeof(steps[0]); i++) {
+		const Rdmad__Port *p;
+
+		if (steps[i].up >= 0)
+			devices_set_netdev_state(t, "eth0", steps[i].up);
+		else if (steps[i].up == -1)
+			devices_netdev_gone(t, "eth0");
+		CHECK(seen.msg && seen.msg->n_ports == 1, "%s: a message",
+		      steps[i].step);
+		if (!seen.msg || seen.msg->n_ports != 1)
+			continue;
+		p = seen.msg->ports[0];
+		CHECK(p->netdev_up == steps[i].want_up &&
+			      p->netdev_unknown == steps[i].want_unknown,
+		      "%s: netdev_up %d netdev_unknown %d", steps[i].step,
+		      p->netdev_up, p->netdev_unknown);
+	}
+	export_device_free(seen.msg);
+	devices_free(t);
+}
+
 static void test_event_types(void)
 {
 	CHECK(export_event_type(DEVICES_EVENT_ADDED, &export_viewer_all) ==
@@ -374,6 +417,7 @@ static void test_viewers(void)
 int main(void)
 {
 	test_table();
+	test_netdev_states();
 	test_viewers();
 	test_many_holders();
 	test_event_types();

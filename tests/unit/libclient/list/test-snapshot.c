@@ -101,6 +101,7 @@ static void test_build_and_getters(void)
 	CHECK(strcmp(rdmad_port_get_rate(port), "100 Gb/sec (4X EDR)") == 0);
 	CHECK(strcmp(rdmad_port_get_netdev(port), "eth0") == 0);
 	CHECK(rdmad_port_get_netdev_up(port) == 1);
+	CHECK(rdmad_port_get_netdev_state(port) == 1);
 	CHECK(rdmad_device_get_holder_count(dev) == 1);
 	CHECK(strcmp(rdmad_device_get_holder(dev, 0, &pid, &uid), "mpirun") ==
 	      0);
@@ -113,6 +114,41 @@ static void test_build_and_getters(void)
 	/* The strings are the snapshot's own, not the message's. */
 	CHECK(rdmad_device_get_name(dev) != b.msg.name);
 	rdmad_snapshot_unref(snap);
+}
+
+/* A port's net device up, down, not known (netdev_unknown), and down as
+ * a daemon before netdev_unknown says of one it cannot see. */
+static void test_netdev_state(void)
+{
+	static const struct {
+		bool up, unknown;
+		int want_up, want_state;
+	} rows[] = {
+		{true, false, 1, 1},
+		{false, false, 0, 0},
+		{false, true, 0, -1},
+	};
+	struct fake_device a;
+	Rdmad__Device *msgs[1] = {&a.msg};
+	struct rdmad_snapshot *snap;
+	const struct rdmad_port *port;
+
+	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+		make_device(&a, "mlx5_0", "pci-0000:03:00.0", 0, false);
+		a.port.netdev_up = rows[i].up;
+		a.port.netdev_unknown = rows[i].unknown;
+		snap = snapshot_new_from_wire(msgs, 1, 1, 0);
+		CHECK(snap != NULL);
+		if (!snap)
+			continue;
+		port = rdmad_device_get_port(rdmad_snapshot_get_device(snap, 0),
+					     0);
+		CHECK(rdmad_port_get_netdev_up(port) == rows[i].want_up);
+		CHECK(rdmad_port_get_netdev_state(port) == rows[i].want_state);
+		rdmad_snapshot_unref(snap);
+	}
+	CHECK(rdmad_port_get_netdev_state(NULL) == -1);
+	CHECK(rdmad_port_get_netdev_up(NULL) == 0);
 }
 
 static void test_out_of_range(void)
@@ -716,6 +752,7 @@ static void test_sriov(void)
 int main(void)
 {
 	test_build_and_getters();
+	test_netdev_state();
 	test_out_of_range();
 	test_nameless_rejected();
 	test_events();
