@@ -48,7 +48,6 @@ struct remover {
 	enum remover_kind kind;
 	remover_done_fn done;
 	void *arg;
-	unsigned int held; /* handed over, not closed */
 	pid_t parent;
 	pid_t pid;
 	int pidfd;
@@ -228,9 +227,7 @@ void remover_put(struct remover *rm, int fd, uid_t owner)
 		 * stuck in a client's close. */
 		log_warnx("remover: out of memory, descriptor %d kept", fd);
 		rm->done(owner, 1, rm->arg);
-		return;
 	}
-	rm->held++;
 }
 
 static void on_done(evutil_socket_t fd, short what, void *arg)
@@ -242,7 +239,6 @@ static void on_done(evutil_socket_t fd, short what, void *arg)
 	while ((n = read(rm->up[0], jobs, sizeof(jobs))) > 0) {
 		for (size_t i = 0; i < (size_t)n / sizeof(jobs[0]); i++) {
 			sent_pop(rm);
-			rm->held -= rm->held > 0;
 			rm->done(jobs[i].owner, 1, rm->arg);
 		}
 	}
@@ -281,10 +277,8 @@ static void settle_dead_batch(struct remover *rm)
 		struct remover_job job = rm->sent[rm->sent_head];
 
 		sent_pop(rm);
-		if (i < begun || !backlog_add(rm, job)) {
-			rm->held -= rm->held > 0;
+		if (i < begun || !backlog_add(rm, job))
 			rm->done(job.owner, 1, rm->arg);
-		}
 	}
 }
 
@@ -314,9 +308,11 @@ static void on_exit_remover(evutil_socket_t fd, short what, void *arg)
 	}
 }
 
+/* What waits in the backlog and what went down the pipe unacked. */
 unsigned int remover_held(const struct remover *rm)
 {
-	return rm ? rm->held : 0;
+	return rm ? (unsigned int)(rm->nbacklog + rm->nsent - rm->sent_head)
+		  : 0;
 }
 
 pid_t remover_pid(const struct remover *rm)

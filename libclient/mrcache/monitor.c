@@ -22,9 +22,9 @@
  *
  * The thread never waits for anything an application thread holds: it
  * takes no lock, allocates nothing, and hands each range to the clients'
- * changed() callbacks, which only record it.  The
- * kernel holds a thread that unmapped a watched range until the monitor
- * has read the event, so that is what lets every munmap() return.
+ * changed() callbacks, which only record it.  The kernel holds a thread
+ * that unmapped a watched range until the monitor has read the event, so
+ * that is what lets every munmap() return.
  *
  * The descriptor.  The thread reads from its own copy of the file table
  * (unshare(CLONE_FILES) at its start, every other descriptor closed), so
