@@ -24,7 +24,9 @@
  * deregistered at its put: a pass-through.
  *
  * A miss in three steps: under the lock it plans the entry and watches
- * its range; unlocked it asks the kernel what memory it is and registers
+ * its range (in the same hold as the hit it looked for, signals blocked
+ * from there on, where the hooks' answer needs no full check: reach.c);
+ * unlocked it asks the kernel what memory it is and registers
  * it; under the lock again it admits the entry only if no change the
  * monitor reported since the watch overlaps it (the cache's ring of
  * changes), else the MR is handed out as a pass-through.  The lock is
@@ -58,7 +60,7 @@
 #include "export.h"
 #include "mrcache.h"
 
-/* lookup()'s and miss()'s answer: register as asked, do not cache. */
+/* hit_or_plan()'s answer: register as asked, do not cache. */
 static struct mrc_entry pass;
 #define PASS (&pass)
 
@@ -216,17 +218,15 @@ static void check_monitor(struct rdmad_mr_cache *c)
 	}
 }
 
-/* Whether the cache's entries are safe with the hooks as they are now:
- * the program's madvise() and munmap() reach them (a probe, no system
- * call), or the program chose the kernel's events alone
- * (RDMAD_MR_CACHE_EVENTS_ONLY, or RDMAD_MR_CACHE_HOOKS=off, announcing
- * its discards itself).  Unlocked: the probe goes through whatever
- * another library put in the call slots. */
-static bool hooks_hold(struct rdmad_mr_cache *c)
+/* Whether the mode follows the hooks (hooks_hold() is asked). */
+static bool hookable(const struct rdmad_mr_cache *c)
 {
-	/* Always: it also takes note of the slot a hit reads. */
-	const char *why = mrc_reach_check();
+	return c->mode == MRC_CACHING || c->mode == MRC_UNHOOKED;
+}
 
+/* reach.c's answer @why (NULL: reached) as this cache takes it. */
+static bool hooks_answer(struct rdmad_mr_cache *c, const char *why)
+{
 	if ((c->flags & RDMAD_MR_CACHE_EVENTS_ONLY) || !mrc_monitor_hooks_on())
 		return true;
 	if (why)
@@ -234,10 +234,35 @@ static bool hooks_hold(struct rdmad_mr_cache *c)
 	return !why;
 }
 
-/* Whether the mode follows the hooks (hooks_hold() is asked). */
-static bool hookable(const struct rdmad_mr_cache *c)
+/* Whether the cache's entries are safe with the hooks as they are now:
+ * the program's madvise() and munmap() reach them (a probe, no system
+ * call), or the program chose the kernel's events alone
+ * (RDMAD_MR_CACHE_EVENTS_ONLY, or RDMAD_MR_CACHE_HOOKS=off, announcing
+ * its discards itself).  Not @full: a miss, which takes the last full
+ * check's answer while nothing it looked at changed (reach.c).
+ * Unlocked: the probe goes through whatever another library put in the
+ * call slots. */
+static bool hooks_hold(struct rdmad_mr_cache *c, bool full)
 {
-	return c->mode == MRC_CACHING || c->mode == MRC_UNHOOKED;
+	/* Always: it also takes note of the slot a hit reads. */
+	return hooks_answer(c, mrc_reach_check(full));
+}
+
+/* As hooks_hold() for a miss, from what the last full check saw alone (no
+ * lock, no call: under the cache's lock): false when only the full check
+ * can answer. */
+static bool hooks_known(struct rdmad_mr_cache *c, bool *hooked)
+{
+	const char *why;
+
+	if (!hookable(c)) {
+		*hooked = true;
+		return true;
+	}
+	if (!mrc_reach_known(&why))
+		return false;
+	*hooked = hooks_answer(c, why);
+	return true;
 }
 
 /* With the lock held: the step the probe's answer makes. */
@@ -633,33 +658,28 @@ static struct mrc_entry *hit(struct rdmad_mr_cache *c, uintptr_t start,
 	return e;
 }
 
-/* The entry for [start, end), cached or passed through; NULL with errno
- * set. */
-static struct mrc_entry *lookup(struct rdmad_mr_cache *c, uintptr_t start,
-				uintptr_t end, struct ask *ask)
+/* Under the lock, the mode up to date: a hit, else the plan for a miss;
+ * PASS to pass through.  Signals blocked: the plan watches. */
+static struct mrc_entry *hit_or_plan(struct rdmad_mr_cache *c, uintptr_t start,
+				     uintptr_t end, struct ask *ask,
+				     struct mrc_garbage *g)
 {
-	struct mrc_garbage g = {0};
-	struct mrc_entry *e = PASS;
-	bool hooked = true;
+	struct mrc_entry *e;
 
-	if (hookable(c))
-		hooked = hooks_hold(c);
-	if (c->mode == MRC_CACHING)
-		mrc_monitor_quiesce();
-	mrc_lock(&c->lock);
-	if (mrc_changes_pending(c))
-		mrc_changes_apply(c);
-	check_monitor(c);
-	check_hooks(c, hooked);
-	if (cacheable(c, ask->access)) {
-		e = hit(c, start, end, ask->access);
-		if (e)
-			remember(c, e);
-		else
-			e = plan(c, start, end, ask, &g);
-	}
-	mrc_unlock(&c->lock);
-	mrc_garbage_free(&g);
+	if (!cacheable(c, ask->access))
+		return PASS;
+	e = hit(c, start, end, ask->access);
+	if (!e)
+		return plan(c, start, end, ask, g);
+	remember(c, e);
+	return e;
+}
+
+/* Unlocked, signals blocked: a hit as it is, a planned entry registered
+ * and admitted, PASS passed through; NULL with errno set. */
+static struct mrc_entry *finish(struct rdmad_mr_cache *c, struct mrc_entry *e,
+				struct ask *ask, bool hooked)
+{
 	if (e == PASS && !hooked)
 		__atomic_add_fetch(&c->stats.unhooked, 1, __ATOMIC_RELAXED);
 	if (e == PASS)
@@ -670,22 +690,55 @@ static struct mrc_entry *lookup(struct rdmad_mr_cache *c, uintptr_t start,
 	return fill(c, e, ask);
 }
 
-/* A hit under the cache's lock, before anything that takes a lock of the
- * monitor's or makes a system call: no signal blocked (that costs two
- * system calls), cancellation points none but the monitor's wait (which
- * disables cancellation itself), and a pthread_exit() from a handler
- * landing here unlocks the cache's lock on its way out.  The hooks'
- * probe and the watched call slot are asked; the rest of the check
- * (reach.c) is the miss's.  NULL: the full path decides. */
-static struct mrc_entry *locked_hit(struct rdmad_mr_cache *c, uintptr_t start,
-				    uintptr_t end, int access)
+/* The entry for [start, end), cached or passed through, the hooks asked
+ * in full where anything changed; signals blocked.  NULL with errno
+ * set. */
+static struct mrc_entry *lookup(struct rdmad_mr_cache *c, uintptr_t start,
+				uintptr_t end, struct ask *ask)
 {
-	struct mrc_entry *e = NULL;
+	struct mrc_garbage g = {0};
+	struct mrc_entry *e;
+	bool hooked = !hookable(c) || hooks_hold(c, false);
 
+	if (c->mode == MRC_CACHING)
+		mrc_monitor_quiesce();
+	mrc_lock(&c->lock);
+	if (mrc_changes_pending(c))
+		mrc_changes_apply(c);
+	check_monitor(c);
+	check_hooks(c, hooked);
+	e = hit_or_plan(c, start, end, ask, &g);
+	mrc_unlock(&c->lock);
+	mrc_garbage_free(&g);
+	return finish(c, e, ask, hooked);
+}
+
+/* What locked_get() found: a hit, or a miss planned with signals
+ * blocked (hushed) and the hooks' answer it planned with. */
+struct look {
+	struct mrc_entry *e;
+	bool hushed;
+	bool hooked;
+};
+
+/* A get under the cache's lock, looked up once.  First a hit, before
+ * anything that takes a lock of the monitor's or makes a system call: no
+ * signal blocked (that costs two system calls), cancellation points none
+ * but the monitor's wait (which disables cancellation itself), and a
+ * pthread_exit() from a handler landing here unlocks the cache's lock on
+ * its way out.  The hooks' probe and the watched call slot are asked for
+ * it.  Without one, where the hooks' answer is known without a lock or a
+ * call (reach.c's steady check), the miss blocks signals (@h) and plans
+ * under the same lock; where it is not, neither: lookup() decides, after
+ * the full check. */
+static void locked_get(struct rdmad_mr_cache *c, uintptr_t start, uintptr_t end,
+		       struct ask *ask, struct mrc_hush *h, struct look *l,
+		       struct mrc_garbage *g)
+{
 	if (hookable(c) && !(c->flags & RDMAD_MR_CACHE_EVENTS_ONLY) &&
 	    mrc_monitor_hooks_on() &&
 	    !(mrc_monitor_hooks_reached() && mrc_reach_steady()))
-		return NULL;
+		return;
 	if (c->mode == MRC_CACHING)
 		mrc_monitor_quiesce();
 	pthread_cleanup_push(mrc_unlock_on_exit, &c->lock);
@@ -693,14 +746,19 @@ static struct mrc_entry *locked_hit(struct rdmad_mr_cache *c, uintptr_t start,
 	if (mrc_changes_pending(c))
 		mrc_changes_apply(c);
 	check_monitor(c);
-	if (cacheable(c, access)) {
-		e = hit(c, start, end, access);
-		if (e)
-			remember(c, e);
+	if (cacheable(c, ask->access)) {
+		l->e = hit(c, start, end, ask->access);
+		if (l->e)
+			remember(c, l->e);
+	}
+	if (!l->e && hooks_known(c, &l->hooked)) {
+		mrc_monitor_hush(h);
+		l->hushed = true;
+		check_hooks(c, l->hooked);
+		l->e = hit_or_plan(c, start, end, ask, g);
 	}
 	mrc_unlock(&c->lock);
 	pthread_cleanup_pop(0);
-	return e;
 }
 
 /* A get the thread's hint does not serve: the lock, the index, a miss.
@@ -709,6 +767,8 @@ static __attribute__((noinline)) struct ibv_mr *
 get_locked(struct rdmad_mr_cache *cache, void *addr, size_t length, int access)
 {
 	struct ask ask = {addr, length, access, 0};
+	struct look l = {NULL, false, true};
+	struct mrc_garbage g = {0};
 	uintptr_t start, end;
 	struct mrc_entry *e;
 	struct mrc_hush h;
@@ -717,11 +777,16 @@ get_locked(struct rdmad_mr_cache *cache, void *addr, size_t length, int access)
 	pages_of(addr, length, &start, &end);
 	adopt();
 	mrc_reap(cache);
-	e = locked_hit(cache, start, end, access);
-	if (e)
-		return e->mr;
-	mrc_monitor_hush(&h);
-	e = lookup(cache, start, end, &ask);
+	locked_get(cache, start, end, &ask, &h, &l, &g);
+	if (l.hushed) {
+		mrc_garbage_free(&g);
+		e = finish(cache, l.e, &ask, l.hooked);
+	} else if (l.e) {
+		return l.e->mr;
+	} else {
+		mrc_monitor_hush(&h);
+		e = lookup(cache, start, end, &ask);
+	}
 	err = errno;
 	mrc_reap(cache);
 	mrc_monitor_unhush(&h);
@@ -811,7 +876,7 @@ RDMAD_EXPORT int rdmad_mr_cache_put(struct rdmad_mr_cache *cache,
 	    __atomic_load_n(&h->entry->mr, __ATOMIC_RELAXED) == mr) {
 		e = h->entry;
 	} else {
-		/* As locked_hit(): no system call. */
+		/* As locked_get()'s hit: no system call. */
 		pthread_cleanup_push(mrc_unlock_on_exit, &cache->lock);
 		mrc_lock(&cache->lock);
 		e = mrc_owners_find(&cache->owners, mr);
@@ -1053,7 +1118,7 @@ RDMAD_EXPORT int rdmad_mr_cache_is_caching(struct rdmad_mr_cache *cache)
 	 * miss. */
 	if (hookable(cache)) {
 		mrc_monitor_alive();
-		hooked = hooks_hold(cache);
+		hooked = hooks_hold(cache, true);
 	}
 	mrc_lock(&cache->lock);
 	check_monitor(cache);

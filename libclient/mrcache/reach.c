@@ -21,11 +21,20 @@
  * And a namespace of the dynamic linker's other than the default one
  * (dlmopen()) has a libc of its own, whose calls nothing here sees.
  *
- * The lookups are redone only when an object was loaded or unloaded
- * since (dl_iterate_phdr()'s counts); the probe calls are made on every
- * check.  Between checks, a hit reads one slot (mrc_reach_steady()): the
- * main program's madvise slot, else librdmad's own, whose value the last
- * check accepted; a slot rewritten since sends the get to the check.
+ * A full check (is_caching(), and a miss that finds anything changed)
+ * redoes the lookups when an object was loaded or unloaded since
+ * (dl_iterate_phdr()'s counts) and makes the probe calls.  It leaves what
+ * it saw for the next miss (steady()): each way's definition (the value
+ * in its call slot, or what the lookup by name found) and the first bytes
+ * at that definition, which a patcher that overwrites a function's entry,
+ * as libfabric's memhooks overwrites libc's, changes.  A miss that finds
+ * them all as they were, and no second namespace, takes the full check's
+ * answer without a lock, a lookup or a call: an object loaded since
+ * cannot change where the call slots are, nor what a lookup by name finds
+ * first (the global scope grows at its end).  Between misses, a hit reads
+ * one slot (mrc_reach_steady()): the main program's madvise slot, else
+ * librdmad's own, whose value the last check accepted; a slot rewritten
+ * since sends the get to the miss's path.
  */
 #include <dlfcn.h>
 #include <elf.h>
@@ -62,6 +71,19 @@ typedef int munmap_fn(void *, size_t);
 /* What a hit reads: a slot, and the value the last check accepted. */
 struct mrc_reach mrc_reach = {&mrc_reach.steady_value, 0, 0};
 
+/* A way in as the last full check saw it: its call slot (NULL for a
+ * lookup by name), the definition it led to, and that definition's first
+ * bytes. */
+struct way {
+	void **slot;
+	void *fn;
+	uint64_t entry;
+};
+
+/* The ways: a lookup by name, the main program's slots, librdmad's own;
+ * madvise and munmap each. */
+enum { WAY_NAME, WAY_MAIN = 2, WAY_OWN = 4, WAYS = 6 };
+
 static struct {
 	pthread_mutex_t lock;
 	unsigned long long adds; /* dl_iterate_phdr()'s, at the lookups */
@@ -70,8 +92,12 @@ static struct {
 	void *program;	  /* dlopen(NULL) */
 	void *by_name[2]; /* madvise, munmap: a lookup by name */
 	void **main_slots[2];
-	void **own_slot; /* librdmad's madvise slot */
-	const char *why;
+	void **own_slots[2]; /* librdmad's */
+	/* What the last full check saw and answered (steady()), written
+	 * under the lock with seq odd, read without it; seq 0: none yet. */
+	unsigned int seq;
+	struct way seen[WAYS];
+	const char *seen_why;
 } reach = {.lock = PTHREAD_MUTEX_INITIALIZER};
 
 static bool answers_madvise(void *fn)
@@ -245,7 +271,8 @@ static void look_up(void)
 	reach.main_slots[0] = main.slots[0];
 	reach.main_slots[1] = main.slots[1];
 	/* The executable that links the cache itself is both. */
-	reach.own_slot = own.slots[0];
+	reach.own_slots[0] = own.slots[0];
+	reach.own_slots[1] = own.slots[1];
 	reach.looked = true;
 }
 
@@ -281,6 +308,80 @@ static const char *ask(void)
 	return NULL;
 }
 
+/* ---- what the last full check saw ------------------------------------------
+ */
+
+/* The first bytes at @fn: a patch of the entry changes them.  Every
+ * definition is longer than this (functions are aligned and padded). */
+static uint64_t entry_of(const void *fn)
+{
+	uint64_t v = 0;
+
+	if (fn)
+		memcpy(&v, fn, sizeof(v));
+	return v;
+}
+
+static void *way_fn(void **slot, void *fn)
+{
+	return slot ? __atomic_load_n(slot, __ATOMIC_RELAXED) : fn;
+}
+
+/* With reach.lock held, after ask(): what it saw, and its answer. */
+static void remember(const char *why)
+{
+	void **slots[WAYS] = {NULL,
+			      NULL,
+			      reach.main_slots[0],
+			      reach.main_slots[1],
+			      reach.own_slots[0],
+			      reach.own_slots[1]};
+	void *fns[WAYS] = {reach.by_name[0], reach.by_name[1]};
+	struct way *w;
+	int i;
+
+	/* A seqlock: seq odd first; each store a release, so that a reader
+	 * that sees one also sees seq odd when it reads seq again. */
+	__atomic_store_n(&reach.seq, reach.seq + 1, __ATOMIC_RELAXED);
+	for (i = 0; i < WAYS; i++) {
+		w = &reach.seen[i];
+		__atomic_store_n(&w->slot, slots[i], __ATOMIC_RELEASE);
+		__atomic_store_n(&w->fn, way_fn(slots[i], fns[i]),
+				 __ATOMIC_RELEASE);
+		__atomic_store_n(&w->entry, entry_of(w->fn), __ATOMIC_RELEASE);
+	}
+	__atomic_store_n(&reach.seen_why, why, __ATOMIC_RELEASE);
+	__atomic_store_n(&reach.seq, reach.seq + 1, __ATOMIC_RELEASE);
+}
+
+/* Without a lock: whether every way leads where the last full check
+ * found it, its entry unpatched, and no second namespace came; then
+ * *@why is that check's answer. */
+static bool steady(const char **why)
+{
+	unsigned int seq = __atomic_load_n(&reach.seq, __ATOMIC_ACQUIRE);
+	bool same = seq && !(seq & 1);
+	const struct way *w;
+	void *fn;
+
+	/* Acquires: the second read of seq comes after them all. */
+	for (w = reach.seen; same && w < reach.seen + WAYS; w++) {
+		fn = way_fn(__atomic_load_n(&w->slot, __ATOMIC_ACQUIRE),
+			    __atomic_load_n(&w->fn, __ATOMIC_ACQUIRE));
+		same = fn == __atomic_load_n(&w->fn, __ATOMIC_ACQUIRE) &&
+		       entry_of(fn) ==
+			       __atomic_load_n(&w->entry, __ATOMIC_ACQUIRE);
+	}
+	*why = __atomic_load_n(&reach.seen_why, __ATOMIC_ACQUIRE);
+	return same && __atomic_load_n(&reach.seq, __ATOMIC_RELAXED) == seq &&
+	       !other_namespace();
+}
+
+bool mrc_reach_known(const char **why)
+{
+	return steady(why);
+}
+
 /* A child: another thread of the parent may have held the lock. */
 void mrc_reach_forget(void)
 {
@@ -292,19 +393,22 @@ static void install_atfork(void)
 	pthread_atfork(NULL, NULL, mrc_reach_forget);
 }
 
-const char *mrc_reach_check(void)
+const char *mrc_reach_check(bool full)
 {
 	static pthread_once_t once = PTHREAD_ONCE_INIT;
 	void **slot;
 	const char *why;
 	int saved = errno;
 
+	if (!full && steady(&why))
+		return why;
 	pthread_once(&once, install_atfork);
 	pthread_mutex_lock(&reach.lock);
 	look_up();
 	why = ask();
+	remember(why);
 	/* The slot a hit reads: the program's, else librdmad's own. */
-	slot = reach.main_slots[0] ? reach.main_slots[0] : reach.own_slot;
+	slot = reach.main_slots[0] ? reach.main_slots[0] : reach.own_slots[0];
 	if (!slot)
 		slot = (void **)&mrc_reach.steady_value;
 	__atomic_store_n(&mrc_reach.seen,

@@ -23,7 +23,9 @@
  * ctypes calls) reaches the hooks and its guard region leaves no stale
  * MR; the program's own call slot rewritten to libc's madvise() (a GOT
  * patcher that does not chain) stops the caching, the hit served from
- * the thread's last entry included; a second libc loaded by dlmopen()
+ * the thread's last entry included; so does the entry of the hooks
+ * overwritten with a jump to libc's (no slot changed, nothing loaded:
+ * what a miss checks without a lock); a second libc loaded by dlmopen()
  * stops it too.
  */
 #include <dlfcn.h>
@@ -270,6 +272,71 @@ static void *patch_slot(void **slot, void *fn)
 	return old;
 }
 
+/* The entry of @fn overwritten with a jump to @to (x86_64: movabs, jmp),
+ * as libfabric's memhooks overwrites libc's; @saved keeps the bytes.
+ * False where the page cannot be made writable. */
+#define JUMP_LEN 12
+static bool patch_entry(void *fn, void *to, unsigned char *saved)
+{
+	static const unsigned char movabs_rax[2] = {0x48, 0xb8},
+				   jmp_rax[2] = {0xff, 0xe0};
+	uintptr_t page = (uintptr_t)fn & ~(uintptr_t)(ps - 1);
+	unsigned char jump[JUMP_LEN];
+
+	if (mprotect((void *)page, 2 * ps, PROT_READ | PROT_WRITE | PROT_EXEC))
+		return false;
+	memcpy(jump, movabs_rax, 2);
+	memcpy(jump + 2, &to, sizeof(to));
+	memcpy(jump + 10, jmp_rax, 2);
+	memcpy(saved, fn, JUMP_LEN);
+	memcpy(fn, jump, JUMP_LEN);
+	return true;
+}
+
+/* A miss after the entry of the definition a lookup by name finds (the
+ * hooks) was overwritten to jump to libc's: no call slot changed and no
+ * object was loaded, yet the miss passes through; with the bytes put
+ * back, it caches again. */
+static void test_entry_patched(struct rdmad_mr_cache *c, void *libc, char *m)
+{
+#ifdef __x86_64__
+	void *by_name = dlsym(RTLD_DEFAULT, "madvise");
+	unsigned char saved[JUMP_LEN];
+	struct rdmad_mr_cache_stats s0, s1;
+	struct ibv_mr *mr;
+
+	api.put(c, api.get(c, m, ps, W)); /* the last full check: reached */
+	api.stats(c, &s0, sizeof(s0));
+	if (!patch_entry(by_name, dlvsym(libc, "madvise", "GLIBC_2.2.5"),
+			 saved)) {
+		printf("SKIP an entry overwritten: mprotect(): %s\n",
+		       strerror(errno));
+		return;
+	}
+	mr = api.get(c, m + 2 * ps, ps, W);
+	api.stats(c, &s1, sizeof(s1));
+	CHECK(mr && s1.misses == s0.misses && s1.unhooked == s0.unhooked + 1,
+	      "a miss after the hooks' entry was overwritten: %s (misses "
+	      "%llu -> %llu, passed through unhooked %llu -> %llu)",
+	      mr ? "got an MR" : "no MR", (unsigned long long)s0.misses,
+	      (unsigned long long)s1.misses, (unsigned long long)s0.unhooked,
+	      (unsigned long long)s1.unhooked);
+	api.put(c, mr);
+	memcpy(by_name, saved, JUMP_LEN);
+	mr = api.get(c, m + 3 * ps, ps, W);
+	api.stats(c, &s0, sizeof(s0));
+	CHECK(s0.misses == s1.misses + 1,
+	      "the entry put back: the next miss is not cached (%s)",
+	      api.reason(c));
+	api.put(c, mr);
+#else
+	(void)c;
+	(void)libc;
+	(void)m;
+	printf("SKIP an entry overwritten: the patch is x86_64's\n");
+#endif
+}
+
 /* Preloaded, as a program linked with librdmad has it. */
 static void test_preloaded(void)
 {
@@ -325,6 +392,7 @@ static void test_preloaded(void)
 	      api.is_caching(c), api.reason(c));
 	patch_slot(slot, old);
 	CHECK(api.is_caching(c) == 1, "the slot put back: %s", api.reason(c));
+	test_entry_patched(c, libc, m);
 out:
 	/* Last: a namespace cannot be taken back. */
 	CHECK(dlmopen(LM_ID_NEWLM, "libm.so.6", RTLD_NOW), "dlmopen: %s",
