@@ -82,7 +82,7 @@ struct way {
 
 /* The ways: a lookup by name, the main program's slots, librdmad's own;
  * madvise and munmap each. */
-enum { WAY_NAME, WAY_MAIN = 2, WAY_OWN = 4, WAYS = 6 };
+#define WAYS 6
 
 static struct {
 	pthread_mutex_t lock;
@@ -327,8 +327,9 @@ static void *way_fn(void **slot, void *fn)
 	return slot ? __atomic_load_n(slot, __ATOMIC_RELAXED) : fn;
 }
 
-/* With reach.lock held, after ask(): what it saw, and its answer. */
-static void remember(const char *why)
+/* With reach.lock held, before ask() probes them: where each way leads
+ * now (a slot rewritten after this differs at the next miss). */
+static void capture(struct way *seen)
 {
 	void **slots[WAYS] = {NULL,
 			      NULL,
@@ -337,6 +338,18 @@ static void remember(const char *why)
 			      reach.own_slots[0],
 			      reach.own_slots[1]};
 	void *fns[WAYS] = {reach.by_name[0], reach.by_name[1]};
+	int i;
+
+	for (i = 0; i < WAYS; i++) {
+		seen[i].slot = slots[i];
+		seen[i].fn = way_fn(slots[i], fns[i]);
+		seen[i].entry = entry_of(seen[i].fn);
+	}
+}
+
+/* With reach.lock held: @seen and ask()'s answer, for steady(). */
+static void publish(const struct way *seen, const char *why)
+{
 	struct way *w;
 	int i;
 
@@ -345,10 +358,9 @@ static void remember(const char *why)
 	__atomic_store_n(&reach.seq, reach.seq + 1, __ATOMIC_RELAXED);
 	for (i = 0; i < WAYS; i++) {
 		w = &reach.seen[i];
-		__atomic_store_n(&w->slot, slots[i], __ATOMIC_RELEASE);
-		__atomic_store_n(&w->fn, way_fn(slots[i], fns[i]),
-				 __ATOMIC_RELEASE);
-		__atomic_store_n(&w->entry, entry_of(w->fn), __ATOMIC_RELEASE);
+		__atomic_store_n(&w->slot, seen[i].slot, __ATOMIC_RELEASE);
+		__atomic_store_n(&w->fn, seen[i].fn, __ATOMIC_RELEASE);
+		__atomic_store_n(&w->entry, seen[i].entry, __ATOMIC_RELEASE);
 	}
 	__atomic_store_n(&reach.seen_why, why, __ATOMIC_RELEASE);
 	__atomic_store_n(&reach.seq, reach.seq + 1, __ATOMIC_RELEASE);
@@ -396,6 +408,7 @@ static void install_atfork(void)
 const char *mrc_reach_check(bool full)
 {
 	static pthread_once_t once = PTHREAD_ONCE_INIT;
+	struct way seen[WAYS];
 	void **slot;
 	const char *why;
 	int saved = errno;
@@ -405,8 +418,9 @@ const char *mrc_reach_check(bool full)
 	pthread_once(&once, install_atfork);
 	pthread_mutex_lock(&reach.lock);
 	look_up();
+	capture(seen);
 	why = ask();
-	remember(why);
+	publish(seen, why);
 	/* The slot a hit reads: the program's, else librdmad's own. */
 	slot = reach.main_slots[0] ? reach.main_slots[0] : reach.own_slots[0];
 	if (!slot)
