@@ -238,19 +238,16 @@ static bool hooks_answer(struct rdmad_mr_cache *c, const char *why)
  * the program's madvise() and munmap() reach them (a probe, no system
  * call), or the program chose the kernel's events alone
  * (RDMAD_MR_CACHE_EVENTS_ONLY, or RDMAD_MR_CACHE_HOOKS=off, announcing
- * its discards itself).  Not @full: a miss, which takes the last full
- * check's answer while nothing it looked at changed (reach.c).
- * Unlocked: the probe goes through whatever another library put in the
- * call slots. */
-static bool hooks_hold(struct rdmad_mr_cache *c, bool full)
+ * its discards itself).  Unlocked: the probe goes through whatever
+ * another library put in the call slots. */
+static bool hooks_hold(struct rdmad_mr_cache *c)
 {
 	/* Always: it also takes note of the slot a hit reads. */
-	return hooks_answer(c, mrc_reach_check(full));
+	return hooks_answer(c, mrc_reach_check());
 }
 
-/* As hooks_hold() for a miss, from what the last full check saw alone (no
- * lock, no call: under the cache's lock): false when only the full check
- * can answer. */
+/* As hooks_hold() for a miss, from what the last check saw (no lock, no
+ * call: under the cache's lock): false when only a check can answer. */
 static bool hooks_known(struct rdmad_mr_cache *c, bool *hooked)
 {
 	const char *why;
@@ -690,15 +687,15 @@ static struct mrc_entry *finish(struct rdmad_mr_cache *c, struct mrc_entry *e,
 	return fill(c, e, ask);
 }
 
-/* The entry for [start, end), cached or passed through, the hooks asked
- * in full where anything changed; signals blocked.  NULL with errno
- * set. */
+/* The entry for [start, end), cached or passed through, the hooks
+ * checked (something changed, or the check is due); signals blocked.
+ * NULL with errno set. */
 static struct mrc_entry *lookup(struct rdmad_mr_cache *c, uintptr_t start,
 				uintptr_t end, struct ask *ask)
 {
 	struct mrc_garbage g = {0};
 	struct mrc_entry *e;
-	bool hooked = !hookable(c) || hooks_hold(c, false);
+	bool hooked = !hookable(c) || hooks_hold(c);
 
 	if (c->mode == MRC_CACHING)
 		mrc_monitor_quiesce();
@@ -730,7 +727,7 @@ struct look {
  * it.  Without one, where the hooks' answer is known without a lock or a
  * call (reach.c's steady check), the miss blocks signals (@h) and plans
  * under the same lock; where it is not, neither: lookup() decides, after
- * the full check. */
+ * the check. */
 static void locked_get(struct rdmad_mr_cache *c, uintptr_t start, uintptr_t end,
 		       struct ask *ask, struct mrc_hush *h, struct look *l,
 		       struct mrc_garbage *g)
@@ -1118,7 +1115,7 @@ RDMAD_EXPORT int rdmad_mr_cache_is_caching(struct rdmad_mr_cache *cache)
 	 * miss. */
 	if (hookable(cache)) {
 		mrc_monitor_alive();
-		hooked = hooks_hold(cache, true);
+		hooked = hooks_hold(cache);
 	}
 	mrc_lock(&cache->lock);
 	check_monitor(cache);

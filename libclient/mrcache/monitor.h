@@ -111,12 +111,12 @@ bool mrc_monitor_hooks_reached(void);
  * program calls (its versioned calls as the dynamic linker binds them, a
  * lookup by name as dlsym(RTLD_DEFAULT) does, the main program's call
  * slots, librdmad's own slots; no second libc in another namespace):
- * NULL when they do, else the way that does not, in words.  Not @full:
- * the last full check's answer while every way still leads to the
- * definition it found there, that definition's entry unpatched (no lock,
- * no call). */
-const char *mrc_reach_check(bool full);
-/* That answer in *@why, or false where only a full check can give it. */
+ * NULL when they do, else the way that does not, in words. */
+const char *mrc_reach_check(void);
+/* For a miss, without a lock or a call: the last check's answer in
+ * *@why while every way still leads to the definition it found there,
+ * that definition's entry unpatched, and no second namespace came; false
+ * where only a full check can answer (and on every 64th miss). */
 bool mrc_reach_known(const char **why);
 /* In a child made without fork()'s handlers: its lock made afresh (a
  * forked child's is, by a handler of its own). */

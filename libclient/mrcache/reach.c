@@ -21,10 +21,10 @@
  * And a namespace of the dynamic linker's other than the default one
  * (dlmopen()) has a libc of its own, whose calls nothing here sees.
  *
- * A full check (is_caching(), and a miss that finds anything changed)
- * redoes the lookups when an object was loaded or unloaded since
- * (dl_iterate_phdr()'s counts) and makes the probe calls.  It leaves what
- * it saw for the next miss (steady()): each way's definition (the value
+ * A full check (is_caching(), a miss that finds anything changed, and
+ * every 64th miss) redoes the lookups when an object was loaded or
+ * unloaded since (dl_iterate_phdr()'s counts) and makes the probe calls.
+ * It leaves what it saw for the next miss (steady()): each way's definition (the value
  * in its call slot, or what the lookup by name found) and the first bytes
  * at that definition, which a patcher that overwrites a function's entry,
  * as libfabric's memhooks overwrites libc's, changes.  A miss that finds
@@ -389,9 +389,21 @@ static bool steady(const char **why)
 	       !other_namespace();
 }
 
+/* Every FULL_EVERY-th miss is sent to the full check, steady or not: a
+ * definition in the chain that starts forwarding elsewhere through a
+ * pointer of its own changes no slot and no entry. */
+#define FULL_EVERY 64
+static bool due(void)
+{
+	static unsigned int asked;
+
+	return __atomic_add_fetch(&asked, 1, __ATOMIC_RELAXED) % FULL_EVERY ==
+	       0;
+}
+
 bool mrc_reach_known(const char **why)
 {
-	return steady(why);
+	return !due() && steady(why);
 }
 
 /* A child: another thread of the parent may have held the lock. */
@@ -405,7 +417,7 @@ static void install_atfork(void)
 	pthread_atfork(NULL, NULL, mrc_reach_forget);
 }
 
-const char *mrc_reach_check(bool full)
+const char *mrc_reach_check(void)
 {
 	static pthread_once_t once = PTHREAD_ONCE_INIT;
 	struct way seen[WAYS];
@@ -413,8 +425,6 @@ const char *mrc_reach_check(bool full)
 	const char *why;
 	int saved = errno;
 
-	if (!full && steady(&why))
-		return why;
 	pthread_once(&once, install_atfork);
 	pthread_mutex_lock(&reach.lock);
 	look_up();

@@ -25,8 +25,10 @@
  * patcher that does not chain) stops the caching, the hit served from
  * the thread's last entry included; so does the entry of the hooks
  * overwritten with a jump to libc's (no slot changed, nothing loaded:
- * what a miss checks without a lock); a second libc loaded by dlmopen()
- * stops it too.
+ * what a miss checks without a lock); a GOT patcher's function that
+ * turns from the hooks to libc's through a pointer of its own (no slot,
+ * no entry changed) is found within 64 misses; a second libc loaded by
+ * dlmopen() stops it too.
  */
 #include <dlfcn.h>
 #include <elf.h>
@@ -64,6 +66,7 @@ static struct {
 	int (*destroy)(struct rdmad_mr_cache *);
 	struct ibv_mr *(*get)(struct rdmad_mr_cache *, void *, size_t, int);
 	int (*put)(struct rdmad_mr_cache *, struct ibv_mr *);
+	int (*flush)(struct rdmad_mr_cache *);
 	int (*is_caching)(struct rdmad_mr_cache *);
 	const char *(*reason)(const struct rdmad_mr_cache *);
 	int (*stats)(struct rdmad_mr_cache *, struct rdmad_mr_cache_stats *,
@@ -87,6 +90,7 @@ static bool open_api_flags(const char *path, bool fake, int flags)
 	*(void **)&api.destroy = dlsym(h, "rdmad_mr_cache_destroy");
 	*(void **)&api.get = dlsym(h, "rdmad_mr_cache_get");
 	*(void **)&api.put = dlsym(h, "rdmad_mr_cache_put");
+	*(void **)&api.flush = dlsym(h, "rdmad_mr_cache_flush");
 	*(void **)&api.is_caching = dlsym(h, "rdmad_mr_cache_is_caching");
 	*(void **)&api.reason = dlsym(h, "rdmad_mr_cache_get_reason");
 	*(void **)&api.stats = dlsym(h, "rdmad_mr_cache_get_stats");
@@ -337,6 +341,46 @@ static void test_entry_patched(struct rdmad_mr_cache *c, void *libc, char *m)
 #endif
 }
 
+/* A GOT patcher's function in the program's madvise slot, forwarding
+ * through a pointer of its own. */
+static madvise_fn *forward_to;
+static int forwarder(void *addr, size_t len, int advice)
+{
+	return forward_to(addr, len, advice);
+}
+
+/* The program's slot rewritten to forwarder(), which first forwards to
+ * the hooks (caching) and then to libc's madvise() with no slot and no
+ * entry changed: within 64 misses one passes through, and the cache
+ * says why. */
+static void test_forward_changed(struct rdmad_mr_cache *c, void *libc,
+				 void **slot, char *m)
+{
+	struct rdmad_mr_cache_stats s0, s1;
+	void *old;
+	int i;
+
+	forward_to = (madvise_fn *)dlsym(RTLD_DEFAULT, "madvise");
+	old = patch_slot(slot, (void *)forwarder);
+	CHECK(api.is_caching(c) == 1,
+	      "a forwarder to the hooks in the program's slot: %s",
+	      api.reason(c));
+	api.stats(c, &s0, sizeof(s0));
+	forward_to = (madvise_fn *)dlvsym(libc, "madvise", "GLIBC_2.2.5");
+	for (i = 0; i < 65; i++) {
+		api.put(c, api.get(c, m, ps, W));
+		api.flush(c);
+	}
+	api.stats(c, &s1, sizeof(s1));
+	CHECK(s1.unhooked > s0.unhooked && says_unhooked(c),
+	      "65 misses after the forwarder turned to libc's madvise(): "
+	      "%llu passed through unhooked, caching %d",
+	      (unsigned long long)(s1.unhooked - s0.unhooked),
+	      api.is_caching(c));
+	patch_slot(slot, old);
+	CHECK(api.is_caching(c) == 1, "the slot put back: %s", api.reason(c));
+}
+
 /* Preloaded, as a program linked with librdmad has it. */
 static void test_preloaded(void)
 {
@@ -393,6 +437,7 @@ static void test_preloaded(void)
 	patch_slot(slot, old);
 	CHECK(api.is_caching(c) == 1, "the slot put back: %s", api.reason(c));
 	test_entry_patched(c, libc, m);
+	test_forward_changed(c, libc, slot, m);
 out:
 	/* Last: a namespace cannot be taken back. */
 	CHECK(dlmopen(LM_ID_NEWLM, "libm.so.6", RTLD_NOW), "dlmopen: %s",
