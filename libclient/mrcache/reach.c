@@ -24,9 +24,9 @@
  * A full check (is_caching(), a miss that finds anything changed, and
  * every 64th miss) redoes the lookups when an object was loaded or
  * unloaded since (dl_iterate_phdr()'s counts) and makes the probe calls.
- * It leaves what it saw for the next miss (steady()): each way's definition (the value
- * in its call slot, or what the lookup by name found) and the first bytes
- * at that definition, which a patcher that overwrites a function's entry,
+ * It leaves what it saw for the next miss (steady()): each way's definition
+ * (the value in its call slot, or what the lookup by name found) and the first
+ * bytes at that definition, which a patcher that overwrites a function's entry,
  * as libfabric's memhooks overwrites libc's, changes.  A miss that finds
  * them all as they were, and no second namespace, takes the full check's
  * answer without a lock, a lookup or a call: an object loaded since
