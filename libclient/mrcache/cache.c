@@ -60,7 +60,7 @@
 #include "export.h"
 #include "mrcache.h"
 
-/* hit_or_plan()'s answer: register as asked, do not cache. */
+/* plan_or_pass()'s answer: register as asked, do not cache. */
 static struct mrc_entry pass;
 #define PASS (&pass)
 
@@ -655,21 +655,28 @@ static struct mrc_entry *hit(struct rdmad_mr_cache *c, uintptr_t start,
 	return e;
 }
 
-/* Under the lock, the mode up to date: a hit, else the plan for a miss;
- * PASS to pass through.  Signals blocked: the plan watches. */
-static struct mrc_entry *hit_or_plan(struct rdmad_mr_cache *c, uintptr_t start,
-				     uintptr_t end, struct ask *ask,
-				     struct mrc_garbage *g)
+/* Under the lock: the cached entry serving the get, remembered as the
+ * thread's hint, or NULL. */
+static struct mrc_entry *cached_hit(struct rdmad_mr_cache *c, uintptr_t start,
+				    uintptr_t end, int access)
 {
 	struct mrc_entry *e;
 
-	if (!cacheable(c, ask->access))
-		return PASS;
-	e = hit(c, start, end, ask->access);
-	if (!e)
-		return plan(c, start, end, ask, g);
-	remember(c, e);
+	if (!cacheable(c, access))
+		return NULL;
+	e = hit(c, start, end, access);
+	if (e)
+		remember(c, e);
 	return e;
+}
+
+/* Under the lock, no hit found, the mode up to date: the plan for a
+ * miss, or PASS to pass through.  Signals blocked: the plan watches. */
+static struct mrc_entry *plan_or_pass(struct rdmad_mr_cache *c, uintptr_t start,
+				      uintptr_t end, struct ask *ask,
+				      struct mrc_garbage *g)
+{
+	return cacheable(c, ask->access) ? plan(c, start, end, ask, g) : PASS;
 }
 
 /* Unlocked, signals blocked: a hit as it is, a planned entry registered
@@ -704,7 +711,9 @@ static struct mrc_entry *lookup(struct rdmad_mr_cache *c, uintptr_t start,
 		mrc_changes_apply(c);
 	check_monitor(c);
 	check_hooks(c, hooked);
-	e = hit_or_plan(c, start, end, ask, &g);
+	e = cached_hit(c, start, end, ask->access);
+	if (!e)
+		e = plan_or_pass(c, start, end, ask, &g);
 	mrc_unlock(&c->lock);
 	mrc_garbage_free(&g);
 	return finish(c, e, ask, hooked);
@@ -743,16 +752,14 @@ static void locked_get(struct rdmad_mr_cache *c, uintptr_t start, uintptr_t end,
 	if (mrc_changes_pending(c))
 		mrc_changes_apply(c);
 	check_monitor(c);
-	if (cacheable(c, ask->access)) {
-		l->e = hit(c, start, end, ask->access);
-		if (l->e)
-			remember(c, l->e);
-	}
+	l->e = cached_hit(c, start, end, ask->access);
+	/* No hit: none after check_hooks() either (a step into CACHING
+	 * comes from UNHOOKED, whose index is empty). */
 	if (!l->e && hooks_known(c, &l->hooked)) {
 		mrc_monitor_hush(h);
 		l->hushed = true;
 		check_hooks(c, l->hooked);
-		l->e = hit_or_plan(c, start, end, ask, g);
+		l->e = plan_or_pass(c, start, end, ask, g);
 	}
 	mrc_unlock(&c->lock);
 	pthread_cleanup_pop(0);
