@@ -8,7 +8,9 @@
  *     10,000 sorted starts plus an uncontended mutex), and what the
  *     monitor adds to munmap() of a cached range (and of one announced
  *     with rdmad_mr_cache_begin_change()), of a range whose entry was
- *     flushed (unwatched since), and of one it never saw.
+ *     flushed (unwatched since), and of one it never saw; a 4 KiB miss
+ *     with a fake MR and its floor counted instruction by instruction
+ *     (ptrace single-steps, "figure steps-..." lines: counts, not ns).
  *   bench-mrcache verbs DEVICE
  *     Real MRs: per size, ibv_reg_mr() + ibv_dereg_mr(), ibv_reg_mr()
  *     alone, a miss and a hit of the cache, the miss in turns with its
@@ -35,7 +37,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/ptrace.h>
 #include <sys/syscall.h>
+#include <sys/user.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <infiniband/verbs.h>
@@ -354,6 +359,158 @@ static double miss_fake(void *arg)
 	return (double)spent / r->n;
 }
 
+/* ---- counted: a miss and its floor, instruction by instruction ---------- */
+
+/* What one operation executes on the calling thread, counted by
+ * single-stepping it (ptrace) in a child: exact and the same run after
+ * run, where a time under the emulator moves by a third between runs.
+ * System calls are counted as instructions and apart (each one costs
+ * what the kernel makes it cost: about 1 us here, under PTI). */
+struct counted {
+	unsigned long insns;
+	unsigned long syscalls;
+};
+
+enum counted_op { COUNT_NOTHING, COUNT_FLOOR, COUNT_MISS };
+
+/* The floor's parts as the miss makes them: the watch, the kind, the
+ * (fake) registration; undone by the caller. */
+static struct ibv_mr *floor_fake(const struct span *r, uint64_t *id)
+{
+	uintptr_t s = (uintptr_t)r->buf;
+
+	mrc_monitor_watch(s, s + r->len, id);
+	mrc_vma_private_anon(s, s + r->len);
+	return fake_reg(NULL, r->buf, r->len, ACCESS);
+}
+
+static void counted_once(enum counted_op op, struct rdmad_mr_cache *cache,
+			 const struct span *r, bool stop)
+{
+	struct ibv_mr *mr = NULL;
+	uint64_t id = 0;
+
+	if (stop)
+		raise(SIGSTOP);
+	if (op == COUNT_FLOOR)
+		mr = floor_fake(r, &id);
+	else if (op == COUNT_MISS)
+		mr = rdmad_mr_cache_get(cache, r->buf, r->len, ACCESS);
+	if (stop)
+		raise(SIGSTOP);
+	if (op == COUNT_FLOOR) {
+		fake_dereg(mr);
+		mrc_monitor_unwatch(id);
+	} else if (op == COUNT_MISS) {
+		rdmad_mr_cache_put(cache, mr);
+		rdmad_mr_cache_flush(cache);
+	}
+}
+
+/* The child: a cache of its own (a forked child's is not used), warmed
+ * up (10 rounds, so that the counted miss is not one of the every-64th
+ * that checks the hooks in full), then the operation between two stops;
+ * exits 3 where its cache does not cache. */
+static void counted_child(enum counted_op op)
+{
+	static const struct mrc_ops ops = {fake_reg, fake_dereg};
+	struct rdmad_mr_cache *cache =
+		mrc_cache_new_ops(NULL, NULL, &ops, "count0");
+	struct span r = {anon(NULL, ps, 0), ps, 1};
+	unsigned int i;
+
+	if (ptrace(PTRACE_TRACEME, 0, NULL, NULL))
+		_exit(2);
+	if (!rdmad_mr_cache_is_caching(cache))
+		_exit(3);
+	memset(r.buf, 1, ps);
+	for (i = 0; i < 10; i++)
+		counted_once(op, cache, &r, false);
+	counted_once(op, cache, &r, true);
+	_exit(0);
+}
+
+#ifdef __x86_64__
+/* Steps the child from its first stop to its second; false where it
+ * cannot be traced (no ptrace, or the child ended first). */
+static bool step_between_stops(pid_t pid, struct counted *n)
+{
+	long word;
+	int st, sig;
+
+	for (;;) {
+		if (waitpid(pid, &st, 0) < 0 || !WIFSTOPPED(st))
+			return false;
+		if (WSTOPSIG(st) == SIGSTOP)
+			break;
+		ptrace(PTRACE_CONT, pid, NULL, (void *)(long)WSTOPSIG(st));
+	}
+	*n = (struct counted){0, 0};
+	for (sig = 0;; sig = WSTOPSIG(st) == SIGTRAP ? 0 : WSTOPSIG(st)) {
+		struct user_regs_struct regs;
+
+		if (ptrace(PTRACE_GETREGS, pid, NULL, &regs))
+			return false;
+		errno = 0;
+		word = ptrace(PTRACE_PEEKTEXT, pid, (void *)regs.rip, NULL);
+		if (!sig && !errno && (word & 0xffff) == 0x050f) /* syscall */
+			n->syscalls++;
+		/* A signal's stop is no instruction: delivered on this step. */
+		if (ptrace(PTRACE_SINGLESTEP, pid, NULL, (void *)(long)sig) ||
+		    waitpid(pid, &st, 0) < 0 || !WIFSTOPPED(st))
+			return false;
+		if (WSTOPSIG(st) == SIGSTOP)
+			break;
+		n->insns += WSTOPSIG(st) == SIGTRAP;
+	}
+	ptrace(PTRACE_CONT, pid, NULL, NULL);
+	return true;
+}
+#else
+/* The syscall instruction above is x86-64's. */
+static bool step_between_stops(pid_t pid, struct counted *n)
+{
+	(void)pid;
+	(void)n;
+	return false;
+}
+#endif
+
+static bool count(enum counted_op op, struct counted *n)
+{
+	pid_t pid = fork();
+	bool ok;
+	int st;
+
+	if (pid < 0)
+		return false;
+	if (!pid)
+		counted_child(op);
+	ok = step_between_stops(pid, n);
+	if (!ok)
+		kill(pid, SIGKILL);
+	waitpid(pid, &st, 0);
+	return ok;
+}
+
+/* A 4 KiB miss and its floor, counted, less what the two stops around
+ * them execute; "figure steps-..." lines (counts, not ns). */
+static void counted(void)
+{
+	struct counted none, floor, miss;
+
+	if (!count(COUNT_NOTHING, &none) || !count(COUNT_FLOOR, &floor) ||
+	    !count(COUNT_MISS, &miss)) {
+		printf("bench-mrcache: no counts: x86-64 only, and the "
+		       "child must be traceable and its cache caching\n");
+		return;
+	}
+	figure("steps-floor", ps, (double)(floor.insns - none.insns));
+	figure("steps-miss", ps, (double)(miss.insns - none.insns));
+	figure("syscalls-floor", ps, (double)(floor.syscalls - none.syscalls));
+	figure("syscalls-miss", ps, (double)(miss.syscalls - none.syscalls));
+}
+
 static void kinds(size_t len, struct span *r)
 {
 	figure("kind-maps", len, median(kind_maps, r));
@@ -372,6 +529,7 @@ static int native(void)
 	double hit, floor, base;
 	unsigned int i, j, t;
 
+	counted(); /* first: its children fork from a process with no cache */
 	nat.region = anon(NULL, (size_t)ENTRIES * 2 * ps, 0);
 	nat.cache = mrc_cache_new_ops(NULL, &attr, &ops, "bench0");
 	if (!rdmad_mr_cache_is_caching(nat.cache)) {
