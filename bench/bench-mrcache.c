@@ -113,15 +113,18 @@ static void figure_ratio(const char *name, size_t size, double ratio)
 
 /* ---- native: a hit among 10,000 entries, and munmap ---------------------- */
 
+/* A hit's floor's entry: its count, alone in a cache line. */
+struct count_line {
+	unsigned int refcnt;
+	char line[60];
+};
+
 static struct {
 	char *region; /* ENTRIES slots of two pages; entries on the first */
 	struct rdmad_mr_cache *cache;
-	unsigned int *order; /* random slots */
-	uintptr_t *starts;   /* the floor's sorted array */
-	struct {
-		unsigned int refcnt;
-		char line[60];
-	} * counts; /* and its entries, a cache line each */
+	unsigned int *order;	   /* random slots */
+	uintptr_t *starts;	   /* the floor's sorted array */
+	struct count_line *counts; /* and its entries */
 	pthread_mutex_t lock;
 } nat = {.lock = PTHREAD_MUTEX_INITIALIZER};
 

@@ -66,8 +66,10 @@ static void vlog(int prio, const char *fmt, va_list ap)
 	}
 }
 
-static void __attribute__((format(printf, 2, 3)))
-log_line(int prio, const char *fmt, ...)
+static void log_line(int prio, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+static void log_line(int prio, const char *fmt, ...)
 {
 	va_list ap;
 

@@ -120,8 +120,10 @@ enum metrics_format metrics_negotiate(const char *accept)
 
 /* ---- writing ---- */
 
-static void __attribute__((format(printf, 2, 3)))
-out(struct expo *e, const char *fmt, ...)
+static void out(struct expo *e, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+static void out(struct expo *e, const char *fmt, ...)
 {
 	size_t room = e->len < e->size ? e->size - e->len : 0;
 	va_list ap;

@@ -39,7 +39,7 @@ struct good_case {
 	.max_clients_per_namespace = 256, .hello_timeout_ms = 10000,           \
 	.max_queue = 256, .debounce_ms = 10, .storm_threshold = 64,            \
 	.socket_mode = 0666, .socket_path = "", .state_dir = "/run/rdmad",     \
-	.metrics_listen = "", .admin_group = (gid_t)-1,                        \
+	.metrics_listen = "", .admin_group = (gid_t)(-1),                      \
 	.max_holds_per_uid = 4096
 
 static const struct good_case good[] = {

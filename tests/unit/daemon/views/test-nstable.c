@@ -19,7 +19,7 @@
 #include "views.h"
 
 #define NOBODY 65534
-#define END ((uid_t)-2)
+#define END ((uid_t)(-2))
 
 static struct device_record one_dev(void)
 {
