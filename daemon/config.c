@@ -47,9 +47,7 @@ struct config_key {
 	bool restart;		/* a change needs a restart */
 };
 
-/* Laid out by hand: clang-format 14 and 19 lay out a braced list in a
- * macro otherwise (scripts/check-format.sh). */
-/* clang-format off */
+/* clang-format off */ /* 14 and 19 differ here: check-format.sh */
 #define KEY_UINT(sec, key, field, lo, hi, rst)                                 \
 	{sec, key, CONFIG_TYPE_UINT, offsetof(struct config, field),           \
 	 sizeof(unsigned int), lo, hi, rst}

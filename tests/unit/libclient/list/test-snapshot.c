@@ -460,9 +460,7 @@ struct life_case {
 	} steps[4];
 };
 
-/* Laid out by hand: clang-format 14 and 19 lay out a braced list in a
- * macro otherwise (scripts/check-format.sh). */
-/* clang-format off */
+/* clang-format off */ /* 14 and 19 differ here: check-format.sh */
 #define P(n, id, inc) {n, id, inc, 'P', 0, true}
 #define HELD(n, id, inc) {n, id, inc, 'R', 1, false}
 #define GONE(n, id, inc) {n, id, inc, 'R', 0, false}
