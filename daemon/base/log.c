@@ -46,6 +46,12 @@ void log_set_level(int max_level)
 	level = max_level;
 }
 
+/* printf-like, their callers checked (clang's -Wformat-nonliteral). */
+static void vlog(int prio, const char *fmt, va_list ap)
+	__attribute__((format(printf, 2, 0)));
+static void vlog_errno(int prio, const char *fmt, va_list ap)
+	__attribute__((format(printf, 2, 0)));
+
 static void vlog(int prio, const char *fmt, va_list ap)
 {
 	char line[1024];

@@ -14,6 +14,9 @@
 unsigned int fake_log_warnings;
 
 static void vlog(const char *level, const char *fmt, va_list ap)
+	__attribute__((format(printf, 2, 0)));
+
+static void vlog(const char *level, const char *fmt, va_list ap)
 {
 	fprintf(stderr, "%s: ", level);
 	vfprintf(stderr, fmt, ap);
